@@ -1,0 +1,144 @@
+// ledger: the model of what a process holds on the device. The shim calls one method per driver event,
+// after the driver answered; the report reads a Snapshot. Pure C++: no CUDA types, no CUDA calls, no I/O,
+// so it is unit-tested without a driver and cannot disturb the program it lives in.
+//
+// Refcount model (DESIGN.md): a physical allocation lives while references > 0, mappings > 0 or an
+// exported fd is open. References remember the site that took them; a release retires the most recent
+// outstanding reference of that allocation (LIFO). Handle values are reused by the driver, so live state
+// is keyed by handle and history by allocation id.
+#pragma once
+
+#include "trace_tree.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cumemaudit::ledger {
+
+using OwnerId = std::uint16_t;
+inline constexpr OwnerId kMaxOwners = 256;
+
+// What kind of memory an allocation is; the owners table splits live bytes by it.
+enum class Kind : std::uint8_t { vmm_physical, classic, async_pool, host_pinned, managed, imported, ipc, count };
+const char* to_string(Kind);
+
+// Handle types of a physical allocation (as requested at creation / used at export or import).
+enum class HandleType : std::uint8_t { none, posix_fd, fabric, other };
+const char* to_string(HandleType);
+
+// Where a reference, allocation or misuse came from: the API, the interned stack and the owner.
+struct Site {
+    const char* api = "";  // static string naming the driver/runtime entry point, e.g. "cuMemCreate"
+    TraceId trace = 0;     // 0: no stack captured
+    OwnerId owner = 0;     // 0: "unknown"
+};
+
+// Identity of an exported shareable handle, so an import in this process finds the same allocation:
+// fabric handle: two halves of a digest of the 64-byte blob; POSIX fd: st_dev and st_ino of the open file.
+struct ExportKey {
+    std::uint64_t a = 0, b = 0;
+    friend bool operator==(const ExportKey&, const ExportKey&) = default;
+};
+
+enum class LeakClass : std::uint8_t { unreachable, open_export, mapped_at_exit, unfreed };
+const char* to_string(LeakClass);
+
+// When the snapshot is taken: a checkpoint sees mapped memory as in use; exit sees it as never torn down.
+enum class Moment : std::uint8_t { checkpoint, exit };
+
+// One row per (class, site of an unreleased reference / unfreed allocation), LSan-style.
+struct LeakRow {
+    LeakClass cls;
+    Site site;
+    std::uint64_t bytes = 0;        // sum of the sizes of the allocations this site still holds
+    std::uint32_t allocations = 0;  // how many allocations
+    std::uint32_t references = 0;   // how many outstanding references taken at this site
+    HandleType handle_type = HandleType::none;
+};
+
+struct MisuseRow {
+    Site site;
+    const char* result = "";  // the driver's answer, e.g. "CUDA_ERROR_INVALID_VALUE" ("CUDA_SUCCESS" allowed)
+    std::string what;         // e.g. "release of a handle already released"
+    std::uint64_t count = 0;
+};
+
+struct OwnerRow {
+    OwnerId owner = 0;
+    std::string name;
+    std::uint64_t live_bytes = 0, peak_bytes = 0, leaked_bytes = 0;
+    std::uint64_t live_by_kind[static_cast<int>(Kind::count)] = {};
+};
+
+struct Summary {
+    std::uint64_t leaked_bytes = 0;        // each leaked allocation counted once (unreachable + open-export)
+    std::uint64_t leaked_allocations = 0;
+    std::uint64_t leaked_references = 0;
+    std::uint64_t misuse_events = 0;
+    std::uint64_t unfreed_bytes = 0;       // classic allocations live at exit
+    std::uint64_t unfreed_allocations = 0;
+    std::uint64_t mapped_at_exit_bytes = 0;
+    std::uint64_t live_bytes = 0;          // everything tracked and live now
+    std::uint64_t peak_tracked_bytes = 0;
+};
+
+struct Snapshot {
+    Summary summary;
+    std::vector<LeakRow> leaks;      // sorted by bytes, largest first
+    std::vector<MisuseRow> misuse;   // sorted by count, largest first
+    std::vector<OwnerRow> owners;    // owners that ever held memory, largest live first
+};
+
+// Asked at snapshot time whether an exported fd is still open (the shim checks the fd table; the ledger
+// does no I/O). Gets the fd number and the key recorded at export.
+using ExportProbe = std::function<bool(int fd, const ExportKey&)>;
+
+class Ledger {
+public:
+    Ledger();
+    ~Ledger();
+    Ledger(const Ledger&) = delete;
+    Ledger& operator=(const Ledger&) = delete;
+
+    // ---- virtual memory management. `ok`: the driver returned CUDA_SUCCESS; `result`: its name.
+    // Failed calls that change nothing are still passed, so misuse is recorded with the driver's answer.
+    void created(std::uint64_t handle, std::uint64_t size, HandleType, const Site&);
+    void retained(std::uint64_t handle, std::uint64_t va, const Site&);  // handle returned for address va
+    void released(std::uint64_t handle, bool ok, const char* result, const Site&);
+    void exported(std::uint64_t handle, HandleType, const ExportKey&, int fd /* -1 unless posix_fd */, const Site&);
+    void imported(std::uint64_t handle, HandleType, const ExportKey&, const Site&);
+    void mapped(std::uint64_t va, std::uint64_t size, std::uint64_t handle, bool ok, const char* result, const Site&);
+    void unmapped(std::uint64_t va, std::uint64_t size, bool ok, const char* result, const Site&);
+    void reserved(std::uint64_t va, std::uint64_t size, const Site&);
+    void address_freed(std::uint64_t va, std::uint64_t size, bool ok, const char* result, const Site&);
+
+    // ---- classic allocations (cuMemAlloc*, async, host, managed, IPC opens) and their frees.
+    void allocated(std::uint64_t ptr, std::uint64_t size, Kind, const Site&);
+    void freed(std::uint64_t ptr, bool ok, const char* result, const Site&);
+
+    // ---- owners: a small registry of names; id 0 is "unknown".
+    OwnerId owner_id(std::string_view name);
+    std::string owner_name(OwnerId) const;
+
+    // Live bytes per owner right now: O(owners), never scans allocations (used for step samples).
+    std::vector<std::pair<OwnerId, std::uint64_t>> live_by_owner() const;
+
+    Snapshot snapshot(Moment, const ExportProbe& still_open) const;
+
+    TraceTree& traces() { return *traces_; }
+    const TraceTree& traces() const { return *traces_; }
+
+    // Forget everything (a fork child starts a fresh ledger). Not thread-safe: call with one thread alive.
+    void reset();
+
+private:
+    struct State;
+    std::unique_ptr<State> state_;
+    std::unique_ptr<TraceTree> traces_;
+};
+
+}  // namespace cumemaudit::ledger

@@ -1,0 +1,119 @@
+// The entry-point catalog against the toolkit's own typedefs: every row's symbol must have exactly the
+// signature cudaTypedefs.h gives PFN_<base>_v<version> (and its _ptsz twin), so a wrong version, a wrong
+// variant or a typo fails to compile instead of resolving the wrong function at run time.
+#include "common/cuda_catalog.hpp"
+
+#include <catch2/catch.hpp>
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include <set>
+#include <string>
+#include <type_traits>
+
+// Per-thread twins are declared by cuda.h only in per-thread builds; declare them from their typedefs.
+extern "C" {
+std::remove_pointer_t<PFN_cuMemAllocAsync_v11020_ptsz> cuMemAllocAsync_ptsz;
+std::remove_pointer_t<PFN_cuMemFreeAsync_v11020_ptsz> cuMemFreeAsync_ptsz;
+std::remove_pointer_t<PFN_cuMemAllocFromPoolAsync_v11020_ptsz> cuMemAllocFromPoolAsync_ptsz;
+std::remove_pointer_t<PFN_cuStreamSynchronize_v7000_ptsz> cuStreamSynchronize_ptsz;
+std::remove_pointer_t<PFN_cuStreamBeginCapture_v10010_ptsz> cuStreamBeginCapture_v2_ptsz;
+std::remove_pointer_t<PFN_cuStreamEndCapture_v10000_ptsz> cuStreamEndCapture_ptsz;
+std::remove_pointer_t<PFN_cuStreamIsCapturing_v10000_ptsz> cuStreamIsCapturing_ptsz;
+}
+// v1 entry points that cuda.h hides behind #defines to their successors.
+#undef cuGetProcAddress
+#undef cuIpcOpenMemHandle
+extern "C" std::remove_pointer_t<PFN_cuGetProcAddress_v11030> cuGetProcAddress;
+extern "C" std::remove_pointer_t<PFN_cuIpcOpenMemHandle_v11000> cuIpcOpenMemHandle;  // v4010: same signature
+
+
+namespace {
+template <typename Pfn, typename Fn>
+constexpr bool same_signature(Fn* f) { return std::is_same_v<Pfn, Fn*> && f != nullptr; }
+}  // namespace
+
+TEST_CASE("resolve picks the highest version not above the request") {
+    using cumemaudit::catalog::resolve;
+    using cumemaudit::catalog::Lookup;
+    CHECK(resolve("cuMemAlloc", 3020, 0).symbol == "cuMemAlloc_v2");
+    CHECK(resolve("cuMemAlloc", 13000, 0).symbol == "cuMemAlloc_v2");
+    CHECK(resolve("cuMemAlloc", 2000, 0).status == Lookup::version_too_low);
+    CHECK(resolve("cuGetProcAddress", 11030, 0).symbol == "cuGetProcAddress");
+    CHECK(resolve("cuGetProcAddress", 12000, 0).symbol == "cuGetProcAddress_v2");
+    CHECK(resolve("cuMemAllocAsync", 11020, 0).symbol == "cuMemAllocAsync");
+    CHECK(resolve("cuMemAllocAsync", 11020, 2).symbol == "cuMemAllocAsync_ptsz");
+    CHECK(resolve("cuMemAlloc", 3020, 2).symbol == "cuMemAlloc_v2");  // no twin: the plain variant
+    CHECK(resolve("cuNoSuchThing", 13000, 0).status == Lookup::not_found);
+    CHECK(resolve("cuIpcOpenMemHandle", 4010, 0).symbol == "cuIpcOpenMemHandle");
+    CHECK(resolve("cuIpcOpenMemHandle", 11000, 0).symbol == "cuIpcOpenMemHandle_v2");
+}
+
+TEST_CASE("every row's symbol has the signature cudaTypedefs.h gives that base and version") {
+    // One line a row of cuda_catalog.inc; the count check below keeps the two in step.
+    static_assert(same_signature<PFN_cuInit_v2000>(&cuInit));
+    static_assert(same_signature<PFN_cuDriverGetVersion_v2020>(&cuDriverGetVersion));
+    static_assert(same_signature<PFN_cuDeviceGetCount_v2000>(&cuDeviceGetCount));
+    static_assert(same_signature<PFN_cuDeviceGet_v2000>(&cuDeviceGet));
+    static_assert(same_signature<PFN_cuDeviceGetName_v2000>(&cuDeviceGetName));
+    static_assert(same_signature<PFN_cuDeviceGetAttribute_v2000>(&cuDeviceGetAttribute));
+    static_assert(same_signature<PFN_cuDeviceTotalMem_v3020>(&cuDeviceTotalMem_v2));
+    static_assert(same_signature<PFN_cuDevicePrimaryCtxRetain_v7000>(&cuDevicePrimaryCtxRetain));
+    static_assert(same_signature<PFN_cuDevicePrimaryCtxRelease_v11000>(&cuDevicePrimaryCtxRelease_v2));
+    static_assert(same_signature<PFN_cuCtxGetCurrent_v4000>(&cuCtxGetCurrent));
+    static_assert(same_signature<PFN_cuCtxSetCurrent_v4000>(&cuCtxSetCurrent));
+    static_assert(same_signature<PFN_cuCtxGetDevice_v2000>(&cuCtxGetDevice));
+    static_assert(same_signature<PFN_cuCtxSynchronize_v2000>(&cuCtxSynchronize));
+    static_assert(same_signature<PFN_cuGetErrorName_v6000>(&cuGetErrorName));
+    static_assert(same_signature<PFN_cuGetErrorString_v6000>(&cuGetErrorString));
+    static_assert(same_signature<PFN_cuGetProcAddress_v11030>(&cuGetProcAddress));
+    static_assert(same_signature<PFN_cuGetProcAddress_v12000>(&cuGetProcAddress_v2));
+    static_assert(same_signature<PFN_cuMemGetInfo_v3020>(&cuMemGetInfo_v2));
+    static_assert(same_signature<PFN_cuMemAlloc_v3020>(&cuMemAlloc_v2));
+    static_assert(same_signature<PFN_cuMemFree_v3020>(&cuMemFree_v2));
+    static_assert(same_signature<PFN_cuMemAllocPitch_v3020>(&cuMemAllocPitch_v2));
+    static_assert(same_signature<PFN_cuMemAllocManaged_v6000>(&cuMemAllocManaged));
+    static_assert(same_signature<PFN_cuMemHostAlloc_v2020>(&cuMemHostAlloc));
+    static_assert(same_signature<PFN_cuMemAllocHost_v3020>(&cuMemAllocHost_v2));
+    static_assert(same_signature<PFN_cuMemFreeHost_v2000>(&cuMemFreeHost));
+    static_assert(same_signature<PFN_cuMemAllocAsync_v11020>(&cuMemAllocAsync));
+    static_assert(same_signature<PFN_cuMemAllocAsync_v11020_ptsz>(&cuMemAllocAsync_ptsz));
+    static_assert(same_signature<PFN_cuMemFreeAsync_v11020>(&cuMemFreeAsync));
+    static_assert(same_signature<PFN_cuMemFreeAsync_v11020_ptsz>(&cuMemFreeAsync_ptsz));
+    static_assert(same_signature<PFN_cuMemAllocFromPoolAsync_v11020>(&cuMemAllocFromPoolAsync));
+    static_assert(same_signature<PFN_cuMemAllocFromPoolAsync_v11020_ptsz>(&cuMemAllocFromPoolAsync_ptsz));
+    static_assert(same_signature<PFN_cuMemGetAddressRange_v3020>(&cuMemGetAddressRange_v2));
+    static_assert(same_signature<PFN_cuIpcOpenMemHandle_v11000>(&cuIpcOpenMemHandle));
+    static_assert(same_signature<PFN_cuIpcOpenMemHandle_v11000>(&cuIpcOpenMemHandle_v2));
+    static_assert(same_signature<PFN_cuIpcCloseMemHandle_v4010>(&cuIpcCloseMemHandle));
+    static_assert(same_signature<PFN_cuStreamCreate_v2000>(&cuStreamCreate));
+    static_assert(same_signature<PFN_cuStreamDestroy_v4000>(&cuStreamDestroy_v2));
+    static_assert(same_signature<PFN_cuStreamSynchronize_v2000>(&cuStreamSynchronize));
+    static_assert(same_signature<PFN_cuStreamSynchronize_v7000_ptsz>(&cuStreamSynchronize_ptsz));
+    static_assert(same_signature<PFN_cuStreamBeginCapture_v10010>(&cuStreamBeginCapture_v2));
+    static_assert(same_signature<PFN_cuStreamBeginCapture_v10010_ptsz>(&cuStreamBeginCapture_v2_ptsz));
+    static_assert(same_signature<PFN_cuStreamEndCapture_v10000>(&cuStreamEndCapture));
+    static_assert(same_signature<PFN_cuStreamEndCapture_v10000_ptsz>(&cuStreamEndCapture_ptsz));
+    static_assert(same_signature<PFN_cuStreamIsCapturing_v10000>(&cuStreamIsCapturing));
+    static_assert(same_signature<PFN_cuStreamIsCapturing_v10000_ptsz>(&cuStreamIsCapturing_ptsz));
+    static_assert(same_signature<PFN_cuGraphInstantiateWithFlags_v11040>(&cuGraphInstantiateWithFlags));
+    static_assert(same_signature<PFN_cuGraphDestroy_v10000>(&cuGraphDestroy));
+    static_assert(same_signature<PFN_cuGraphExecDestroy_v10000>(&cuGraphExecDestroy));
+    static_assert(same_signature<PFN_cuMemGetAllocationGranularity_v10020>(&cuMemGetAllocationGranularity));
+    static_assert(same_signature<PFN_cuMemCreate_v10020>(&cuMemCreate));
+    static_assert(same_signature<PFN_cuMemRelease_v10020>(&cuMemRelease));
+    static_assert(same_signature<PFN_cuMemAddressReserve_v10020>(&cuMemAddressReserve));
+    static_assert(same_signature<PFN_cuMemAddressFree_v10020>(&cuMemAddressFree));
+    static_assert(same_signature<PFN_cuMemMap_v10020>(&cuMemMap));
+    static_assert(same_signature<PFN_cuMemUnmap_v10020>(&cuMemUnmap));
+    static_assert(same_signature<PFN_cuMemSetAccess_v10020>(&cuMemSetAccess));
+    static_assert(same_signature<PFN_cuMemGetAccess_v10020>(&cuMemGetAccess));
+    static_assert(same_signature<PFN_cuMemRetainAllocationHandle_v11000>(&cuMemRetainAllocationHandle));
+    static_assert(same_signature<PFN_cuMemExportToShareableHandle_v10020>(&cuMemExportToShareableHandle));
+    static_assert(same_signature<PFN_cuMemImportFromShareableHandle_v10020>(&cuMemImportFromShareableHandle));
+    static_assert(same_signature<PFN_cuMemGetAllocationPropertiesFromHandle_v10020>(&cuMemGetAllocationPropertiesFromHandle));
+    // 61 checks above: 54 rows plus 7 per-thread twins.
+    std::size_t twins = 0;
+    for (const auto& e : cumemaudit::catalog::entries()) twins += e.per_thread.empty() ? 0 : 1;
+    CHECK(cumemaudit::catalog::entries().size() + twins == 61);
+}
