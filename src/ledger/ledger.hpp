@@ -50,6 +50,12 @@ const char* to_string(LeakClass);
 // When the snapshot is taken: a checkpoint sees mapped memory as in use; exit sees it as never torn down.
 enum class Moment : std::uint8_t { checkpoint, exit };
 
+// One allocation behind a leak row, so a report that suppresses some rows still counts each remaining
+// allocation once. Filled for the classes the summary counts as leaked (unreachable, open-export).
+struct HeldAllocation {
+    std::uint64_t id = 0, bytes = 0;
+};
+
 // One row per (class, site of an unreleased reference / unfreed allocation), LSan-style.
 struct LeakRow {
     LeakClass cls;
@@ -58,6 +64,8 @@ struct LeakRow {
     std::uint32_t allocations = 0;  // how many allocations
     std::uint32_t references = 0;   // how many outstanding references taken at this site
     HandleType handle_type = HandleType::none;
+    Kind kind = Kind::vmm_physical;
+    std::vector<HeldAllocation> members;  // unreachable / open-export rows only
 };
 
 struct MisuseRow {

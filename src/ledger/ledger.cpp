@@ -1,0 +1,171 @@
+// Ledger: the glue of its three parts — the VMM model (one mutex), the sharded classic table and the
+// owner counters — and the snapshot that classifies what they hold.
+#include "ledger.hpp"
+
+#include "classic_table.hpp"
+#include "leak_rows.hpp"
+#include "misuse_log.hpp"
+#include "owners.hpp"
+#include "vmm_model.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace cumemaudit::ledger {
+
+const char* to_string(Kind k) {
+    switch (k) {
+    case Kind::vmm_physical: return "vmm_physical";
+    case Kind::classic: return "classic";
+    case Kind::async_pool: return "async_pool";
+    case Kind::host_pinned: return "host_pinned";
+    case Kind::managed: return "managed";
+    case Kind::imported: return "imported";
+    case Kind::ipc: return "ipc";
+    case Kind::count: break;
+    }
+    return "unknown";
+}
+
+const char* to_string(HandleType t) {
+    switch (t) {
+    case HandleType::none: return "none";
+    case HandleType::posix_fd: return "posix_fd";
+    case HandleType::fabric: return "fabric";
+    case HandleType::other: return "other";
+    }
+    return "other";
+}
+
+const char* to_string(LeakClass c) {
+    switch (c) {
+    case LeakClass::unreachable: return "unreachable";
+    case LeakClass::open_export: return "open-export";
+    case LeakClass::mapped_at_exit: return "mapped-at-exit";
+    case LeakClass::unfreed: return "unfreed";
+    }
+    return "unreachable";
+}
+
+struct Ledger::State {
+    detail::Owners owners;
+    detail::MisuseLog misuse;
+    detail::VmmModel vmm{owners, misuse};
+    detail::ClassicTable classic;
+};
+
+Ledger::Ledger() : state_(std::make_unique<State>()), traces_(std::make_unique<TraceTree>()) {}
+Ledger::~Ledger() = default;
+
+void Ledger::created(std::uint64_t handle, std::uint64_t size, HandleType ht, const Site& site) {
+    state_->vmm.created(handle, size, ht, site);
+}
+void Ledger::retained(std::uint64_t handle, std::uint64_t va, const Site& site) { state_->vmm.retained(handle, va, site); }
+void Ledger::released(std::uint64_t handle, bool ok, const char* result, const Site& site) {
+    state_->vmm.released(handle, ok, result, site);
+}
+void Ledger::exported(std::uint64_t handle, HandleType ht, const ExportKey& key, int fd, const Site& site) {
+    state_->vmm.exported(handle, ht, key, fd, site);
+}
+void Ledger::imported(std::uint64_t handle, HandleType ht, const ExportKey& key, const Site& site) {
+    state_->vmm.imported(handle, ht, key, site);
+}
+void Ledger::mapped(std::uint64_t va, std::uint64_t size, std::uint64_t handle, bool ok, const char* result,
+                    const Site& site) {
+    state_->vmm.mapped(va, size, handle, ok, result, site);
+}
+void Ledger::unmapped(std::uint64_t va, std::uint64_t size, bool ok, const char* result, const Site& site) {
+    state_->vmm.unmapped(va, size, ok, result, site);
+}
+void Ledger::reserved(std::uint64_t va, std::uint64_t size, const Site&) { state_->vmm.reserved(va, size); }
+void Ledger::address_freed(std::uint64_t va, std::uint64_t size, bool ok, const char* result, const Site& site) {
+    state_->vmm.address_freed(va, size, ok, result, site);
+}
+
+void Ledger::allocated(std::uint64_t ptr, std::uint64_t size, Kind kind, const Site& site) {
+    const auto old = state_->classic.insert(ptr, detail::ClassicRecord{size, site.api, site.trace, site.owner, kind});
+    if (old) state_->owners.sub(old->owner, old->kind, old->size);  // its free went around us
+    state_->owners.add(site.owner, kind, size);
+}
+
+void Ledger::freed(std::uint64_t ptr, bool ok, const char* result, const Site& site) {
+    if (!ok) {
+        state_->misuse.record(site, result,
+                              state_->classic.contains(ptr) ? "driver rejected the call" : "free of an unknown pointer");
+        return;
+    }
+    // An unknown pointer the driver accepted came from before we loaded (or is null): not misuse.
+    if (const auto old = state_->classic.erase(ptr)) state_->owners.sub(old->owner, old->kind, old->size);
+}
+
+OwnerId Ledger::owner_id(std::string_view name) { return state_->owners.id(name); }
+std::string Ledger::owner_name(OwnerId o) const { return state_->owners.name(o); }
+
+std::vector<std::pair<OwnerId, std::uint64_t>> Ledger::live_by_owner() const {
+    std::vector<std::pair<OwnerId, std::uint64_t>> out;
+    const std::size_t n = state_->owners.count();
+    for (std::size_t i = 0; i < n; ++i) {
+        const auto o = static_cast<OwnerId>(i);
+        if (state_->owners.peak(o) != 0) out.emplace_back(o, state_->owners.live(o));
+    }
+    return out;
+}
+
+Snapshot Ledger::snapshot(Moment moment, const ExportProbe& still_open) const {
+    Snapshot snap;
+    detail::LeakRows rows;
+    std::vector<std::uint64_t> leaked_by_owner(kMaxOwners, 0);
+    state_->vmm.collect(moment, still_open, rows, snap.summary, leaked_by_owner);
+
+    if (moment == Moment::exit) {
+        // Sorted before aggregation so row order does not depend on hash-table iteration.
+        std::vector<std::pair<std::uint64_t, detail::ClassicRecord>> live;
+        state_->classic.for_each([&](std::uint64_t ptr, const detail::ClassicRecord& r) { live.emplace_back(ptr, r); });
+        std::sort(live.begin(), live.end(), [](const auto& a, const auto& b) {
+            if (int c = std::strcmp(a.second.api, b.second.api)) return c < 0;
+            if (a.second.trace != b.second.trace) return a.second.trace < b.second.trace;
+            return a.first < b.first;
+        });
+        for (const auto& [ptr, r] : live) {
+            rows.add(LeakClass::unfreed, r.site(), HandleType::none, r.kind, ptr, r.size, 0);
+            snap.summary.unfreed_bytes += r.size;
+            ++snap.summary.unfreed_allocations;
+        }
+    }
+    snap.leaks = rows.take();
+
+    snap.misuse = state_->misuse.rows();
+    std::stable_sort(snap.misuse.begin(), snap.misuse.end(),
+                     [](const MisuseRow& a, const MisuseRow& b) { return a.count > b.count; });
+    for (const MisuseRow& m : snap.misuse) snap.summary.misuse_events += m.count;
+
+    const std::size_t n = state_->owners.count();
+    for (std::size_t i = 0; i < n; ++i) {
+        const auto o = static_cast<OwnerId>(i);
+        if (state_->owners.peak(o) == 0) continue;
+        OwnerRow row;
+        row.owner = o;
+        row.name = state_->owners.name(o);
+        row.live_bytes = state_->owners.live(o);
+        row.peak_bytes = state_->owners.peak(o);
+        row.leaked_bytes = leaked_by_owner[o];
+        for (int k = 0; k < detail::kKinds; ++k) row.live_by_kind[k] = state_->owners.live(o, static_cast<Kind>(k));
+        snap.owners.push_back(std::move(row));
+    }
+    std::stable_sort(snap.owners.begin(), snap.owners.end(),
+                     [](const OwnerRow& a, const OwnerRow& b) { return a.live_bytes > b.live_bytes; });
+
+    snap.summary.live_bytes = state_->owners.total_live();
+    snap.summary.peak_tracked_bytes = state_->owners.total_peak();
+    return snap;
+}
+
+void Ledger::reset() {
+    state_->vmm.clear();
+    state_->classic.clear();
+    state_->misuse.clear();
+    state_->owners.reset();
+    traces_->reset();
+}
+
+}  // namespace cumemaudit::ledger

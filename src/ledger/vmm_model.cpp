@@ -1,0 +1,230 @@
+#include "vmm_model.hpp"
+
+namespace cumemaudit::ledger::detail {
+
+std::uint64_t VmmModel::new_allocation(HandleType ht, Kind kind, const Site& site, std::uint64_t handle) {
+    const std::uint64_t id = next_id_++;
+    Allocation& a = allocs_[id];
+    a.handle_type = ht;
+    a.kind = kind;
+    a.origin = site;
+    // A handle value we still think live was reused by the driver: we missed its last release (the shim
+    // was not yet loaded, or the call went around it). The old allocation keeps its references.
+    handles_.erase(handle);
+    take_reference(id, handle, site);
+    return id;
+}
+
+void VmmModel::take_reference(std::uint64_t alloc_id, std::uint64_t handle, const Site& site) {
+    allocs_[alloc_id].refs.push_back(site);
+    auto [it, inserted] = handles_.try_emplace(handle, HandleEntry{alloc_id, 0});
+    if (!inserted && it->second.alloc != alloc_id) it->second = HandleEntry{alloc_id, 0};
+    ++it->second.refs;
+    seen_handles_.insert(handle);
+}
+
+void VmmModel::learn_size(Allocation& a, std::uint64_t size) {
+    if (a.size_known) return;
+    a.size = size;
+    a.size_known = true;
+    owners_.add(a.origin.owner, a.kind, size);
+}
+
+void VmmModel::forget_if_unpinned(std::uint64_t alloc_id) {
+    auto it = allocs_.find(alloc_id);
+    if (it == allocs_.end()) return;
+    Allocation& a = it->second;
+    if (!a.refs.empty() || a.mappings != 0 || !a.fds.empty()) return;
+    if (a.size_known) owners_.sub(a.origin.owner, a.kind, a.size);
+    for (const ExportKey& k : a.keys) {
+        auto e = exports_.find(k);
+        if (e != exports_.end() && e->second == alloc_id) exports_.erase(e);
+    }
+    allocs_.erase(it);
+}
+
+bool VmmModel::overlaps_mapping(std::uint64_t va, std::uint64_t size) const {
+    const std::uint64_t end = va + (size ? size : 1);
+    auto it = mappings_.lower_bound(end);  // first mapping starting at or after the end: none of those overlap
+    if (it == mappings_.begin()) return false;
+    --it;
+    return it->first + it->second.size > va;
+}
+
+const char* VmmModel::unknown_handle_what(std::uint64_t handle) const {
+    return seen_handles_.count(handle) ? "a handle already released" : "a handle never created";
+}
+
+void VmmModel::created(std::uint64_t handle, std::uint64_t size, HandleType ht, const Site& site) {
+    std::lock_guard lock(mu_);
+    const std::uint64_t id = new_allocation(ht, Kind::vmm_physical, site, handle);
+    learn_size(allocs_[id], size);
+}
+
+void VmmModel::retained(std::uint64_t handle, std::uint64_t va, const Site& site) {
+    std::lock_guard lock(mu_);
+    // The mapping names the allocation even when its handle was released while mapped.
+    std::uint64_t alloc = 0;
+    auto m = mappings_.upper_bound(va);
+    if (m != mappings_.begin() && va < std::prev(m)->first + std::prev(m)->second.size) alloc = std::prev(m)->second.alloc;
+    if (alloc == 0) {
+        auto h = handles_.find(handle);
+        if (h == handles_.end()) return;  // mapped before the shim was loaded: nothing to attach to
+        alloc = h->second.alloc;
+    }
+    if (allocs_.count(alloc)) take_reference(alloc, handle, site);
+}
+
+void VmmModel::released(std::uint64_t handle, bool ok, const char* result, const Site& site) {
+    std::lock_guard lock(mu_);
+    auto h = handles_.find(handle);
+    if (!ok) {
+        if (h != handles_.end())
+            misuse_.record(site, result, "driver rejected the call");
+        else
+            misuse_.record(site, result, std::string("release of ") + unknown_handle_what(handle));
+        return;
+    }
+    if (h == handles_.end()) return;  // accepted by the driver, so not misuse: a handle from before we loaded
+    const std::uint64_t alloc = h->second.alloc;
+    if (--h->second.refs == 0) handles_.erase(h);
+    auto a = allocs_.find(alloc);
+    if (a == allocs_.end()) return;
+    if (!a->second.refs.empty()) a->second.refs.pop_back();
+    forget_if_unpinned(alloc);
+}
+
+void VmmModel::exported(std::uint64_t handle, HandleType ht, const ExportKey& key, int fd, const Site& site) {
+    std::lock_guard lock(mu_);
+    auto h = handles_.find(handle);
+    if (h == handles_.end()) return;
+    auto a = allocs_.find(h->second.alloc);
+    if (a == allocs_.end()) return;
+    if (a->second.handle_type == HandleType::none) a->second.handle_type = ht;
+    exports_[key] = a->first;
+    a->second.keys.push_back(key);
+    if (fd >= 0) a->second.fds.push_back(ExportFd{fd, key, site});
+}
+
+void VmmModel::imported(std::uint64_t handle, HandleType ht, const ExportKey& key, const Site& site) {
+    std::lock_guard lock(mu_);
+    auto e = exports_.find(key);
+    if (e != exports_.end() && allocs_.count(e->second)) {
+        take_reference(e->second, handle, site);  // our own export: one allocation, one more reference
+        return;
+    }
+    new_allocation(ht, Kind::imported, site, handle);
+}
+
+void VmmModel::mapped(std::uint64_t va, std::uint64_t size, std::uint64_t handle, bool ok, const char* result,
+                      const Site& site) {
+    std::lock_guard lock(mu_);
+    auto h = handles_.find(handle);
+    if (!ok) {
+        if (overlaps_mapping(va, size))
+            misuse_.record(site, result, "map onto a mapped range");
+        else if (h == handles_.end())
+            misuse_.record(site, result, std::string("map of ") + unknown_handle_what(handle));
+        else
+            misuse_.record(site, result, "driver rejected the call");
+        return;
+    }
+    if (h == handles_.end()) return;
+    auto a = allocs_.find(h->second.alloc);
+    if (a == allocs_.end()) return;
+    learn_size(a->second, size);
+    auto [m, inserted] = mappings_.try_emplace(va, Mapping{size, a->first});
+    if (!inserted) {  // the driver accepted a map where we saw one: we missed its unmap
+        const std::uint64_t old = m->second.alloc;
+        m->second = Mapping{size, a->first};
+        if (auto o = allocs_.find(old); o != allocs_.end() && o->second.mappings) --o->second.mappings;
+        forget_if_unpinned(old);
+    }
+    ++a->second.mappings;
+}
+
+void VmmModel::unmapped(std::uint64_t va, std::uint64_t size, bool ok, const char* result, const Site& site) {
+    std::lock_guard lock(mu_);
+    if (!ok) {
+        misuse_.record(site, result, overlaps_mapping(va, size) ? "driver rejected the call" : "unmap of an unmapped range");
+        return;
+    }
+    // Every mapped range that intersects [va, va + size): the driver requires whole ranges anyway.
+    const std::uint64_t end = va + (size ? size : 1);
+    auto it = mappings_.upper_bound(va);
+    if (it != mappings_.begin() && std::prev(it)->first + std::prev(it)->second.size > va) --it;
+    std::vector<std::uint64_t> touched;
+    while (it != mappings_.end() && it->first < end) {
+        touched.push_back(it->second.alloc);
+        it = mappings_.erase(it);
+    }
+    for (std::uint64_t id : touched) {
+        auto a = allocs_.find(id);
+        if (a == allocs_.end()) continue;
+        if (a->second.mappings) --a->second.mappings;
+        forget_if_unpinned(id);
+    }
+}
+
+void VmmModel::reserved(std::uint64_t va, std::uint64_t size) {
+    std::lock_guard lock(mu_);
+    reservations_[va] = size;
+}
+
+void VmmModel::address_freed(std::uint64_t va, std::uint64_t size, bool ok, const char* result, const Site& site) {
+    std::lock_guard lock(mu_);
+    if (!ok) {
+        if (overlaps_mapping(va, size))
+            misuse_.record(site, result, "address free with live mappings");
+        else if (!reservations_.count(va))
+            misuse_.record(site, result, "address free of a range never reserved");
+        else
+            misuse_.record(site, result, "driver rejected the call");
+        return;
+    }
+    reservations_.erase(va);
+}
+
+void VmmModel::collect(Moment moment, const ExportProbe& still_open, LeakRows& rows, Summary& summary,
+                       std::vector<std::uint64_t>& leaked_by_owner) {
+    std::lock_guard lock(mu_);
+    std::vector<std::uint64_t> closed_out;
+    for (auto& [id, a] : allocs_) {
+        if (still_open)  // without a probe an fd counts as open: never call memory freed that may not be
+            std::erase_if(a.fds, [&](const ExportFd& f) { return !still_open(f.fd, f.key); });
+        if (a.refs.empty() && a.mappings == 0 && a.fds.empty()) {
+            closed_out.push_back(id);
+            continue;
+        }
+        if (a.mappings > 0) {  // in use at a checkpoint; never torn down at exit
+            if (moment != Moment::exit) continue;
+            summary.mapped_at_exit_bytes += a.size;
+            if (a.refs.empty())
+                rows.add(LeakClass::mapped_at_exit, a.origin, a.handle_type, a.kind, id, a.size, 0);
+            for (const Site& s : a.refs) rows.add(LeakClass::mapped_at_exit, s, a.handle_type, a.kind, id, a.size, 1);
+            continue;
+        }
+        const LeakClass cls = a.fds.empty() ? LeakClass::unreachable : LeakClass::open_export;
+        for (const Site& s : a.refs) rows.add(cls, s, a.handle_type, a.kind, id, a.size, 1);
+        if (a.refs.empty())  // only the fd pins it: the export is the culprit
+            for (const ExportFd& f : a.fds) rows.add(cls, f.site, a.handle_type, a.kind, id, a.size, 0);
+        summary.leaked_bytes += a.size;
+        ++summary.leaked_allocations;
+        summary.leaked_references += a.refs.size();
+        leaked_by_owner[a.origin.owner] += a.size;
+    }
+    for (std::uint64_t id : closed_out) forget_if_unpinned(id);
+}
+
+void VmmModel::clear() {
+    std::lock_guard lock(mu_);
+    next_id_ = 1;
+    allocs_.clear();
+    handles_.clear();
+    seen_handles_.clear();
+    mappings_.clear();
+    reservations_.clear();
+    exports_.clear();
+}
+
+}  // namespace cumemaudit::ledger::detail
