@@ -1,0 +1,332 @@
+// The ledger against the sequences real programs run (REFERENCE.md): exact bytes, counts and sites.
+#include "ledger/ledger.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <set>
+#include <string>
+#include <thread>
+
+using namespace cumemaudit::ledger;
+
+namespace {
+
+constexpr std::uint64_t MiB = 1ull << 20;
+constexpr std::uint64_t GiB = 1ull << 30;
+
+// Fixed sites: a distinct api and trace per call site, like the shim would record.
+Site site(const char* api, TraceId trace = 0, OwnerId owner = 0) { return Site{api, trace, owner}; }
+
+const ExportProbe kAllOpen = [](int, const ExportKey&) { return true; };
+
+std::string api_of(const LeakRow& r) { return r.site.api; }
+
+}  // namespace
+
+TEST_CASE("DeepEP sequence without releases leaves one unreachable allocation with three references") {
+    Ledger l;
+    const OwnerId deepep = l.owner_id("deepep");
+    const std::uint64_t h = 0x100, h_import = 0x200, va = 0x7f0000000000, size = GiB;
+    const ExportKey key{1, 2};
+    l.created(h, size, HandleType::fabric, site("cuMemCreate", 1, deepep));
+    l.reserved(va, size, site("cuMemAddressReserve", 2, deepep));
+    l.mapped(va, size, h, true, "CUDA_SUCCESS", site("cuMemMap", 3, deepep));
+    l.exported(h, HandleType::fabric, key, -1, site("cuMemExportToShareableHandle", 4, deepep));
+    l.retained(h, va, site("cuMemRetainAllocationHandle", 5, deepep));
+    l.imported(h_import, HandleType::fabric, key, site("cuMemImportFromShareableHandle", 6, deepep));
+
+    SECTION("no releases: leaked") {
+        l.unmapped(va, size, true, "CUDA_SUCCESS", site("cuMemUnmap", 7, deepep));
+        l.address_freed(va, size, true, "CUDA_SUCCESS", site("cuMemAddressFree", 8, deepep));
+        const Snapshot s = l.snapshot(Moment::exit, kAllOpen);
+        CHECK(s.summary.leaked_bytes == GiB);
+        CHECK(s.summary.leaked_allocations == 1);
+        CHECK(s.summary.leaked_references == 3);
+        CHECK(s.summary.misuse_events == 0);
+        CHECK(s.summary.live_bytes == GiB);
+        REQUIRE(s.leaks.size() == 3);
+        CHECK(api_of(s.leaks[0]) == "cuMemCreate");
+        CHECK(s.leaks[0].site.trace == 1);
+        CHECK(api_of(s.leaks[1]) == "cuMemRetainAllocationHandle");
+        CHECK(s.leaks[1].site.trace == 5);
+        CHECK(api_of(s.leaks[2]) == "cuMemImportFromShareableHandle");
+        CHECK(s.leaks[2].site.trace == 6);
+        for (const LeakRow& r : s.leaks) {
+            CHECK(r.cls == LeakClass::unreachable);
+            CHECK(r.bytes == GiB);
+            CHECK(r.allocations == 1);
+            CHECK(r.references == 1);
+            CHECK(r.handle_type == HandleType::fabric);
+            CHECK(r.site.owner == deepep);
+            REQUIRE(r.members.size() == 1);
+            CHECK(r.members[0].bytes == GiB);
+        }
+        REQUIRE(s.owners.size() == 1);
+        CHECK(s.owners[0].name == "deepep");
+        CHECK(s.owners[0].leaked_bytes == GiB);
+        CHECK(s.owners[0].live_bytes == GiB);
+        CHECK(s.owners[0].live_by_kind[static_cast<int>(Kind::vmm_physical)] == GiB);
+    }
+    SECTION("with the three releases of the fix: clean") {
+        l.released(h, true, "CUDA_SUCCESS", site("cuMemRelease", 9));
+        l.released(h, true, "CUDA_SUCCESS", site("cuMemRelease", 9));
+        l.released(h_import, true, "CUDA_SUCCESS", site("cuMemRelease", 9));
+        CHECK(l.snapshot(Moment::checkpoint, kAllOpen).leaks.empty());  // still mapped: in use
+        l.unmapped(va, size, true, "CUDA_SUCCESS", site("cuMemUnmap", 7));
+        l.address_freed(va, size, true, "CUDA_SUCCESS", site("cuMemAddressFree", 8));
+        const Snapshot s = l.snapshot(Moment::exit, kAllOpen);
+        CHECK(s.leaks.empty());
+        CHECK(s.misuse.empty());
+        CHECK(s.summary.leaked_bytes == 0);
+        CHECK(s.summary.live_bytes == 0);
+        CHECK(s.summary.peak_tracked_bytes == GiB);
+        REQUIRE(s.owners.size() == 1);
+        CHECK(s.owners[0].peak_bytes == GiB);
+    }
+}
+
+TEST_CASE("NCCL's balanced free pattern leaves nothing") {
+    Ledger l;
+    const std::uint64_t h = 0x10, va = 0x1000000, size = 20 * MiB;
+    l.created(h, size, HandleType::posix_fd, site("cuMemCreate", 1));
+    l.reserved(va, size, site("cuMemAddressReserve"));
+    l.mapped(va, size, h, true, "CUDA_SUCCESS", site("cuMemMap"));
+    // free: retain -> release -> unmap -> release -> address free
+    l.retained(h, va, site("cuMemRetainAllocationHandle", 2));
+    l.released(h, true, "CUDA_SUCCESS", site("cuMemRelease", 3));
+    CHECK(l.snapshot(Moment::checkpoint, kAllOpen).summary.live_bytes == size);
+    l.unmapped(va, size, true, "CUDA_SUCCESS", site("cuMemUnmap"));
+    l.released(h, true, "CUDA_SUCCESS", site("cuMemRelease", 4));
+    l.address_freed(va, size, true, "CUDA_SUCCESS", site("cuMemAddressFree"));
+    const Snapshot s = l.snapshot(Moment::exit, kAllOpen);
+    CHECK(s.leaks.empty());
+    CHECK(s.misuse.empty());
+    CHECK(s.summary.live_bytes == 0);
+}
+
+TEST_CASE("release while mapped, then unmap, frees at the unmap") {
+    Ledger l;
+    const std::uint64_t h = 7, va = 0x2000000, size = 2 * MiB;
+    l.created(h, size, HandleType::none, site("cuMemCreate", 1));
+    l.mapped(va, size, h, true, "CUDA_SUCCESS", site("cuMemMap"));
+    l.released(h, true, "CUDA_SUCCESS", site("cuMemRelease"));
+    CHECK(l.snapshot(Moment::checkpoint, kAllOpen).summary.live_bytes == size);
+    SECTION("a retain through the mapping finds the allocation again") {
+        l.retained(h, va + 4096, site("cuMemRetainAllocationHandle", 2));
+        l.unmapped(va, size, true, "CUDA_SUCCESS", site("cuMemUnmap"));
+        const Snapshot s = l.snapshot(Moment::checkpoint, kAllOpen);
+        REQUIRE(s.leaks.size() == 1);
+        CHECK(api_of(s.leaks[0]) == "cuMemRetainAllocationHandle");
+        CHECK(s.leaks[0].bytes == size);
+        l.released(h, true, "CUDA_SUCCESS", site("cuMemRelease"));
+        CHECK(l.snapshot(Moment::exit, kAllOpen).summary.live_bytes == 0);
+    }
+    SECTION("unmap frees it") {
+        l.unmapped(va, size, true, "CUDA_SUCCESS", site("cuMemUnmap"));
+        const Snapshot s = l.snapshot(Moment::exit, kAllOpen);
+        CHECK(s.leaks.empty());
+        CHECK(s.summary.live_bytes == 0);
+    }
+}
+
+TEST_CASE("handle value reuse is attributed to the new site") {
+    Ledger l;
+    const std::uint64_t h = 0x42;
+    l.created(h, 2 * MiB, HandleType::none, site("cuMemCreate", 1));
+    l.released(h, true, "CUDA_SUCCESS", site("cuMemRelease"));
+    l.created(h, 4 * MiB, HandleType::none, site("cuMemCreate", 2));  // the driver hands out the same value
+    const Snapshot s = l.snapshot(Moment::exit, kAllOpen);
+    REQUIRE(s.leaks.size() == 1);
+    CHECK(s.leaks[0].site.trace == 2);
+    CHECK(s.leaks[0].bytes == 4 * MiB);
+    CHECK(s.summary.leaked_bytes == 4 * MiB);
+}
+
+TEST_CASE("double release is misuse with the driver's result") {
+    Ledger l;
+    l.created(5, 2 * MiB, HandleType::none, site("cuMemCreate", 1));
+    l.released(5, true, "CUDA_SUCCESS", site("cuMemRelease", 2));
+    l.released(5, false, "CUDA_ERROR_INVALID_VALUE", site("cuMemRelease", 3));
+    l.released(5, false, "CUDA_ERROR_INVALID_VALUE", site("cuMemRelease", 3));
+    l.released(99, false, "CUDA_ERROR_INVALID_VALUE", site("cuMemRelease", 4));
+    l.released(98, true, "CUDA_SUCCESS", site("cuMemRelease", 4));  // accepted: never misuse
+    const Snapshot s = l.snapshot(Moment::exit, kAllOpen);
+    CHECK(s.leaks.empty());
+    REQUIRE(s.misuse.size() == 2);
+    CHECK(std::string(s.misuse[0].site.api) == "cuMemRelease");
+    CHECK(std::string(s.misuse[0].result) == "CUDA_ERROR_INVALID_VALUE");
+    CHECK(s.misuse[0].what == "release of a handle already released");
+    CHECK(s.misuse[0].count == 2);
+    CHECK(s.misuse[0].site.trace == 3);
+    CHECK(s.misuse[1].what == "release of a handle never created");
+    CHECK(s.misuse[1].count == 1);
+    CHECK(s.summary.misuse_events == 3);
+}
+
+TEST_CASE("address free with live mappings, unmap of unmapped range, map onto mapped range") {
+    Ledger l;
+    const std::uint64_t va = 0x4000000, size = 2 * MiB;
+    l.created(1, size, HandleType::none, site("cuMemCreate", 1));
+    l.created(2, size, HandleType::none, site("cuMemCreate", 1));
+    l.reserved(va, 2 * size, site("cuMemAddressReserve"));
+    l.mapped(va, size, 1, true, "CUDA_SUCCESS", site("cuMemMap"));
+    l.address_freed(va, 2 * size, false, "CUDA_ERROR_INVALID_VALUE", site("cuMemAddressFree", 5));
+    l.unmapped(va + size, size, false, "CUDA_ERROR_INVALID_VALUE", site("cuMemUnmap", 6));
+    l.mapped(va, size, 2, false, "CUDA_ERROR_INVALID_VALUE", site("cuMemMap", 7));
+    l.address_freed(0x9000000, size, false, "CUDA_ERROR_INVALID_VALUE", site("cuMemAddressFree", 8));
+    l.unmapped(va, size, false, "CUDA_ERROR_UNKNOWN", site("cuMemUnmap", 9));
+    const Snapshot s = l.snapshot(Moment::checkpoint, kAllOpen);
+    REQUIRE(s.misuse.size() == 5);
+    CHECK(s.misuse[0].what == "address free with live mappings");
+    CHECK(std::string(s.misuse[0].site.api) == "cuMemAddressFree");
+    CHECK(s.misuse[1].what == "unmap of an unmapped range");
+    CHECK(s.misuse[2].what == "map onto a mapped range");
+    CHECK(s.misuse[3].what == "address free of a range never reserved");
+    CHECK(s.misuse[4].what == "driver rejected the call");
+    CHECK(std::string(s.misuse[4].result) == "CUDA_ERROR_UNKNOWN");
+    // The rejected calls changed nothing: handle 1 is still mapped, handle 2 is an unmapped reference.
+    CHECK(s.summary.live_bytes == 2 * size);
+    REQUIRE(s.leaks.size() == 1);
+    CHECK(s.leaks[0].cls == LeakClass::unreachable);
+}
+
+TEST_CASE("an exported fd pins memory until the probe says it is closed") {
+    Ledger l;
+    const std::uint64_t h = 3, va = 0x8000000, size = 2 * MiB;
+    const ExportKey key{10, 20};
+    l.created(h, size, HandleType::posix_fd, site("cuMemCreate", 1));
+    l.mapped(va, size, h, true, "CUDA_SUCCESS", site("cuMemMap"));
+    l.exported(h, HandleType::posix_fd, key, 17, site("cuMemExportToShareableHandle", 2));
+    l.unmapped(va, size, true, "CUDA_SUCCESS", site("cuMemUnmap"));
+    l.released(h, true, "CUDA_SUCCESS", site("cuMemRelease"));
+
+    bool open = true;
+    int asked_fd = -1;
+    const ExportProbe probe = [&](int fd, const ExportKey& k) {
+        asked_fd = fd;
+        CHECK(k == key);
+        return open;
+    };
+    Snapshot s = l.snapshot(Moment::exit, probe);
+    CHECK(asked_fd == 17);
+    REQUIRE(s.leaks.size() == 1);
+    CHECK(s.leaks[0].cls == LeakClass::open_export);
+    CHECK(api_of(s.leaks[0]) == "cuMemExportToShareableHandle");
+    CHECK(s.leaks[0].references == 0);
+    CHECK(s.leaks[0].handle_type == HandleType::posix_fd);
+    CHECK(s.summary.leaked_bytes == size);
+    CHECK(s.summary.leaked_references == 0);
+
+    open = false;
+    s = l.snapshot(Moment::exit, probe);
+    CHECK(s.leaks.empty());
+    CHECK(s.summary.leaked_bytes == 0);
+    CHECK(s.summary.live_bytes == 0);
+}
+
+TEST_CASE("import of a key not exported here learns its size from the first mapping") {
+    Ledger l;
+    const OwnerId nccl = l.owner_id("nccl");
+    l.imported(0x77, HandleType::posix_fd, ExportKey{5, 6}, site("cuMemImportFromShareableHandle", 1, nccl));
+    l.mapped(0x10000000, 8 * MiB, 0x77, true, "CUDA_SUCCESS", site("cuMemMap"));
+    l.unmapped(0x10000000, 8 * MiB, true, "CUDA_SUCCESS", site("cuMemUnmap"));
+    const Snapshot s = l.snapshot(Moment::exit, kAllOpen);
+    REQUIRE(s.leaks.size() == 1);
+    CHECK(s.leaks[0].kind == Kind::imported);
+    CHECK(s.leaks[0].bytes == 8 * MiB);
+    REQUIRE(s.owners.size() == 1);
+    CHECK(s.owners[0].live_by_kind[static_cast<int>(Kind::imported)] == 8 * MiB);
+}
+
+TEST_CASE("mapped memory is in use at a checkpoint and mapped-at-exit only at exit") {
+    Ledger l;
+    l.created(1, 2 * MiB, HandleType::none, site("cuMemCreate", 1));
+    l.mapped(0x1000000, 2 * MiB, 1, true, "CUDA_SUCCESS", site("cuMemMap"));
+    CHECK(l.snapshot(Moment::checkpoint, kAllOpen).leaks.empty());
+    const Snapshot s = l.snapshot(Moment::exit, kAllOpen);
+    REQUIRE(s.leaks.size() == 1);
+    CHECK(s.leaks[0].cls == LeakClass::mapped_at_exit);
+    CHECK(s.leaks[0].references == 1);
+    CHECK(s.summary.mapped_at_exit_bytes == 2 * MiB);
+    CHECK(s.summary.leaked_bytes == 0);
+}
+
+TEST_CASE("classic allocations live at exit are unfreed; free of an unknown pointer is misuse") {
+    Ledger l;
+    const OwnerId torch = l.owner_id("pytorch");
+    l.allocated(0x1000, 4096, Kind::classic, site("cuMemAlloc_v2", 1, torch));
+    l.allocated(0x2000, 8192, Kind::classic, site("cuMemAlloc_v2", 1, torch));
+    l.allocated(0x3000, 512, Kind::host_pinned, site("cuMemHostAlloc", 2, torch));
+    l.freed(0x3000, true, "CUDA_SUCCESS", site("cuMemFreeHost"));
+    l.freed(0x5000, false, "CUDA_ERROR_INVALID_VALUE", site("cuMemFree_v2", 3));
+    l.freed(0x6000, true, "CUDA_SUCCESS", site("cuMemFree_v2", 3));
+    CHECK(l.snapshot(Moment::checkpoint, kAllOpen).leaks.empty());
+    const Snapshot s = l.snapshot(Moment::exit, kAllOpen);
+    REQUIRE(s.leaks.size() == 1);
+    CHECK(s.leaks[0].cls == LeakClass::unfreed);
+    CHECK(s.leaks[0].bytes == 12288);
+    CHECK(s.leaks[0].allocations == 2);
+    CHECK(s.leaks[0].kind == Kind::classic);
+    CHECK(s.summary.unfreed_bytes == 12288);
+    CHECK(s.summary.unfreed_allocations == 2);
+    CHECK(s.summary.leaked_bytes == 0);
+    CHECK(s.summary.peak_tracked_bytes == 4096 + 8192 + 512);
+    REQUIRE(s.misuse.size() == 1);
+    CHECK(s.misuse[0].what == "free of an unknown pointer");
+    const auto live = l.live_by_owner();
+    REQUIRE(live.size() == 1);
+    CHECK(live[0] == std::pair<OwnerId, std::uint64_t>{torch, 12288});
+}
+
+TEST_CASE("8 threads churning classic allocations: exactly the planted leaks") {
+    Ledger l;
+    constexpr int kThreads = 8, kIters = 20000;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+        threads.emplace_back([&, t] {
+            const OwnerId o = l.owner_id("owner" + std::to_string(t % 2));
+            const Site alloc_site{"cuMemAlloc_v2", static_cast<TraceId>(t + 1), o};
+            for (int i = 0; i < kIters; ++i) {
+                const std::uint64_t ptr = (std::uint64_t(t + 1) << 40) + std::uint64_t(i) * 512;
+                l.allocated(ptr, 512, Kind::classic, alloc_site);
+                if (i % 5000 != 0) l.freed(ptr, true, "CUDA_SUCCESS", Site{"cuMemFree_v2", 0, o});
+            }
+        });
+    for (auto& th : threads) th.join();
+    const Snapshot s = l.snapshot(Moment::exit, kAllOpen);
+    CHECK(s.summary.unfreed_allocations == kThreads * 4);
+    CHECK(s.summary.unfreed_bytes == kThreads * 4 * 512);
+    REQUIRE(s.leaks.size() == kThreads);
+    std::set<TraceId> traces;
+    for (const LeakRow& r : s.leaks) {
+        CHECK(r.allocations == 4);
+        traces.insert(r.site.trace);
+    }
+    CHECK(traces.size() == kThreads);
+    std::uint64_t live = 0;
+    for (const auto& [o, b] : l.live_by_owner()) live += b;
+    CHECK(live == kThreads * 4 * 512);
+}
+
+TEST_CASE("reset forgets everything but owner names") {
+    Ledger l;
+    const OwnerId o = l.owner_id("nvshmem");
+    const Pc pcs[] = {1, 2};
+    l.traces().intern(pcs);
+    l.created(1, 2 * MiB, HandleType::none, site("cuMemCreate", 1, o));
+    l.allocated(0x1000, 64, Kind::classic, site("cuMemAlloc_v2", 1, o));
+    l.released(9, false, "CUDA_ERROR_INVALID_VALUE", site("cuMemRelease"));
+    l.reset();
+    const Snapshot s = l.snapshot(Moment::exit, kAllOpen);
+    CHECK(s.leaks.empty());
+    CHECK(s.misuse.empty());
+    CHECK(s.owners.empty());
+    CHECK(s.summary.peak_tracked_bytes == 0);
+    CHECK(l.traces().size() == 0);
+    CHECK(l.owner_id("nvshmem") == o);
+    CHECK(l.owner_name(0) == "unknown");
+    // A handle value seen before the reset is unknown after it.
+    l.released(1, false, "CUDA_ERROR_INVALID_VALUE", site("cuMemRelease"));
+    CHECK(l.snapshot(Moment::exit, kAllOpen).misuse[0].what == "release of a handle never created");
+}
