@@ -1,0 +1,26 @@
+/* cumemaudit's C API: marks and checkpoints a program can place. When the program runs under the shim
+ * (LD_PRELOAD=libcumemaudit.so) these reach it; a program that should run without it can look them up with
+ * dlsym(RTLD_DEFAULT, "cumemaudit_step") and skip the call when the lookup fails. */
+#ifndef CUMEMAUDIT_CUMEMAUDIT_H
+#define CUMEMAUDIT_CUMEMAUDIT_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Writes the report now (atomically, replacing the last one). */
+void cumemaudit_checkpoint(void);
+
+/* Marks the end of training step `step`: records live bytes per owner at this moment. */
+void cumemaudit_step(uint64_t step);
+
+/* Marks a named moment (e.g. "after warmup"), recorded like a step. */
+void cumemaudit_mark(const char* label);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

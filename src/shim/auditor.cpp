@@ -1,0 +1,267 @@
+#include "auditor.hpp"
+
+#include "call.hpp"
+#include "doors.hpp"
+#include "export_key.hpp"
+#include "log.hpp"
+#include "options_store.hpp"
+#include "process_info.hpp"
+#include "report/build.hpp"
+#include "report/gate.hpp"
+#include "report/report.hpp"
+#include "report/suppressions.hpp"
+#include "report/symbolizer.hpp"
+#include "report/text.hpp"
+
+#include <poll.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+#include <mutex>
+#include <thread>
+
+namespace cumemaudit::shim {
+
+struct Auditor::Steps {
+    std::mutex mutex;  // steps are rare (one per training step); the report reads them
+    std::vector<report::Step> list;
+};
+
+namespace {
+
+enum State : int { not_started, running, failed };
+std::atomic<int> g_state{not_started};
+std::once_flag g_start_once;
+Auditor* g_auditor = nullptr;
+std::atomic<bool> g_forked{false};  // set in a fork child; the first CUDA call there starts afresh
+std::mutex g_report_mutex;          // one report written at a time (checkpoint thread, exit, C API)
+
+struct sigaction g_old_term {}, g_old_int {};
+
+std::int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+int driver_version() {
+    // A query that needs no context and changes nothing: the one driver call the shim makes itself.
+    using Fn = CUresult(CUDAAPI*)(int*);
+    auto fn = reinterpret_cast<Fn>(driver_symbol("cuDriverGetVersion"));
+    int v = 0;
+    if (fn == nullptr || fn(&v) != CUDA_SUCCESS) return 0;
+    return v;
+}
+
+}  // namespace
+
+Auditor& Auditor::get() { return *g_auditor; }
+
+Auditor::Auditor() : options_(current_options()), steps_(new Steps) {}
+
+bool Auditor::enter() {
+    if (g_state.load(std::memory_order_acquire) != running) {
+        std::call_once(g_start_once, [] {
+            ShimScope busy;
+            try {
+                g_auditor = new Auditor();  // never destroyed: the exit handler needs it last of all
+                g_auditor->start_background();
+                g_state.store(running, std::memory_order_release);
+            } catch (const std::exception& e) {
+                log_warning("could not start ({}); calls pass through unrecorded", e.what());
+                g_state.store(failed);
+            }
+        });
+        if (g_state.load(std::memory_order_acquire) != running) return false;
+    }
+    if (g_forked.load(std::memory_order_relaxed)) {
+        ShimScope busy;
+        g_auditor->after_fork_in_child();
+    }
+    g_auditor->calls_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+}
+
+void Auditor::start_background() {
+    started_pid_ = getpid();
+    wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (wake_fd_ < 0) throw std::runtime_error("eventfd failed");
+    std::thread([this] { checkpoint_loop(); }).detach();
+    // SIGTERM and SIGINT write a report first, then do what the program had them do.
+    struct sigaction sa {};
+    sa.sa_sigaction = &Auditor::on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    for (auto [sig, old] : {std::pair{SIGTERM, &g_old_term}, std::pair{SIGINT, &g_old_int}}) {
+        struct sigaction current {};
+        sigaction(sig, nullptr, &current);
+        if (!(current.sa_flags & SA_SIGINFO) && current.sa_handler == SIG_IGN) continue;  // ignored stays ignored
+        sigaction(sig, &sa, old);
+    }
+}
+
+void Auditor::after_fork_in_child() {
+    // One thread runs here (the child of fork), so the ledger is rebuilt without taking its locks.
+    if (!g_forked.exchange(false)) return;
+    ledger_.reset();
+    calls_ = 0;
+    requests_ = 0;
+    served_ = 0;
+    {
+        std::lock_guard lock(steps_->mutex);
+        steps_->list.clear();
+    }
+    if (wake_fd_ >= 0) close(wake_fd_);  // shared with the parent: the child needs its own
+    started_pid_ = 0;
+    start_background();
+}
+
+void Auditor::checkpoint_loop() {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, nullptr);  // signals belong to the program's threads
+    const int fd = wake_fd_;
+    for (;;) {
+        pollfd p{fd, POLLIN, 0};
+        const int timeout = options_.checkpoint_s > 0 ? options_.checkpoint_s * 1000 : -1;
+        const int r = poll(&p, 1, timeout);
+        if (r < 0 && errno == EINTR) continue;
+        std::uint64_t n = 0;
+        if (r > 0 && read(fd, &n, sizeof n) < 0) n = 0;
+        const std::uint64_t asked = requests_.load();
+        write_report(ledger::Moment::checkpoint, nullptr, false);
+        served_.store(asked);
+    }
+}
+
+void Auditor::checkpoint(const char* why) {
+    if (why != nullptr) log_info("report written ({})", why);
+    write_report(ledger::Moment::checkpoint, nullptr, false);
+}
+
+void Auditor::step(std::uint64_t step, const char* label) {
+    report::Step s;
+    s.step = step;
+    s.time_ns = now_ns();
+    if (label != nullptr) s.label = label;
+    for (auto [owner, bytes] : ledger_.live_by_owner()) s.by_owner[ledger_.owner_name(owner)] = bytes;
+    std::lock_guard lock(steps_->mutex);
+    steps_->list.push_back(std::move(s));
+}
+
+std::string Auditor::report_path() const {
+    const ProcessIdentity id = process_identity();
+    std::string path = options_.report_dir + "/cumemaudit." + id.host + "." + std::to_string(getpid());
+    if (id.rank >= 0) path += ".r" + std::to_string(id.rank);
+    return path + ".json";
+}
+
+void Auditor::write_report(ledger::Moment moment, const int* exit_code, bool final) {
+    std::lock_guard lock(g_report_mutex);
+    ShimScope busy;
+    try {
+        static report::Symbolizer symbolizer;
+        static const report::Suppressions suppressions = [this] {
+            if (options_.suppressions.empty()) return report::Suppressions{};
+            auto loaded = report::Suppressions::load(options_.suppressions);
+            if (!loaded) {
+                log_warning("suppressions not used: {}", loaded.error());
+                return report::Suppressions{};
+            }
+            return std::move(*loaded);
+        }();
+        const ProcessIdentity id = process_identity();
+        report::BuildInput in;
+        in.process.pid = getpid();
+        in.process.rank = id.rank;
+        in.process.world_size = id.world_size;
+        in.process.host = id.host;
+        in.process.argv = id.argv;
+        if (exit_code != nullptr) in.process.exit_code = *exit_code;
+        const char* sim = simulated_driver_version();
+        in.driver.version = driver_version();
+        in.driver.simulated = sim != nullptr;
+        in.intercepted_calls = calls_.load();
+        in.snapshot = ledger_.snapshot(moment, [](int fd, const ledger::ExportKey& key) { return fd_still_open(fd, key); });
+        in.ledger = &ledger_;
+        in.symbolizer = &symbolizer;
+        in.suppressions = &suppressions;
+        in.options = describe(options_);
+        in.checkpoint = moment == ledger::Moment::checkpoint;
+        {
+            std::lock_guard steps_lock(steps_->mutex);
+            in.steps = steps_->list;
+        }
+        const report::Report rep = report::build(in);
+        const std::string path = report_path();
+        if (auto err = report::write_atomic(path, rep); !err.empty())
+            log_warning("could not write the report: {}", err);
+        if (!final) return;
+        if (options_.summary) {
+            const std::string text = report::text_summary(rep);
+            std::fprintf(stderr, "%s", text.c_str());
+            std::fprintf(stderr, "cumemaudit: report: %s\n", path.c_str());
+        }
+        auto fail_on = report::parse_fail_on(options_.fail_on);
+        if (!fail_on) {
+            log_warning("option fail_on='{}': {}; the gate is off", options_.fail_on, fail_on.error());
+            return;
+        }
+        if (exit_code != nullptr && *exit_code == 0 && report::gate_fails(rep, *fail_on, std::nullopt)) {
+            std::fflush(nullptr);
+            _exit(options_.exitcode);  // LSan's way: the program's remaining exit work is skipped
+        }
+    } catch (const std::exception& e) {
+        log_warning("report not written: {}", e.what());
+    }
+}
+
+void Auditor::exit_handler(int status) {
+    ShimScope busy;
+    write_report(ledger::Moment::exit, &status, true);
+}
+
+void Auditor::on_exit_trampoline(int status, void*) {
+    if (g_state.load() != running || g_forked.load()) return;  // no CUDA here, or none since fork
+    Auditor::get().exit_handler(status);
+}
+
+void Auditor::on_signal(int sig, siginfo_t* info, void* context) {
+    const int saved_errno = errno;
+    Auditor* a = g_auditor;
+    if (a != nullptr && !g_forked.load()) {
+        // Only async-signal-safe work here: wake the checkpoint thread and wait (bounded) for its report.
+        const std::uint64_t mine = a->requests_.fetch_add(1) + 1;
+        const std::uint64_t one = 1;
+        if (write(a->wake_fd_, &one, sizeof one) == sizeof one) {
+            timespec tick{0, 10'000'000};
+            for (int i = 0; i < 500 && a->served_.load() < mine; ++i) nanosleep(&tick, nullptr);
+        }
+    }
+    const struct sigaction& old = sig == SIGTERM ? g_old_term : g_old_int;
+    if (old.sa_flags & SA_SIGINFO) {
+        if (old.sa_sigaction != nullptr) old.sa_sigaction(sig, info, context);
+    } else if (old.sa_handler == SIG_DFL) {
+        sigaction(sig, &old, nullptr);  // blocked while we run: delivered, with its default, on return
+        raise(sig);
+    } else if (old.sa_handler != SIG_IGN) {
+        old.sa_handler(sig);
+    }
+    errno = saved_errno;
+}
+
+namespace {
+// Registered when the library loads, before the program registers its own: handlers registered earlier
+// run later, so the final report sees what the program's exit handlers and static destructors freed.
+// Both are a few bytes of bookkeeping; a process that never touches CUDA returns from them at once.
+__attribute__((constructor)) void register_handlers() {
+    on_exit(&Auditor::on_exit_trampoline, nullptr);
+    pthread_atfork(nullptr, nullptr, [] { g_forked.store(g_state.load() == running); });
+}
+}  // namespace
+
+}  // namespace cumemaudit::shim

@@ -1,0 +1,62 @@
+// auditor: the shim's one piece of process-wide state — the ledger, the options, the report file — and
+// the moments a report is written: at exit (then the summary and the gate), at SIGTERM/SIGINT (then the
+// program's own disposition), on cumemaudit_checkpoint(), and every checkpoint_s seconds from a thread of
+// its own, so a killed job leaves a recent report. Started by the first intercepted CUDA call: a process
+// that never touches CUDA pays for none of it.
+#pragma once
+
+#include "ledger/ledger.hpp"
+#include "options.hpp"
+
+#include <atomic>
+#include <csignal>
+#include <cstdint>
+#include <string>
+
+namespace cumemaudit::shim {
+
+class Auditor {
+public:
+    // The live auditor; starts it on first use. Call only from a recording call or the C API.
+    static Auditor& get();
+
+    // Called by every intercepted call: starts the auditor (or restarts it in a fork child), counts the
+    // call. False when the call is not to be recorded (auditing failed to start).
+    static bool enter();
+
+    ledger::Ledger& ledger() { return ledger_; }
+    const Options& options() const { return options_; }
+
+    // Writes the report now; `why` goes to the log at info level. Safe from any thread.
+    void checkpoint(const char* why);
+    // A step mark: live bytes per owner now (O(owners)); the report lists it.
+    void step(std::uint64_t step, const char* label);
+
+    // Process hooks, registered by the library's constructor and at start.
+    static void on_exit_trampoline(int status, void*);
+    static void on_signal(int sig, siginfo_t* info, void* context);
+
+private:
+    Auditor();
+    void start_background();  // checkpoint thread and signal handlers, in this process
+    void write_report(ledger::Moment, const int* exit_code, bool print_summary_and_gate);
+    void exit_handler(int status);
+    void after_fork_in_child();
+    std::string report_path() const;
+    void checkpoint_loop();
+
+
+    Options options_;
+    ledger::Ledger ledger_;
+    std::string report_dir_;
+    std::atomic<std::uint64_t> calls_{0};
+    std::atomic<bool> writing_{false};
+    int wake_fd_ = -1;  // eventfd: a signal or a checkpoint request wakes the checkpoint thread
+    std::atomic<std::uint64_t> requests_{0}, served_{0};
+    long started_pid_ = 0;
+
+    struct Steps;
+    Steps* steps_;
+};
+
+}  // namespace cumemaudit::shim

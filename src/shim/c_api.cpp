@@ -1,0 +1,23 @@
+// The C API of include/cumemaudit/cumemaudit.h. Programs may call it without linking us (dlsym with
+// RTLD_DEFAULT finds it when the shim is preloaded); before any CUDA call there is nothing to report.
+#include "cumemaudit/cumemaudit.h"
+
+#include "auditor.hpp"
+
+using cumemaudit::shim::Auditor;
+
+extern "C" {
+
+__attribute__((visibility("default"))) void cumemaudit_checkpoint(void) {
+    if (Auditor::enter()) Auditor::get().checkpoint("cumemaudit_checkpoint()");
+}
+
+__attribute__((visibility("default"))) void cumemaudit_step(uint64_t step) {
+    if (Auditor::enter()) Auditor::get().step(step, nullptr);
+}
+
+__attribute__((visibility("default"))) void cumemaudit_mark(const char* label) {
+    if (Auditor::enter()) Auditor::get().step(UINT64_MAX, label);
+}
+
+}

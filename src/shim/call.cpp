@@ -1,0 +1,72 @@
+#include "call.hpp"
+
+#include "auditor.hpp"
+#include "owners.hpp"
+
+#include <execinfo.h>
+
+#include <algorithm>
+#include <array>
+
+namespace cumemaudit::shim {
+namespace {
+
+thread_local ThreadState t_state __attribute__((tls_model("initial-exec")));
+
+constexpr int kMaxDepth = 64;
+constexpr int kOwnFrames = 8;  // frames of the shim itself above the caller, at most
+
+// Frames from the caller outwards, innermost first. One frame is the caller's return address, free;
+// more need an unwind, and the unwind starts inside the shim, so it is cut at the caller's frame.
+int capture(void* caller, int depth, ledger::Pc* out) {
+    depth = std::clamp(depth, 1, kMaxDepth);
+    out[0] = reinterpret_cast<ledger::Pc>(caller);
+    if (depth == 1) return 1;
+    std::array<void*, kMaxDepth + kOwnFrames> frames;
+    const int n = backtrace(frames.data(), static_cast<int>(frames.size()));
+    const auto at = std::find(frames.begin(), frames.begin() + n, caller);
+    if (at == frames.begin() + n) return 1;  // caller not on the unwound stack (no unwind info): keep it alone
+    int k = 0;
+    for (auto it = at; it != frames.begin() + n && k < depth; ++it) out[k++] = reinterpret_cast<ledger::Pc>(*it);
+    return k;
+}
+
+}  // namespace
+
+ThreadState& thread_state() { return t_state; }
+
+RuntimeScope::RuntimeScope(const char* api, void* caller)
+    : saved_api_(t_state.runtime_api), saved_caller_(t_state.runtime_caller) {
+    // The outermost runtime call names the site: cudart may call itself (cudaMallocHost → cudaHostAlloc).
+    if (t_state.runtime_api == nullptr) {
+        t_state.runtime_api = api;
+        t_state.runtime_caller = caller;
+    }
+}
+
+RuntimeScope::~RuntimeScope() {
+    t_state.runtime_api = saved_api_;
+    t_state.runtime_caller = saved_caller_;
+}
+
+Call::Call(const char* api, void* caller) : api_(api), caller_(caller) {
+    recording_ = t_state.driver_depth == 0 && t_state.shim_depth == 0 && Auditor::enter();
+    if (recording_ && t_state.runtime_api != nullptr) {
+        api_ = t_state.runtime_api;
+        caller_ = t_state.runtime_caller;
+    }
+}
+
+const ledger::Site& Call::site() {
+    if (!have_site_) {
+        have_site_ = true;
+        Auditor& a = Auditor::get();
+        std::array<ledger::Pc, kMaxDepth> pcs;
+        const int n = capture(caller_, a.options().stack_depth, pcs.data());
+        const std::span<const ledger::Pc> frames(pcs.data(), static_cast<std::size_t>(n));
+        site_ = ledger::Site{api_, a.ledger().traces().intern(frames), owner_of(frames, a.ledger())};
+    }
+    return site_;
+}
+
+}  // namespace cumemaudit::shim

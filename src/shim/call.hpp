@@ -1,0 +1,64 @@
+// call: what one intercepted call knows about itself — whether it is recorded at all (not while the shim
+// or the driver is already on this thread's stack, not when auditing is off), which API and caller it is
+// attributed to (the runtime's caller when cudart made the driver call for it), and, computed only when an
+// event needs it, its Site: the interned stack and the owner.
+#pragma once
+
+#include "ledger/ledger.hpp"
+
+namespace cumemaudit::shim {
+
+// Per-thread state, initial-exec TLS: the wrappers touch it on every call, and the shim is loaded at start.
+struct ThreadState {
+    int driver_depth = 0;              // > 0 while a real driver call made by a wrapper runs
+    int shim_depth = 0;                // > 0 while the shim does its own bookkeeping
+    const char* runtime_api = nullptr;  // set by a runtime wrapper for its nested driver call
+    void* runtime_caller = nullptr;
+};
+ThreadState& thread_state();
+
+class DriverScope {
+public:
+    DriverScope() { ++thread_state().driver_depth; }
+    ~DriverScope() { --thread_state().driver_depth; }
+};
+
+class ShimScope {
+public:
+    ShimScope() { ++thread_state().shim_depth; }
+    ~ShimScope() { --thread_state().shim_depth; }
+};
+
+class RuntimeScope {
+public:
+    RuntimeScope(const char* api, void* caller);
+    ~RuntimeScope();
+
+private:
+    const char* saved_api_;
+    void* saved_caller_;
+};
+
+class Call {
+public:
+    Call(const char* api, void* caller);
+    Call(const Call&) = delete;
+    Call& operator=(const Call&) = delete;
+
+    bool recording() const { return recording_; }
+    const char* api() const { return api_; }
+    // The site of this call: captured (stack_depth frames from the caller outwards) and interned on first
+    // use, so events that need none (a successful free) cost nothing for it.
+    const ledger::Site& site();
+    // A site with the API only, for events whose site the ledger does not keep.
+    ledger::Site bare() const { return ledger::Site{api_, 0, 0}; }
+
+private:
+    const char* api_;
+    void* caller_;
+    bool recording_;
+    bool have_site_ = false;
+    ledger::Site site_;
+};
+
+}  // namespace cumemaudit::shim

@@ -1,0 +1,28 @@
+// doors: the three ways a program reaches the driver (DESIGN.md), besides the exported symbols that
+// hooks.cpp defines. dlsym and dlopen are overridden; cuGetProcAddress and _v2 call the real one with the
+// caller's version and flags and swap in our wrapper of the exact variant it returned.
+#pragma once
+
+#include "cuda_api.hpp"
+
+#include <string_view>
+
+// cuda.h declares only the _v2 of cuGetProcAddress; the shim exports both.
+extern "C" CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags);
+
+namespace cumemaudit::shim {
+
+// The loader's own dlsym/dlopen, found with dlvsym(RTLD_NEXT, ..., "GLIBC_2.34"), then "GLIBC_2.2.5";
+// never through a global look-up, which would find our own override and recurse.
+void* real_dlsym(void* handle, const char* name);
+
+// `name` as the next object after the shim defines it (RTLD_NEXT from here), or null.
+void* next_symbol(std::string_view name);
+// `name` in the libcuda.so.1 already loaded in this process (however privately), or null.
+void* driver_symbol(std::string_view name);
+// `name` in the libcudart.so already loaded in this process, or null.
+void* runtime_symbol(std::string_view name);
+// Whether the loaded libcuda.so.1 is cumemaudit's simulated driver; its version string if so.
+const char* simulated_driver_version();
+
+}  // namespace cumemaudit::shim

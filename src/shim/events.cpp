@@ -1,0 +1,178 @@
+#include "events.hpp"
+
+#include "auditor.hpp"
+#include "export_key.hpp"
+
+namespace cumemaudit::shim {
+namespace {
+
+using ledger::HandleType;
+using ledger::Kind;
+
+ledger::Ledger& book() { return Auditor::get().ledger(); }
+
+std::uint64_t addr(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
+
+HandleType requested_type(const CUmemAllocationProp* prop) {
+    if (prop == nullptr) return HandleType::none;
+    const unsigned types = prop->requestedHandleTypes;
+    if (types & CU_MEM_HANDLE_TYPE_FABRIC) return HandleType::fabric;
+    if (types & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return HandleType::posix_fd;
+    return types == 0 ? HandleType::none : HandleType::other;
+}
+
+HandleType shared_type(CUmemAllocationHandleType type) {
+    switch (type) {
+        case CU_MEM_HANDLE_TYPE_FABRIC: return HandleType::fabric;
+        case CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR: return HandleType::posix_fd;
+        default: return HandleType::other;
+    }
+}
+
+// A successful call records with its full site; a failed one is recorded only as possible misuse, and
+// then also needs its site. Successful calls whose site the ledger does not keep pass the bare API.
+const ledger::Site& site_if_failed(Call& call, bool ok, ledger::Site& bare) {
+    if (ok) return bare = call.bare();
+    return call.site();
+}
+
+void allocated(Call& call, CUresult r, std::uint64_t ptr, std::uint64_t size, Kind kind) {
+    if (r == CUDA_SUCCESS) book().allocated(ptr, size, kind, call.site());
+}
+
+void freed(Call& call, CUresult r, std::uint64_t ptr) {
+    const bool ok = r == CUDA_SUCCESS;
+    if (ok && ptr == 0) return;  // freeing null is a no-op the driver accepts
+    ledger::Site bare;
+    book().freed(ptr, ok, result_name(r), site_if_failed(call, ok, bare));
+}
+
+}  // namespace
+
+void record(ev::Create, Call& call, CUresult r, CUmemGenericAllocationHandle* handle, size_t size,
+            const CUmemAllocationProp* prop, unsigned long long) {
+    if (r == CUDA_SUCCESS && handle != nullptr) book().created(*handle, size, requested_type(prop), call.site());
+}
+
+void record(ev::Release, Call& call, CUresult r, CUmemGenericAllocationHandle handle) {
+    const bool ok = r == CUDA_SUCCESS;
+    ledger::Site bare;
+    book().released(handle, ok, result_name(r), site_if_failed(call, ok, bare));
+}
+
+void record(ev::Retain, Call& call, CUresult r, CUmemGenericAllocationHandle* handle, void* va) {
+    if (r == CUDA_SUCCESS && handle != nullptr) book().retained(*handle, addr(va), call.site());
+}
+
+void record(ev::Export, Call& call, CUresult r, void* shareable, CUmemGenericAllocationHandle handle,
+            CUmemAllocationHandleType type, unsigned long long) {
+    if (r != CUDA_SUCCESS || shareable == nullptr) return;
+    const HandleType t = shared_type(type);
+    int fd = -1;
+    ledger::ExportKey key;
+    if (t == HandleType::posix_fd) {
+        fd = *static_cast<const int*>(shareable);
+        key = key_of_fd(fd);
+    } else if (t == HandleType::fabric) {
+        key = key_of_fabric(shareable);
+    }
+    book().exported(handle, t, key, fd, call.site());
+}
+
+void record(ev::Import, Call& call, CUresult r, CUmemGenericAllocationHandle* handle, void* os_handle,
+            CUmemAllocationHandleType type) {
+    if (r != CUDA_SUCCESS || handle == nullptr) return;
+    const HandleType t = shared_type(type);
+    ledger::ExportKey key;
+    // A POSIX fd travels in the pointer's bits; a fabric handle is pointed to.
+    if (t == HandleType::posix_fd) key = key_of_fd(static_cast<int>(addr(os_handle)));
+    else if (t == HandleType::fabric && os_handle != nullptr) key = key_of_fabric(os_handle);
+    book().imported(*handle, t, key, call.site());
+}
+
+void record(ev::Map, Call& call, CUresult r, CUdeviceptr ptr, size_t size, size_t, CUmemGenericAllocationHandle handle,
+            unsigned long long) {
+    book().mapped(ptr, size, handle, r == CUDA_SUCCESS, result_name(r), call.site());
+}
+
+void record(ev::Unmap, Call& call, CUresult r, CUdeviceptr ptr, size_t size) {
+    book().unmapped(ptr, size, r == CUDA_SUCCESS, result_name(r), call.site());
+}
+
+void record(ev::Reserve, Call& call, CUresult r, CUdeviceptr* ptr, size_t size, size_t, CUdeviceptr,
+            unsigned long long) {
+    if (r == CUDA_SUCCESS && ptr != nullptr) book().reserved(*ptr, size, call.site());
+}
+
+void record(ev::AddressFree, Call& call, CUresult r, CUdeviceptr ptr, size_t size) {
+    book().address_freed(ptr, size, r == CUDA_SUCCESS, result_name(r), call.site());
+}
+
+void record(ev::AllocDevice, Call& call, CUresult r, CUdeviceptr* dptr, size_t size) {
+    if (dptr != nullptr) allocated(call, r, *dptr, size, Kind::classic);
+}
+
+void record(ev::AllocPitch, Call& call, CUresult r, CUdeviceptr* dptr, size_t* pitch, size_t, size_t height,
+            unsigned int) {
+    if (dptr != nullptr && pitch != nullptr) allocated(call, r, *dptr, std::uint64_t{*pitch} * height, Kind::classic);
+}
+
+void record(ev::AllocManaged, Call& call, CUresult r, CUdeviceptr* dptr, size_t size, unsigned int) {
+    if (dptr != nullptr) allocated(call, r, *dptr, size, Kind::managed);
+}
+
+void record(ev::AllocAsync, Call& call, CUresult r, CUdeviceptr* dptr, size_t size, CUstream) {
+    if (dptr != nullptr) allocated(call, r, *dptr, size, Kind::async_pool);
+}
+
+void record(ev::AllocFromPool, Call& call, CUresult r, CUdeviceptr* dptr, size_t size, CUmemoryPool, CUstream) {
+    if (dptr != nullptr) allocated(call, r, *dptr, size, Kind::async_pool);
+}
+
+void record(ev::HostAlloc, Call& call, CUresult r, void** pp, size_t size, unsigned int) {
+    if (pp != nullptr) allocated(call, r, addr(*pp), size, Kind::host_pinned);
+}
+
+void record(ev::AllocHost, Call& call, CUresult r, void** pp, size_t size) {
+    if (pp != nullptr) allocated(call, r, addr(*pp), size, Kind::host_pinned);
+}
+
+void record(ev::IpcOpen, Call& call, CUresult r, CUdeviceptr* dptr, CUipcMemHandle, unsigned int) {
+    // The size of a peer's allocation is not in the call; asking the driver would be a CUDA call of our own.
+    if (dptr != nullptr) allocated(call, r, *dptr, 0, Kind::ipc);
+}
+
+void record(ev::Free, Call& call, CUresult r, CUdeviceptr dptr) { freed(call, r, dptr); }
+void record(ev::FreeAsync, Call& call, CUresult r, CUdeviceptr dptr, CUstream) { freed(call, r, dptr); }
+void record(ev::FreeHost, Call& call, CUresult r, void* p) { freed(call, r, addr(p)); }
+void record(ev::IpcClose, Call& call, CUresult r, CUdeviceptr dptr) { freed(call, r, dptr); }
+
+const char* result_name(CUresult r) {
+    switch (r) {
+#define NAME(x) \
+    case x: return #x;
+        NAME(CUDA_SUCCESS)
+        NAME(CUDA_ERROR_INVALID_VALUE)
+        NAME(CUDA_ERROR_OUT_OF_MEMORY)
+        NAME(CUDA_ERROR_NOT_INITIALIZED)
+        NAME(CUDA_ERROR_DEINITIALIZED)
+        NAME(CUDA_ERROR_NOT_PERMITTED)
+        NAME(CUDA_ERROR_NOT_SUPPORTED)
+        NAME(CUDA_ERROR_INVALID_CONTEXT)
+        NAME(CUDA_ERROR_INVALID_DEVICE)
+        NAME(CUDA_ERROR_INVALID_HANDLE)
+        NAME(CUDA_ERROR_NOT_FOUND)
+        NAME(CUDA_ERROR_ALREADY_MAPPED)
+        NAME(CUDA_ERROR_NOT_MAPPED)
+        NAME(CUDA_ERROR_ILLEGAL_ADDRESS)
+        NAME(CUDA_ERROR_ILLEGAL_STATE)
+        NAME(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
+        NAME(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)
+        NAME(CUDA_ERROR_LAUNCH_FAILED)
+        NAME(CUDA_ERROR_UNKNOWN)
+#undef NAME
+        default: return "CUDA_ERROR_OTHER";
+    }
+}
+
+}  // namespace cumemaudit::shim

@@ -1,0 +1,66 @@
+// events: what each wrapped call tells the ledger, one overload per event named in hooks.inc. They run
+// after the driver answered, see its result and the call's arguments (out-parameters filled), and never
+// change either: the program gets the driver's answer bit for bit.
+#pragma once
+
+#include "cuda_api.hpp"
+#include "call.hpp"
+
+namespace cumemaudit::shim {
+
+namespace ev {
+struct Count {};  // counted, nothing to record
+struct Create {};
+struct Release {};
+struct Retain {};
+struct Export {};
+struct Import {};
+struct Map {};
+struct Unmap {};
+struct Reserve {};
+struct AddressFree {};
+struct AllocDevice {};
+struct AllocPitch {};
+struct AllocManaged {};
+struct AllocAsync {};
+struct AllocFromPool {};
+struct HostAlloc {};
+struct AllocHost {};
+struct IpcOpen {};
+struct Free {};
+struct FreeAsync {};
+struct FreeHost {};
+struct IpcClose {};
+}  // namespace ev
+
+template <typename... A>
+void record(ev::Count, Call&, CUresult, A...) {}
+
+void record(ev::Create, Call&, CUresult, CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*,
+            unsigned long long);
+void record(ev::Release, Call&, CUresult, CUmemGenericAllocationHandle);
+void record(ev::Retain, Call&, CUresult, CUmemGenericAllocationHandle*, void*);
+void record(ev::Export, Call&, CUresult, void*, CUmemGenericAllocationHandle, CUmemAllocationHandleType,
+            unsigned long long);
+void record(ev::Import, Call&, CUresult, CUmemGenericAllocationHandle*, void*, CUmemAllocationHandleType);
+void record(ev::Map, Call&, CUresult, CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
+void record(ev::Unmap, Call&, CUresult, CUdeviceptr, size_t);
+void record(ev::Reserve, Call&, CUresult, CUdeviceptr*, size_t, size_t, CUdeviceptr, unsigned long long);
+void record(ev::AddressFree, Call&, CUresult, CUdeviceptr, size_t);
+void record(ev::AllocDevice, Call&, CUresult, CUdeviceptr*, size_t);
+void record(ev::AllocPitch, Call&, CUresult, CUdeviceptr*, size_t*, size_t, size_t, unsigned int);
+void record(ev::AllocManaged, Call&, CUresult, CUdeviceptr*, size_t, unsigned int);
+void record(ev::AllocAsync, Call&, CUresult, CUdeviceptr*, size_t, CUstream);
+void record(ev::AllocFromPool, Call&, CUresult, CUdeviceptr*, size_t, CUmemoryPool, CUstream);
+void record(ev::HostAlloc, Call&, CUresult, void**, size_t, unsigned int);
+void record(ev::AllocHost, Call&, CUresult, void**, size_t);
+void record(ev::IpcOpen, Call&, CUresult, CUdeviceptr*, CUipcMemHandle, unsigned int);
+void record(ev::Free, Call&, CUresult, CUdeviceptr);
+void record(ev::FreeAsync, Call&, CUresult, CUdeviceptr, CUstream);
+void record(ev::FreeHost, Call&, CUresult, void*);
+void record(ev::IpcClose, Call&, CUresult, CUdeviceptr);
+
+// The name of a CUresult without asking the driver (the shim makes no CUDA call of its own).
+const char* result_name(CUresult);
+
+}  // namespace cumemaudit::shim

@@ -1,0 +1,94 @@
+// hooks: the tiny templates every row of hooks.inc expands into (heaptrack-style), and the per-hook
+// state they share: the real entry point each wrapper forwards to, found lazily or adopted from a door.
+#pragma once
+
+#include "cuda_api.hpp"
+#include "call.hpp"
+#include "events.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <string_view>
+
+namespace cumemaudit::shim {
+
+enum class HookId : std::uint16_t {
+#define DRIVER_HOOK(symbol, event, api, params, args) symbol,
+#define RUNTIME_HOOK(symbol, api, params, args) symbol,
+#define DOOR_HOOK(symbol) symbol,
+#include "hooks.inc"
+#undef DRIVER_HOOK
+#undef RUNTIME_HOOK
+#undef DOOR_HOOK
+    count
+};
+inline constexpr std::size_t kHookCount = static_cast<std::size_t>(HookId::count);
+
+enum class HookKind : std::uint8_t { driver, runtime, door };
+
+struct HookInfo {
+    std::string_view symbol;  // exported name, e.g. "cuMemAlloc_v2"
+    HookKind kind;
+    void* (*wrapper)();       // the address of our exported function of that name
+};
+
+// Row i describes HookId i.
+const HookInfo& hook_info(HookId);
+
+// The hook whose exported name is `symbol`, or HookId::count.
+HookId find_hook(std::string_view symbol);
+
+// The entry point a wrapper forwards to. Resolved on first use (RTLD_NEXT, then the loaded libcuda.so.1)
+// unless a door already adopted the pointer the real driver handed out for that exact variant.
+void* real_entry(HookId);
+inline std::atomic<void*> g_real[kHookCount];
+
+inline void* real_fn(HookId id) {
+    void* p = g_real[static_cast<std::size_t>(id)].load(std::memory_order_acquire);
+    return p != nullptr ? p : real_entry(id);
+}
+
+// Keeps `p` as the real entry point of `id` unless one is known already; `p` must not be our wrapper.
+void adopt_real(HookId id, void* p);
+
+// What a door hands back for a pointer the real driver or loader gave it for `symbol`: our wrapper of
+// that exact variant (keeping `p` as its real target), or `p` itself when we do not wrap that symbol.
+void* swap_in(std::string_view symbol, void* p);
+
+template <HookId Id, typename Event, typename Fn>
+struct DriverHook;
+
+template <HookId Id, typename Event, typename... A>
+struct DriverHook<Id, Event, CUresult(A...)> {
+    static CUresult call(const char* api, void* caller, A... a) {
+        using Real = CUresult(CUDAAPI*)(A...);
+        auto real = reinterpret_cast<Real>(real_fn(Id));
+        if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;  // no driver loaded: what a missing libcuda gives
+        Call call(api, caller);
+        if (!call.recording()) return real(a...);
+        CUresult r;
+        {
+            DriverScope in_driver;  // calls the driver makes on itself are not the program's
+            r = real(a...);
+        }
+        ShimScope busy;
+        record(Event{}, call, r, a...);
+        return r;
+    }
+};
+
+template <HookId Id, typename Fn>
+struct RuntimeHook;
+
+template <HookId Id, typename... A>
+struct RuntimeHook<Id, cudaError_t(A...)> {
+    static cudaError_t call(const char* api, void* caller, A... a) {
+        using Real = cudaError_t(CUDARTAPI*)(A...);
+        auto real = reinterpret_cast<Real>(real_fn(Id));
+        if (real == nullptr) return cudaErrorInitializationError;
+        RuntimeScope named(api, caller);  // the nested driver call records with this caller and API
+        return real(a...);
+    }
+};
+
+}  // namespace cumemaudit::shim

@@ -1,0 +1,33 @@
+// options: CUMEMAUDIT_OPTIONS, `key=value` pairs separated by ':', parsed into one struct from the table in
+// options.inc. A bad key or value never stops the program: it keeps the default and yields a warning that
+// names it.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cumemaudit::shim {
+
+struct Options {
+#define OPTION(type, name, def, help) type name = def;
+#include "options.inc"
+#undef OPTION
+};
+
+struct OptionInfo {
+    std::string_view name, type, default_value, help;
+};
+const std::vector<OptionInfo>& option_table();
+
+struct ParsedOptions {
+    Options options;
+    std::vector<std::string> warnings;  // one line each, e.g. "unknown option 'foo' in CUMEMAUDIT_OPTIONS"
+};
+
+ParsedOptions parse_options(std::string_view text);
+
+// `key=value:...` of the options that differ from their defaults, for the report's echo.
+std::string describe(const Options&);
+
+}  // namespace cumemaudit::shim

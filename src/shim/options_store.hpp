@@ -1,0 +1,11 @@
+// options_store: the process's options, parsed from CUMEMAUDIT_OPTIONS once, on first use (a process that
+// never touches CUDA or dlopen never parses them), and their warnings printed once.
+#pragma once
+
+#include "options.hpp"
+
+namespace cumemaudit::shim {
+
+const Options& current_options();
+
+}  // namespace cumemaudit::shim

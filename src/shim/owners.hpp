@@ -1,0 +1,20 @@
+// owners: who an allocation belongs to — the shared object of the first caller frame outside the shim,
+// libcuda and cudart, mapped by rules (libc10_cuda → pytorch, libnccl → nccl, …) or else named after the
+// object. Looked up by return address and cached per thread, so the hot path pays one compare.
+#pragma once
+
+#include "ledger/ledger.hpp"
+
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace cumemaudit::shim {
+
+// The owner name the built-in rules give an object file name (a path or a basename).
+std::string owner_name_for_object(std::string_view object);
+
+// The owner of a site whose frames are `pcs` (innermost first), registered in `ledger`.
+ledger::OwnerId owner_of(std::span<const ledger::Pc> pcs, ledger::Ledger& ledger);
+
+}  // namespace cumemaudit::shim

@@ -1,0 +1,19 @@
+// process_info: who this process is in a job — host, rank and world size from the usual launchers'
+// variables (torchrun, Open MPI, MPICH/PMI, Slurm), and its command line — for the report and its name.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace cumemaudit::shim {
+
+struct ProcessIdentity {
+    std::string host;
+    int rank = -1;        // -1: not launched as a rank
+    int world_size = -1;
+    std::vector<std::string> argv;
+};
+
+ProcessIdentity process_identity();
+
+}  // namespace cumemaudit::shim

@@ -1,0 +1,241 @@
+// Scenario programs for the auditor, one subcommand each. Each calls the driver exactly as a real program
+// would (linked against the toolkit's stub libcuda), checks the return codes it gets against what the
+// driver documents, and prints what the test compares with the report. Sites the tests look for are
+// marked with `// site:NAME` on the line of the call.
+#include <cuda.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+constexpr size_t kMiB = 1 << 20;
+constexpr size_t kGran = 2 * kMiB;
+
+#define CHECK(call, expected)                                                                          \
+    do {                                                                                               \
+        CUresult r_ = (call);                                                                          \
+        if (r_ != (expected)) {                                                                        \
+            const char* name_ = nullptr;                                                               \
+            cuGetErrorName(r_, &name_);                                                                \
+            std::fprintf(stderr, "%s:%d: %s returned %s, expected %s\n", __FILE__, __LINE__, #call,    \
+                         name_ ? name_ : "?", #expected);                                              \
+            std::exit(99);                                                                             \
+        }                                                                                              \
+    } while (0)
+#define OK(call) CHECK(call, CUDA_SUCCESS)
+
+void init() {
+    OK(cuInit(0));
+    CUdevice dev;
+    OK(cuDeviceGet(&dev, 0));
+    CUcontext ctx;
+    OK(cuDevicePrimaryCtxRetain(&ctx, dev));
+    OK(cuCtxSetCurrent(ctx));
+}
+
+CUmemAllocationProp props(CUmemAllocationHandleType type = CU_MEM_HANDLE_TYPE_NONE) {
+    CUmemAllocationProp p{};
+    p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    p.location.id = 0;
+    p.requestedHandleTypes = type;
+    return p;
+}
+
+size_t free_bytes() {
+    size_t free = 0, total = 0;
+    OK(cuMemGetInfo(&free, &total));
+    return free;
+}
+
+__attribute__((noinline)) CUmemGenericAllocationHandle create_first(size_t size) {
+    CUmemAllocationProp p = props();
+    CUmemGenericAllocationHandle h = 0;
+    OK(cuMemCreate(&h, size, &p, 0));  // site:reuse_first
+    return h;
+}
+
+__attribute__((noinline)) CUmemGenericAllocationHandle create_second(size_t size) {
+    CUmemAllocationProp p = props();
+    CUmemGenericAllocationHandle h = 0;
+    OK(cuMemCreate(&h, size, &p, 0));  // site:reuse_second
+    return h;
+}
+
+// Double release, address free while mapped, unmap of an unmapped range: the driver's codes reach us.
+int misuse() {
+    init();
+    CUmemAllocationProp p = props();
+    CUmemGenericAllocationHandle h = 0;
+    OK(cuMemCreate(&h, kGran, &p, 0));
+    CUdeviceptr va = 0;
+    OK(cuMemAddressReserve(&va, kGran, 0, 0, 0));
+    OK(cuMemMap(va, kGran, 0, h, 0));
+    CHECK(cuMemAddressFree(va, kGran), CUDA_ERROR_INVALID_VALUE);  // site:free_mapped
+    OK(cuMemUnmap(va, kGran));
+    OK(cuMemAddressFree(va, kGran));
+    OK(cuMemRelease(h));
+    CHECK(cuMemRelease(h), CUDA_ERROR_INVALID_VALUE);  // site:double_release
+    std::printf("misuse: done\n");
+    return 0;
+}
+
+// A handle value released and created again: the leak is the second creation's, not the first's.
+int reuse() {
+    init();
+    const size_t before = free_bytes();
+    CUmemGenericAllocationHandle a = create_first(kGran);
+    OK(cuMemRelease(a));
+    CUmemGenericAllocationHandle b = create_second(2 * kGran);
+    std::printf("reuse: same_value=%d drop=%zu\n", a == b ? 1 : 0, before - free_bytes());
+    return 0;
+}
+
+// An exported POSIX fd left open pins memory after every reference is gone.
+int open_export() {
+    init();
+    CUmemAllocationProp p = props(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    CUmemGenericAllocationHandle h = 0;
+    OK(cuMemCreate(&h, 2 * kGran, &p, 0));
+    int fd = -1;
+    OK(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));  // site:export
+    OK(cuMemRelease(h));
+    int closed_fd = -1;
+    CUmemGenericAllocationHandle h2 = 0;
+    OK(cuMemCreate(&h2, kGran, &p, 0));
+    OK(cuMemExportToShareableHandle(&closed_fd, h2, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    OK(cuMemRelease(h2));
+    close(closed_fd);  // this one is closed: its memory is free again
+    std::printf("open_export: fd=%d\n", fd);
+    return 0;
+}
+
+__attribute__((noinline)) void planted_leak(CUdeviceptr* out) {
+    OK(cuMemAlloc(out, 3 * 4096));  // site:planted
+}
+
+// 8 threads churn allocations; thread i leaks i+1 allocations of 12 KiB at one site.
+int threads() {
+    init();
+    CUcontext ctx;
+    OK(cuCtxGetCurrent(&ctx));
+    std::vector<std::thread> pool;
+    for (int t = 0; t < 8; ++t) {
+        pool.emplace_back([t, ctx] {
+            OK(cuCtxSetCurrent(ctx));
+            for (int i = 0; i < 2000; ++i) {
+                CUdeviceptr d = 0;
+                OK(cuMemAlloc(&d, 4096 + 512 * (i % 7)));
+                CUmemAllocationProp p = props();
+                CUmemGenericAllocationHandle h = 0;
+                if (i % 100 == 0) {
+                    OK(cuMemCreate(&h, kGran, &p, 0));
+                    OK(cuMemRelease(h));
+                }
+                OK(cuMemFree(d));
+            }
+            for (int k = 0; k <= t; ++k) {
+                CUdeviceptr d;
+                planted_leak(&d);
+            }
+        });
+    }
+    for (auto& th : pool) th.join();
+    std::printf("threads: planted=%d bytes=%d\n", 36, 36 * 3 * 4096);
+    return 0;
+}
+
+__attribute__((noinline)) void child_leak() {
+    CUmemAllocationProp p = props();
+    CUmemGenericAllocationHandle h = 0;
+    OK(cuMemCreate(&h, 3 * kGran, &p, 0));  // site:child
+}
+
+// The parent leaks nothing; the forked child leaks one allocation and writes its own report.
+int fork_child() {
+    init();
+    CUmemAllocationProp p = props();
+    CUmemGenericAllocationHandle h = 0;
+    OK(cuMemCreate(&h, kGran, &p, 0));
+    const pid_t pid = fork();
+    if (pid == 0) {
+        child_leak();
+        std::printf("child pid=%d\n", getpid());
+        std::fflush(stdout);
+        std::exit(0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    OK(cuMemRelease(h));
+    std::printf("parent pid=%d child_status=%d\n", getpid(), WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    return 0;
+}
+
+__attribute__((noinline)) void leak_one_vmm(size_t size) {
+    CUmemAllocationProp p = props();
+    CUmemGenericAllocationHandle h = 0;
+    OK(cuMemCreate(&h, size, &p, 0));  // site:gate
+}
+
+// Leaks one 2 MiB allocation and exits with the code given.
+int exit_with(int code) {
+    init();
+    leak_one_vmm(kGran);
+    return code;
+}
+
+// Leaks, prints "ready", then waits to be killed.
+int wait_for_signal() {
+    init();
+    leak_one_vmm(kGran);
+    std::printf("ready\n");
+    std::fflush(stdout);
+    for (int i = 0; i < 600; ++i) sleep(1);
+    return 0;
+}
+
+// Classic allocation kinds, one each left unfreed, the async one through the per-thread variant.
+int classic() {
+    init();
+    using AllocAsync = CUresult(CUDAAPI*)(CUdeviceptr*, size_t, CUstream);
+    void* fn = nullptr;
+    CUdriverProcAddressQueryResult st;
+    OK(cuGetProcAddress("cuMemAllocAsync", &fn, 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st));
+    CUdeviceptr d1, d2, d3;
+    OK(cuMemAlloc(&d1, 1 * kMiB));                                         // site:classic_device
+    OK(reinterpret_cast<AllocAsync>(fn)(&d2, 2 * kMiB, nullptr));          // site:classic_async_ptsz
+    OK(cuMemAllocManaged(&d3, 3 * kMiB, CU_MEM_ATTACH_GLOBAL));            // site:classic_managed
+    void* host = nullptr;
+    OK(cuMemHostAlloc(&host, 4 * kMiB, 0));                                // site:classic_host
+    CUdeviceptr freed;
+    OK(cuMemAlloc(&freed, 5 * kMiB));
+    OK(cuMemFree(freed));
+    CHECK(cuMemFree(freed), CUDA_ERROR_INVALID_VALUE);                     // site:classic_double_free
+    std::printf("classic: done\n");
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const std::string what = argc > 1 ? argv[1] : "";
+    if (what == "misuse") return misuse();
+    if (what == "reuse") return reuse();
+    if (what == "open-export") return open_export();
+    if (what == "threads") return threads();
+    if (what == "fork") return fork_child();
+    if (what == "exit") return exit_with(argc > 2 ? std::atoi(argv[2]) : 0);
+    if (what == "wait") return wait_for_signal();
+    if (what == "classic") return classic();
+    if (what == "none") return 0;
+    std::fprintf(stderr, "usage: audit_scenarios misuse|reuse|open-export|threads|fork|exit N|wait|classic|none\n");
+    return 2;
+}

@@ -1,0 +1,327 @@
+#!/usr/bin/env python3
+"""Scenario tests of the auditor on the simulated driver: each runs a program under `cumemaudit run --sim`
+and asserts exact figures from its JSON report (bytes, sites, owners, exit codes).
+
+Usage: test_audit.py CASE   (paths come from the environment meson sets: CLI, SCENARIOS, DEEPEP,
+RUNTIME_USER, NCCL, EXPANDABLE, SOURCE_ROOT)."""
+import glob
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+CLI = os.environ["CLI"]
+SCENARIOS = os.environ["SCENARIOS"]
+DEEPEP = os.environ["DEEPEP"]
+RUNTIME_USER = os.environ["RUNTIME_USER"]
+SOURCE_ROOT = os.environ["SOURCE_ROOT"]
+MiB = 1 << 20
+
+
+class Failure(Exception):
+    pass
+
+
+def expect(cond, what):
+    if not cond:
+        raise Failure(what)
+
+
+def run(argv, report_dir, flags=(), env=None, rc=0, timeout=120):
+    cmd = [CLI, "run", "--sim", "--report-dir", report_dir, *flags, "--", *argv]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=timeout)
+    if rc is not None and proc.returncode != rc:
+        raise Failure(f"{' '.join(cmd)}: exit {proc.returncode}, expected {rc}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
+    return proc
+
+
+def reports(report_dir):
+    files = sorted(glob.glob(os.path.join(report_dir, "cumemaudit.*.json")))
+    return {f: json.load(open(f)) for f in files}
+
+
+def only_report(report_dir):
+    reps = reports(report_dir)
+    expect(len(reps) == 1, f"expected one report in {report_dir}, found {list(reps)}")
+    return next(iter(reps.values()))
+
+
+def line_of(path, pattern):
+    for number, text in enumerate(open(path), 1):
+        if re.search(pattern, text):
+            return number
+    raise Failure(f"{pattern!r} not found in {path}")
+
+
+def marker_line(path, name):
+    return line_of(path, rf"// site:{re.escape(name)}\b")
+
+
+def leaks_by_api(rep, cls="unreachable"):
+    return {leak["site"]["api"]: leak for leak in rep["leaks"] if leak["class"] == cls}
+
+
+def top_frame(leak):
+    expect(leak["site"]["frames"], f"no frames in {leak}")
+    return leak["site"]["frames"][0]
+
+
+def drop_of(stdout):
+    m = re.search(r"drop=(\d+)", stdout)
+    expect(m is not None, f"no drop= in program output:\n{stdout}")
+    return int(m.group(1))
+
+
+DEEPEP_SRC = os.path.join(SOURCE_ROOT, "examples", "deepep_fabric_leak.cpp")
+DEEPEP_APIS = {"cuMemCreate", "cuMemRetainAllocationHandle", "cuMemImportFromShareableHandle"}
+
+
+def check_deepep(tmp, extra_args=(), handle="fabric"):
+    proc = run([DEEPEP, "--handle", handle, *extra_args], tmp, rc=23)
+    rep = only_report(tmp)
+    drop = drop_of(proc.stdout)
+    expect(drop > 0, "the unfixed sequence must lose memory")
+    s = rep["summary"]
+    expect(s["leaked_bytes"] == drop, f"leaked_bytes {s['leaked_bytes']} != cuMemGetInfo drop {drop}")
+    expect(s["misuse_events"] == 0, f"misuse in the DeepEP sequence: {rep['misuse']}")
+    rows = leaks_by_api(rep)
+    expect(set(rows) == DEEPEP_APIS and len(rep["leaks"]) == 3, f"leak sites: {[(l['class'], l['site']['api']) for l in rep['leaks']]}")
+    for api, leak in rows.items():
+        expect(leak["bytes"] == drop, f"{api}: {leak['bytes']} bytes, expected {drop}")
+        expect(leak["handle_type"] == ("fabric" if handle == "fabric" else "posix_fd"), f"{api}: handle type {leak['handle_type']}")
+        expect(leak["owner"] == "deepep_fabric_leak", f"{api}: owner {leak['owner']}")
+        frame = top_frame(leak)
+        want = line_of(DEEPEP_SRC, rf"r = d_\.{api}\(")
+        expect(frame["file"].endswith("deepep_fabric_leak.cpp") and frame["line"] == want,
+               f"{api}: site {frame['file']}:{frame['line']}, expected deepep_fabric_leak.cpp:{want}")
+    expect("SUMMARY: cumemaudit: %d bytes leaked in" % drop in proc.stderr, f"no SUMMARY line:\n{proc.stderr}")
+    return rep
+
+
+def case_deepep(tmp):
+    rep = check_deepep(tmp)
+    expect(rep["driver"]["simulated"] is True, "driver.simulated")
+    expect(rep["summary"]["leaked_allocations"] == 3, f"3 steps leave 3 buffers: {rep['summary']}")
+
+
+def case_deepep_posix(tmp):
+    check_deepep(tmp, handle="posix")
+
+
+def case_deepep_fixed(tmp):
+    run([DEEPEP, "--fixed"], tmp, rc=0)
+    rep = only_report(tmp)
+    s = rep["summary"]
+    expect(s["leaked_bytes"] == 0 and s["misuse_events"] == 0 and rep["leaks"] == [],
+           f"fixed sequence: {s}, leaks {rep['leaks']}")
+    expect(s["intercepted_calls"] > 20, f"calls counted: {s['intercepted_calls']}")
+
+
+def make_door_case(door):
+    def case(tmp):
+        check_deepep(tmp, ["--door", door])
+    return case
+
+
+def case_nccl(tmp):
+    run([os.environ["NCCL"]], tmp, rc=0)
+    rep = only_report(tmp)
+    expect(rep["summary"]["leaked_bytes"] == 0 and rep["summary"]["misuse_events"] == 0 and rep["leaks"] == [],
+           f"NCCL pattern: {rep['summary']} {rep['leaks']}")
+
+
+def case_expandable(tmp):
+    run([os.environ["EXPANDABLE"]], tmp, rc=0)
+    rep = only_report(tmp)
+    expect(rep["summary"]["leaked_bytes"] == 0 and rep["summary"]["misuse_events"] == 0 and rep["leaks"] == [],
+           f"expandable segments: {rep['summary']} {rep['leaks']}")
+
+
+SCEN_SRC = os.path.join(SOURCE_ROOT, "tests", "sim", "audit", "audit_scenarios.cpp")
+
+
+def case_misuse(tmp):
+    run([SCENARIOS, "misuse"], tmp, rc=0)
+    rep = only_report(tmp)
+    rows = {(m["api"], m["result"]): m for m in rep["misuse"]}
+    expect(set(rows) == {("cuMemRelease", "CUDA_ERROR_INVALID_VALUE"), ("cuMemAddressFree", "CUDA_ERROR_INVALID_VALUE")},
+           f"misuse rows: {rep['misuse']}")
+    expect(rep["summary"]["misuse_events"] == 2, f"misuse_events {rep['summary']['misuse_events']}")
+    for (api, _), marker in ((("cuMemRelease", ""), "double_release"), (("cuMemAddressFree", ""), "free_mapped")):
+        row = rows[(api, "CUDA_ERROR_INVALID_VALUE")]
+        frame = row["site"]["frames"][0]
+        expect(frame["line"] == marker_line(SCEN_SRC, marker), f"{api}: line {frame['line']}")
+    expect(rep["leaks"] == [], f"no leaks expected: {rep['leaks']}")
+    # misuse does not fail the default gate, fail_on=misuse does
+    tmp2 = tempfile.mkdtemp(dir=tmp)
+    run([SCENARIOS, "misuse"], tmp2, flags=["--fail-on", "misuse"], rc=23)
+
+
+def case_reuse(tmp):
+    proc = run([SCENARIOS, "reuse"], tmp, rc=23)
+    expect("same_value=1" in proc.stdout, f"the simulated driver reuses handle values: {proc.stdout}")
+    rep = only_report(tmp)
+    rows = leaks_by_api(rep)
+    expect(list(rows) == ["cuMemCreate"] and rows["cuMemCreate"]["bytes"] == 4 * MiB, f"leaks: {rep['leaks']}")
+    expect(top_frame(rows["cuMemCreate"])["line"] == marker_line(SCEN_SRC, "reuse_second"),
+           f"the reused handle's leak belongs to its second creation: {top_frame(rows['cuMemCreate'])}")
+    expect(rep["summary"]["leaked_bytes"] == drop_of(proc.stdout), "leaked bytes vs drop")
+
+
+def case_open_export(tmp):
+    run([SCENARIOS, "open-export"], tmp, rc=23)
+    rep = only_report(tmp)
+    rows = leaks_by_api(rep, "open-export")
+    expect(len(rep["leaks"]) == 1 and "cuMemExportToShareableHandle" in rows, f"leaks: {rep['leaks']}")
+    leak = rows["cuMemExportToShareableHandle"]
+    expect(leak["bytes"] == 4 * MiB and leak["handle_type"] == "posix_fd", f"open export: {leak}")
+    expect(top_frame(leak)["line"] == marker_line(SCEN_SRC, "export"), f"site {top_frame(leak)}")
+    expect(rep["summary"]["leaked_bytes"] == 4 * MiB, f"the closed export is not a leak: {rep['summary']}")
+
+
+def case_threads(tmp):
+    run([SCENARIOS, "threads"], tmp, rc=0)
+    rep = only_report(tmp)
+    rows = [l for l in rep["leaks"] if l["class"] == "unfreed"]
+    expect(len(rows) == 1, f"one unfreed site expected: {rep['leaks']}")
+    expect(rows[0]["allocations"] == 36 and rows[0]["bytes"] == 36 * 3 * 4096, f"planted leaks: {rows[0]}")
+    expect(top_frame(rows[0])["line"] == marker_line(SCEN_SRC, "planted"), f"site {top_frame(rows[0])}")
+    expect(rep["summary"]["leaked_bytes"] == 0 and rep["summary"]["misuse_events"] == 0, f"{rep['summary']}")
+    expect(rep["summary"]["unfreed_bytes"] == 36 * 3 * 4096, f"unfreed {rep['summary']['unfreed_bytes']}")
+    tmp2 = tempfile.mkdtemp(dir=tmp)
+    run([SCENARIOS, "threads"], tmp2, flags=["--fail-on", "unfreed"], rc=23)
+
+
+def case_fork(tmp):
+    proc = run([SCENARIOS, "fork"], tmp, rc=0)
+    parent = int(re.search(r"parent pid=(\d+)", proc.stdout).group(1))
+    child = int(re.search(r"child pid=(\d+)", proc.stdout).group(1))
+    expect("child_status=23" in proc.stdout, f"the child's own gate fails it: {proc.stdout}")
+    reps = {r["process"]["pid"]: r for r in reports(tmp).values()}
+    expect(set(reps) == {parent, child}, f"reports for {sorted(reps)}, expected parent {parent} and child {child}")
+    expect(reps[parent]["summary"]["leaked_bytes"] == 0, f"parent: {reps[parent]['summary']}")
+    c = reps[child]
+    expect(c["summary"]["leaked_bytes"] == 6 * MiB and len(c["leaks"]) == 1, f"child: {c['summary']} {c['leaks']}")
+    expect(top_frame(c["leaks"][0])["line"] == marker_line(SCEN_SRC, "child"), "child site")
+
+
+def case_gate(tmp):
+    def sub():
+        return tempfile.mkdtemp(dir=tmp)
+    run([SCENARIOS, "exit", "0"], sub(), rc=23)
+    run([SCENARIOS, "exit", "0"], sub(), flags=["--fail-on", "none"], rc=0)
+    run([SCENARIOS, "exit", "0"], sub(), flags=["--exitcode", "42"], rc=42)
+    run([SCENARIOS, "exit", "3"], sub(), rc=3)  # a failing program keeps its own code
+    run([SCENARIOS, "exit", "0"], sub(), env={"CUMEMAUDIT_OPTIONS": "exitcode=7"}, rc=7)
+    d = sub()
+    run([SCENARIOS, "exit", "3"], d, rc=3)
+    expect(only_report(d)["process"]["exit_code"] == 3, "exit code recorded")
+
+
+def case_sigterm(tmp):
+    cmd = [CLI, "run", "--sim", "--report-dir", tmp, "--", SCENARIOS, "wait"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    expect(line.strip() == "ready", f"program did not start: {line!r}")
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=30)
+    expect(proc.returncode == -signal.SIGTERM, f"the default disposition still kills it: rc {proc.returncode}")
+    rep = only_report(tmp)
+    expect(rep["summary"]["leaked_bytes"] == 2 * MiB, f"report after SIGTERM: {rep['summary']}")
+
+
+def case_checkpoint_timer(tmp):
+    cmd = [CLI, "run", "--sim", "--report-dir", tmp, "--option", "checkpoint_s=1", "--", SCENARIOS, "wait"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdout.readline()
+    deadline = time.time() + 20
+    while time.time() < deadline and not reports(tmp):
+        time.sleep(0.2)
+    proc.kill()  # SIGKILL: no handler runs; the periodic report is what is left
+    proc.wait()
+    rep = only_report(tmp)
+    expect(rep["summary"]["leaked_bytes"] == 2 * MiB, f"periodic report: {rep['summary']}")
+
+
+def case_classic(tmp):
+    run([SCENARIOS, "classic"], tmp, rc=0)
+    rep = only_report(tmp)
+    unfreed = {l["site"]["api"]: l for l in rep["leaks"] if l["class"] == "unfreed"}
+    want = {"cuMemAlloc": (1 * MiB, "classic_device"), "cuMemAllocAsync": (2 * MiB, "classic_async_ptsz"),
+            "cuMemAllocManaged": (3 * MiB, "classic_managed"), "cuMemHostAlloc": (4 * MiB, "classic_host")}
+    expect(set(unfreed) == set(want), f"unfreed sites: {sorted(unfreed)}")
+    for api, (size, marker) in want.items():
+        expect(unfreed[api]["bytes"] == size, f"{api}: {unfreed[api]['bytes']}")
+        expect(top_frame(unfreed[api])["line"] == marker_line(SCEN_SRC, marker), f"{api} site")
+    misuse = rep["misuse"]
+    expect(len(misuse) == 1 and misuse[0]["api"] == "cuMemFree", f"double free: {misuse}")
+
+
+def case_runtime(tmp):
+    run([RUNTIME_USER], tmp, rc=0)
+    rep = only_report(tmp)
+    rows = [l for l in rep["leaks"] if l["class"] == "unfreed"]
+    expect(len(rows) == 1 and rows[0]["allocations"] == 1 and rows[0]["bytes"] == 6 * MiB, f"runtime leak counted once: {rep['leaks']}")
+    expect(rows[0]["site"]["api"] == "cudaMalloc", f"api {rows[0]['site']['api']}")
+    src = os.path.join(SOURCE_ROOT, "tests", "sim", "audit", "runtime_user.cpp")
+    expect(top_frame(rows[0])["line"] == marker_line(src, "runtime_leak"), f"site {top_frame(rows[0])}")
+    expect(rows[0]["owner"] == "runtime_user", f"owner {rows[0]['owner']}")
+
+
+def case_options(tmp):
+    proc = run([SCENARIOS, "exit", "0"], tmp, env={"CUMEMAUDIT_OPTIONS": "bogus=1:stack_depth=abc:nonsense:fail_on=none"}, rc=0)
+    for needle in ("unknown option 'bogus'", "stack_depth='abc'", "malformed option 'nonsense'"):
+        expect(needle in proc.stderr, f"warning {needle!r} missing:\n{proc.stderr}")
+    only_report(tmp)
+
+
+def case_suppressions(tmp):
+    supp = os.path.join(tmp, "supp.txt")
+    with open(supp, "w") as f:
+        f.write("# DeepEP's known leaks\nleak:*allocate*\n")
+    d = tempfile.mkdtemp(dir=tmp)
+    run([DEEPEP], d, flags=["--suppressions", supp], rc=23)
+    rep = only_report(d)
+    apis = {l["site"]["api"] for l in rep["leaks"]}
+    expect("cuMemCreate" not in apis and len(apis) == 2, f"allocate's site suppressed: {apis}")
+    expect(rep["suppressions"] and rep["suppressions"][0]["hits"] == 1, f"suppressions used: {rep.get('suppressions')}")
+    bad = os.path.join(tmp, "bad.txt")
+    with open(bad, "w") as f:
+        f.write("leak:ok\nthis is not a rule\n")
+    d = tempfile.mkdtemp(dir=tmp)
+    proc = run([DEEPEP], d, flags=["--suppressions", bad], rc=23)
+    expect("bad.txt:2" in proc.stderr, f"malformed suppression named with its line:\n{proc.stderr}")
+
+
+def case_no_cuda(tmp):
+    proc = run(["bash", "-c", "true"], tmp, rc=0)
+    expect(reports(tmp) == {} and proc.stderr == "", f"a process without CUDA writes nothing: {proc.stderr}")
+    run([sys.executable, "-c", "pass"], tmp, rc=0)
+    expect(reports(tmp) == {}, "python without CUDA writes nothing")
+
+
+CASES = {name[5:].replace("_", "-"): fn for name, fn in globals().items() if name.startswith("case_")}
+for door in ("direct", "dlsym", "procaddress-v1", "procaddress-v2", "cudart"):
+    CASES["door-" + door] = make_door_case(door)
+
+
+def main():
+    if len(sys.argv) != 2 or sys.argv[1] not in CASES:
+        print(f"usage: {sys.argv[0]} {'|'.join(sorted(CASES))}", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            CASES[sys.argv[1]](tmp)
+        except Failure as e:
+            print(f"FAIL {sys.argv[1]}: {e}", file=sys.stderr)
+            return 1
+    print(f"ok {sys.argv[1]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
