@@ -10,15 +10,15 @@
 namespace cumemaudit::report {
 
 struct BuildInput {
-    ProcessInfo process;
-    DriverInfo driver;
+    ProcessInfo process{};
+    DriverInfo driver{};
     std::uint64_t intercepted_calls = 0;
     const ledger::Snapshot& snapshot;
     const ledger::Ledger& ledger;             // trace frames and owner names
     Symbolizer* symbolizer = nullptr;         // null: frames carry their pc only
     const Suppressions* suppressions = nullptr;  // copied: hits are counted in the report, not in the input
-    std::vector<Step> steps;
-    std::map<std::string, std::string> options;
+    std::vector<Step> steps{};
+    std::map<std::string, std::string> options{};
     bool checkpoint = false;
     std::uint64_t time_ns = 0;
 };
