@@ -1,0 +1,103 @@
+#include "build.hpp"
+
+#include <unordered_map>
+
+namespace cumemaudit::report {
+namespace {
+
+Site make_site(const ledger::Site& s, const BuildInput& in, std::unordered_map<ledger::TraceId, std::vector<Frame>>& seen) {
+    Site out;
+    out.api = s.api ? s.api : "";
+    auto it = seen.find(s.trace);
+    if (it == seen.end()) {
+        std::vector<Frame> frames;
+        for (const ledger::Pc pc : in.ledger.traces().frames(s.trace)) {
+            if (in.symbolizer) {
+                frames.push_back(in.symbolizer->resolve(pc));
+            } else {
+                Frame f;
+                f.pc = pc;
+                frames.push_back(std::move(f));
+            }
+        }
+        it = seen.emplace(s.trace, std::move(frames)).first;
+    }
+    out.frames = it->second;
+    return out;
+}
+
+}  // namespace
+
+Report build(const BuildInput& in) {
+    Report r;
+    r.process = in.process;
+    r.driver = in.driver;
+    r.steps = in.steps;
+    r.options = in.options;
+    r.checkpoint = in.checkpoint;
+    r.time_ns = in.time_ns;
+
+    Suppressions supp = in.suppressions ? *in.suppressions : Suppressions{};
+    std::unordered_map<ledger::TraceId, std::vector<Frame>> frames_by_trace;
+    const ledger::Summary& snap = in.snapshot.summary;
+    Summary& sum = r.summary;
+    sum.intercepted_calls = in.intercepted_calls;
+    sum.peak_tracked_bytes = snap.peak_tracked_bytes;
+    sum.live_bytes = snap.live_bytes;
+    sum.mapped_at_exit_bytes = snap.mapped_at_exit_bytes;
+
+    std::unordered_map<std::uint64_t, std::uint64_t> leaked;  // allocation id -> bytes, each counted once
+    for (const ledger::LeakRow& row : in.snapshot.leaks) {
+        Leak l;
+        l.cls = ledger::to_string(row.cls);
+        l.bytes = row.bytes;
+        l.allocations = row.allocations;
+        l.references = row.references;
+        l.handle_type = ledger::to_string(row.handle_type);
+        l.owner = in.ledger.owner_name(row.site.owner);
+        l.kind = ledger::to_string(row.kind);
+        l.site = make_site(row.site, in, frames_by_trace);
+        if (supp.match(Suppressions::Type::leak, l.site)) {
+            ++sum.suppressed_leaks;
+            continue;
+        }
+        switch (row.cls) {
+        case ledger::LeakClass::unreachable:
+        case ledger::LeakClass::open_export:
+            for (const ledger::HeldAllocation& a : row.members) leaked.emplace(a.id, a.bytes);
+            sum.leaked_references += row.references;
+            break;
+        case ledger::LeakClass::unfreed:
+            sum.unfreed_bytes += row.bytes;
+            sum.unfreed_allocations += row.allocations;
+            break;
+        case ledger::LeakClass::mapped_at_exit:
+            break;
+        }
+        r.leaks.push_back(std::move(l));
+    }
+    for (const auto& [id, bytes] : leaked) sum.leaked_bytes += bytes;
+    sum.leaked_allocations = leaked.size();
+
+    for (const ledger::MisuseRow& row : in.snapshot.misuse) {
+        Misuse m;
+        m.api = row.site.api ? row.site.api : "";
+        m.result = row.result ? row.result : "";
+        m.what = row.what;
+        m.count = row.count;
+        m.owner = in.ledger.owner_name(row.site.owner);
+        m.site = make_site(row.site, in, frames_by_trace);
+        if (supp.match(Suppressions::Type::misuse, m.site)) {
+            ++sum.suppressed_misuse;
+            continue;
+        }
+        sum.misuse_events += row.count;
+        r.misuse.push_back(std::move(m));
+    }
+
+    for (const ledger::OwnerRow& o : in.snapshot.owners) r.owners.push_back(Owner{o.name, o.live_bytes, o.peak_bytes, o.leaked_bytes});
+    for (const Suppressions::Rule& rule : supp.rules()) r.suppressions.push_back(SuppressionUse{rule.text, rule.hits});
+    return r;
+}
+
+}  // namespace cumemaudit::report

@@ -1,0 +1,30 @@
+// build: a ledger snapshot plus process facts into a Report. This is where ledger ids become names
+// (owners, symbolized frames) and suppressions apply; only the sites that reach the report are symbolized.
+#pragma once
+
+#include "ledger/ledger.hpp"
+#include "report.hpp"
+#include "suppressions.hpp"
+#include "symbolizer.hpp"
+
+namespace cumemaudit::report {
+
+struct BuildInput {
+    ProcessInfo process{};
+    DriverInfo driver{};
+    std::uint64_t intercepted_calls = 0;
+    const ledger::Snapshot& snapshot;
+    const ledger::Ledger& ledger;             // trace frames and owner names
+    Symbolizer* symbolizer = nullptr;         // null: frames carry their pc only
+    const Suppressions* suppressions = nullptr;  // copied: hits are counted in the report, not in the input
+    std::vector<Step> steps{};
+    std::map<std::string, std::string> options{};
+    bool checkpoint = false;
+    std::uint64_t time_ns = 0;
+};
+
+// The summary's leak figures are recomputed from the rows left after suppression, each allocation counted
+// once; without suppressions they equal the snapshot's.
+Report build(const BuildInput&);
+
+}  // namespace cumemaudit::report

@@ -1,0 +1,125 @@
+// report: the plain model of report v1 (DESIGN.md "The report"), its JSON form, and reading and writing
+// report files. The shim writes reports and the CLI reads them; both go through this one model, so a field
+// is named in exactly one place (report_json.cpp). Knows nothing of CUDA or of the ledger.
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace cumemaudit::report {
+
+inline constexpr const char* kSchema = "cumemaudit/report/v1";
+
+struct Frame {
+    std::uint64_t pc = 0;      // a return address, as captured
+    std::uint64_t offset = 0;  // pc - load base of its object: stable across runs with ASLR
+    std::string object;        // path of the shared object or executable; empty if unknown
+    std::string symbol;        // demangled; empty if unknown
+    std::string file;          // source file of pc - 1 (the call); empty without debug info
+    std::uint32_t line = 0;
+    std::string build_id;      // hex; empty if unknown
+};
+
+struct Site {
+    std::string api;
+    std::vector<Frame> frames;  // innermost first
+};
+
+struct Leak {
+    std::string cls;          // "unreachable" | "open-export" | "mapped-at-exit" | "unfreed"
+    std::uint64_t bytes = 0, allocations = 0, references = 0;
+    std::string handle_type;  // "fabric" | "posix_fd" | "none" | "other"
+    std::string owner;
+    std::string kind;         // ledger kind, e.g. "vmm_physical", "classic"
+    Site site;
+};
+
+struct Misuse {
+    std::string api, result, what;
+    std::uint64_t count = 0;
+    std::string owner;
+    Site site;
+};
+
+struct Owner {
+    std::string owner;
+    std::uint64_t live_bytes = 0, peak_bytes = 0, leaked_bytes = 0;
+};
+
+struct Step {
+    std::uint64_t step = 0, time_ns = 0;
+    std::map<std::string, std::uint64_t> by_owner;
+    std::uint64_t driver_used_bytes = 0, unattributed_bytes = 0;
+};
+
+struct ProcessInfo {
+    std::int64_t pid = 0;
+    std::int64_t rank = -1;  // -1: not part of a distributed job
+    std::int64_t world_size = 0;
+    std::string host;
+    std::vector<std::string> argv;
+    std::optional<int> exit_code;  // absent (null) in a checkpoint written while the process runs
+};
+
+struct DriverInfo {
+    std::int64_t version = 0;
+    bool simulated = false;
+};
+
+struct Summary {
+    std::uint64_t leaked_bytes = 0, leaked_allocations = 0, leaked_references = 0;
+    std::uint64_t misuse_events = 0;
+    std::uint64_t unfreed_bytes = 0;
+    std::uint64_t peak_tracked_bytes = 0;
+    std::uint64_t intercepted_calls = 0;
+    // additions to v1
+    std::uint64_t unfreed_allocations = 0, mapped_at_exit_bytes = 0, live_bytes = 0;
+    std::uint64_t suppressed_leaks = 0, suppressed_misuse = 0;  // rows removed by suppression rules
+};
+
+struct SuppressionUse {
+    std::string rule;  // as written in the file, e.g. "leak:*ncclMemAlloc*"
+    std::uint64_t hits = 0;
+};
+
+struct Report {
+    std::string schema = kSchema;
+    ProcessInfo process;
+    DriverInfo driver;
+    Summary summary;
+    std::vector<Leak> leaks;
+    std::vector<Misuse> misuse;
+    std::vector<Owner> owners;
+    std::vector<Step> steps;
+    // additions to v1
+    std::vector<SuppressionUse> suppressions;
+    std::map<std::string, std::string> options;  // the options in effect, echoed
+    bool checkpoint = false;                     // written while running, not at exit
+    std::uint64_t time_ns = 0;                   // CLOCK_REALTIME when written
+};
+
+// A report file that cannot be used; what() names the file and the problem.
+class ReportError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+nlohmann::json to_json(const Report&);
+Report from_json(const nlohmann::json&);  // throws ReportError naming the field, e.g. "missing field 'summary.leaked_bytes'"
+
+std::string to_string(const Report&);  // pretty-printed JSON text
+
+Report load(const std::string& path);  // throws ReportError "<path>: <problem>"
+
+// Writes through a temp file in the destination's directory (O_EXCL|O_NOFOLLOW), fsync, then rename, so a
+// reader sees the old report or the new one, never a part. Refuses a destination that is a symlink.
+// Returns an empty string on success, else what went wrong; never throws, never leaves the temp behind.
+std::string write_atomic(const std::string& path, const Report&) noexcept;
+
+}  // namespace cumemaudit::report

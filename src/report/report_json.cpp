@@ -1,0 +1,236 @@
+// The JSON form of report v1. Every field name lives in the fields() lists below, which both the writer
+// and the reader walk, so the two can never disagree. Fields of the v1 contract are required when
+// reading; fields added since are optional, so reports from older writers still load.
+#include "report.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cinttypes>
+#include <cstdio>
+#include <type_traits>
+
+namespace cumemaudit::report {
+namespace {
+
+using nlohmann::json;
+
+template <class V> void fields(V& v, Frame& f) {
+    v.hex("pc", f.pc);
+    v.req("object", f.object);
+    v.req("symbol", f.symbol);
+    v.req("file", f.file);
+    v.req("line", f.line);
+    v.hex_opt("offset", f.offset);
+    v.opt("build_id", f.build_id);
+}
+template <class V> void fields(V& v, Site& s) {
+    v.req("api", s.api);
+    v.req("frames", s.frames);
+}
+template <class V> void fields(V& v, Leak& l) {
+    v.req("class", l.cls);
+    v.req("bytes", l.bytes);
+    v.req("allocations", l.allocations);
+    v.req("references", l.references);
+    v.req("handle_type", l.handle_type);
+    v.req("owner", l.owner);
+    v.opt("kind", l.kind);
+    v.req("site", l.site);
+}
+template <class V> void fields(V& v, Misuse& m) {
+    v.req("api", m.api);
+    v.req("result", m.result);
+    v.req("what", m.what);
+    v.req("count", m.count);
+    v.opt("owner", m.owner);
+    v.req("site", m.site);
+}
+template <class V> void fields(V& v, Owner& o) {
+    v.req("owner", o.owner);
+    v.req("live_bytes", o.live_bytes);
+    v.req("peak_bytes", o.peak_bytes);
+    v.opt("leaked_bytes", o.leaked_bytes);
+}
+template <class V> void fields(V& v, Step& s) {
+    v.req("step", s.step);
+    v.req("time_ns", s.time_ns);
+    v.req("by_owner", s.by_owner);
+    v.req("driver_used_bytes", s.driver_used_bytes);
+    v.req("unattributed_bytes", s.unattributed_bytes);
+}
+template <class V> void fields(V& v, ProcessInfo& p) {
+    v.req("pid", p.pid);
+    v.req("rank", p.rank);
+    v.req("world_size", p.world_size);
+    v.req("host", p.host);
+    v.req("argv", p.argv);
+    v.req("exit_code", p.exit_code);
+}
+template <class V> void fields(V& v, DriverInfo& d) {
+    v.req("version", d.version);
+    v.req("simulated", d.simulated);
+}
+template <class V> void fields(V& v, Summary& s) {
+    v.req("leaked_bytes", s.leaked_bytes);
+    v.req("leaked_allocations", s.leaked_allocations);
+    v.req("leaked_references", s.leaked_references);
+    v.req("misuse_events", s.misuse_events);
+    v.req("unfreed_bytes", s.unfreed_bytes);
+    v.req("peak_tracked_bytes", s.peak_tracked_bytes);
+    v.req("intercepted_calls", s.intercepted_calls);
+    v.opt("unfreed_allocations", s.unfreed_allocations);
+    v.opt("mapped_at_exit_bytes", s.mapped_at_exit_bytes);
+    v.opt("live_bytes", s.live_bytes);
+    v.opt("suppressed_leaks", s.suppressed_leaks);
+    v.opt("suppressed_misuse", s.suppressed_misuse);
+}
+template <class V> void fields(V& v, SuppressionUse& s) {
+    v.req("rule", s.rule);
+    v.req("hits", s.hits);
+}
+template <class V> void fields(V& v, Report& r) {
+    v.req("schema", r.schema);
+    v.req("process", r.process);
+    v.req("driver", r.driver);
+    v.req("summary", r.summary);
+    v.req("leaks", r.leaks);
+    v.req("misuse", r.misuse);
+    v.req("owners", r.owners);
+    v.req("steps", r.steps);
+    v.opt("suppressions", r.suppressions);
+    v.opt("options", r.options);
+    v.opt("checkpoint", r.checkpoint);
+    v.opt("time_ns", r.time_ns);
+}
+
+std::string hex(std::uint64_t x) {
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "0x%" PRIx64, x);
+    return buf;
+}
+
+// ---- writing
+struct Writer {
+    json& out;
+
+    template <class T> static json value(const T& x) {
+        if constexpr (std::is_same_v<T, std::string> || std::is_arithmetic_v<T>) {
+            return x;
+        } else if constexpr (requires { x.has_value(); }) {
+            return x ? json(*x) : json(nullptr);
+        } else if constexpr (requires { x.begin()->second; }) {
+            json o = json::object();
+            for (const auto& [k, v] : x) o[k] = value(v);
+            return o;
+        } else if constexpr (requires { x.begin(); }) {
+            json a = json::array();
+            for (const auto& e : x) a.push_back(value(e));
+            return a;
+        } else {
+            json o = json::object();
+            Writer w{o};
+            fields(w, const_cast<T&>(x));  // fields() only reads through a Writer
+            return o;
+        }
+    }
+    template <class T> void req(const char* k, const T& x) { out[k] = value(x); }
+    template <class T> void opt(const char* k, const T& x) { out[k] = value(x); }
+    void hex(const char* k, std::uint64_t x) { out[k] = report::hex(x); }
+    void hex_opt(const char* k, std::uint64_t x) { out[k] = report::hex(x); }
+};
+
+// ---- reading
+[[noreturn]] void fail(const std::string& path, const char* expected, const json& got) {
+    throw ReportError("field '" + path + "' is " + got.type_name() + ", expected " + expected);
+}
+
+struct Reader {
+    const json& in;
+    std::string path;  // dotted, for messages
+
+    std::string at(const char* k) const { return path.empty() ? k : path + "." + k; }
+
+    template <class T> static void read(const json& j, const std::string& p, T& x) {
+        if constexpr (std::is_same_v<T, bool>) {
+            if (!j.is_boolean()) fail(p, "a boolean", j);
+            x = j.get<bool>();
+        } else if constexpr (std::is_integral_v<T> && std::is_unsigned_v<T>) {
+            if (!j.is_number_unsigned() && !(j.is_number_integer() && j.get<std::int64_t>() >= 0))
+                fail(p, "an unsigned integer", j);
+            x = j.get<T>();
+        } else if constexpr (std::is_integral_v<T>) {
+            if (!j.is_number_integer()) fail(p, "an integer", j);
+            x = j.get<T>();
+        } else if constexpr (std::is_same_v<T, std::string>) {
+            if (!j.is_string()) fail(p, "a string", j);
+            x = j.get<std::string>();
+        } else if constexpr (requires { x.has_value(); }) {
+            if (j.is_null()) {
+                x.reset();
+            } else {
+                typename T::value_type v{};
+                read(j, p, v);
+                x = v;
+            }
+        } else if constexpr (requires { x.begin()->second; }) {
+            if (!j.is_object()) fail(p, "an object", j);
+            x.clear();
+            for (const auto& [k, v] : j.items()) read(v, p + "." + k, x[k]);
+        } else if constexpr (requires { x.begin(); }) {
+            if (!j.is_array()) fail(p, "an array", j);
+            x.clear();
+            x.resize(j.size());
+            for (std::size_t i = 0; i < j.size(); ++i) read(j[i], p + "[" + std::to_string(i) + "]", x[i]);
+        } else {
+            if (!j.is_object()) fail(p, "an object", j);
+            Reader r{j, p};
+            fields(r, x);
+        }
+    }
+    const json* find(const char* k) const {
+        auto it = in.find(k);
+        return it == in.end() ? nullptr : &*it;
+    }
+    template <class T> void req(const char* k, T& x) {
+        const json* j = find(k);
+        if (!j) throw ReportError("missing field '" + at(k) + "'");
+        read(*j, at(k), x);
+    }
+    template <class T> void opt(const char* k, T& x) {
+        if (const json* j = find(k)) read(*j, at(k), x);
+    }
+    void hex(const char* k, std::uint64_t& x) {
+        const json* j = find(k);
+        if (!j) throw ReportError("missing field '" + at(k) + "'");
+        parse_hex(*j, at(k), x);
+    }
+    void hex_opt(const char* k, std::uint64_t& x) {
+        if (const json* j = find(k)) parse_hex(*j, at(k), x);
+    }
+    static void parse_hex(const json& j, const std::string& p, std::uint64_t& x) {
+        if (!j.is_string()) fail(p, "a hex string", j);
+        const std::string& s = j.get_ref<const std::string&>();
+        char* end = nullptr;
+        if (s.size() < 3 || s.compare(0, 2, "0x") != 0 || (x = std::strtoull(s.c_str() + 2, &end, 16), *end != '\0'))
+            throw ReportError("field '" + p + "' is \"" + s + "\", expected a hex string like \"0x7f12\"");
+    }
+};
+
+}  // namespace
+
+json to_json(const Report& r) { return Writer::value(r); }
+
+Report from_json(const json& j) {
+    if (!j.is_object()) throw ReportError(std::string("not a report: the top level is ") + j.type_name() + ", expected an object");
+    const auto schema = j.find("schema");
+    if (schema == j.end()) throw ReportError("missing field 'schema'");
+    if (!schema->is_string() || schema->get_ref<const std::string&>() != kSchema)
+        throw ReportError("schema is " + schema->dump() + ", expected \"" + kSchema + "\"");
+    Report r;
+    Reader::read(j, "", r);
+    return r;
+}
+
+std::string to_string(const Report& r) { return to_json(r).dump(2) + "\n"; }
+
+}  // namespace cumemaudit::report

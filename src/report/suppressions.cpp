@@ -1,0 +1,86 @@
+#include "suppressions.hpp"
+
+#include <fnmatch.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace cumemaudit::report {
+namespace {
+
+std::string_view trim(std::string_view s) {
+    const auto b = s.find_first_not_of(" \t\r");
+    if (b == std::string_view::npos) return {};
+    return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
+}
+
+std::string_view basename(std::string_view path) {
+    const auto slash = path.rfind('/');
+    return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+bool glob(const std::string& pattern, std::string_view text) {
+    return !text.empty() && ::fnmatch(pattern.c_str(), std::string(text).c_str(), 0) == 0;
+}
+
+bool matches(const std::string& pattern, const Frame& f) {
+    return glob(pattern, f.symbol) || glob(pattern, f.object) || glob(pattern, basename(f.object)) ||
+           glob(pattern, f.file) || glob(pattern, basename(f.file));
+}
+
+}  // namespace
+
+Suppressions Suppressions::parse(std::string_view text, const std::string& source) {
+    Suppressions out;
+    std::size_t lineno = 0;
+    while (!text.empty()) {
+        const auto nl = text.find('\n');
+        const std::string_view raw = text.substr(0, nl);
+        text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+        ++lineno;
+        const std::string_view line = trim(raw);
+        if (line.empty() || line.front() == '#') continue;
+        const auto where = [&] { return source + ":" + std::to_string(lineno) + ": "; };
+        const auto colon = line.find(':');
+        if (colon == std::string_view::npos)
+            throw SuppressionError(where() + "expected 'leak:PATTERN' or 'misuse:PATTERN': " + std::string(line));
+        const std::string_view type = trim(line.substr(0, colon));
+        const std::string_view pattern = trim(line.substr(colon + 1));
+        Rule rule;
+        if (type == "leak")
+            rule.type = Type::leak;
+        else if (type == "misuse")
+            rule.type = Type::misuse;
+        else
+            throw SuppressionError(where() + "unknown rule type '" + std::string(type) +
+                                   "' (expected leak or misuse): " + std::string(line));
+        if (pattern.empty()) throw SuppressionError(where() + "empty pattern: " + std::string(line));
+        rule.pattern = pattern;
+        rule.text = std::string(type) + ":" + std::string(pattern);
+        out.rules_.push_back(std::move(rule));
+    }
+    return out;
+}
+
+Suppressions Suppressions::load(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw SuppressionError(path + ": cannot read the suppression file");
+    std::ostringstream text;
+    text << in.rdbuf();
+    return parse(text.str(), path);
+}
+
+const Suppressions::Rule* Suppressions::match(Type type, const Site& site) {
+    for (Rule& r : rules_) {
+        if (r.type != type) continue;
+        for (const Frame& f : site.frames) {
+            if (matches(r.pattern, f)) {
+                ++r.hits;
+                return &r;
+            }
+        }
+    }
+    return nullptr;
+}
+
+}  // namespace cumemaudit::report

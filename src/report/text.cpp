@@ -1,0 +1,68 @@
+#include "text.hpp"
+
+#include <fmt/format.h>
+
+namespace cumemaudit::report {
+namespace {
+
+void frames(std::string& out, const Site& site, int max_frames) {
+    int i = 0;
+    for (const Frame& f : site.frames) {
+        if (i == max_frames) {
+            fmt::format_to(std::back_inserter(out), "    ... {} more frames\n", site.frames.size() - i);
+            break;
+        }
+        fmt::format_to(std::back_inserter(out), "    #{} {:#x} in {}", i++, f.pc, f.symbol.empty() ? "??" : f.symbol);
+        if (!f.file.empty()) fmt::format_to(std::back_inserter(out), " {}:{}", f.file, f.line);
+        if (!f.object.empty()) fmt::format_to(std::back_inserter(out), " ({}+{:#x})", f.object, f.offset);
+        out += '\n';
+    }
+    if (site.frames.empty()) out += "    (no stack captured)\n";
+}
+
+}  // namespace
+
+std::string human_bytes(std::uint64_t b) {
+    static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    double v = static_cast<double>(b);
+    int u = 0;
+    while (v >= 1024 && u < 5) {
+        v /= 1024;
+        ++u;
+    }
+    return u == 0 ? fmt::format("{} B", b) : fmt::format("{:.1f} {}", v, units[u]);
+}
+
+std::string summary_line(const Summary& s) {
+    return fmt::format(
+        "SUMMARY: cumemaudit: {} bytes leaked in {} allocations ({} references); {} misuse events; {} bytes unfreed "
+        "at exit",
+        s.leaked_bytes, s.leaked_allocations, s.leaked_references, s.misuse_events, s.unfreed_bytes);
+}
+
+std::string text_summary(const Report& r, int max_frames) {
+    std::string out;
+    auto it = std::back_inserter(out);
+    fmt::format_to(it, "=={}== cumemaudit: {} (host {}", r.process.pid,
+                   r.process.argv.empty() ? std::string("?") : r.process.argv.front(), r.process.host);
+    if (r.process.rank >= 0) fmt::format_to(it, ", rank {} of {}", r.process.rank, r.process.world_size);
+    fmt::format_to(it, "{})\n", r.checkpoint ? ", checkpoint" : "");
+    for (const Leak& l : r.leaks) {
+        fmt::format_to(it, "\nLeak of {} bytes ({}) in {} allocations ({} references) [{}, {}, {}] taken by {} at:\n",
+                       l.bytes, human_bytes(l.bytes), l.allocations,
+                       l.references, l.cls, l.handle_type, l.owner, l.site.api);
+        frames(out, l.site, max_frames);
+    }
+    for (const Misuse& m : r.misuse) {
+        fmt::format_to(it, "\nMisuse: {} returned {} {} times: {} [{}] at:\n", m.api, m.result, m.count, m.what,
+                       m.owner);
+        frames(out, m.site, max_frames);
+    }
+    for (const SuppressionUse& s : r.suppressions)
+        if (s.hits) fmt::format_to(it, "\nSuppressed {} rows by {}", s.hits, s.rule);
+    if (r.summary.suppressed_leaks + r.summary.suppressed_misuse) out += '\n';
+    fmt::format_to(it, "\n{}\n", summary_line(r.summary));
+    return out;
+}
+
+}  // namespace cumemaudit::report

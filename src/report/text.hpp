@@ -1,0 +1,21 @@
+// text: the human summary of a report, LSan-style — one block per leak site and per misuse with its top
+// frames, ending in one grep-able SUMMARY line. The shim prints it to stderr at exit; `cumemaudit report`
+// prints it for report files.
+#pragma once
+
+#include "report.hpp"
+
+#include <string>
+
+namespace cumemaudit::report {
+
+std::string text_summary(const Report&, int max_frames = 8);
+
+// The last line alone, exactly: "SUMMARY: cumemaudit: <leaked_bytes> bytes leaked in <leaked_allocations>
+// allocations (<leaked_references> references); <misuse_events> misuse events; <unfreed_bytes> bytes
+// unfreed at exit".
+std::string summary_line(const Summary&);
+
+std::string human_bytes(std::uint64_t);  // "1.0 GiB"
+
+}  // namespace cumemaudit::report
