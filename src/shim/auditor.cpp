@@ -48,6 +48,17 @@ std::int64_t now_ns() {
         .count();
 }
 
+// The suppression file, read once; a malformed one is reported and ignored, never fatal.
+report::Suppressions load_suppressions(const std::string& path) {
+    if (path.empty()) return {};
+    try {
+        return report::Suppressions::load(path);
+    } catch (const report::SuppressionError& e) {
+        log_warning("suppressions not used: {}", e.what());
+        return {};
+    }
+}
+
 int driver_version() {
     // A query that needs no context and changes nothing: the one driver call the shim makes itself.
     using Fn = CUresult(CUDAAPI*)(int*);
@@ -147,7 +158,7 @@ void Auditor::step(std::uint64_t step, const char* label) {
     report::Step s;
     s.step = step;
     s.time_ns = now_ns();
-    if (label != nullptr) s.label = label;
+    (void)label;  // labels join the report with the step timeline (issue 5)
     for (auto [owner, bytes] : ledger_.live_by_owner()) s.by_owner[ledger_.owner_name(owner)] = bytes;
     std::lock_guard lock(steps_->mutex);
     steps_->list.push_back(std::move(s));
@@ -165,33 +176,25 @@ void Auditor::write_report(ledger::Moment moment, const int* exit_code, bool fin
     ShimScope busy;
     try {
         static report::Symbolizer symbolizer;
-        static const report::Suppressions suppressions = [this] {
-            if (options_.suppressions.empty()) return report::Suppressions{};
-            auto loaded = report::Suppressions::load(options_.suppressions);
-            if (!loaded) {
-                log_warning("suppressions not used: {}", loaded.error());
-                return report::Suppressions{};
-            }
-            return std::move(*loaded);
-        }();
+        static report::Suppressions suppressions = load_suppressions(options_.suppressions);
         const ProcessIdentity id = process_identity();
-        report::BuildInput in;
+        const ledger::Snapshot snapshot =
+            ledger_.snapshot(moment, [](int fd, const ledger::ExportKey& key) { return fd_still_open(fd, key); });
+        report::BuildInput in{.snapshot = snapshot, .ledger = ledger_};
         in.process.pid = getpid();
         in.process.rank = id.rank;
         in.process.world_size = id.world_size;
         in.process.host = id.host;
         in.process.argv = id.argv;
         if (exit_code != nullptr) in.process.exit_code = *exit_code;
-        const char* sim = simulated_driver_version();
         in.driver.version = driver_version();
-        in.driver.simulated = sim != nullptr;
+        in.driver.simulated = simulated_driver_version() != nullptr;
         in.intercepted_calls = calls_.load();
-        in.snapshot = ledger_.snapshot(moment, [](int fd, const ledger::ExportKey& key) { return fd_still_open(fd, key); });
-        in.ledger = &ledger_;
         in.symbolizer = &symbolizer;
         in.suppressions = &suppressions;
-        in.options = describe(options_);
+        in.options = option_values(options_);
         in.checkpoint = moment == ledger::Moment::checkpoint;
+        in.time_ns = static_cast<std::uint64_t>(now_ns());
         {
             std::lock_guard steps_lock(steps_->mutex);
             in.steps = steps_->list;
@@ -206,12 +209,13 @@ void Auditor::write_report(ledger::Moment moment, const int* exit_code, bool fin
             std::fprintf(stderr, "%s", text.c_str());
             std::fprintf(stderr, "cumemaudit: report: %s\n", path.c_str());
         }
-        auto fail_on = report::parse_fail_on(options_.fail_on);
-        if (!fail_on) {
-            log_warning("option fail_on='{}': {}; the gate is off", options_.fail_on, fail_on.error());
-            return;
+        report::FailOn fail_on;
+        try {
+            fail_on = report::parse_fail_on(options_.fail_on);
+        } catch (const report::GateError& e) {
+            log_warning("option fail_on='{}' in CUMEMAUDIT_OPTIONS: {}; using leaks", options_.fail_on, e.what());
         }
-        if (exit_code != nullptr && *exit_code == 0 && report::gate_fails(rep, *fail_on, std::nullopt)) {
+        if (exit_code != nullptr && *exit_code == 0 && report::gate_fails(rep, fail_on, std::nullopt)) {
             std::fflush(nullptr);
             _exit(options_.exitcode);  // LSan's way: the program's remaining exit work is skipped
         }

@@ -77,11 +77,9 @@ ParsedOptions parse_options(std::string_view text) {
     return out;
 }
 
-std::string describe(const Options& o) {
-    const Options defaults;
-    std::string out;
-#define OPTION(type, name, def, help) \
-    if (o.name != defaults.name) out += fmt::format("{}{}={}", out.empty() ? "" : ":", #name, show(o.name));
+std::map<std::string, std::string> option_values(const Options& o) {
+    std::map<std::string, std::string> out;
+#define OPTION(type, name, def, help) out[#name] = show(o.name);
 #include "options.inc"
 #undef OPTION
     return out;

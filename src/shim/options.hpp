@@ -3,6 +3,7 @@
 // names it.
 #pragma once
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,7 +28,7 @@ struct ParsedOptions {
 
 ParsedOptions parse_options(std::string_view text);
 
-// `key=value:...` of the options that differ from their defaults, for the report's echo.
-std::string describe(const Options&);
+// Every option's value as text, for the report's echo.
+std::map<std::string, std::string> option_values(const Options&);
 
 }  // namespace cumemaudit::shim
