@@ -598,3 +598,35 @@ TEST_CASE("cuGetErrorName and cuGetErrorString use the real names") {
     CHECK(cuGetErrorName(static_cast<CUresult>(123456), &s) == CUDA_ERROR_INVALID_VALUE);
     CHECK(s == nullptr);
 }
+
+TEST_CASE("concurrent create/map/unmap/release from several threads balances exactly") {
+    setup();
+    const std::size_t start = free_bytes();
+    CUcontext ctx = nullptr;
+    REQUIRE(cuCtxGetCurrent(&ctx) == CUDA_SUCCESS);
+    std::vector<std::thread> threads;
+    std::vector<int> failures(4, 0);
+    for (int t = 0; t < 4; ++t) {
+        threads.emplace_back([&, t] {
+            cuCtxSetCurrent(ctx);
+            const auto p = prop();
+            for (int i = 0; i < 200; ++i) {
+                CUmemGenericAllocationHandle h = 0;
+                CUdeviceptr va = 0, d = 0;
+                int bad = 0;
+                bad += cuMemCreate(&h, kGran, &p, 0) != CUDA_SUCCESS;
+                bad += cuMemAddressReserve(&va, kGran, 0, 0, 0) != CUDA_SUCCESS;
+                bad += cuMemMap(va, kGran, 0, h, 0) != CUDA_SUCCESS;
+                bad += cuMemAlloc(&d, 700) != CUDA_SUCCESS;
+                bad += cuMemRelease(h) != CUDA_SUCCESS;
+                bad += cuMemUnmap(va, kGran) != CUDA_SUCCESS;
+                bad += cuMemAddressFree(va, kGran) != CUDA_SUCCESS;
+                bad += cuMemFree(d) != CUDA_SUCCESS;
+                failures[static_cast<std::size_t>(t)] += bad;
+            }
+        });
+    }
+    for (auto& th : threads) th.join();
+    CHECK(failures == std::vector<int>{0, 0, 0, 0});
+    CHECK(free_bytes() == start);
+}
