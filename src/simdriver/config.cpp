@@ -1,0 +1,91 @@
+// Environment parsing for the simulated driver; see config.hpp.
+#include "config.hpp"
+
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+
+namespace cumemaudit::sim {
+namespace {
+
+constexpr std::uint64_t kMaxBytes = 1ull << 50;  // 1 PiB: far above any GPU, below overflow trouble
+constexpr int kMaxDevices = 64;
+
+std::string lower(std::string_view s) {
+    std::string out(s);
+    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+}
+
+std::optional<double> unit_factor(std::string_view unit) {
+    const std::string u = lower(unit);
+    if (u.empty() || u == "b") return 1.0;
+    if (u == "k" || u == "kib") return 1024.0;
+    if (u == "m" || u == "mib") return 1024.0 * 1024;
+    if (u == "g" || u == "gib") return 1024.0 * 1024 * 1024;
+    if (u == "t" || u == "tib") return 1024.0 * 1024 * 1024 * 1024;
+    if (u == "kb") return 1e3;
+    if (u == "mb") return 1e6;
+    if (u == "gb") return 1e9;
+    if (u == "tb") return 1e12;
+    return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::uint64_t> parse_size(std::string_view text) {
+    std::size_t i = 0;
+    while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+    const std::size_t num_begin = i;
+    bool dot = false;
+    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || (text[i] == '.' && !dot))) {
+        dot = dot || text[i] == '.';
+        ++i;
+    }
+    const std::string_view number = text.substr(num_begin, i - num_begin);
+    if (number.empty() || number == ".") return std::nullopt;
+    while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+    std::size_t end = text.size();
+    while (end > i && std::isspace(static_cast<unsigned char>(text[end - 1]))) --end;
+    const auto factor = unit_factor(text.substr(i, end - i));
+    if (!factor) return std::nullopt;
+
+    if (!dot && *factor == 1.0) {  // exact integer path: no rounding through double for byte counts
+        std::uint64_t v = 0;
+        for (char c : number) {
+            if (v > kMaxBytes) return std::nullopt;
+            v = v * 10 + static_cast<std::uint64_t>(c - '0');
+        }
+        if (v == 0 || v > kMaxBytes) return std::nullopt;
+        return v;
+    }
+    const double value = std::strtod(std::string(number).c_str(), nullptr) * *factor;
+    if (!(value >= 1.0) || value > static_cast<double>(kMaxBytes)) return std::nullopt;
+    return static_cast<std::uint64_t>(std::floor(value));
+}
+
+ConfigResult read_config(const char* memory, const char* devices) {
+    ConfigResult out;
+    if (memory != nullptr) {
+        if (auto v = parse_size(memory)) {
+            out.config.memory_per_device = *v;
+        } else {
+            out.error = std::string("cumemaudit-sim: CUMEMAUDIT_SIM_MEMORY='") + memory +
+                        "' is not a size (expected e.g. 96GiB, 512MiB or a byte count, at most 1PiB)";
+            return out;
+        }
+    }
+    if (devices != nullptr) {
+        char* end = nullptr;
+        const long n = std::strtol(devices, &end, 10);
+        if (end == devices || *end != '\0' || n < 1 || n > kMaxDevices) {
+            out.error = std::string("cumemaudit-sim: CUMEMAUDIT_SIM_DEVICES='") + devices +
+                        "' is not a device count (expected an integer from 1 to " + std::to_string(kMaxDevices) + ")";
+            return out;
+        }
+        out.config.devices = static_cast<int>(n);
+    }
+    return out;
+}
+
+}  // namespace cumemaudit::sim

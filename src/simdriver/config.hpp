@@ -1,0 +1,30 @@
+// config: the simulated node's shape, read from CUMEMAUDIT_SIM_MEMORY and CUMEMAUDIT_SIM_DEVICES.
+// Parsing is pure (no I/O) so it can be tested alone; cuInit prints the one error line it produces.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace cumemaudit::sim {
+
+struct Config {
+    std::uint64_t memory_per_device = 80ull << 30;  // an H100/H200-class 80 GiB by default
+    int devices = 8;                                // one HGX node
+};
+
+// A byte count: plain digits ("1073741824"), or a number (fraction allowed) followed by a unit:
+// binary KiB/MiB/GiB/TiB (also K/M/G/T), decimal KB/MB/GB/TB, B. Units are case-insensitive.
+// The result is truncated to whole bytes; nullopt when malformed, zero or above 1 PiB.
+std::optional<std::uint64_t> parse_size(std::string_view text);
+
+struct ConfigResult {
+    Config config;
+    std::string error;  // empty when valid; otherwise the one line to print, naming variable and value
+};
+
+// Reads the environment (null means unset, i.e. the default).
+ConfigResult read_config(const char* memory, const char* devices);
+
+}  // namespace cumemaudit::sim

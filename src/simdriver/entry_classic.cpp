@@ -1,0 +1,120 @@
+// Classic allocation entry points (cuMemAlloc family, host and managed memory, stream-ordered
+// allocation, IPC). Device allocations are charged against capacity rounded up to 512 bytes; host and
+// managed allocations are real host memory and are not charged.
+#include "cuda_decls.hpp"
+#include "state.hpp"
+
+using cumemaudit::sim::guarded;
+using cumemaudit::sim::SimState;
+
+namespace {
+
+CUresult alloc_on_stream(CUdeviceptr* dptr, size_t bytes, CUstream stream) {
+    if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    SimState& s = SimState::get();
+    if (CUresult r = s.stream_check(stream); r != CUDA_SUCCESS) return r;
+    return s.device_alloc(dptr, bytes);  // nothing executes, so stream order is immediate order
+}
+
+CUresult free_on_stream(CUdeviceptr dptr, CUstream stream) {
+    SimState& s = SimState::get();
+    if (CUresult r = s.stream_check(stream); r != CUDA_SUCCESS) return r;
+    return s.device_free(dptr);
+}
+
+}  // namespace
+
+extern "C" {
+
+CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
+    return guarded([&] {
+        if (free == nullptr || total == nullptr) return CUDA_ERROR_INVALID_VALUE;
+        return SimState::get().mem_get_info(free, total);
+    });
+}
+
+CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
+    return guarded([&] { return dptr == nullptr ? CUDA_ERROR_INVALID_VALUE : SimState::get().device_alloc(dptr, bytesize); });
+}
+
+CUresult cuMemFree_v2(CUdeviceptr dptr) {
+    return guarded([&] { return SimState::get().device_free(dptr); });
+}
+
+CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t width, size_t height, unsigned int elementSize) {
+    return guarded([&] {
+        if (dptr == nullptr || pPitch == nullptr || width == 0 || height == 0) return CUDA_ERROR_INVALID_VALUE;
+        if (elementSize != 4 && elementSize != 8 && elementSize != 16) return CUDA_ERROR_INVALID_VALUE;
+        const size_t pitch = (width + 511) / 512 * 512;  // rows start on 512-byte boundaries
+        if (CUresult r = SimState::get().device_alloc(dptr, pitch * height); r != CUDA_SUCCESS) return r;
+        *pPitch = pitch;
+        return CUDA_SUCCESS;
+    });
+}
+
+CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags) {
+    return guarded([&] {
+        if (dptr == nullptr || (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)) return CUDA_ERROR_INVALID_VALUE;
+        return SimState::get().managed_alloc(dptr, bytesize);
+    });
+}
+
+CUresult cuMemHostAlloc(void** pp, size_t bytesize, unsigned int Flags) {
+    return guarded([&] {
+        constexpr unsigned known = CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED;
+        if (pp == nullptr || (Flags & ~known) != 0) return CUDA_ERROR_INVALID_VALUE;
+        return SimState::get().host_alloc(pp, bytesize);
+    });
+}
+
+CUresult cuMemAllocHost_v2(void** pp, size_t bytesize) {
+    return guarded([&] { return pp == nullptr ? CUDA_ERROR_INVALID_VALUE : SimState::get().host_alloc(pp, bytesize); });
+}
+
+CUresult cuMemFreeHost(void* p) {
+    return guarded([&] { return SimState::get().host_free(p); });
+}
+
+CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
+    return guarded([&] { return alloc_on_stream(dptr, bytesize, hStream); });
+}
+CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
+    return guarded([&] { return alloc_on_stream(dptr, bytesize, hStream); });
+}
+
+CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
+    return guarded([&] { return free_on_stream(dptr, hStream); });
+}
+CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
+    return guarded([&] { return free_on_stream(dptr, hStream); });
+}
+
+// Pools are not modelled (no cuMemPoolCreate in the catalog): any pool allocates from the device.
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
+    return guarded([&] { return pool == nullptr ? CUDA_ERROR_INVALID_VALUE : alloc_on_stream(dptr, bytesize, hStream); });
+}
+CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
+    return guarded([&] { return pool == nullptr ? CUDA_ERROR_INVALID_VALUE : alloc_on_stream(dptr, bytesize, hStream); });
+}
+
+CUresult cuMemGetAddressRange_v2(CUdeviceptr* pbase, size_t* psize, CUdeviceptr dptr) {
+    return guarded([&] { return SimState::get().address_range(dptr, pbase, psize); });
+}
+
+// Legacy CUDA IPC is not simulated (nothing here can produce a CUipcMemHandle): opening reports
+// NOT_SUPPORTED, which real drivers also return where IPC is unavailable.
+CUresult cuIpcOpenMemHandle(CUdeviceptr* pdptr, CUipcMemHandle, unsigned int) {
+    return guarded([&] {
+        if (pdptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
+        return SimState::get().initialized() ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_NOT_INITIALIZED;
+    });
+}
+CUresult cuIpcOpenMemHandle_v2(CUdeviceptr* pdptr, CUipcMemHandle handle, unsigned int flags) {
+    return cuIpcOpenMemHandle(pdptr, handle, flags);
+}
+
+CUresult cuIpcCloseMemHandle(CUdeviceptr) {
+    return guarded([&] { return SimState::get().initialized() ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NOT_INITIALIZED; });
+}
+
+}  // extern "C"

@@ -1,0 +1,156 @@
+// Entry points for initialisation, devices and contexts. The simulated devices look like H200s
+// (compute capability 9.0) that support VMM with POSIX-fd and fabric handles.
+#include "cuda_decls.hpp"
+#include "state.hpp"
+
+#include <cstdio>
+#include <cstring>
+
+using cumemaudit::sim::guarded;
+using cumemaudit::sim::SimState;
+
+namespace {
+
+CUresult check_device(CUdevice dev) {
+    SimState& s = SimState::get();
+    if (!s.initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    return dev >= 0 && dev < s.device_count() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+// Values a program may ask about before allocating; anything else of the enum reads 0.
+int attribute_value(CUdevice_attribute a, CUdevice dev) {
+    switch (a) {
+        case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
+        case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED:
+        case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED:
+        case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
+        case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY:
+        case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS:
+        case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:
+        case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY:
+        case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED:
+        case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED:
+        case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS:
+        case CU_DEVICE_ATTRIBUTE_ECC_ENABLED:
+            return 1;
+        case CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES:
+            return CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR | CU_MEM_HANDLE_TYPE_FABRIC;
+        case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: return 9;
+        case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: return 0;
+        case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: return 132;
+        case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: return 1024;
+        case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: return 2048;
+        case CU_DEVICE_ATTRIBUTE_WARP_SIZE: return 32;
+        case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: return 48 * 1024;
+        case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: return 227 * 1024;
+        case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: return 60 * 1024 * 1024;
+        case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: return 1980000;
+        case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: return 2619000;
+        case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: return 6144;
+        case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: return 0x18 + dev;
+        default: return 0;
+    }
+}
+
+}  // namespace
+
+extern "C" {
+
+CUresult cuInit(unsigned int flags) {
+    return guarded([&] { return flags != 0 ? CUDA_ERROR_INVALID_VALUE : SimState::get().init(); });
+}
+
+CUresult cuDriverGetVersion(int* version) {
+    if (version == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    *version = 13000;  // works before cuInit, as on the real driver
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetCount(int* count) {
+    return guarded([&] {
+        if (count == nullptr) return CUDA_ERROR_INVALID_VALUE;
+        SimState& s = SimState::get();
+        if (!s.initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+        *count = s.device_count();
+        return CUDA_SUCCESS;
+    });
+}
+
+CUresult cuDeviceGet(CUdevice* device, int ordinal) {
+    return guarded([&] {
+        if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
+        if (CUresult r = check_device(ordinal); r != CUDA_SUCCESS) return r;
+        *device = ordinal;
+        return CUDA_SUCCESS;
+    });
+}
+
+CUresult cuDeviceGetName(char* name, int len, CUdevice dev) {
+    return guarded([&] {
+        if (name == nullptr || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+        if (CUresult r = check_device(dev); r != CUDA_SUCCESS) return r;
+        std::snprintf(name, static_cast<std::size_t>(len), "%s", "NVIDIA H200 (cumemaudit-sim)");
+        return CUDA_SUCCESS;
+    });
+}
+
+CUresult cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev) {
+    return guarded([&] {
+        if (pi == nullptr || attrib < 1 || attrib >= CU_DEVICE_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
+        if (CUresult r = check_device(dev); r != CUDA_SUCCESS) return r;
+        *pi = attribute_value(attrib, dev);
+        return CUDA_SUCCESS;
+    });
+}
+
+CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
+    return guarded([&] {
+        if (bytes == nullptr) return CUDA_ERROR_INVALID_VALUE;
+        if (CUresult r = check_device(dev); r != CUDA_SUCCESS) return r;
+        *bytes = SimState::get().capacity();
+        return CUDA_SUCCESS;
+    });
+}
+
+CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
+    return guarded([&] {
+        return pctx == nullptr ? CUDA_ERROR_INVALID_VALUE : SimState::get().primary_ctx_retain(pctx, dev);
+    });
+}
+
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+    return guarded([&] { return SimState::get().primary_ctx_release(dev); });
+}
+
+CUresult cuCtxGetCurrent(CUcontext* pctx) {
+    return guarded([&] {
+        if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
+        SimState& s = SimState::get();
+        if (!s.initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+        *pctx = s.current_context();
+        return CUDA_SUCCESS;
+    });
+}
+
+CUresult cuCtxSetCurrent(CUcontext ctx) {
+    return guarded([&] { return SimState::get().set_current_context(ctx); });
+}
+
+CUresult cuCtxGetDevice(CUdevice* device) {
+    return guarded([&] {
+        if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
+        int dev = 0;
+        if (CUresult r = SimState::get().current_device(&dev); r != CUDA_SUCCESS) return r;
+        *device = dev;
+        return CUDA_SUCCESS;
+    });
+}
+
+CUresult cuCtxSynchronize(void) {
+    return guarded([&] {
+        int dev = 0;
+        return SimState::get().current_device(&dev);  // nothing runs, so nothing to wait for
+    });
+}
+
+}  // extern "C"

@@ -1,0 +1,740 @@
+// The simulated driver's state and rules; see state.hpp. Rules follow REFERENCE.md ("Driver semantics").
+#include "state.hpp"
+
+#include "config.hpp"
+#include "fabric_blob.hpp"
+#include "va_arena.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <random>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+// The opaque handle types of cuda.h are ours to define in the driver.
+struct CUctx_st {
+    int device;
+};
+struct CUstream_st {
+    CUcontext ctx;
+    bool capturing;
+};
+struct CUgraph_st {
+    int unused;
+};
+struct CUgraphExec_st {
+    int unused;
+};
+
+namespace cumemaudit::sim {
+namespace {
+
+constexpr std::uint64_t kGranularity = 2ull << 20;  // measured: minimum and recommended, 2 MiB
+constexpr std::uint64_t kClassicRound = 512;         // classic allocations are charged in 512-byte units
+constexpr std::uint64_t kFirstHandle = 0x5e0000001ull;  // recognisable in logs; never 0
+
+// The current context is per thread, as in the real driver; it names an object SimState owns.
+thread_local CUcontext tls_current = nullptr;
+
+std::uint64_t round_up(std::uint64_t v, std::uint64_t m) { return (v + m - 1) / m * m; }
+
+struct PosixExport {
+    int read_fd;  // our end of the pipe; POLLHUP once every copy of the program's end is closed
+    dev_t dev;
+    ino_t ino;
+};
+
+struct Allocation {
+    int device = 0;
+    std::uint64_t size = 0;
+    CUmemAllocationProp prop{};
+    long refs = 0;  // sum of the references of all its handle values
+    long maps = 0;
+    std::vector<CUmemGenericAllocationHandle> handles;  // values naming it, oldest first
+    std::vector<PosixExport> exports;
+    std::uint64_t nonce[4]{};  // proves a fabric blob came from this allocation
+};
+
+struct HandleRec {
+    std::uint64_t alloc = 0;
+    long refs = 0;  // 0: released, but the value stays taken while its allocation lives
+};
+
+struct Mapping {
+    std::uint64_t size = 0;
+    CUmemGenericAllocationHandle handle = 0;  // the value cuMemRetainAllocationHandle hands back
+    std::uint64_t alloc = 0;
+    std::map<int, unsigned long long> access;  // device -> CUmemAccess_flags
+};
+
+enum class ClassicKind { device, managed, host };
+struct Classic {
+    std::uint64_t size = 0;     // requested
+    std::uint64_t charged = 0;  // counted against the device (0 for host and managed)
+    std::uint64_t mapped = 0;   // host mapping length (host and managed), VA taken (device)
+    int device = 0;
+    ClassicKind kind = ClassicKind::device;
+};
+
+}  // namespace
+
+struct SimState::Impl {
+    mutable std::mutex mu;
+    bool initialized = false;
+    bool config_reported = false;
+    Config config;
+    VaArena arena;
+    std::uint64_t node_id = 0;
+    std::mt19937_64 rng{std::random_device{}()};
+
+    std::vector<std::unique_ptr<CUctx_st>> contexts;  // primary contexts, one per device
+    std::vector<unsigned> ctx_retains;
+    std::vector<std::uint64_t> used;  // bytes per device
+
+    std::uint64_t next_alloc_id = 1;
+    std::uint64_t next_handle = kFirstHandle;
+    std::vector<CUmemGenericAllocationHandle> free_handles;  // LIFO: the last value freed is reused first
+    std::unordered_map<std::uint64_t, Allocation> allocs;
+    std::unordered_map<CUmemGenericAllocationHandle, HandleRec> handles;
+    std::map<std::pair<dev_t, ino_t>, std::uint64_t> export_index;
+    std::map<std::uint64_t, std::uint64_t> reservations;  // start -> size
+    std::map<std::uint64_t, Mapping> mappings;            // start -> mapping
+    std::map<std::uint64_t, Classic> classic;             // start -> allocation
+
+    std::unordered_set<CUstream> streams;
+    std::unordered_set<CUgraph> graphs;
+    std::unordered_set<CUgraphExec> execs;
+
+    // ---- helpers; all called with mu held ----
+    CUmemGenericAllocationHandle take_handle_value() {
+        if (!free_handles.empty()) {
+            const auto v = free_handles.back();
+            free_handles.pop_back();
+            return v;
+        }
+        return next_handle++;
+    }
+
+    // Drops exports whose every program-side copy is closed. Called lazily: at cuMemGetInfo and
+    // whenever freeing is decided, because nothing tells the driver when a process closes an fd.
+    void prune_exports(Allocation& a) {
+        auto closed = [&](const PosixExport& e) {
+            pollfd p{e.read_fd, 0, 0};
+            if (::poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR | POLLNVAL)) != 0) {
+                export_index.erase({e.dev, e.ino});
+                ::close(e.read_fd);
+                return true;
+            }
+            return false;
+        };
+        a.exports.erase(std::remove_if(a.exports.begin(), a.exports.end(), closed), a.exports.end());
+    }
+
+    // Frees the allocation when nothing holds it: no reference, no mapping, no open exported fd.
+    void maybe_free(std::uint64_t id) {
+        auto it = allocs.find(id);
+        if (it == allocs.end()) return;
+        Allocation& a = it->second;
+        if (a.refs > 0 || a.maps > 0) return;
+        prune_exports(a);
+        if (!a.exports.empty()) return;
+        used[static_cast<std::size_t>(a.device)] -= a.size;
+        for (auto h : a.handles) {
+            handles.erase(h);
+            free_handles.push_back(h);
+        }
+        allocs.erase(it);
+    }
+
+    void reap_all() {
+        std::vector<std::uint64_t> ids;
+        for (auto& [id, a] : allocs) {
+            if (a.exports.empty()) continue;
+            prune_exports(a);
+            if (a.refs == 0 && a.maps == 0) ids.push_back(id);
+        }
+        for (auto id : ids) maybe_free(id);
+    }
+
+    HandleRec* live_handle(CUmemGenericAllocationHandle h) {
+        auto it = handles.find(h);
+        return (it == handles.end() || it->second.refs <= 0) ? nullptr : &it->second;
+    }
+
+    // The mapping containing addr, or end().
+    std::map<std::uint64_t, Mapping>::iterator mapping_at(std::uint64_t addr) {
+        auto it = mappings.upper_bound(addr);
+        if (it == mappings.begin()) return mappings.end();
+        --it;
+        return addr < it->first + it->second.size ? it : mappings.end();
+    }
+
+    // Mappings tiling [ptr, ptr+size) exactly, each wholly inside; empty when they do not.
+    std::vector<std::map<std::uint64_t, Mapping>::iterator> tiling(std::uint64_t ptr, std::uint64_t size) {
+        std::vector<std::map<std::uint64_t, Mapping>::iterator> out;
+        std::uint64_t at = ptr;
+        const std::uint64_t end = ptr + size;
+        while (at < end) {
+            auto it = mappings.find(at);
+            if (it == mappings.end() || at + it->second.size > end) return {};
+            out.push_back(it);
+            at += it->second.size;
+        }
+        return out;
+    }
+
+    CUresult current_device(int* dev) const {
+        if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
+        if (tls_current == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+        *dev = tls_current->device;
+        return CUDA_SUCCESS;
+    }
+
+    bool is_our_context(CUcontext c) const {
+        return std::any_of(contexts.begin(), contexts.end(), [&](const auto& p) { return p.get() == c; });
+    }
+};
+
+SimState& SimState::get() {
+    static SimState* instance = new SimState();  // leaked on purpose, see state.hpp
+    return *instance;
+}
+
+SimState::SimState() : impl_(std::make_unique<Impl>()) {}
+SimState::~SimState() = default;
+
+CUresult SimState::init() {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (s.initialized) return CUDA_SUCCESS;
+    const ConfigResult cfg = read_config(std::getenv("CUMEMAUDIT_SIM_MEMORY"), std::getenv("CUMEMAUDIT_SIM_DEVICES"));
+    if (!cfg.error.empty()) {
+        if (!s.config_reported) std::fprintf(stderr, "%s\n", cfg.error.c_str());
+        s.config_reported = true;
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (!s.arena.open()) {
+        std::fprintf(stderr, "cumemaudit-sim: cannot reserve address space for device memory\n");
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    s.config = cfg.config;
+    const auto n = static_cast<std::size_t>(s.config.devices);
+    for (std::size_t d = 0; d < n; ++d) s.contexts.push_back(std::make_unique<CUctx_st>(CUctx_st{static_cast<int>(d)}));
+    s.ctx_retains.assign(n, 0);
+    s.used.assign(n, 0);
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    s.node_id = std::hash<std::string_view>{}(host) | 1;
+    s.initialized = true;
+    return CUDA_SUCCESS;
+}
+
+bool SimState::initialized() const {
+    std::lock_guard lock(impl_->mu);
+    return impl_->initialized;
+}
+
+int SimState::device_count() const {
+    std::lock_guard lock(impl_->mu);
+    return impl_->initialized ? impl_->config.devices : 0;
+}
+
+std::uint64_t SimState::capacity() const {
+    std::lock_guard lock(impl_->mu);
+    return impl_->config.memory_per_device;
+}
+
+// ---------------- contexts ----------------
+
+CUresult SimState::primary_ctx_retain(CUcontext* ctx, CUdevice dev) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    if (dev < 0 || dev >= s.config.devices) return CUDA_ERROR_INVALID_DEVICE;
+    ++s.ctx_retains[static_cast<std::size_t>(dev)];
+    *ctx = s.contexts[static_cast<std::size_t>(dev)].get();
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::primary_ctx_release(CUdevice dev) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    if (dev < 0 || dev >= s.config.devices) return CUDA_ERROR_INVALID_DEVICE;
+    auto& n = s.ctx_retains[static_cast<std::size_t>(dev)];
+    if (n == 0) return CUDA_ERROR_INVALID_CONTEXT;
+    --n;  // the simulated context keeps no resources, so it stays usable: nothing to tear down
+    return CUDA_SUCCESS;
+}
+
+CUcontext SimState::current_context() const { return tls_current; }
+
+CUresult SimState::set_current_context(CUcontext ctx) {
+    std::lock_guard lock(impl_->mu);
+    if (!impl_->initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    if (ctx != nullptr && !impl_->is_our_context(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+    tls_current = ctx;
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::current_device(int* dev) const {
+    std::lock_guard lock(impl_->mu);
+    return impl_->current_device(dev);
+}
+
+// ---------------- classic memory ----------------
+
+CUresult SimState::mem_get_info(std::size_t* free, std::size_t* total) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    int dev = 0;
+    if (CUresult r = s.current_device(&dev); r != CUDA_SUCCESS) return r;
+    s.reap_all();
+    *total = s.config.memory_per_device;
+    *free = s.config.memory_per_device - s.used[static_cast<std::size_t>(dev)];
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::device_alloc(CUdeviceptr* out, std::size_t bytes) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    int dev = 0;
+    if (CUresult r = s.current_device(&dev); r != CUDA_SUCCESS) return r;
+    if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+    const std::uint64_t charged = round_up(bytes, kClassicRound);
+    s.reap_all();
+    auto& used = s.used[static_cast<std::size_t>(dev)];
+    if (charged > s.config.memory_per_device - used) return CUDA_ERROR_OUT_OF_MEMORY;
+    const std::uint64_t va = s.arena.take(charged, kClassicRound);
+    if (va == 0) return CUDA_ERROR_OUT_OF_MEMORY;
+    used += charged;
+    s.classic.emplace(va, Classic{bytes, charged, charged, dev, ClassicKind::device});
+    *out = va;
+    return CUDA_SUCCESS;
+}
+
+namespace {
+void* host_map(std::size_t bytes) {
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? nullptr : p;
+}
+}  // namespace
+
+CUresult SimState::managed_alloc(CUdeviceptr* out, std::size_t bytes) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    int dev = 0;
+    if (CUresult r = s.current_device(&dev); r != CUDA_SUCCESS) return r;
+    if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+    void* p = host_map(bytes);
+    if (p == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
+    const auto addr = reinterpret_cast<std::uint64_t>(p);
+    s.classic.emplace(addr, Classic{bytes, 0, bytes, dev, ClassicKind::managed});
+    *out = addr;
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::host_alloc(void** out, std::size_t bytes) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    int dev = 0;
+    if (CUresult r = s.current_device(&dev); r != CUDA_SUCCESS) return r;
+    if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+    void* p = host_map(bytes);
+    if (p == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
+    s.classic.emplace(reinterpret_cast<std::uint64_t>(p), Classic{bytes, 0, bytes, dev, ClassicKind::host});
+    *out = p;
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::device_free(CUdeviceptr ptr) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    if (ptr == 0) return CUDA_SUCCESS;  // freeing null is a no-op, as for free(3)
+    auto it = s.classic.find(ptr);
+    if (it == s.classic.end() || it->second.kind == ClassicKind::host) return CUDA_ERROR_INVALID_VALUE;
+    const Classic c = it->second;
+    s.classic.erase(it);
+    if (c.kind == ClassicKind::device) {
+        s.used[static_cast<std::size_t>(c.device)] -= c.charged;
+        s.arena.give(ptr, c.mapped);
+    } else {
+        ::munmap(reinterpret_cast<void*>(ptr), c.mapped);
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::host_free(void* ptr) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    auto it = s.classic.find(reinterpret_cast<std::uint64_t>(ptr));
+    if (it == s.classic.end() || it->second.kind != ClassicKind::host) return CUDA_ERROR_INVALID_VALUE;
+    ::munmap(ptr, it->second.mapped);
+    s.classic.erase(it);
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::address_range(CUdeviceptr ptr, CUdeviceptr* base, std::size_t* size) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    auto it = s.classic.upper_bound(ptr);
+    if (it != s.classic.begin()) {
+        --it;
+        if (it->second.kind != ClassicKind::host && ptr < it->first + it->second.size) {
+            if (base) *base = it->first;
+            if (size) *size = it->second.size;
+            return CUDA_SUCCESS;
+        }
+    }
+    // VMM: the mapping containing ptr (NCCL unmaps and frees exactly the range this returns).
+    auto m = s.mapping_at(ptr);
+    if (m == s.mappings.end()) return CUDA_ERROR_NOT_FOUND;
+    if (base) *base = m->first;
+    if (size) *size = m->second.size;
+    return CUDA_SUCCESS;
+}
+
+// ---------------- virtual memory management ----------------
+
+CUresult SimState::mem_create(CUmemGenericAllocationHandle* out, std::size_t size, const CUmemAllocationProp& prop) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    if (prop.type != CU_MEM_ALLOCATION_TYPE_PINNED || prop.location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+        return CUDA_ERROR_INVALID_VALUE;
+    const int dev = prop.location.id;
+    if (dev < 0 || dev >= s.config.devices) return CUDA_ERROR_INVALID_DEVICE;
+    constexpr unsigned known = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR | CU_MEM_HANDLE_TYPE_FABRIC;
+    if ((prop.requestedHandleTypes & ~known) != 0) return CUDA_ERROR_NOT_SUPPORTED;
+    if (size == 0 || size % kGranularity != 0) return CUDA_ERROR_INVALID_VALUE;
+    s.reap_all();
+    auto& used = s.used[static_cast<std::size_t>(dev)];
+    if (size > s.config.memory_per_device - used) return CUDA_ERROR_OUT_OF_MEMORY;
+    used += size;
+    const std::uint64_t id = s.next_alloc_id++;
+    const auto h = s.take_handle_value();
+    Allocation a;
+    a.device = dev;
+    a.size = size;
+    a.prop = prop;
+    a.refs = 1;
+    a.handles.push_back(h);
+    for (auto& n : a.nonce) n = s.rng();
+    s.allocs.emplace(id, std::move(a));
+    s.handles[h] = HandleRec{id, 1};
+    *out = h;
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::mem_release(CUmemGenericAllocationHandle h) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    HandleRec* rec = s.live_handle(h);
+    if (rec == nullptr) return CUDA_ERROR_INVALID_VALUE;  // unknown, or already released
+    --rec->refs;
+    const std::uint64_t id = rec->alloc;
+    --s.allocs.at(id).refs;
+    s.maybe_free(id);  // while mapped this frees nothing: the memory goes at the last unmap
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::address_reserve(CUdeviceptr* out, std::size_t size, std::size_t alignment) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    if (size == 0 || size % kGranularity != 0) return CUDA_ERROR_INVALID_VALUE;
+    if (alignment != 0 && (alignment & (alignment - 1)) != 0) return CUDA_ERROR_INVALID_VALUE;
+    const std::uint64_t va = s.arena.take(size, std::max<std::uint64_t>(alignment, kGranularity));
+    if (va == 0) return CUDA_ERROR_OUT_OF_MEMORY;
+    s.reservations.emplace(va, size);
+    *out = va;
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::address_free(CUdeviceptr ptr, std::size_t size) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    auto it = s.reservations.find(ptr);
+    if (it == s.reservations.end() || it->second != size) return CUDA_ERROR_INVALID_VALUE;  // exact match only
+    auto m = s.mappings.lower_bound(ptr);
+    if (m != s.mappings.end() && m->first < ptr + size) return CUDA_ERROR_INVALID_VALUE;  // still mapped
+    s.reservations.erase(it);
+    s.arena.give(ptr, size);
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::map(CUdeviceptr ptr, std::size_t size, std::size_t offset, CUmemGenericAllocationHandle h) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    if (offset != 0 || size == 0 || size % kGranularity != 0 || ptr % kGranularity != 0) return CUDA_ERROR_INVALID_VALUE;
+    HandleRec* rec = s.live_handle(h);
+    if (rec == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    Allocation& a = s.allocs.at(rec->alloc);
+    if (size > a.size) return CUDA_ERROR_INVALID_VALUE;
+    auto r = s.reservations.upper_bound(ptr);  // the reservation must hold the whole range
+    if (r == s.reservations.begin()) return CUDA_ERROR_INVALID_VALUE;
+    --r;
+    if (ptr + size > r->first + r->second) return CUDA_ERROR_INVALID_VALUE;
+    auto m = s.mappings.lower_bound(ptr);  // and no existing mapping may overlap it
+    if (m != s.mappings.end() && m->first < ptr + size) return CUDA_ERROR_INVALID_VALUE;
+    if (s.mapping_at(ptr) != s.mappings.end()) return CUDA_ERROR_INVALID_VALUE;
+    s.mappings.emplace(ptr, Mapping{size, h, rec->alloc, {}});
+    ++a.maps;
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::unmap(CUdeviceptr ptr, std::size_t size) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    if (size == 0) return CUDA_ERROR_INVALID_VALUE;
+    auto tiles = s.tiling(ptr, size);  // whole mapped ranges only
+    if (tiles.empty()) return CUDA_ERROR_INVALID_VALUE;
+    std::vector<std::uint64_t> touched;
+    for (auto it : tiles) {
+        const std::uint64_t id = it->second.alloc;
+        --s.allocs.at(id).maps;
+        touched.push_back(id);
+        s.mappings.erase(it);
+    }
+    for (auto id : touched) s.maybe_free(id);
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::set_access(CUdeviceptr ptr, std::size_t size, const CUmemAccessDesc* desc, std::size_t count) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    if (size == 0 || count == 0) return CUDA_ERROR_INVALID_VALUE;
+    for (std::size_t i = 0; i < count; ++i) {
+        if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
+        if (desc[i].location.id < 0 || desc[i].location.id >= s.config.devices) return CUDA_ERROR_INVALID_DEVICE;
+        if (desc[i].flags > CU_MEM_ACCESS_FLAGS_PROT_READWRITE) return CUDA_ERROR_INVALID_VALUE;
+    }
+    auto tiles = s.tiling(ptr, size);  // the range must be fully mapped
+    if (tiles.empty()) return CUDA_ERROR_INVALID_VALUE;
+    for (auto it : tiles)
+        for (std::size_t i = 0; i < count; ++i) it->second.access[desc[i].location.id] = desc[i].flags;
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::get_access(unsigned long long* flags, const CUmemLocation& loc, CUdeviceptr ptr) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    if (loc.type != CU_MEM_LOCATION_TYPE_DEVICE || loc.id < 0 || loc.id >= s.config.devices)
+        return CUDA_ERROR_INVALID_VALUE;
+    auto m = s.mapping_at(ptr);
+    if (m == s.mappings.end()) return CUDA_ERROR_INVALID_VALUE;
+    auto a = m->second.access.find(loc.id);
+    *flags = a == m->second.access.end() ? static_cast<unsigned long long>(CU_MEM_ACCESS_FLAGS_PROT_NONE) : a->second;
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::retain_handle(CUmemGenericAllocationHandle* out, CUdeviceptr addr) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    auto m = s.mapping_at(addr);
+    if (m == s.mappings.end()) return CUDA_ERROR_INVALID_VALUE;
+    // The value mapped there, even when its own references were all released: the mapping keeps
+    // the allocation (and with it the value) alive, and this makes it referenced again.
+    ++s.handles.at(m->second.handle).refs;
+    ++s.allocs.at(m->second.alloc).refs;
+    *out = m->second.handle;
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::export_handle(void* out, CUmemGenericAllocationHandle h, CUmemAllocationHandleType type) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    HandleRec* rec = s.live_handle(h);
+    if (rec == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    Allocation& a = s.allocs.at(rec->alloc);
+    if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR && type != CU_MEM_HANDLE_TYPE_FABRIC)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    if ((a.prop.requestedHandleTypes & type) == 0) return CUDA_ERROR_INVALID_VALUE;
+    if (type == CU_MEM_HANDLE_TYPE_FABRIC) {
+        FabricRef ref{s.node_id, rec->alloc, {}};
+        std::copy(std::begin(a.nonce), std::end(a.nonce), ref.nonce);
+        *static_cast<CUmemFabricHandle*>(out) = encode_fabric(ref);
+        return CUDA_SUCCESS;  // a fabric handle is only a name: it pins nothing
+    }
+    // POSIX fd: the program gets the write end of a pipe; the read end tells us when all its copies
+    // are closed (POLLHUP), and the pipe's inode identifies the allocation on import.
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
+    struct stat st {};
+    if (::fstat(fds[1], &st) != 0) {
+        ::close(fds[0]);
+        ::close(fds[1]);
+        return CUDA_ERROR_OPERATING_SYSTEM;
+    }
+    a.exports.push_back(PosixExport{fds[0], st.st_dev, st.st_ino});
+    s.export_index[{st.st_dev, st.st_ino}] = rec->alloc;
+    *static_cast<int*>(out) = fds[1];
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::import_handle(CUmemGenericAllocationHandle* out, void* os_handle, CUmemAllocationHandleType type) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    std::uint64_t id = 0;
+    if (type == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
+        const int fd = static_cast<int>(reinterpret_cast<std::intptr_t>(os_handle));
+        struct stat st {};
+        if (::fstat(fd, &st) != 0) return CUDA_ERROR_INVALID_VALUE;
+        auto it = s.export_index.find({st.st_dev, st.st_ino});
+        if (it == s.export_index.end()) return CUDA_ERROR_INVALID_VALUE;
+        id = it->second;
+    } else if (type == CU_MEM_HANDLE_TYPE_FABRIC) {
+        if (os_handle == nullptr) return CUDA_ERROR_INVALID_VALUE;
+        const auto ref = decode_fabric(*static_cast<const CUmemFabricHandle*>(os_handle));
+        if (!ref || ref->node != s.node_id) return CUDA_ERROR_INVALID_VALUE;
+        auto it = s.allocs.find(ref->alloc);
+        if (it == s.allocs.end() || !std::equal(std::begin(ref->nonce), std::end(ref->nonce), it->second.nonce))
+            return CUDA_ERROR_INVALID_VALUE;  // freed since export, or forged
+        id = ref->alloc;
+    } else {
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    Allocation& a = s.allocs.at(id);
+    // A new value with one reference, even in the exporting process (measured).
+    const auto h = s.take_handle_value();
+    a.handles.push_back(h);
+    ++a.refs;
+    s.handles[h] = HandleRec{id, 1};
+    *out = h;
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::properties(CUmemAllocationProp* out, CUmemGenericAllocationHandle h) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    HandleRec* rec = s.live_handle(h);
+    if (rec == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    *out = s.allocs.at(rec->alloc).prop;
+    return CUDA_SUCCESS;
+}
+
+// ---------------- streams and graphs ----------------
+
+namespace {
+bool special_stream(CUstream st) { return st == nullptr || st == CU_STREAM_LEGACY || st == CU_STREAM_PER_THREAD; }
+}  // namespace
+
+CUresult SimState::stream_create(CUstream* out) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    int dev = 0;
+    if (CUresult r = s.current_device(&dev); r != CUDA_SUCCESS) return r;
+    auto* st = new CUstream_st{tls_current, false};
+    s.streams.insert(st);
+    *out = st;
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::stream_destroy(CUstream st) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    if (s.streams.erase(st) == 0) return CUDA_ERROR_INVALID_HANDLE;
+    delete st;
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::stream_check(CUstream st) const {
+    std::lock_guard lock(impl_->mu);
+    const Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    if (special_stream(st)) return tls_current == nullptr ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS;
+    return s.streams.count(st) != 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult SimState::stream_begin_capture(CUstream st) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    if (special_stream(st)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;  // the default streams cannot capture
+    if (s.streams.count(st) == 0) return CUDA_ERROR_INVALID_HANDLE;
+    if (st->capturing) return CUDA_ERROR_ILLEGAL_STATE;
+    st->capturing = true;
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::stream_end_capture(CUstream st, CUgraph* out) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    if (special_stream(st) || s.streams.count(st) == 0) return CUDA_ERROR_INVALID_HANDLE;
+    if (!st->capturing) return CUDA_ERROR_ILLEGAL_STATE;
+    st->capturing = false;
+    auto* g = new CUgraph_st{0};
+    s.graphs.insert(g);
+    *out = g;
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::stream_is_capturing(CUstream st, CUstreamCaptureStatus* out) const {
+    std::lock_guard lock(impl_->mu);
+    const Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    if (special_stream(st)) {
+        *out = CU_STREAM_CAPTURE_STATUS_NONE;
+        return CUDA_SUCCESS;
+    }
+    if (s.streams.count(st) == 0) return CUDA_ERROR_INVALID_HANDLE;
+    *out = st->capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::graph_instantiate(CUgraphExec* out, CUgraph g) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    if (s.graphs.count(g) == 0) return CUDA_ERROR_INVALID_VALUE;
+    auto* e = new CUgraphExec_st{0};
+    s.execs.insert(e);
+    *out = e;
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::graph_destroy(CUgraph g) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    if (s.graphs.erase(g) == 0) return CUDA_ERROR_INVALID_VALUE;
+    delete g;
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::graph_exec_destroy(CUgraphExec e) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    if (s.execs.erase(e) == 0) return CUDA_ERROR_INVALID_VALUE;
+    delete e;
+    return CUDA_SUCCESS;
+}
+
+}  // namespace cumemaudit::sim

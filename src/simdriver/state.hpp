@@ -1,0 +1,79 @@
+// state: every piece of mutable state of the simulated driver, behind one interface.
+// Entry points (entry_*.cpp) only validate pointers and translate; every rule REFERENCE.md measured
+// (reference counting, handle reuse, mapping checks, capacity) lives here, under one mutex. A later
+// issue moves this object into shared memory for several processes on one simulated node, so nothing
+// else may keep state of its own.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <memory>
+
+namespace cumemaudit::sim {
+
+class SimState {
+public:
+    // The process's one instance, created on first use and never destroyed (CUDA calls may come from
+    // atexit handlers and other threads after static destruction begins).
+    static SimState& get();
+
+    // --- init and devices ---
+    CUresult init();  // reads the environment on the first successful call; idempotent afterwards
+    bool initialized() const;
+    int device_count() const;
+    std::uint64_t capacity() const;  // bytes per device
+
+    // --- contexts (the current context is per thread) ---
+    CUresult primary_ctx_retain(CUcontext* ctx, CUdevice dev);
+    CUresult primary_ctx_release(CUdevice dev);
+    CUcontext current_context() const;
+    CUresult set_current_context(CUcontext ctx);
+    // Device of the current context: NOT_INITIALIZED / INVALID_CONTEXT when there is none.
+    CUresult current_device(int* dev) const;
+
+    // --- classic memory ---
+    CUresult mem_get_info(std::size_t* free, std::size_t* total);
+    CUresult device_alloc(CUdeviceptr* out, std::size_t bytes);  // on the current context's device
+    CUresult managed_alloc(CUdeviceptr* out, std::size_t bytes);
+    CUresult host_alloc(void** out, std::size_t bytes);
+    CUresult device_free(CUdeviceptr ptr);  // device or managed
+    CUresult host_free(void* ptr);
+    CUresult address_range(CUdeviceptr ptr, CUdeviceptr* base, std::size_t* size);
+
+    // --- virtual memory management ---
+    CUresult mem_create(CUmemGenericAllocationHandle* out, std::size_t size, const CUmemAllocationProp& prop);
+    CUresult mem_release(CUmemGenericAllocationHandle h);
+    CUresult address_reserve(CUdeviceptr* out, std::size_t size, std::size_t alignment);
+    CUresult address_free(CUdeviceptr ptr, std::size_t size);
+    CUresult map(CUdeviceptr ptr, std::size_t size, std::size_t offset, CUmemGenericAllocationHandle h);
+    CUresult unmap(CUdeviceptr ptr, std::size_t size);
+    CUresult set_access(CUdeviceptr ptr, std::size_t size, const CUmemAccessDesc* desc, std::size_t count);
+    CUresult get_access(unsigned long long* flags, const CUmemLocation& loc, CUdeviceptr ptr);
+    CUresult retain_handle(CUmemGenericAllocationHandle* out, CUdeviceptr addr);
+    CUresult export_handle(void* out, CUmemGenericAllocationHandle h, CUmemAllocationHandleType type);
+    CUresult import_handle(CUmemGenericAllocationHandle* out, void* os_handle, CUmemAllocationHandleType type);
+    CUresult properties(CUmemAllocationProp* out, CUmemGenericAllocationHandle h);
+
+    // --- streams and graphs (plain objects; nothing executes) ---
+    CUresult stream_create(CUstream* out);
+    CUresult stream_destroy(CUstream s);
+    CUresult stream_check(CUstream s) const;  // the null and special streams are valid
+    CUresult stream_begin_capture(CUstream s);
+    CUresult stream_end_capture(CUstream s, CUgraph* out);
+    CUresult stream_is_capturing(CUstream s, CUstreamCaptureStatus* out) const;
+    CUresult graph_instantiate(CUgraphExec* out, CUgraph g);
+    CUresult graph_destroy(CUgraph g);
+    CUresult graph_exec_destroy(CUgraphExec e);
+
+    SimState(const SimState&) = delete;
+    SimState& operator=(const SimState&) = delete;
+
+private:
+    SimState();
+    ~SimState();
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cumemaudit::sim

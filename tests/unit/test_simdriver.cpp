@@ -1,0 +1,632 @@
+// The simulated driver against REFERENCE.md: one TEST_CASE per rule of "Driver semantics", then the
+// capacity, configuration, lookup and classic-memory behaviour the scenario programs rely on. The test
+// links libcuda.so.1 (simulated) directly. Figures are exact; since all cases share one process (and the
+// leak case leaks on purpose), they compare free memory before and after rather than absolute values.
+#include "common/cuda_catalog.hpp"
+
+#include <catch2/catch.hpp>
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#undef cuGetProcAddress
+extern "C" std::remove_pointer_t<PFN_cuGetProcAddress_v11030> cuGetProcAddress;
+extern "C" std::remove_pointer_t<PFN_cuMemAllocAsync_v11020_ptsz> cuMemAllocAsync_ptsz;
+extern "C" const char* const cumemaudit_sim_driver_version;
+
+namespace {
+
+constexpr std::size_t MiB = 1ull << 20;
+constexpr std::size_t GiB = 1ull << 30;
+constexpr std::size_t kGran = 2 * MiB;
+
+// Every case starts here: driver initialised, device 0's primary context current on this thread.
+void setup() {
+    REQUIRE(cuInit(0) == CUDA_SUCCESS);
+    CUcontext ctx = nullptr;
+    REQUIRE(cuDevicePrimaryCtxRetain(&ctx, 0) == CUDA_SUCCESS);
+    REQUIRE(cuCtxSetCurrent(ctx) == CUDA_SUCCESS);
+}
+
+std::size_t free_bytes() {
+    std::size_t f = 0, t = 0;
+    REQUIRE(cuMemGetInfo(&f, &t) == CUDA_SUCCESS);
+    return f;
+}
+
+CUmemAllocationProp prop(unsigned types = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR | CU_MEM_HANDLE_TYPE_FABRIC) {
+    CUmemAllocationProp p{};
+    p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    p.location.id = 0;
+    p.requestedHandleTypes = static_cast<CUmemAllocationHandleType>(types);
+    return p;
+}
+
+CUmemGenericAllocationHandle create(std::size_t size) {
+    const auto p = prop();
+    CUmemGenericAllocationHandle h = 0;
+    REQUIRE(cuMemCreate(&h, size, &p, 0) == CUDA_SUCCESS);
+    return h;
+}
+
+CUdeviceptr reserve(std::size_t size) {
+    CUdeviceptr va = 0;
+    REQUIRE(cuMemAddressReserve(&va, size, 0, 0, 0) == CUDA_SUCCESS);
+    return va;
+}
+
+// reserve + map + set access, as every VMM allocator does.
+CUdeviceptr map_new(CUmemGenericAllocationHandle h, std::size_t size) {
+    const CUdeviceptr va = reserve(size);
+    REQUIRE(cuMemMap(va, size, 0, h, 0) == CUDA_SUCCESS);
+    CUmemAccessDesc d{};
+    d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    d.location.id = 0;
+    d.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    REQUIRE(cuMemSetAccess(va, size, &d, 1) == CUDA_SUCCESS);
+    return va;
+}
+
+void unmap_free(CUdeviceptr va, std::size_t size) {
+    REQUIRE(cuMemUnmap(va, size) == CUDA_SUCCESS);
+    REQUIRE(cuMemAddressFree(va, size) == CUDA_SUCCESS);
+}
+
+int export_fd(CUmemGenericAllocationHandle h) {
+    int fd = -1;
+    REQUIRE(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0) == CUDA_SUCCESS);
+    REQUIRE(fd >= 0);
+    return fd;
+}
+
+CUmemGenericAllocationHandle import_fd(int fd) {
+    CUmemGenericAllocationHandle h = 0;
+    REQUIRE(cuMemImportFromShareableHandle(&h, reinterpret_cast<void*>(static_cast<std::intptr_t>(fd)),
+                                           CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) == CUDA_SUCCESS);
+    return h;
+}
+
+struct ChildResult {
+    int status = -1;
+    std::string err;
+};
+
+// Runs one hidden test case of this binary in a fresh process (the driver's state is per process, so
+// "before cuInit" and a bad environment need one), with `env` added; returns its exit code and stderr.
+ChildResult run_child(const char* test_name, std::vector<std::string> env) {
+    int pipefd[2];
+    REQUIRE(::pipe(pipefd) == 0);
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        ::dup2(pipefd[1], 2);
+        const int devnull = ::open("/dev/null", O_WRONLY);
+        ::dup2(devnull, 1);
+        for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
+        ::execl("/proc/self/exe", "test_simdriver", test_name, static_cast<char*>(nullptr));
+        ::_exit(127);
+    }
+    ::close(pipefd[1]);
+    ChildResult r;
+    char buf[512];
+    for (ssize_t n; (n = ::read(pipefd[0], buf, sizeof buf)) > 0;) r.err.append(buf, static_cast<std::size_t>(n));
+    ::close(pipefd[0]);
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return r;
+}
+
+}  // namespace
+
+// ---------------- REFERENCE.md "Driver semantics", one case per rule ----------------
+
+TEST_CASE("allocation granularity is 2 MiB, minimum and recommended") {
+    setup();
+    const auto p = prop();
+    std::size_t g = 0;
+    REQUIRE(cuMemGetAllocationGranularity(&g, &p, CU_MEM_ALLOC_GRANULARITY_MINIMUM) == CUDA_SUCCESS);
+    CHECK(g == 2 * MiB);
+    REQUIRE(cuMemGetAllocationGranularity(&g, &p, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) == CUDA_SUCCESS);
+    CHECK(g == 2 * MiB);
+}
+
+TEST_CASE("memory returns only when references, mappings and exported fds are all gone") {
+    setup();
+    const std::size_t start = free_bytes();
+    const auto h = create(64 * MiB);
+    CHECK(start - free_bytes() == 64 * MiB);
+    const CUdeviceptr va = map_new(h, 64 * MiB);
+    const int fd = export_fd(h);
+    REQUIRE(cuMemRelease(h) == CUDA_SUCCESS);
+    CHECK(start - free_bytes() == 64 * MiB);  // still mapped
+    unmap_free(va, 64 * MiB);
+    CHECK(start - free_bytes() == 64 * MiB);  // the exported fd is still open
+    ::close(fd);
+    CHECK(free_bytes() == start);
+}
+
+TEST_CASE("create/map/retain/export/import then unmap and address free without release leaks every time") {
+    setup();
+    const std::size_t start = free_bytes();
+    for (int round = 0; round < 3; ++round) {
+        const auto h = create(1 * GiB);
+        const CUdeviceptr va = map_new(h, 1 * GiB);
+        CUmemGenericAllocationHandle retained = 0;
+        REQUIRE(cuMemRetainAllocationHandle(&retained, reinterpret_cast<void*>(va)) == CUDA_SUCCESS);
+        const int fd = export_fd(retained);
+        const auto imported = import_fd(fd);
+        ::close(fd);
+        const CUdeviceptr peer = map_new(imported, 1 * GiB);
+        unmap_free(peer, 1 * GiB);
+        unmap_free(va, 1 * GiB);
+    }
+    CHECK(start - free_bytes() == 3072 * MiB);
+    CHECK(start - free_bytes() == 3072 * MiB);  // and it stays down
+}
+
+TEST_CASE("cuMemRetainAllocationHandle returns the value cuMemCreate returned, with one more reference") {
+    setup();
+    const std::size_t start = free_bytes();
+    const auto h = create(4 * MiB);
+    const CUdeviceptr va = map_new(h, 4 * MiB);
+    CUmemGenericAllocationHandle r = 0;
+    REQUIRE(cuMemRetainAllocationHandle(&r, reinterpret_cast<void*>(va + 3 * MiB)) == CUDA_SUCCESS);
+    CHECK(r == h);
+    REQUIRE(cuMemRelease(h) == CUDA_SUCCESS);
+    REQUIRE(cuMemRelease(r) == CUDA_SUCCESS);  // two references: both releases succeed
+    CHECK(cuMemRelease(h) == CUDA_ERROR_INVALID_VALUE);
+    unmap_free(va, 4 * MiB);
+    CHECK(free_bytes() == start);
+}
+
+TEST_CASE("cuMemImportFromShareableHandle returns a new value, even in the exporting process") {
+    setup();
+    const std::size_t start = free_bytes();
+    const auto h = create(2 * MiB);
+    const int fd = export_fd(h);
+    const auto a = import_fd(fd);
+    const auto b = import_fd(fd);
+    CHECK(a != h);
+    CHECK(b != h);
+    CHECK(a != b);
+    ::close(fd);
+    CUmemFabricHandle fab{};
+    REQUIRE(cuMemExportToShareableHandle(&fab, h, CU_MEM_HANDLE_TYPE_FABRIC, 0) == CUDA_SUCCESS);
+    CUmemGenericAllocationHandle f = 0;
+    REQUIRE(cuMemImportFromShareableHandle(&f, &fab, CU_MEM_HANDLE_TYPE_FABRIC) == CUDA_SUCCESS);
+    CHECK(f != h);
+    CHECK(f != a);
+    CHECK(start - free_bytes() == 2 * MiB);  // four values, one allocation
+    CUmemAllocationProp p{};
+    REQUIRE(cuMemGetAllocationPropertiesFromHandle(&p, f) == CUDA_SUCCESS);
+    CHECK(p.requestedHandleTypes == (CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR | CU_MEM_HANDLE_TYPE_FABRIC));
+    for (auto v : {h, a, b}) REQUIRE(cuMemRelease(v) == CUDA_SUCCESS);
+    CHECK(start - free_bytes() == 2 * MiB);  // the fabric import still holds it
+    REQUIRE(cuMemRelease(f) == CUDA_SUCCESS);
+    CHECK(free_bytes() == start);
+    // A fabric handle pins nothing: the allocation is gone, so importing it again fails.
+    CHECK(cuMemImportFromShareableHandle(&f, &fab, CU_MEM_HANDLE_TYPE_FABRIC) == CUDA_ERROR_INVALID_VALUE);
+}
+
+TEST_CASE("handle values are reused: create, release, create again gives the same value") {
+    setup();
+    const auto h1 = create(2 * MiB);
+    REQUIRE(cuMemRelease(h1) == CUDA_SUCCESS);
+    const auto h2 = create(2 * MiB);
+    CHECK(h2 == h1);
+    // A value stays taken while its allocation lives, even with no reference left (mapped).
+    const CUdeviceptr va = map_new(h2, 2 * MiB);
+    REQUIRE(cuMemRelease(h2) == CUDA_SUCCESS);
+    const auto h3 = create(2 * MiB);
+    CHECK(h3 != h2);
+    REQUIRE(cuMemRelease(h3) == CUDA_SUCCESS);
+    unmap_free(va, 2 * MiB);
+}
+
+TEST_CASE("a second cuMemRelease of a handle is CUDA_ERROR_INVALID_VALUE") {
+    setup();
+    const auto h = create(2 * MiB);
+    REQUIRE(cuMemRelease(h) == CUDA_SUCCESS);
+    CHECK(cuMemRelease(h) == CUDA_ERROR_INVALID_VALUE);
+    CHECK(cuMemRelease(0xdeadbeef) == CUDA_ERROR_INVALID_VALUE);  // never a handle
+}
+
+TEST_CASE("cuMemAddressFree of a range still mapped is CUDA_ERROR_INVALID_VALUE") {
+    setup();
+    const std::size_t start = free_bytes();
+    const auto h = create(2 * MiB);
+    const CUdeviceptr va = map_new(h, 2 * MiB);
+    CHECK(cuMemAddressFree(va, 2 * MiB) == CUDA_ERROR_INVALID_VALUE);
+    REQUIRE(cuMemRelease(h) == CUDA_SUCCESS);
+    unmap_free(va, 2 * MiB);  // the failed free left the reservation in place
+    CHECK(free_bytes() == start);
+}
+
+TEST_CASE("cuMemRelease while mapped succeeds and the memory is freed at the unmap") {
+    setup();
+    const std::size_t start = free_bytes();
+    const auto h = create(32 * MiB);
+    const CUdeviceptr va = map_new(h, 32 * MiB);
+    REQUIRE(cuMemRelease(h) == CUDA_SUCCESS);
+    CHECK(start - free_bytes() == 32 * MiB);
+    REQUIRE(cuMemUnmap(va, 32 * MiB) == CUDA_SUCCESS);
+    CHECK(free_bytes() == start);
+    REQUIRE(cuMemAddressFree(va, 32 * MiB) == CUDA_SUCCESS);
+}
+
+TEST_CASE("documented map, unmap and reserve rules") {
+    setup();
+    const std::size_t start = free_bytes();
+    const auto p = prop();
+    CUmemGenericAllocationHandle bad = 0;
+    CHECK(cuMemCreate(&bad, 3 * MiB, &p, 0) == CUDA_ERROR_INVALID_VALUE);  // not a granularity multiple
+    CUdeviceptr va = 0;
+    CHECK(cuMemAddressReserve(&va, 3 * MiB, 0, 0, 0) == CUDA_ERROR_INVALID_VALUE);
+
+    const auto h = create(4 * MiB);
+    va = reserve(8 * MiB);
+    CHECK(cuMemMap(va, 4 * MiB, 2 * MiB, h, 0) == CUDA_ERROR_INVALID_VALUE);  // offset must be 0
+    CHECK(cuMemMap(va, 3 * MiB, 0, h, 0) == CUDA_ERROR_INVALID_VALUE);        // size multiple
+    CHECK(cuMemMap(va + 1 * MiB, 2 * MiB, 0, h, 0) == CUDA_ERROR_INVALID_VALUE);  // address alignment
+    CHECK(cuMemMap(va + 6 * MiB, 4 * MiB, 0, h, 0) == CUDA_ERROR_INVALID_VALUE);  // past the reservation
+    CHECK(cuMemMap(va, 4 * MiB, 0, 0xdeadbeef, 0) == CUDA_ERROR_INVALID_VALUE);   // unknown handle
+    REQUIRE(cuMemMap(va, 4 * MiB, 0, h, 0) == CUDA_SUCCESS);
+    CHECK(cuMemMap(va + 2 * MiB, 2 * MiB, 0, h, 0) == CUDA_ERROR_INVALID_VALUE);  // onto a mapped range
+    REQUIRE(cuMemMap(va + 4 * MiB, 4 * MiB, 0, h, 0) == CUDA_SUCCESS);            // one allocation, twice
+
+    CHECK(cuMemUnmap(va, 2 * MiB) == CUDA_ERROR_INVALID_VALUE);  // half a mapped range
+    CHECK(cuMemAddressFree(va, 4 * MiB) == CUDA_ERROR_INVALID_VALUE);  // not the reservation
+    CUdeviceptr base = 0;
+    std::size_t size = 0;
+    REQUIRE(cuMemGetAddressRange(&base, &size, va + 5 * MiB) == CUDA_SUCCESS);
+    CHECK(base == va + 4 * MiB);
+    CHECK(size == 4 * MiB);
+    unsigned long long flags = 99;
+    CUmemLocation loc{CU_MEM_LOCATION_TYPE_DEVICE, 0};
+    REQUIRE(cuMemGetAccess(&flags, &loc, va + 5 * MiB) == CUDA_SUCCESS);
+    CHECK(flags == CU_MEM_ACCESS_FLAGS_PROT_NONE);  // access was never set on this one
+    REQUIRE(cuMemRelease(h) == CUDA_SUCCESS);
+    REQUIRE(cuMemUnmap(va, 8 * MiB) == CUDA_SUCCESS);  // two whole ranges in one call
+    CHECK(cuMemUnmap(va, 4 * MiB) == CUDA_ERROR_INVALID_VALUE);  // nothing mapped any more
+    REQUIRE(cuMemAddressFree(va, 8 * MiB) == CUDA_SUCCESS);
+    CHECK(cuMemAddressFree(va, 8 * MiB) == CUDA_ERROR_INVALID_VALUE);
+    CHECK(free_bytes() == start);
+}
+
+// ---------------- beyond the measured rules ----------------
+
+TEST_CASE("an exported POSIX fd pins the memory until every copy is closed") {
+    setup();
+    const std::size_t start = free_bytes();
+    const auto h = create(16 * MiB);
+    const int fd = export_fd(h);
+    const int copy = ::dup(fd);
+    REQUIRE(cuMemRelease(h) == CUDA_SUCCESS);
+    CHECK(start - free_bytes() == 16 * MiB);
+    ::close(fd);
+    CHECK(start - free_bytes() == 16 * MiB);  // the dup is still open
+    ::close(copy);
+    CHECK(free_bytes() == start);
+    CUmemGenericAllocationHandle x = 0;
+    const int other = ::open("/dev/null", O_RDONLY);
+    CHECK(cuMemImportFromShareableHandle(&x, reinterpret_cast<void*>(static_cast<std::intptr_t>(other)),
+                                         CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) == CUDA_ERROR_INVALID_VALUE);
+    ::close(other);
+}
+
+TEST_CASE("capacity: cuMemCreate and cuMemAlloc fail with CUDA_ERROR_OUT_OF_MEMORY when exhausted") {
+    setup();
+    std::size_t free0 = 0, total = 0;
+    REQUIRE(cuMemGetInfo(&free0, &total) == CUDA_SUCCESS);
+    CHECK(total == 80 * GiB);  // the default
+    std::size_t dev_total = 0;
+    REQUIRE(cuDeviceTotalMem(&dev_total, 0) == CUDA_SUCCESS);
+    CHECK(dev_total == 80 * GiB);
+    const std::size_t all = free0 / kGran * kGran;
+    const auto big = create(all);
+    CHECK(free_bytes() == free0 - all);
+    const auto p = prop();
+    CUmemGenericAllocationHandle h = 0;
+    CHECK(cuMemCreate(&h, kGran, &p, 0) == CUDA_ERROR_OUT_OF_MEMORY);
+    CUdeviceptr d = 0;
+    if (free0 - all < 512) CHECK(cuMemAlloc(&d, 512) == CUDA_ERROR_OUT_OF_MEMORY);
+    CHECK(cuMemAlloc(&d, kGran) == CUDA_ERROR_OUT_OF_MEMORY);
+    // Device 1 has its own capacity.
+    auto p1 = prop();
+    p1.location.id = 1;
+    REQUIRE(cuMemCreate(&h, kGran, &p1, 0) == CUDA_SUCCESS);
+    REQUIRE(cuMemRelease(h) == CUDA_SUCCESS);
+    REQUIRE(cuMemRelease(big) == CUDA_SUCCESS);
+    CHECK(free_bytes() == free0);
+}
+
+TEST_CASE("classic allocations are charged in 512-byte units; host and managed memory is not charged") {
+    setup();
+    const std::size_t start = free_bytes();
+    CUdeviceptr d = 0;
+    REQUIRE(cuMemAlloc(&d, 1000) == CUDA_SUCCESS);
+    CHECK(start - free_bytes() == 1024);
+    CUdeviceptr base = 0;
+    std::size_t size = 0;
+    REQUIRE(cuMemGetAddressRange(&base, &size, d + 10) == CUDA_SUCCESS);
+    CHECK(base == d);
+    CHECK(size == 1000);
+    CUdeviceptr pitched = 0;
+    std::size_t pitch = 0;
+    REQUIRE(cuMemAllocPitch(&pitched, &pitch, 1000, 3, 4) == CUDA_SUCCESS);
+    CHECK(pitch == 1024);
+    CHECK(start - free_bytes() == 1024 + 3072);
+    CUdeviceptr managed = 0;
+    REQUIRE(cuMemAllocManaged(&managed, 1 << 20, CU_MEM_ATTACH_GLOBAL) == CUDA_SUCCESS);
+    std::memset(reinterpret_cast<void*>(managed), 7, 1 << 20);  // real host memory
+    void* host = nullptr;
+    REQUIRE(cuMemHostAlloc(&host, 4096, CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS);
+    std::memset(host, 1, 4096);
+    void* host2 = nullptr;
+    REQUIRE(cuMemAllocHost(&host2, 100) == CUDA_SUCCESS);
+    CHECK(start - free_bytes() == 1024 + 3072);
+    CUstream s = nullptr;
+    REQUIRE(cuStreamCreate(&s, 0) == CUDA_SUCCESS);
+    CUdeviceptr a = 0;
+    REQUIRE(cuMemAllocAsync(&a, 100, s) == CUDA_SUCCESS);
+    CHECK(start - free_bytes() == 1024 + 3072 + 512);
+    REQUIRE(cuMemFreeAsync(a, s) == CUDA_SUCCESS);
+    REQUIRE(cuStreamDestroy(s) == CUDA_SUCCESS);
+    REQUIRE(cuMemFree(d) == CUDA_SUCCESS);
+    REQUIRE(cuMemFree(pitched) == CUDA_SUCCESS);
+    REQUIRE(cuMemFree(managed) == CUDA_SUCCESS);
+    REQUIRE(cuMemFreeHost(host) == CUDA_SUCCESS);
+    REQUIRE(cuMemFreeHost(host2) == CUDA_SUCCESS);
+    CHECK(cuMemFree(d) == CUDA_ERROR_INVALID_VALUE);
+    CHECK(free_bytes() == start);
+}
+
+TEST_CASE("device addresses are unique and are not host memory") {
+    setup();
+    CUdeviceptr a = 0, b = 0;
+    REQUIRE(cuMemAlloc(&a, 4096) == CUDA_SUCCESS);
+    const CUdeviceptr r = reserve(4 * MiB);
+    REQUIRE(cuMemAlloc(&b, 4096) == CUDA_SUCCESS);
+    CHECK(a != b);
+    CHECK((r + 4 * MiB <= a || a + 4096 <= r));
+    CHECK((r + 4 * MiB <= b || b + 4096 <= r));
+    // The host allocator never returns anything inside a device range.
+    std::vector<void*> blocks;
+    for (int i = 0; i < 64; ++i) blocks.push_back(std::malloc(1 << 20));
+    for (void* p : blocks) {
+        const auto h = reinterpret_cast<CUdeviceptr>(p);
+        CHECK((h + (1 << 20) <= r || h >= r + 4 * MiB));
+        std::free(p);
+    }
+    REQUIRE(cuMemFree(a) == CUDA_SUCCESS);
+    REQUIRE(cuMemFree(b) == CUDA_SUCCESS);
+    REQUIRE(cuMemAddressFree(r, 4 * MiB) == CUDA_SUCCESS);
+}
+
+TEST_CASE("no current context: classic allocations fail with CUDA_ERROR_INVALID_CONTEXT") {
+    setup();
+    CUresult alloc = CUDA_SUCCESS, info = CUDA_SUCCESS, vmm = CUDA_ERROR_UNKNOWN;
+    std::thread t([&] {  // a new thread has no current context
+        CUdeviceptr d = 0;
+        alloc = cuMemAlloc(&d, 4096);
+        std::size_t f = 0, tot = 0;
+        info = cuMemGetInfo(&f, &tot);
+        const auto p = prop();
+        CUmemGenericAllocationHandle h = 0;
+        vmm = cuMemCreate(&h, kGran, &p, 0);  // VMM names its device: no context needed
+        if (vmm == CUDA_SUCCESS) cuMemRelease(h);
+    });
+    t.join();
+    CHECK(alloc == CUDA_ERROR_INVALID_CONTEXT);
+    CHECK(info == CUDA_ERROR_INVALID_CONTEXT);
+    CHECK(vmm == CUDA_SUCCESS);
+}
+
+TEST_CASE("child: calls before cuInit", "[.]") {
+    std::size_t f = 0, t = 0;
+    CHECK(cuMemGetInfo(&f, &t) == CUDA_ERROR_NOT_INITIALIZED);
+    const auto p = prop();
+    CUmemGenericAllocationHandle h = 0;
+    CHECK(cuMemCreate(&h, kGran, &p, 0) == CUDA_ERROR_NOT_INITIALIZED);
+    CUdeviceptr d = 0;
+    CHECK(cuMemAlloc(&d, 4096) == CUDA_ERROR_NOT_INITIALIZED);
+    int count = -1;
+    CHECK(cuDeviceGetCount(&count) == CUDA_ERROR_NOT_INITIALIZED);
+    int v = 0;
+    CHECK(cuDriverGetVersion(&v) == CUDA_SUCCESS);  // these two work before cuInit
+    void* fn = nullptr;
+    CHECK(cuGetProcAddress_v2("cuInit", &fn, 2000, 0, nullptr) == CUDA_SUCCESS);
+}
+
+TEST_CASE("before cuInit every call but version and lookup is CUDA_ERROR_NOT_INITIALIZED") {
+    const auto r = run_child("child: calls before cuInit", {});
+    CHECK(r.status == 0);
+    CHECK(r.err.empty());
+}
+
+TEST_CASE("child: cuInit with the environment given", "[.]") {
+    CHECK(cuInit(0) == CUDA_ERROR_INVALID_VALUE);
+    CHECK(cuInit(0) == CUDA_ERROR_INVALID_VALUE);  // still refused, message printed once
+}
+
+TEST_CASE("child: small memory", "[.]") {
+    REQUIRE(cuInit(0) == CUDA_SUCCESS);
+    int n = 0;
+    REQUIRE(cuDeviceGetCount(&n) == CUDA_SUCCESS);
+    CHECK(n == 2);
+    std::size_t total = 0;
+    REQUIRE(cuDeviceTotalMem(&total, 1) == CUDA_SUCCESS);
+    CHECK(total == 1536 * MiB);
+}
+
+TEST_CASE("CUMEMAUDIT_SIM_MEMORY and CUMEMAUDIT_SIM_DEVICES: values, and one clear error for bad ones") {
+    auto bad = run_child("child: cuInit with the environment given", {"CUMEMAUDIT_SIM_MEMORY=12QB"});
+    CHECK(bad.status == 0);
+    CHECK(bad.err ==
+          "cumemaudit-sim: CUMEMAUDIT_SIM_MEMORY='12QB' is not a size (expected e.g. 96GiB, 512MiB or a byte count, "
+          "at most 1PiB)\n");
+    bad = run_child("child: cuInit with the environment given", {"CUMEMAUDIT_SIM_DEVICES=zero"});
+    CHECK(bad.status == 0);
+    CHECK(bad.err ==
+          "cumemaudit-sim: CUMEMAUDIT_SIM_DEVICES='zero' is not a device count (expected an integer from 1 to 64)\n");
+    const auto ok = run_child("child: small memory", {"CUMEMAUDIT_SIM_MEMORY=1.5GiB", "CUMEMAUDIT_SIM_DEVICES=2"});
+    CHECK(ok.status == 0);
+    CHECK(ok.err.empty());
+}
+
+TEST_CASE("cuGetProcAddress resolves base name, version and flags as the real driver does") {
+    void* fn = nullptr;
+    CUdriverProcAddressQueryResult st{};
+    REQUIRE(cuGetProcAddress_v2("cuMemAlloc", &fn, 3020, 0, &st) == CUDA_SUCCESS);
+    CHECK(fn == reinterpret_cast<void*>(&cuMemAlloc_v2));
+    CHECK(st == CU_GET_PROC_ADDRESS_SUCCESS);
+    REQUIRE(cuGetProcAddress_v2("cuMemAllocAsync", &fn, 11020, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st) ==
+            CUDA_SUCCESS);
+    CHECK(fn == reinterpret_cast<void*>(&cuMemAllocAsync_ptsz));
+    REQUIRE(cuGetProcAddress_v2("cuMemAllocAsync", &fn, 11020, 0, &st) == CUDA_SUCCESS);
+    CHECK(fn == reinterpret_cast<void*>(&cuMemAllocAsync));
+    REQUIRE(cuGetProcAddress_v2("cuGetProcAddress", &fn, 12000, 0, &st) == CUDA_SUCCESS);
+    CHECK(fn == reinterpret_cast<void*>(&cuGetProcAddress_v2));
+    REQUIRE(cuGetProcAddress_v2("cuGetProcAddress", &fn, 11030, 0, &st) == CUDA_SUCCESS);
+    CHECK(fn == reinterpret_cast<void*>(&cuGetProcAddress));
+    // v1 through itself
+    REQUIRE(cuGetProcAddress("cuMemCreate", &fn, 10020, 0) == CUDA_SUCCESS);
+    CHECK(fn == reinterpret_cast<void*>(&cuMemCreate));
+    fn = &st;
+    CHECK(cuGetProcAddress_v2("cuNoSuchEntry", &fn, 13000, 0, &st) == CUDA_ERROR_NOT_FOUND);
+    CHECK(fn == nullptr);
+    CHECK(st == CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+    CHECK(cuGetProcAddress_v2("cuMemCreate", &fn, 10010, 0, &st) == CUDA_ERROR_NOT_FOUND);
+    CHECK(st == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+}
+
+TEST_CASE("every catalog row is exported and cuGetProcAddress hands out exactly the exported symbol") {
+    void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    REQUIRE(lib != nullptr);
+    int rows = 0;
+    for (const auto& e : cumemaudit::catalog::entries()) {
+        const std::string sym(e.symbol);
+        void* exported = ::dlsym(lib, sym.c_str());
+        CHECK(exported != nullptr);
+        void* fn = nullptr;
+        REQUIRE(cuGetProcAddress_v2(std::string(e.base).c_str(), &fn, e.version, 0, nullptr) == CUDA_SUCCESS);
+        CHECK(fn == exported);
+        if (!e.per_thread.empty()) {
+            REQUIRE(cuGetProcAddress_v2(std::string(e.base).c_str(), &fn, e.version, 2, nullptr) == CUDA_SUCCESS);
+            CHECK(fn == ::dlsym(lib, std::string(e.per_thread).c_str()));
+            CHECK(fn != nullptr);
+        }
+        ++rows;
+    }
+    CHECK(rows == 54);
+    // The executable holds a copy of the data symbol (copy relocation); compare the strings it points to.
+    auto* exported_version = static_cast<const char* const*>(::dlsym(lib, "cumemaudit_sim_driver_version"));
+    REQUIRE(exported_version != nullptr);
+    CHECK(std::string(*exported_version) == cumemaudit_sim_driver_version);
+    CHECK(std::string(cumemaudit_sim_driver_version).rfind("cumemaudit-sim", 0) == 0);
+    CHECK(::dlsym(lib, "_ZN10cumemaudit3sim8SimState3getEv") == nullptr);  // internals stay hidden
+    ::dlclose(lib);
+}
+
+TEST_CASE("devices, contexts, streams, capture and graphs") {
+    setup();
+    int n = 0, v = 0, attr = 0;
+    REQUIRE(cuDeviceGetCount(&n) == CUDA_SUCCESS);
+    CHECK(n == 8);
+    REQUIRE(cuDriverGetVersion(&v) == CUDA_SUCCESS);
+    CHECK(v == 13000);
+    for (auto a : {CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+                   CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
+                   CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED}) {
+        REQUIRE(cuDeviceGetAttribute(&attr, a, 7) == CUDA_SUCCESS);
+        CHECK(attr == 1);
+    }
+    CHECK(cuDeviceGetAttribute(&attr, CU_DEVICE_ATTRIBUTE_WARP_SIZE, 8) == CUDA_ERROR_INVALID_DEVICE);
+    char name[64];
+    REQUIRE(cuDeviceGetName(name, sizeof name, 0) == CUDA_SUCCESS);
+    CHECK(std::string(name) == "NVIDIA H200 (cumemaudit-sim)");
+    CUdevice dev = -1;
+    REQUIRE(cuCtxGetDevice(&dev) == CUDA_SUCCESS);
+    CHECK(dev == 0);
+    REQUIRE(cuCtxSynchronize() == CUDA_SUCCESS);
+
+    CUstream s = nullptr;
+    REQUIRE(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+    CUstreamCaptureStatus cs{};
+    REQUIRE(cuStreamIsCapturing(s, &cs) == CUDA_SUCCESS);
+    CHECK(cs == CU_STREAM_CAPTURE_STATUS_NONE);
+    REQUIRE(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS);
+    REQUIRE(cuStreamIsCapturing(s, &cs) == CUDA_SUCCESS);
+    CHECK(cs == CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    CHECK(cuStreamBeginCapture(nullptr, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CUgraph g = nullptr;
+    REQUIRE(cuStreamEndCapture(s, &g) == CUDA_SUCCESS);
+    CHECK(g != nullptr);
+    CHECK(cuStreamEndCapture(s, &g) == CUDA_ERROR_ILLEGAL_STATE);
+    CUgraphExec e = nullptr;
+    REQUIRE(cuGraphInstantiateWithFlags(&e, g, 0) == CUDA_SUCCESS);
+    REQUIRE(cuGraphExecDestroy(e) == CUDA_SUCCESS);
+    REQUIRE(cuGraphDestroy(g) == CUDA_SUCCESS);
+    CHECK(cuGraphDestroy(g) == CUDA_ERROR_INVALID_VALUE);
+    REQUIRE(cuStreamSynchronize(s) == CUDA_SUCCESS);
+    REQUIRE(cuStreamDestroy(s) == CUDA_SUCCESS);
+    CHECK(cuStreamDestroy(s) == CUDA_ERROR_INVALID_HANDLE);
+    REQUIRE(cuDevicePrimaryCtxRelease(0) == CUDA_SUCCESS);
+}
+
+TEST_CASE("cuGetErrorName and cuGetErrorString use the real names") {
+    const char* s = nullptr;
+    REQUIRE(cuGetErrorName(CUDA_ERROR_INVALID_VALUE, &s) == CUDA_SUCCESS);
+    CHECK(std::string(s) == "CUDA_ERROR_INVALID_VALUE");
+    REQUIRE(cuGetErrorName(CUDA_ERROR_OUT_OF_MEMORY, &s) == CUDA_SUCCESS);
+    CHECK(std::string(s) == "CUDA_ERROR_OUT_OF_MEMORY");
+    REQUIRE(cuGetErrorString(CUDA_ERROR_OUT_OF_MEMORY, &s) == CUDA_SUCCESS);
+    CHECK(std::string(s) == "out of memory");
+    REQUIRE(cuGetErrorName(CUDA_ERROR_NOT_PERMITTED, &s) == CUDA_SUCCESS);
+    CHECK(std::string(s) == "CUDA_ERROR_NOT_PERMITTED");
+    CHECK(cuGetErrorName(static_cast<CUresult>(123456), &s) == CUDA_ERROR_INVALID_VALUE);
+    CHECK(s == nullptr);
+}
+
+TEST_CASE("concurrent create/map/unmap/release from several threads balances exactly") {
+    setup();
+    const std::size_t start = free_bytes();
+    CUcontext ctx = nullptr;
+    REQUIRE(cuCtxGetCurrent(&ctx) == CUDA_SUCCESS);
+    std::vector<std::thread> threads;
+    std::vector<int> failures(4, 0);
+    for (int t = 0; t < 4; ++t) {
+        threads.emplace_back([&, t] {
+            cuCtxSetCurrent(ctx);
+            const auto p = prop();
+            for (int i = 0; i < 200; ++i) {
+                CUmemGenericAllocationHandle h = 0;
+                CUdeviceptr va = 0, d = 0;
+                int bad = 0;
+                bad += cuMemCreate(&h, kGran, &p, 0) != CUDA_SUCCESS;
+                bad += cuMemAddressReserve(&va, kGran, 0, 0, 0) != CUDA_SUCCESS;
+                bad += cuMemMap(va, kGran, 0, h, 0) != CUDA_SUCCESS;
+                bad += cuMemAlloc(&d, 700) != CUDA_SUCCESS;
+                bad += cuMemRelease(h) != CUDA_SUCCESS;
+                bad += cuMemUnmap(va, kGran) != CUDA_SUCCESS;
+                bad += cuMemAddressFree(va, kGran) != CUDA_SUCCESS;
+                bad += cuMemFree(d) != CUDA_SUCCESS;
+                failures[static_cast<std::size_t>(t)] += bad;
+            }
+        });
+    }
+    for (auto& th : threads) th.join();
+    CHECK(failures == std::vector<int>{0, 0, 0, 0});
+    CHECK(free_bytes() == start);
+}
