@@ -1,0 +1,159 @@
+// cumemaudit: the command line. `run` audits a program under the preload library, `report` prints report
+// files as text, `check` gates CI on them. Exit codes: the program's own for `run`; 0/1 for pass/fail;
+// 2 for bad arguments or unusable reports; 126/127 for a program that cannot run, like a shell.
+#include "locate.hpp"
+#include "report/gate.hpp"
+#include "reports_cmd.hpp"
+#include "run_env.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <string_view>
+
+namespace {
+
+using namespace cumemaudit::cli;
+
+struct RunArgs {
+    bool sim = false;
+    std::string report_dir, fail_on, suppressions;
+    std::optional<int> exitcode, stack_depth;
+    std::vector<std::string> options;  // K=V
+    std::vector<std::string> command;
+};
+
+// The program may chdir: paths it reads from the options must not depend on where it was started.
+std::string absolute(const std::string& p) { return std::filesystem::absolute(p).lexically_normal().string(); }
+
+void not_found(const char* what, const Located& l, const char* env) {
+    std::fprintf(stderr, "cumemaudit: cannot find %s; looked in:\n", what);
+    for (const std::string& p : l.looked) std::fprintf(stderr, "  %s\n", p.c_str());
+    std::fprintf(stderr, "set %s to its location\n", env);
+}
+
+int run_command(const RunArgs& a) {
+    OptionList flags;
+    for (const std::string& kv : a.options) {
+        const auto eq = kv.find('=');
+        if (eq == std::string::npos || eq == 0) throw UsageError("--option " + kv + ": expected KEY=VALUE");
+        flags.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+    }
+    if (!a.report_dir.empty()) flags.emplace_back("report_dir", absolute(a.report_dir));
+    if (!a.fail_on.empty()) {
+        try {
+            cumemaudit::report::parse_fail_on(a.fail_on);  // the shim would only warn: refuse before starting
+        } catch (const cumemaudit::report::GateError& e) {
+            throw UsageError(std::string("--fail-on: ") + e.what());
+        }
+        flags.emplace_back("fail_on", a.fail_on);
+    }
+    if (a.exitcode) flags.emplace_back("exitcode", std::to_string(*a.exitcode));
+    if (!a.suppressions.empty()) flags.emplace_back("suppressions", absolute(a.suppressions));
+    if (a.stack_depth) flags.emplace_back("stack_depth", std::to_string(*a.stack_depth));
+
+    const char* current = std::getenv("CUMEMAUDIT_OPTIONS");
+    const std::string options = merge_options(parse_options(current ? current : ""), flags);
+
+    const Located shim = find_shim();
+    if (shim.path.empty()) {
+        not_found("libcumemaudit.so", shim, "CUMEMAUDIT_SHIM");
+        return 2;
+    }
+    std::string sim_dir;
+    if (a.sim) {
+        const Located sim = find_sim_dir();
+        if (sim.path.empty()) {
+            not_found("the simulated driver (sim/libcuda.so.1)", sim, "CUMEMAUDIT_SIM_DIR");
+            return 2;
+        }
+        sim_dir = sim.path;
+    }
+    ::setenv("CUMEMAUDIT_OPTIONS", options.c_str(), 1);
+    ::setenv("LD_PRELOAD", prepend_path(shim.path, std::getenv("LD_PRELOAD")).c_str(), 1);
+    if (a.sim) ::setenv("LD_LIBRARY_PATH", prepend_path(sim_dir, std::getenv("LD_LIBRARY_PATH")).c_str(), 1);
+    std::fflush(nullptr);
+    return exec_program(a.command);
+}
+
+// For `cumemaudit run`: returns how many of argv are cumemaudit's own and moves the rest (PROG ARGS) into
+// `command`. The program starts after "--", or at the first word that is neither an option of `run` nor the
+// value of one.
+int split_run_command(int argc, char** argv, std::vector<std::string>& command) {
+    if (argc < 2 || std::string_view(argv[1]) != "run") return argc;
+    static constexpr std::string_view with_value[] = {"--report-dir", "--fail-on", "--exitcode", "--suppressions",
+                                                      "--stack-depth", "--option"};
+    int i = 2;
+    for (; i < argc; ++i) {
+        const std::string_view a = argv[i];
+        if (a == "--") {
+            command.assign(argv + i + 1, argv + argc);
+            return i;
+        }
+        if (a.empty() || a[0] != '-') break;
+        if (std::find(std::begin(with_value), std::end(with_value), a) != std::end(with_value)) ++i;
+    }
+    if (i < argc) command.assign(argv + i, argv + argc);
+    return std::min(i, argc);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"cumemaudit: find CUDA device memory a process holds but can no longer use"};
+    app.set_version_flag("--version", std::string("cumemaudit ") + CUMEMAUDIT_VERSION);
+    app.require_subcommand(1);
+
+    RunArgs run;
+    CLI::App* run_cmd = app.add_subcommand("run", "Run PROG under the audit (LD_PRELOAD), writing a report at exit");
+    run_cmd->add_flag("--sim", run.sim, "Use the simulated driver (no GPU needed)");
+    run_cmd->add_option("--report-dir", run.report_dir, "Directory for cumemaudit.<host>.<pid>[.r<rank>].json");
+    run_cmd->add_option("--fail-on", run.fail_on, "leaks|unfreed|misuse|none, comma-separated (default leaks)");
+    run_cmd->add_option("--exitcode", run.exitcode, "Exit code when the gate fails a clean exit (default 23)")
+        ->check(CLI::Range(0, 255));
+    run_cmd->add_option("--suppressions", run.suppressions, "Suppression file (leak:GLOB / misuse:GLOB lines)")
+        ->check(CLI::ExistingFile);
+    run_cmd->add_option("--stack-depth", run.stack_depth, "Frames captured per call site")->check(CLI::Range(1, 256));
+    run_cmd->add_option("--option", run.options, "Any other CUMEMAUDIT_OPTIONS key, as KEY=VALUE (repeatable)");
+    run_cmd->footer("The program and its arguments follow the options, after an optional --.");
+
+    std::vector<std::string> report_files;
+    int max_frames = 8;
+    CLI::App* report_cmd = app.add_subcommand("report", "Print the text summary of report files");
+    report_cmd->add_option("files", report_files, "Report files")->required();
+    report_cmd->add_option("--max-frames", max_frames, "Frames shown per site")->check(CLI::Range(0, 1000));
+
+    std::vector<std::string> check_paths;
+    std::string fail_on = "leaks";
+    std::optional<std::uint64_t> max_leaked;
+    CLI::App* check_cmd = app.add_subcommand("check", "Gate on report files: exit 0 pass, 1 fail, 2 unusable");
+    check_cmd->add_option("paths", check_paths, "Report files, or directories of cumemaudit.*.json")->required();
+    check_cmd->add_option("--fail-on", fail_on, "leaks|unfreed|misuse|none, comma-separated (default leaks)");
+    check_cmd->add_option("--max-leaked-bytes", max_leaked, "Fail only when more bytes than this leaked");
+
+    // CLI11 reorders and eats arguments after a positional; the program's own arguments (-c and all) must
+    // reach it untouched, so they are cut off before CLI11 sees the command line.
+    const int ours = split_run_command(argc, argv, run.command);
+    try {
+        app.parse(ours, argv);
+        if (*run_cmd && run.command.empty()) throw CLI::RequiredError("run: the program to run (cumemaudit run [OPTIONS] -- PROG ARGS)");
+    } catch (const CLI::ParseError& e) {
+        const int rc = app.exit(e);
+        return rc == 0 ? 0 : 2;  // help and version are 0; every parse error is a usage error
+    }
+    try {
+        if (*run_cmd) return run_command(run);
+        if (*report_cmd) return report_command(report_files, max_frames);
+        return check_command(check_paths, fail_on, max_leaked);
+    } catch (const UsageError& e) {
+        std::fprintf(stderr, "cumemaudit: %s\n", e.what());
+        return 2;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "cumemaudit: %s\n", e.what());
+        return 2;
+    }
+}
