@@ -22,6 +22,7 @@
 #include <csignal>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <mutex>
 #include <thread>
 
@@ -201,10 +202,13 @@ void Auditor::write_report(ledger::Moment moment, const int* exit_code, bool fin
         }
         const report::Report rep = report::build(in);
         const std::string path = report_path();
+        std::error_code ignored;  // a failure shows as the write's own error, with the path
+        std::filesystem::create_directories(options_.report_dir, ignored);
         if (auto err = report::write_atomic(path, rep); !err.empty())
             log_warning("could not write the report: {}", err);
         if (!final) return;
         if (options_.summary) {
+            std::fflush(stdout);  // exit would flush it anyway; first, so the summary comes last
             const std::string text = report::text_summary(rep);
             std::fprintf(stderr, "%s", text.c_str());
             std::fprintf(stderr, "cumemaudit: report: %s\n", path.c_str());
