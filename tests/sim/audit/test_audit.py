@@ -3,7 +3,8 @@
 and asserts exact figures from its JSON report (bytes, sites, owners, exit codes).
 
 Usage: test_audit.py CASE   (paths come from the environment meson sets: CLI, SCENARIOS, DEEPEP,
-RUNTIME_USER, NCCL, EXPANDABLE, SOURCE_ROOT)."""
+RUNTIME_USER, NCCL, EXPANDABLE, SOURCE_ROOT). With AUDIT_DRIVER=real the same cases run on the real driver
+(tests/gpu runs them there); fabric handles then become POSIX fds, as a GPU without IMEX requires."""
 import glob
 import json
 import os
@@ -20,6 +21,8 @@ DEEPEP = os.environ["DEEPEP"]
 RUNTIME_USER = os.environ["RUNTIME_USER"]
 SOURCE_ROOT = os.environ["SOURCE_ROOT"]
 MiB = 1 << 20
+REAL = os.environ.get("AUDIT_DRIVER", "sim") == "real"
+HANDLE = "posix" if REAL else "fabric"
 
 
 class Failure(Exception):
@@ -32,7 +35,7 @@ def expect(cond, what):
 
 
 def run(argv, report_dir, flags=(), env=None, rc=0, timeout=120):
-    cmd = [CLI, "run", "--sim", "--report-dir", report_dir, *flags, "--", *argv]
+    cmd = [CLI, "run", *([] if REAL else ["--sim"]), "--report-dir", report_dir, *flags, "--", *argv]
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=timeout)
     if rc is not None and proc.returncode != rc:
         raise Failure(f"{' '.join(cmd)}: exit {proc.returncode}, expected {rc}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
@@ -80,7 +83,7 @@ DEEPEP_SRC = os.path.join(SOURCE_ROOT, "examples", "deepep_fabric_leak.cpp")
 DEEPEP_APIS = {"cuMemCreate", "cuMemRetainAllocationHandle", "cuMemImportFromShareableHandle"}
 
 
-def check_deepep(tmp, extra_args=(), handle="fabric"):
+def check_deepep(tmp, extra_args=(), handle=HANDLE):
     proc = run([DEEPEP, "--handle", handle, *extra_args], tmp, rc=23)
     rep = only_report(tmp)
     drop = drop_of(proc.stdout)
@@ -104,7 +107,7 @@ def check_deepep(tmp, extra_args=(), handle="fabric"):
 
 def case_deepep(tmp):
     rep = check_deepep(tmp)
-    expect(rep["driver"]["simulated"] is True, "driver.simulated")
+    expect(rep["driver"]["simulated"] is not REAL, "driver.simulated")
     expect(rep["summary"]["leaked_allocations"] == 3, f"3 steps leave 3 buffers: {rep['summary']}")
 
 
@@ -113,7 +116,7 @@ def case_deepep_posix(tmp):
 
 
 def case_deepep_fixed(tmp):
-    run([DEEPEP, "--fixed"], tmp, rc=0)
+    run([DEEPEP, "--fixed", "--handle", HANDLE], tmp, rc=0)
     rep = only_report(tmp)
     s = rep["summary"]
     expect(s["leaked_bytes"] == 0 and s["misuse_events"] == 0 and rep["leaks"] == [],
@@ -223,7 +226,7 @@ def case_gate(tmp):
 
 
 def case_sigterm(tmp):
-    cmd = [CLI, "run", "--sim", "--report-dir", tmp, "--", SCENARIOS, "wait"]
+    cmd = [CLI, "run", *([] if REAL else ["--sim"]), "--report-dir", tmp, "--", SCENARIOS, "wait"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = proc.stdout.readline()
     expect(line.strip() == "ready", f"program did not start: {line!r}")
@@ -235,7 +238,7 @@ def case_sigterm(tmp):
 
 
 def case_checkpoint_timer(tmp):
-    cmd = [CLI, "run", "--sim", "--report-dir", tmp, "--option", "checkpoint_s=1", "--", SCENARIOS, "wait"]
+    cmd = [CLI, "run", *([] if REAL else ["--sim"]), "--report-dir", tmp, "--option", "checkpoint_s=1", "--", SCENARIOS, "wait"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     proc.stdout.readline()
     deadline = time.time() + 20
@@ -284,7 +287,7 @@ def case_suppressions(tmp):
     with open(supp, "w") as f:
         f.write("# DeepEP's known leaks\nleak:*allocate*\n")
     d = tempfile.mkdtemp(dir=tmp)
-    run([DEEPEP], d, flags=["--suppressions", supp], rc=23)
+    run([DEEPEP, "--handle", HANDLE], d, flags=["--suppressions", supp], rc=23)
     rep = only_report(d)
     apis = {l["site"]["api"] for l in rep["leaks"]}
     expect("cuMemCreate" not in apis and len(apis) == 2, f"allocate's site suppressed: {apis}")
@@ -293,7 +296,7 @@ def case_suppressions(tmp):
     with open(bad, "w") as f:
         f.write("leak:ok\nthis is not a rule\n")
     d = tempfile.mkdtemp(dir=tmp)
-    proc = run([DEEPEP], d, flags=["--suppressions", bad], rc=23)
+    proc = run([DEEPEP, "--handle", HANDLE], d, flags=["--suppressions", bad], rc=23)
     expect("bad.txt:2" in proc.stderr, f"malformed suppression named with its line:\n{proc.stderr}")
 
 
@@ -310,6 +313,9 @@ for door in ("direct", "dlsym", "procaddress-v1", "procaddress-v2", "cudart"):
 
 
 def main():
+    if len(sys.argv) == 2 and sys.argv[1] == "--list":
+        print("\n".join(sorted(CASES)))
+        return 0
     if len(sys.argv) != 2 or sys.argv[1] not in CASES:
         print(f"usage: {sys.argv[0]} {'|'.join(sorted(CASES))}", file=sys.stderr)
         return 2

@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""The GPU suite: what the auditor catches and what it costs, on a real GPU, real driver, PyTorch and NCCL.
+Run by scripts/gpu on a machine with a GPU; writes results.json and RESULTS.md (a dated markdown table)
+into --out. Every check runs in its own subprocess with a timeout, so one failure never loses the rest.
+
+  gpu_suite.py --build BUILD_DIR --out DIR [--parts env,audit,torch,overhead,detect]
+"""
+import argparse
+import datetime
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+MiB = 1 << 20
+
+
+class Suite:
+    def __init__(self, build, out):
+        self.build = os.path.abspath(build)
+        self.out = out
+        self.cli = os.path.join(self.build, "tools", "cumemaudit", "cumemaudit")
+        self.deepep = os.path.join(self.build, "examples", "deepep_fabric_leak")
+        self.checks = []
+        self.facts = {}
+        self.log = open(os.path.join(out, "log.txt"), "a")
+
+    def say(self, *parts):
+        line = " ".join(str(p) for p in parts)
+        print(line, flush=True)
+        self.log.write(line + "\n")
+        self.log.flush()
+
+    def sh(self, cmd, env=None, timeout=300, cwd=None):
+        t0 = time.time()
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd,
+                               env={**os.environ, **(env or {})})
+            rc, out, err = p.returncode, p.stdout, p.stderr
+        except subprocess.TimeoutExpired as e:
+            rc, out, err = 124, e.stdout or "", (e.stderr or "") + f"\n(timed out after {timeout}s)"
+            out = out if isinstance(out, str) else out.decode(errors="replace")
+            err = err if isinstance(err, str) else err.decode(errors="replace")
+        self.log.write(f"$ {' '.join(cmd)}  [rc {rc}, {time.time() - t0:.1f}s]\n{out[-4000:]}\n{err[-4000:]}\n")
+        return rc, out, err
+
+    def check(self, name, ok, **details):
+        self.checks.append({"name": name, "ok": bool(ok), **details})
+        self.say(("PASS " if ok else "FAIL ") + name, json.dumps(details)[:400])
+        self.save()
+
+    def save(self):
+        with open(os.path.join(self.out, "results.json"), "w") as f:
+            json.dump({"facts": self.facts, "checks": self.checks}, f, indent=1)
+
+    def audited(self, argv, report_dir, flags=(), env=None, timeout=300):
+        return self.sh([self.cli, "run", "--report-dir", report_dir, *flags, "--", *argv], env=env, timeout=timeout)
+
+    @staticmethod
+    def report(report_dir):
+        files = sorted(glob.glob(os.path.join(report_dir, "cumemaudit.*.json")))
+        return [json.load(open(f)) for f in files]
+
+
+def part_env(s):
+    _, smi, _ = s.sh(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"])
+    s.facts["gpus"] = [l.strip() for l in smi.splitlines() if l.strip()]
+    _, tv, _ = s.sh([sys.executable, "-c", "import torch;print(torch.__version__, torch.version.cuda, "
+                     "'.'.join(map(str, torch.cuda.nccl.version())), torch.cuda.device_count())"])
+    s.facts["torch"] = tv.strip()
+    _, csv, _ = s.sh(["compute-sanitizer", "--version"])
+    s.facts["compute_sanitizer"] = (csv.strip().splitlines() or ["absent"])[-1]
+    _, ld, _ = s.sh(["bash", "-c", "ldconfig -p | grep -c libdw.so.1 || true"])
+    s.facts["libdw_on_machine"] = ld.strip()
+    s.facts["date"] = datetime.date.today().isoformat()
+    s.say("facts:", json.dumps(s.facts))
+    s.save()
+
+
+AUDIT_CASES = ["deepep", "deepep-fixed", "door-direct", "door-dlsym", "door-procaddress-v1", "door-procaddress-v2",
+               "door-cudart", "nccl", "expandable", "misuse", "reuse", "open-export", "threads", "fork", "gate",
+               "sigterm", "checkpoint-timer", "classic", "runtime", "options", "suppressions", "no-cuda"]
+
+
+def part_audit(s):
+    """The simulated-driver scenarios, unchanged, on the real driver (POSIX fds where they use fabric)."""
+    b = s.build
+    env = {"AUDIT_DRIVER": "real", "CLI": s.cli,
+           "SCENARIOS": f"{b}/tests/sim/audit/audit_scenarios", "DEEPEP": s.deepep,
+           "RUNTIME_USER": f"{b}/tests/sim/audit/runtime_user", "NCCL": f"{b}/tests/sim/nccl_pattern",
+           "EXPANDABLE": f"{b}/tests/sim/expandable_segments", "SOURCE_ROOT": ROOT}
+    for case in AUDIT_CASES:
+        rc, out, err = s.sh([sys.executable, f"{ROOT}/tests/sim/audit/test_audit.py", case], env=env, timeout=180)
+        s.check(f"audit {case} (real driver)", rc == 0, why=(err.strip().splitlines() or [""])[0][:300])
+    # The headline figure: the DeepEP sequence's leak against the drop in cuMemGetInfo.
+    for handle_args in (["--handle", "posix"],):
+        d = tempfile.mkdtemp()
+        rc, out, err = s.audited([s.deepep, *handle_args, "--steps", "3", "--size-mib", "1024"], d)
+        m = re.search(r"drop=(\d+)", out)
+        reps = s.report(d)
+        leaked = reps[0]["summary"]["leaked_bytes"] if reps else None
+        drop = int(m.group(1)) if m else None
+        s.facts["deepep_real"] = {"drop": drop, "leaked_bytes": leaked, "exit": rc,
+                                  "sites": [l["site"]["api"] for l in reps[0]["leaks"]] if reps else []}
+        s.check("DeepEP posix 1+2+3 GiB: leaked bytes equal the cuMemGetInfo drop", leaked == drop and rc == 23,
+                drop=drop, leaked=leaked, rc=rc)
+
+
+TORCH_CASES = [
+    ("pytorch caching allocator", ["caching"], {}),
+    ("pytorch without caching", ["caching"], {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}),
+    ("pytorch expandable segments", ["expandable"], {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}),
+    ("pytorch CUDA graph capture", ["graph"], {}),
+    ("triton kernel", ["triton"], {}),
+    ("nccl all-reduce, 1 process", ["nccl", "--world", "1"], {}),
+]
+
+
+def run_clean(s, name, argv, env, ranks=1):
+    """Plain run vs audited run: same result line, zero leaks, zero misuse, driver calls counted."""
+    wl = [sys.executable, f"{HERE}/torch_workloads.py"]
+    if ranks == 1:
+        rc0, plain, err0 = s.sh(wl + argv, env=env)
+        d = tempfile.mkdtemp()
+        rc1, audited, err1 = s.audited(wl + argv, d, env=env)
+    else:
+        def launch(cmd_prefix, d=None):
+            procs = []
+            for r in range(ranks):
+                e = {**os.environ, **env, "RANK": str(r), "WORLD_SIZE": str(ranks), "MASTER_PORT": "29544" if d else "29543"}
+                cmd = cmd_prefix + wl + argv + ["--rank", str(r), "--world", str(ranks)]
+                procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e))
+            outs = [p.communicate(timeout=300) for p in procs]
+            return max(p.returncode for p in procs), "".join(o for o, _ in outs[:1]), "".join(e for _, e in outs)
+        rc0, plain, err0 = launch([])
+        d = tempfile.mkdtemp()
+        rc1, audited, err1 = launch([s.cli, "run", "--report-dir", d, "--"], d)
+    res0 = re.findall(r"^result: .*$", plain, re.M)
+    res1 = re.findall(r"^result: .*$", audited, re.M)
+    reps = s.report(d)
+    summ = [r["summary"] for r in reps]
+    owners = sorted({o["owner"] for r in reps for o in r["owners"]})
+    ok = (rc0 == 0 and rc1 == 0 and res0 and res0 == res1 and len(reps) == ranks
+          and all(x["leaked_bytes"] == 0 and x["misuse_events"] == 0 and x["intercepted_calls"] > 0 for x in summ))
+    s.check(f"{name}: same output, zero leaks, zero misuse under the shim", ok, rc=[rc0, rc1], result=[res0, res1],
+            calls=[x["intercepted_calls"] for x in summ], unfreed=[x["unfreed_bytes"] for x in summ], owners=owners,
+            misuse=[m["what"] for r in reps for m in r["misuse"]][:5],
+            leaks=[(l["class"], l["site"]["api"], l["bytes"]) for r in reps for l in r["leaks"] if l["class"] in ("unreachable", "open-export")][:5],
+            err=(err1.strip().splitlines() or [""])[-1][:300])
+
+
+def part_torch(s):
+    for name, argv, env in TORCH_CASES:
+        run_clean(s, name, argv, env)
+    if int((s.facts.get("torch", "0 0 0 1").split() or ["1"])[-1]) >= 2:
+        run_clean(s, "nccl all-reduce, 2 processes", ["nccl"], {}, ranks=2)
+    else:
+        s.check("nccl all-reduce, 2 processes", False, why="one GPU: NCCL refuses two ranks on one device")
+
+
+def part_overhead(s):
+    """Same binary, same inputs: plain vs cumemaudit vs compute-sanitizer."""
+    bench = os.path.join(s.build, "tests", "bench", "bench_calls")
+    if os.path.exists(bench):
+        for label, prefix in (("plain", []), ("cumemaudit", None), ("compute-sanitizer", ["compute-sanitizer", "--tool", "memcheck", "--leak-check", "full"])):
+            d = tempfile.mkdtemp()
+            cmd = ([s.cli, "run", "--report-dir", d, "--"] if prefix is None else prefix) + [bench, "--gpu", "--json"]
+            rc, out, err = s.sh(cmd, timeout=400)
+            s.facts.setdefault("calls", {})[label] = {"rc": rc, "out": out[-3000:], "err": err[-800:]}
+            s.say(label, out[-1500:])
+        s.save()
+    for caching in (True, False):
+        env = {} if caching else {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
+        steps = "300" if caching else "150"
+        times = {}
+        for label in ("plain", "cumemaudit", "plain again"):
+            wl = [sys.executable, f"{HERE}/torch_workloads.py", "train", "--steps", steps]
+            d = tempfile.mkdtemp()
+            cmd = wl if label.startswith("plain") else [s.cli, "run", "--report-dir", d, "--"] + wl
+            rc, out, err = s.sh(cmd, env=env, timeout=300)
+            m = re.search(r"step_median_us=([\d.]+)", out)
+            times[label] = float(m.group(1)) if m else None
+        key = "train_caching" if caching else "train_no_caching"
+        s.facts[key] = times
+        s.say(key, times)
+    s.save()
+
+
+def part_detect(s):
+    """The DeepEP sequence under both tools: bytes each reports against the cuMemGetInfo drop."""
+    argv = [s.deepep, "--handle", "posix", "--steps", "3", "--size-mib", "1024"]
+    rc, out, err = s.sh(["compute-sanitizer", "--tool", "memcheck", "--leak-check", "full", *argv], timeout=300)
+    m = re.search(r"LEAK SUMMARY: (\d+) bytes leaked in (\d+) allocations", out + err)
+    drop = re.search(r"drop=(\d+)", out)
+    s.facts["detect_compute_sanitizer"] = {"rc": rc, "leak_summary": m.group(0) if m else (out + err)[-600:],
+                                           "drop": int(drop.group(1)) if drop else None}
+    d = tempfile.mkdtemp()
+    rc2, out2, err2 = s.audited(argv, d)
+    reps = s.report(d)
+    drop2 = re.search(r"drop=(\d+)", out2)
+    s.facts["detect_cumemaudit"] = {"rc": rc2, "leaked_bytes": reps[0]["summary"]["leaked_bytes"] if reps else None,
+                                    "drop": int(drop2.group(1)) if drop2 else None}
+    s.say("detect:", s.facts["detect_compute_sanitizer"], s.facts["detect_cumemaudit"])
+    s.save()
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--build", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--parts", default="env,audit,torch,overhead,detect")
+    a = p.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    for k, v in {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}.items():
+        os.environ[k] = v
+    s = Suite(a.build, a.out)
+    for part in a.parts.split(","):
+        t0 = time.time()
+        try:
+            {"env": part_env, "audit": part_audit, "torch": part_torch, "overhead": part_overhead,
+             "detect": part_detect}[part](s)
+        except Exception as e:  # one part's failure must not lose the others' results
+            s.check(f"part {part} crashed", False, why=repr(e))
+        s.say(f"part {part}: {time.time() - t0:.0f}s")
+    failed = [c["name"] for c in s.checks if not c["ok"]]
+    s.say(f"{len(s.checks) - len(failed)} passed, {len(failed)} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Real PyTorch / NCCL / Triton workloads for the GPU suite. Each prints one deterministic `result:` line,
+so the suite can check the program computes the same thing with and without the shim, and `time:` lines
+for the overhead table.
+
+  torch_workloads.py caching|expandable|graph|triton|train|nccl [--rank R --world W] [--steps N]
+"""
+import argparse
+import os
+import time
+
+import torch
+
+
+def checksum(t):
+    return f"{float(t.double().sum().item()):.6e}"
+
+
+def caching(_):
+    torch.manual_seed(0)
+    out = []
+    for i in range(20):
+        a = torch.randn(1024 + 64 * i, 1024, device="cuda")
+        b = torch.randn(1024, 512, device="cuda")
+        out.append(checksum(a @ b))
+        del a, b
+    torch.cuda.synchronize()
+    print("result:", out[-1], torch.cuda.memory_reserved() > 0)
+
+
+def expandable(_):
+    # PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True is set by the suite: VMM growth and shrink.
+    torch.manual_seed(0)
+    keep = []
+    for i in range(12):
+        keep.append(torch.ones(32 << 20, device="cuda") * i)  # 128 MiB each: the segment grows
+    total = sum(float(t[0].item()) for t in keep)
+    del keep
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()  # shrink: unmap, release
+    x = torch.randn(8 << 20, device="cuda")
+    print("result:", total, x.shape[0])
+
+
+def graph(_):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(512, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 256)).cuda()
+    static_in = torch.randn(64, 512, device="cuda")
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            model(static_in)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        static_out = model(static_in)
+    results = []
+    for i in range(5):
+        static_in.copy_(torch.full((64, 512), 0.01 * i, device="cuda"))
+        g.replay()
+        results.append(checksum(static_out))
+    torch.cuda.synchronize()
+    del g
+    print("result:", results[-1])
+
+
+def triton_kernel(_):
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        pid = tl.program_id(0)
+        offs = pid * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+    n = 1 << 20
+    x = torch.arange(n, device="cuda", dtype=torch.float32)
+    y = torch.ones(n, device="cuda", dtype=torch.float32)
+    out = torch.empty_like(x)
+    add[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
+    torch.cuda.synchronize()
+    print("result:", checksum(out))
+
+
+def train(args):
+    """A small training loop; prints the median step time (the overhead table compares it)."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(*[torch.nn.Linear(1024, 1024) for _ in range(8)]).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    times = []
+    for step in range(args.steps):
+        t0 = time.perf_counter()
+        x = torch.randn(256, 1024, device="cuda")
+        loss = model(x).square().mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - t0)
+    times = sorted(times[5:])
+    print(f"time: step_median_us={1e6 * times[len(times) // 2]:.1f}")
+    print("result:", f"{float(loss.item()):.4e}")
+
+
+def nccl(args):
+    import torch.distributed as dist
+
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29533")
+    torch.cuda.set_device(args.rank % torch.cuda.device_count())
+    dist.init_process_group("nccl", rank=args.rank, world_size=args.world)
+    t = torch.full((1 << 20,), float(args.rank + 1), device="cuda")
+    for _ in range(5):
+        dist.all_reduce(t)
+        t /= args.world
+    torch.cuda.synchronize()
+    expected = sum(range(1, args.world + 1)) / args.world
+    dist.destroy_process_group()
+    print("result:", f"{float(t[0].item()):.4f}", f"{expected:.4f}")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("what", choices=["caching", "expandable", "graph", "triton", "train", "nccl"])
+    p.add_argument("--rank", type=int, default=0)
+    p.add_argument("--world", type=int, default=1)
+    p.add_argument("--steps", type=int, default=200)
+    args = p.parse_args()
+    {"caching": caching, "expandable": expandable, "graph": graph, "triton": triton_kernel, "train": train,
+     "nccl": nccl}[args.what](args)
+
+
+if __name__ == "__main__":
+    main()
