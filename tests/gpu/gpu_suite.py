@@ -211,7 +211,55 @@ def part_detect(s):
     s.save()
 
 
+def fmt_bytes(n):
+    return "—" if n is None else f"{n} ({n / MiB:.0f} MiB)"
+
+
+def render(results):
+    """results.json → RESULTS.md: the dated facts, the headline figures, then every check."""
+    f, checks = results["facts"], results["checks"]
+    lines = [f"# GPU results ({f.get('date', '?')})", "",
+             "Written by `scripts/gpu` (tests/gpu/gpu_suite.py) on the lent GPU machine; regenerate with the same",
+             "command. Every row is a check the suite made; figures are as measured, not edited.", "",
+             f"- GPUs: {', '.join(f.get('gpus', [])) or '?'}",
+             f"- PyTorch, CUDA, NCCL, device count: {f.get('torch', '?')}",
+             f"- compute-sanitizer: {f.get('compute_sanitizer', '?')}", ""]
+    if "deepep_real" in f:
+        d = f["deepep_real"]
+        lines += ["## The DeepEP sequence on the real driver (POSIX-fd handles, buffers of 1, 2 and 3 GiB)", "",
+                  "| cuMemGetInfo drop | cumemaudit leaked_bytes | exit code | leak sites |", "|---|---|---|---|",
+                  f"| {fmt_bytes(d['drop'])} | {fmt_bytes(d['leaked_bytes'])} | {d['exit']} | {', '.join(d['sites'])} |", ""]
+    if "detect_cumemaudit" in f or "detect_compute_sanitizer" in f:
+        a, c = f.get("detect_cumemaudit", {}), f.get("detect_compute_sanitizer", {})
+        lines += ["## Detection side by side (the same DeepEP sequence)", "",
+                  "| tool | what it reports | cuMemGetInfo drop |", "|---|---|---|",
+                  f"| cumemaudit | {fmt_bytes(a.get('leaked_bytes'))} leaked | {fmt_bytes(a.get('drop'))} |",
+                  f"| compute-sanitizer memcheck --leak-check full | {c.get('leak_summary', '—')} | {fmt_bytes(c.get('drop'))} |", ""]
+    for key, title in (("train_caching", "caching allocator"), ("train_no_caching", "PYTORCH_NO_CUDA_MEMORY_CACHING=1")):
+        if key in f:
+            t = f[key]
+            base = [v for k, v in t.items() if k.startswith("plain") and v]
+            added = (t["cumemaudit"] / min(base) - 1) * 100 if base and t.get("cumemaudit") else None
+            lines += [f"## PyTorch training step, {title} (median µs per step)", "",
+                      "| plain | cumemaudit | plain again | added |", "|---|---|---|---|",
+                      f"| {t.get('plain')} | {t.get('cumemaudit')} | {t.get('plain again')} | "
+                      f"{'—' if added is None else f'{added:+.2f}%'} |", ""]
+    if "calls_table" in f:
+        lines += ["## Added cost per call (same binary, same inputs)", "", f["calls_table"], ""]
+    passed = sum(c["ok"] for c in checks)
+    lines += [f"## Checks: {passed} passed, {len(checks) - passed} failed", "", "| check | result | details |",
+              "|---|---|---|"]
+    for c in checks:
+        details = {k: v for k, v in c.items() if k not in ("name", "ok") and v not in ("", [], None)}
+        text = json.dumps(details)[:300].replace("|", "\\|")
+        lines.append(f"| {c['name']} | {'pass' if c['ok'] else 'FAIL'} | {text} |")
+    return "\n".join(lines) + "\n"
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--render":
+        sys.stdout.write(render(json.load(open(sys.argv[2]))))
+        return 0
     p = argparse.ArgumentParser()
     p.add_argument("--build", required=True)
     p.add_argument("--out", required=True)
@@ -229,6 +277,8 @@ def main():
         except Exception as e:  # one part's failure must not lose the others' results
             s.check(f"part {part} crashed", False, why=repr(e))
         s.say(f"part {part}: {time.time() - t0:.0f}s")
+    with open(os.path.join(a.out, "RESULTS.md"), "w") as f:
+        f.write(render({"facts": s.facts, "checks": s.checks}))
     failed = [c["name"] for c in s.checks if not c["ok"]]
     s.say(f"{len(s.checks) - len(failed)} passed, {len(failed)} failed")
     return 1 if failed else 0

@@ -166,10 +166,12 @@ def case_misuse(tmp):
 
 def case_reuse(tmp):
     proc = run([SCENARIOS, "reuse"], tmp, rc=23)
-    expect("same_value=1" in proc.stdout, f"the simulated driver reuses handle values: {proc.stdout}")
+    # The simulated driver always hands the value out again; the H200's driver did not in this sequence
+    # (tests/gpu/RESULTS.md): either way the leak must be the second creation's.
+    expect(REAL or "same_value=1" in proc.stdout, f"the simulated driver reuses handle values: {proc.stdout}")
     rep = only_report(tmp)
     rows = leaks_by_api(rep)
-    expect(list(rows) == ["cuMemCreate"] and rows["cuMemCreate"]["bytes"] == 4 * MiB, f"leaks: {rep['leaks']}")
+    expect(list(rows) == ["cuMemCreate"] and rows["cuMemCreate"]["bytes"] == 2 * MiB, f"leaks: {rep['leaks']}")
     expect(top_frame(rows["cuMemCreate"])["line"] == marker_line(SCEN_SRC, "reuse_second"),
            f"the reused handle's leak belongs to its second creation: {top_frame(rows['cuMemCreate'])}")
     expect(rep["summary"]["leaked_bytes"] == drop_of(proc.stdout), "leaked bytes vs drop")
@@ -201,13 +203,19 @@ def case_threads(tmp):
 
 def case_fork(tmp):
     proc = run([SCENARIOS, "fork"], tmp, rc=0)
-    parent = int(re.search(r"parent pid=(\d+)", proc.stdout).group(1))
-    child = int(re.search(r"child pid=(\d+)", proc.stdout).group(1))
-    expect("child_status=23" in proc.stdout, f"the child's own gate fails it: {proc.stdout}")
+    found = {k: re.search(rf"{k} pid=(\d+)", proc.stdout) for k in ("parent", "child")}
+    expect(all(found.values()), f"program output:\n{proc.stdout}\n{proc.stderr}")
+    parent, child = (int(found[k].group(1)) for k in ("parent", "child"))
     reps = {r["process"]["pid"]: r for r in reports(tmp).values()}
     expect(set(reps) == {parent, child}, f"reports for {sorted(reps)}, expected parent {parent} and child {child}")
     expect(reps[parent]["summary"]["leaked_bytes"] == 0, f"parent: {reps[parent]['summary']}")
     c = reps[child]
+    if REAL:  # CUDA is not usable in a child forked after init: the driver's refusal passes through
+        expect("child cuMemCreate=CUDA_SUCCESS" not in proc.stdout and "child_status=0" in proc.stdout,
+               f"child on the real driver: {proc.stdout}")
+        expect(c["summary"]["leaked_bytes"] == 0 and c["summary"]["intercepted_calls"] >= 1, f"child: {c['summary']}")
+        return
+    expect("child_status=23" in proc.stdout, f"the child's own gate fails it: {proc.stdout}")
     expect(c["summary"]["leaked_bytes"] == 6 * MiB and len(c["leaks"]) == 1, f"child: {c['summary']} {c['leaks']}")
     expect(top_frame(c["leaks"][0])["line"] == marker_line(SCEN_SRC, "child"), "child site")
 
