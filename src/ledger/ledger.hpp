@@ -135,12 +135,16 @@ public:
     // Live bytes per owner right now: O(owners), never scans allocations (used for step samples).
     std::vector<std::pair<OwnerId, std::uint64_t>> live_by_owner() const;
 
+    // Asks still_open about every exported fd not yet seen closed (under the VMM lock; an empty probe means
+    // "open"); allocations whose last pin was such an fd are forgotten here, which is why live bytes may
+    // drop across a snapshot.
     Snapshot snapshot(Moment, const ExportProbe& still_open) const;
 
     TraceTree& traces() { return *traces_; }
     const TraceTree& traces() const { return *traces_; }
 
-    // Forget everything (a fork child starts a fresh ledger). Not thread-safe: call with one thread alive.
+    // Forget everything (a fork child starts a fresh ledger) except owner names, whose ids the shim caches.
+    // Not thread-safe: call with one thread alive.
     void reset();
 
 private:

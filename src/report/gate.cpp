@@ -59,4 +59,9 @@ bool gate_fails(const Report& r, const FailOn& f, std::optional<std::uint64_t> m
     return !gate_failures(r, f, max_leaked_bytes).empty();
 }
 
+int exit_code_after_gate(int program_exit_code, bool gate_failed, int exitcode) {
+    if (program_exit_code != 0) return program_exit_code;
+    return gate_failed ? exitcode : 0;
+}
+
 }  // namespace cumemaudit::report

@@ -36,4 +36,8 @@ std::vector<std::string> gate_failures(const Report&, const FailOn&, std::option
 
 bool gate_fails(const Report&, const FailOn&, std::optional<std::uint64_t> max_leaked_bytes);
 
+// The exit code a gated process ends with: a program that failed keeps its own code; a clean exit becomes
+// `exitcode` (option, default 23 like LSan) when the gate fails.
+int exit_code_after_gate(int program_exit_code, bool gate_failed, int exitcode);
+
 }  // namespace cumemaudit::report

@@ -115,6 +115,9 @@ Report from_json(const nlohmann::json&);  // throws ReportError naming the field
 
 std::string to_string(const Report&);  // pretty-printed JSON text
 
+// <dir>/cumemaudit.<host>.<pid>[.r<rank>].json (DESIGN.md); rank < 0 leaves the rank out.
+std::string report_path(const std::string& dir, const std::string& host, std::int64_t pid, std::int64_t rank);
+
 Report load(const std::string& path);  // throws ReportError "<path>: <problem>"
 
 // Writes through a temp file in the destination's directory (O_EXCL|O_NOFOLLOW), fsync, then rename, so a

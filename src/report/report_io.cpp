@@ -54,6 +54,14 @@ bool write_all(int fd, const std::string& data) {
 
 }  // namespace
 
+std::string report_path(const std::string& dir, const std::string& host, std::int64_t pid, std::int64_t rank) {
+    std::string p = dir.empty() ? "." : dir;
+    if (p.back() != '/') p += '/';
+    p += "cumemaudit." + host + "." + std::to_string(pid);
+    if (rank >= 0) p += ".r" + std::to_string(rank);
+    return p + ".json";
+}
+
 Report load(const std::string& path) {
     std::string text, err;
     struct stat st {};

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <malloc.h>
 #include <set>
 #include <string>
 #include <thread>
@@ -329,4 +330,17 @@ TEST_CASE("reset forgets everything but owner names") {
     // A handle value seen before the reset is unknown after it.
     l.released(1, false, "CUDA_ERROR_INVALID_VALUE", site("cuMemRelease"));
     CHECK(l.snapshot(Moment::exit, kAllOpen).misuse[0].what == "release of a handle never created");
+}
+
+TEST_CASE("a live classic allocation costs at most 160 bytes of ledger heap") {
+    Ledger l;
+    constexpr std::uint64_t kLive = 200000;
+    const Site s{"cuMemAlloc_v2", 1, 0};
+    l.allocated(0x10, 1, Kind::classic, s);  // first touch of the tables outside the measurement
+    l.freed(0x10, true, "CUDA_SUCCESS", s);
+    const std::size_t before = mallinfo2().uordblks;
+    for (std::uint64_t i = 0; i < kLive; ++i) l.allocated(0x7f0000000000 + i * 512, 512, Kind::classic, s);
+    const std::size_t per = (mallinfo2().uordblks - before) / kLive;
+    INFO("bytes per live classic allocation: " << per);
+    CHECK(per <= 160);
 }

@@ -178,6 +178,12 @@ TEST_CASE("report load errors name the file and the problem") {
     CHECK(message_of([&] { load(d.path); }) == d.path + ": is a directory, not a report file");
 }
 
+TEST_CASE("report_path follows DESIGN.md's naming") {
+    CHECK(report_path("/r", "node1", 42, -1) == "/r/cumemaudit.node1.42.json");
+    CHECK(report_path("/r/", "node1", 42, 3) == "/r/cumemaudit.node1.42.r3.json");
+    CHECK(report_path("", "h", 1, 0) == "./cumemaudit.h.1.r0.json");
+}
+
 TEST_CASE("write_atomic leaves no temp file and refuses a symlink destination") {
     TempDir d;
     const std::string dest = d.path + "/cumemaudit.h.1.json";
@@ -407,6 +413,11 @@ TEST_CASE("gate: fail_on words, combinations and the byte budget") {
     CHECK(gate_fails(r, FailOn{}, GiB - 1));
     CHECK(gate_failures(r, parse_fail_on("none"), 100) ==
           std::vector<std::string>{"1073741824 bytes leaked in 1 allocations, more than the allowed 100"});
+
+    CHECK(exit_code_after_gate(0, true, 23) == 23);
+    CHECK(exit_code_after_gate(0, false, 23) == 0);
+    CHECK(exit_code_after_gate(3, true, 23) == 3);
+    CHECK(exit_code_after_gate(3, false, 23) == 3);
 
     Report unfreed_only;
     unfreed_only.summary.unfreed_bytes = 1;
