@@ -167,9 +167,7 @@ void Auditor::step(std::uint64_t step, const char* label) {
 
 std::string Auditor::report_path() const {
     const ProcessIdentity id = process_identity();
-    std::string path = options_.report_dir + "/cumemaudit." + id.host + "." + std::to_string(getpid());
-    if (id.rank >= 0) path += ".r" + std::to_string(id.rank);
-    return path + ".json";
+    return report::report_path(options_.report_dir, id.host, getpid(), id.rank);
 }
 
 void Auditor::write_report(ledger::Moment moment, const int* exit_code, bool final) {
@@ -219,9 +217,12 @@ void Auditor::write_report(ledger::Moment moment, const int* exit_code, bool fin
         } catch (const report::GateError& e) {
             log_warning("option fail_on='{}' in CUMEMAUDIT_OPTIONS: {}; using leaks", options_.fail_on, e.what());
         }
-        if (exit_code != nullptr && *exit_code == 0 && report::gate_fails(rep, fail_on, std::nullopt)) {
+        if (exit_code == nullptr) return;
+        const int code = report::exit_code_after_gate(*exit_code, report::gate_fails(rep, fail_on, std::nullopt),
+                                                      options_.exitcode);
+        if (code != *exit_code) {
             std::fflush(nullptr);
-            _exit(options_.exitcode);  // LSan's way: the program's remaining exit work is skipped
+            _exit(code);  // LSan's way: the program's remaining exit work is skipped
         }
     } catch (const std::exception& e) {
         log_warning("report not written: {}", e.what());

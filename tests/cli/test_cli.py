@@ -169,8 +169,9 @@ class Run(unittest.TestCase):
         self.assertEqual(e["LD_PRELOAD"], f"{self.shim}:/other.so")
         self.assertEqual(e["LD_LIBRARY_PATH"], f"{self.sim}:/opt/lib")
         reports = os.path.join(os.getcwd(), "reports")
-        self.assertEqual(e["CUMEMAUDIT_OPTIONS"], f"log_level=info:deepbind=keep:checkpoint_s=5:report_dir={reports}:"
-                                                  "fail_on=leaks,misuse:exitcode=9:stack_depth=16")
+        # The user's options stay as written; the flags follow them, and the shim lets the last of a key win.
+        self.assertEqual(e["CUMEMAUDIT_OPTIONS"], f"log_level=debug:deepbind=keep:checkpoint_s=5:log_level=info:"
+                                                  f"report_dir={reports}:fail_on=leaks,misuse:exitcode=9:stack_depth=16")
 
     def test_without_sim_the_library_path_is_left_alone(self):
         e = self.env_of(env={"LD_LIBRARY_PATH": "/opt/lib"})

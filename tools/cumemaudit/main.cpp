@@ -57,7 +57,7 @@ int run_command(const RunArgs& a) {
     if (a.stack_depth) flags.emplace_back("stack_depth", std::to_string(*a.stack_depth));
 
     const char* current = std::getenv("CUMEMAUDIT_OPTIONS");
-    const std::string options = merge_options(parse_options(current ? current : ""), flags);
+    const std::string options = append_options(current ? current : "", flags);
 
     const Located shim = find_shim();
     if (shim.path.empty()) {

@@ -7,37 +7,13 @@
 
 namespace cumemaudit::cli {
 
-OptionList parse_options(const std::string& text) {
-    OptionList out;
-    std::size_t start = 0;
-    while (start <= text.size()) {
-        const auto colon = text.find(':', start);
-        const std::string item = text.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
-        if (!item.empty()) {
-            const auto eq = item.find('=');
-            out.emplace_back(item.substr(0, eq), eq == std::string::npos ? "" : item.substr(eq + 1));
-        }
-        if (colon == std::string::npos) break;
-        start = colon + 1;
-    }
-    return out;
-}
-
-std::string merge_options(const OptionList& base, const OptionList& overrides) {
-    OptionList merged = base;
+std::string append_options(const std::string& current, const OptionList& overrides) {
+    std::string out = current;
     for (const auto& [k, v] : overrides) {
         if (v.find(':') != std::string::npos)
             throw UsageError("option " + k + "=" + v + ": values in CUMEMAUDIT_OPTIONS cannot contain ':'");
-        bool replaced = false;
-        for (auto& kv : merged)
-            if (kv.first == k) {
-                kv.second = v;
-                replaced = true;
-            }
-        if (!replaced) merged.emplace_back(k, v);
+        out += (out.empty() ? "" : ":") + k + "=" + v;
     }
-    std::string out;
-    for (const auto& [k, v] : merged) out += (out.empty() ? "" : ":") + k + "=" + v;
     return out;
 }
 

@@ -18,11 +18,10 @@ public:
 
 using OptionList = std::vector<std::pair<std::string, std::string>>;  // ordered: the order they were given
 
-// Parses "k=v:k=v" as CUMEMAUDIT_OPTIONS spells it; empty items are skipped.
-OptionList parse_options(const std::string& text);
-// `overrides` replace same-named keys in place and append new ones. Throws UsageError for a value holding
-// ':', which the options syntax cannot carry.
-std::string merge_options(const OptionList& base, const OptionList& overrides);
+// CUMEMAUDIT_OPTIONS as the environment had it, with `overrides` appended: the shim reads pairs in order
+// and the last of a key wins, so the CLI never parses (or mangles) what the user wrote — the shim alone
+// judges it. Throws UsageError for a value holding ':', which the options syntax cannot carry.
+std::string append_options(const std::string& current, const OptionList& overrides);
 
 // Prepends `first` to a ':'-separated list variable's value.
 std::string prepend_path(const std::string& first, const char* current);
