@@ -248,7 +248,9 @@ void Auditor::on_signal(int sig, siginfo_t* info, void* context) {
         const std::uint64_t one = 1;
         if (write(a->wake_fd_, &one, sizeof one) == sizeof one) {
             timespec tick{0, 10'000'000};
-            for (int i = 0; i < 500 && a->served_.load() < mine; ++i) nanosleep(&tick, nullptr);
+            // Up to 20 s: the first report symbolizes (reads DWARF), slow on a loaded machine; a job's
+            // SIGTERM grace period is usually longer, and SIGKILL still ends the wait.
+            for (int i = 0; i < 2000 && a->served_.load() < mine; ++i) nanosleep(&tick, nullptr);
         }
     }
     const struct sigaction& old = sig == SIGTERM ? g_old_term : g_old_int;

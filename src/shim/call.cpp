@@ -35,6 +35,16 @@ int capture(void* caller, int depth, ledger::Pc* out) {
 
 ThreadState& thread_state() { return t_state; }
 
+std::mutex& order_stripe(std::uint64_t value) {
+    struct alignas(64) Stripe {
+        std::mutex m;
+    };
+    static Stripe stripes[256];
+    // Pointers and handles are aligned: drop the low bits before mixing.
+    const std::uint64_t h = (value >> 6) * 0x9E3779B97F4A7C15ull;
+    return stripes[h >> 56].m;
+}
+
 RuntimeScope::RuntimeScope(const char* api, void* caller)
     : saved_api_(t_state.runtime_api), saved_caller_(t_state.runtime_caller) {
     // The outermost runtime call names the site: cudart may call itself (cudaMallocHost → cudaHostAlloc).

@@ -6,6 +6,8 @@
 
 #include "ledger/ledger.hpp"
 
+#include <mutex>
+
 namespace cumemaudit::shim {
 
 // Per-thread state, initial-exec TLS: the wrappers touch it on every call, and the shim is loaded at start.
@@ -38,6 +40,15 @@ private:
     const char* saved_api_;
     void* saved_caller_;
 };
+
+// Order between threads that reuse a value. The driver hands a freed pointer or released handle out again
+// at once, so "A frees p, B allocates p" must reach the ledger in that order: a call that ends a value's
+// life holds the value's stripe across the driver call and its record; a call that begins one records
+// under the same stripe. Different values rarely share one of the 256 stripes.
+std::mutex& order_stripe(std::uint64_t value);
+
+using OrderHold = std::unique_lock<std::mutex>;
+inline OrderHold hold_order(std::uint64_t value) { return OrderHold(order_stripe(value)); }
 
 class Call {
 public:

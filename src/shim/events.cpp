@@ -37,7 +37,10 @@ const ledger::Site& site_if_failed(Call& call, bool ok, ledger::Site& bare) {
 }
 
 void allocated(Call& call, CUresult r, std::uint64_t ptr, std::uint64_t size, Kind kind) {
-    if (r == CUDA_SUCCESS) book().allocated(ptr, size, kind, call.site());
+    if (r != CUDA_SUCCESS) return;
+    const ledger::Site& site = call.site();  // captured outside the stripe: it may unwind
+    const OrderHold order = hold_order(ptr);
+    book().allocated(ptr, size, kind, site);
 }
 
 void freed(Call& call, CUresult r, std::uint64_t ptr) {
@@ -51,7 +54,10 @@ void freed(Call& call, CUresult r, std::uint64_t ptr) {
 
 void record(ev::Create, Call& call, CUresult r, CUmemGenericAllocationHandle* handle, size_t size,
             const CUmemAllocationProp* prop, unsigned long long) {
-    if (r == CUDA_SUCCESS && handle != nullptr) book().created(*handle, size, requested_type(prop), call.site());
+    if (r != CUDA_SUCCESS || handle == nullptr) return;
+    const ledger::Site& site = call.site();
+    const OrderHold order = hold_order(*handle);
+    book().created(*handle, size, requested_type(prop), site);
 }
 
 void record(ev::Release, Call& call, CUresult r, CUmemGenericAllocationHandle handle) {
@@ -61,7 +67,10 @@ void record(ev::Release, Call& call, CUresult r, CUmemGenericAllocationHandle ha
 }
 
 void record(ev::Retain, Call& call, CUresult r, CUmemGenericAllocationHandle* handle, void* va) {
-    if (r == CUDA_SUCCESS && handle != nullptr) book().retained(*handle, addr(va), call.site());
+    if (r != CUDA_SUCCESS || handle == nullptr) return;
+    const ledger::Site& site = call.site();
+    const OrderHold order = hold_order(*handle);
+    book().retained(*handle, addr(va), site);
 }
 
 void record(ev::Export, Call& call, CUresult r, void* shareable, CUmemGenericAllocationHandle handle,
@@ -87,12 +96,16 @@ void record(ev::Import, Call& call, CUresult r, CUmemGenericAllocationHandle* ha
     // A POSIX fd travels in the pointer's bits; a fabric handle is pointed to.
     if (t == HandleType::posix_fd) key = key_of_fd(static_cast<int>(addr(os_handle)));
     else if (t == HandleType::fabric && os_handle != nullptr) key = key_of_fabric(os_handle);
-    book().imported(*handle, t, key, call.site());
+    const ledger::Site& site = call.site();
+    const OrderHold order = hold_order(*handle);
+    book().imported(*handle, t, key, site);
 }
 
 void record(ev::Map, Call& call, CUresult r, CUdeviceptr ptr, size_t size, size_t, CUmemGenericAllocationHandle handle,
             unsigned long long) {
-    book().mapped(ptr, size, handle, r == CUDA_SUCCESS, result_name(r), call.site());
+    const ledger::Site& site = call.site();
+    const OrderHold order = hold_order(ptr);
+    book().mapped(ptr, size, handle, r == CUDA_SUCCESS, result_name(r), site);
 }
 
 void record(ev::Unmap, Call& call, CUresult r, CUdeviceptr ptr, size_t size) {
@@ -101,7 +114,10 @@ void record(ev::Unmap, Call& call, CUresult r, CUdeviceptr ptr, size_t size) {
 
 void record(ev::Reserve, Call& call, CUresult r, CUdeviceptr* ptr, size_t size, size_t, CUdeviceptr,
             unsigned long long) {
-    if (r == CUDA_SUCCESS && ptr != nullptr) book().reserved(*ptr, size, call.site());
+    if (r != CUDA_SUCCESS || ptr == nullptr) return;
+    const ledger::Site& site = call.site();
+    const OrderHold order = hold_order(*ptr);
+    book().reserved(*ptr, size, site);
 }
 
 void record(ev::AddressFree, Call& call, CUresult r, CUdeviceptr ptr, size_t size) {

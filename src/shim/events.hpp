@@ -36,6 +36,17 @@ struct IpcClose {};
 template <typename... A>
 void record(ev::Count, Call&, CUresult, A...) {}
 
+// What a call that ends a value's life holds across the driver call (see order_stripe); nothing for others.
+template <typename Event, typename... A>
+OrderHold hold_across(Event, A...) { return {}; }
+inline OrderHold hold_across(ev::Release, CUmemGenericAllocationHandle h) { return hold_order(h); }
+inline OrderHold hold_across(ev::Unmap, CUdeviceptr p, size_t) { return hold_order(p); }
+inline OrderHold hold_across(ev::AddressFree, CUdeviceptr p, size_t) { return hold_order(p); }
+inline OrderHold hold_across(ev::Free, CUdeviceptr p) { return hold_order(p); }
+inline OrderHold hold_across(ev::FreeAsync, CUdeviceptr p, CUstream) { return hold_order(p); }
+inline OrderHold hold_across(ev::FreeHost, void* p) { return hold_order(reinterpret_cast<std::uintptr_t>(p)); }
+inline OrderHold hold_across(ev::IpcClose, CUdeviceptr p) { return hold_order(p); }
+
 void record(ev::Create, Call&, CUresult, CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*,
             unsigned long long);
 void record(ev::Release, Call&, CUresult, CUmemGenericAllocationHandle);

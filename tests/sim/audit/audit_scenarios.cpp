@@ -3,6 +3,7 @@
 // driver documents, and prints what the test compares with the report. Sites the tests look for are
 // marked with `// site:NAME` on the line of the call.
 #include <cuda.h>
+#include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -227,6 +228,33 @@ int classic() {
     return 0;
 }
 
+// A library loaded with RTLD_DEEPBIND leaks 7 MiB through its own direct libcuda binding.
+int deepbind(const char* library) {
+    init();
+    std::printf("deepbind: free before %zu\n", free_bytes());  // one intercepted call of our own
+    void* lib = dlopen(library, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    if (lib == nullptr) {
+        std::fprintf(stderr, "dlopen %s: %s\n", library, dlerror());
+        return 98;
+    }
+    auto leak = reinterpret_cast<int (*)()>(dlsym(lib, "leak_through_library"));
+    if (leak == nullptr || leak() != 0) return 97;
+    std::printf("deepbind: done\n");
+    return 0;
+}
+
+// Writes a checkpoint through the C API (found with dlsym, as a program that does not link us would),
+// then ends without running exit handlers: the checkpoint is the report left behind.
+int checkpoint_then_vanish() {
+    init();
+    leak_one_vmm(kGran);
+    auto checkpoint = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "cumemaudit_checkpoint"));
+    std::printf("checkpoint api: %s\n", checkpoint != nullptr ? "found" : "absent");
+    std::fflush(stdout);
+    if (checkpoint != nullptr) checkpoint();
+    _exit(0);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -239,7 +267,9 @@ int main(int argc, char** argv) {
     if (what == "exit") return exit_with(argc > 2 ? std::atoi(argv[2]) : 0);
     if (what == "wait") return wait_for_signal();
     if (what == "classic") return classic();
+    if (what == "deepbind" && argc > 2) return deepbind(argv[2]);
+    if (what == "checkpoint") return checkpoint_then_vanish();
     if (what == "none") return 0;
-    std::fprintf(stderr, "usage: audit_scenarios misuse|reuse|open-export|threads|fork|exit N|wait|classic|none\n");
+    std::fprintf(stderr, "usage: audit_scenarios misuse|reuse|open-export|threads|fork|exit N|wait|classic|deepbind LIB|checkpoint|none\n");
     return 2;
 }

@@ -308,6 +308,38 @@ def case_suppressions(tmp):
     expect("bad.txt:2" in proc.stderr, f"malformed suppression named with its line:\n{proc.stderr}")
 
 
+def case_deepbind(tmp):
+    lib = os.environ["DEEPBIND_LIB"]
+    src = os.path.join(SOURCE_ROOT, "tests", "sim", "audit", "deepbind_lib.cpp")
+    proc = run([SCENARIOS, "deepbind", lib], tmp, rc=0)
+    expect(proc.stderr.count("RTLD_DEEPBIND") == 1, f"one warning about the stripped flag:\n{proc.stderr}")
+    rows = [l for l in only_report(tmp)["leaks"] if l["class"] == "unfreed"]
+    expect(len(rows) == 1 and rows[0]["bytes"] == 7 * MiB and top_frame(rows[0])["line"] == marker_line(src, "deepbind_lib"),
+           f"the library's own libcuda call is seen: {rows}")
+    d = tempfile.mkdtemp(dir=tmp)
+    proc = run([SCENARIOS, "deepbind", lib], d, flags=["--option", "deepbind=keep"], rc=0)
+    expect("RTLD_DEEPBIND" not in proc.stderr, "deepbind=keep: no warning")
+    expect(only_report(d)["leaks"] == [], "deepbind=keep: the library binds past the shim, as documented")
+
+
+def case_checkpoint_api(tmp):
+    proc = run([SCENARIOS, "checkpoint"], tmp, rc=0)
+    expect("checkpoint api: found" in proc.stdout, proc.stdout)
+    rep = only_report(tmp)
+    expect(rep["checkpoint"] is True and rep["process"]["exit_code"] is None, "a checkpoint, not an exit report")
+    expect(rep["summary"]["leaked_bytes"] == 2 * MiB, f"checkpoint figures: {rep['summary']}")
+
+
+def case_deep_stacks(tmp):
+    run([DEEPEP, "--handle", HANDLE], tmp, flags=["--stack-depth", "32"], rc=23)
+    rep = only_report(tmp)
+    for api, leak in leaks_by_api(rep).items():
+        frames = leak["site"]["frames"]
+        expect(len(frames) >= 3, f"{api}: a full stack with stack_depth=32, got {len(frames)} frames")
+        expect(frames[0]["line"] == line_of(DEEPEP_SRC, rf"r = d_\.{api}\("), f"{api}: innermost frame {frames[0]}")
+        expect(any(f["symbol"] == "main" for f in frames), f"{api}: main on the stack: {[f['symbol'] for f in frames]}")
+
+
 def case_no_cuda(tmp):
     proc = run(["bash", "-c", "true"], tmp, rc=0)
     expect(reports(tmp) == {} and proc.stderr == "", f"a process without CUDA writes nothing: {proc.stderr}")
