@@ -1,10 +1,7 @@
-// cuda_api: the CUDA headers as the shim needs them. cuda.h #defines some entry points to their newest
-// variant (cuGetProcAddress → _v2, cuIpcOpenMemHandle → _v2); the shim exports the older variants too,
-// under their own names, so those #defines are undone here, in one place, for every shim file.
+// cuda_api: the CUDA headers as the shim needs them: the driver's, with the variants cuda.h hides declared
+// (common/cuda_decls.hpp), and the runtime's for the cudart entry points it forwards.
 #pragma once
 
-#include <cuda.h>
-#include <cuda_runtime_api.h>
+#include "common/cuda_decls.hpp"
 
-#undef cuGetProcAddress
-#undef cuIpcOpenMemHandle
+#include <cuda_runtime_api.h>

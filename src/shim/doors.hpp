@@ -7,9 +7,6 @@
 
 #include <string_view>
 
-// cuda.h declares only the _v2 of cuGetProcAddress; the shim exports both.
-extern "C" CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags);
-
 namespace cumemaudit::shim {
 
 // The loader's own dlsym/dlopen, found with dlvsym(RTLD_NEXT, ..., "GLIBC_2.34"), then "GLIBC_2.2.5";

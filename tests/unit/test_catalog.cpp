@@ -4,29 +4,11 @@
 #include "common/cuda_catalog.hpp"
 
 #include <catch2/catch.hpp>
-#include <cuda.h>
-#include <cudaTypedefs.h>
+#include "common/cuda_decls.hpp"  // the _ptsz twins and v1 variants cuda.h hides
 
 #include <set>
 #include <string>
 #include <type_traits>
-
-// Per-thread twins are declared by cuda.h only in per-thread builds; declare them from their typedefs.
-extern "C" {
-std::remove_pointer_t<PFN_cuMemAllocAsync_v11020_ptsz> cuMemAllocAsync_ptsz;
-std::remove_pointer_t<PFN_cuMemFreeAsync_v11020_ptsz> cuMemFreeAsync_ptsz;
-std::remove_pointer_t<PFN_cuMemAllocFromPoolAsync_v11020_ptsz> cuMemAllocFromPoolAsync_ptsz;
-std::remove_pointer_t<PFN_cuStreamSynchronize_v7000_ptsz> cuStreamSynchronize_ptsz;
-std::remove_pointer_t<PFN_cuStreamBeginCapture_v10010_ptsz> cuStreamBeginCapture_v2_ptsz;
-std::remove_pointer_t<PFN_cuStreamEndCapture_v10000_ptsz> cuStreamEndCapture_ptsz;
-std::remove_pointer_t<PFN_cuStreamIsCapturing_v10000_ptsz> cuStreamIsCapturing_ptsz;
-}
-// v1 entry points that cuda.h hides behind #defines to their successors.
-#undef cuGetProcAddress
-#undef cuIpcOpenMemHandle
-extern "C" std::remove_pointer_t<PFN_cuGetProcAddress_v11030> cuGetProcAddress;
-extern "C" std::remove_pointer_t<PFN_cuIpcOpenMemHandle_v11000> cuIpcOpenMemHandle;  // v4010: same signature
-
 
 namespace {
 template <typename Pfn, typename Fn>

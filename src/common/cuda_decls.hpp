@@ -1,0 +1,26 @@
+// cuda_decls: cuda.h plus the declarations it hides. Both the simulated driver and the shim define every
+// variant of cuda_catalog.inc they serve, but cuda.h #defines the v1 cuGetProcAddress and
+// cuIpcOpenMemHandle to their successors and declares the _ptsz twins only in per-thread builds. They are
+// declared here from cudaTypedefs.h's PFN typedefs, so a definition with the wrong signature fails to
+// compile.
+#pragma once
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include <type_traits>
+
+#undef cuGetProcAddress
+#undef cuIpcOpenMemHandle
+
+extern "C" {
+std::remove_pointer_t<PFN_cuGetProcAddress_v11030> cuGetProcAddress;
+std::remove_pointer_t<PFN_cuIpcOpenMemHandle_v11000> cuIpcOpenMemHandle;  // v4010: same signature
+std::remove_pointer_t<PFN_cuMemAllocAsync_v11020_ptsz> cuMemAllocAsync_ptsz;
+std::remove_pointer_t<PFN_cuMemFreeAsync_v11020_ptsz> cuMemFreeAsync_ptsz;
+std::remove_pointer_t<PFN_cuMemAllocFromPoolAsync_v11020_ptsz> cuMemAllocFromPoolAsync_ptsz;
+std::remove_pointer_t<PFN_cuStreamSynchronize_v7000_ptsz> cuStreamSynchronize_ptsz;
+std::remove_pointer_t<PFN_cuStreamBeginCapture_v10010_ptsz> cuStreamBeginCapture_v2_ptsz;
+std::remove_pointer_t<PFN_cuStreamEndCapture_v10000_ptsz> cuStreamEndCapture_ptsz;
+std::remove_pointer_t<PFN_cuStreamIsCapturing_v10000_ptsz> cuStreamIsCapturing_ptsz;
+}
