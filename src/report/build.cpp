@@ -33,6 +33,8 @@ Report build(const BuildInput& in) {
     r.process = in.process;
     r.driver = in.driver;
     r.steps = in.steps;
+    r.alarms = in.alarms;
+    r.graphs = in.graphs;
     r.options = in.options;
     r.checkpoint = in.checkpoint;
     r.time_ns = in.time_ns;
@@ -95,7 +97,12 @@ Report build(const BuildInput& in) {
         r.misuse.push_back(std::move(m));
     }
 
-    for (const ledger::OwnerRow& o : in.snapshot.owners) r.owners.push_back(Owner{o.name, o.live_bytes, o.peak_bytes, o.leaked_bytes});
+    for (const ledger::OwnerRow& o : in.snapshot.owners) {
+        Owner owner{o.name, o.live_bytes, o.peak_bytes, o.leaked_bytes, {}};
+        for (int k = 0; k < static_cast<int>(ledger::Kind::count); ++k)
+            if (o.live_by_kind[k] != 0) owner.live_by_kind[ledger::to_string(static_cast<ledger::Kind>(k))] = o.live_by_kind[k];
+        r.owners.push_back(std::move(owner));
+    }
     for (const Suppressions::Rule& rule : supp.rules()) r.suppressions.push_back(SuppressionUse{rule.text, rule.hits});
     return r;
 }

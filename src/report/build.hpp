@@ -18,6 +18,8 @@ struct BuildInput {
     Symbolizer* symbolizer = nullptr;         // null: frames carry their pc only
     const Suppressions* suppressions = nullptr;  // copied: hits are counted in the report, not in the input
     std::vector<Step> steps{};
+    std::vector<Alarm> alarms{};
+    std::vector<Graph> graphs{};
     std::map<std::string, std::string> options{};
     bool checkpoint = false;
     std::uint64_t time_ns = 0;

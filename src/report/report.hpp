@@ -50,12 +50,42 @@ struct Misuse {
 struct Owner {
     std::string owner;
     std::uint64_t live_bytes = 0, peak_bytes = 0, leaked_bytes = 0;
+    std::map<std::string, std::uint64_t> live_by_kind;  // kind ("vmm_physical", "classic", …) → live bytes
 };
 
+// One mark on the timeline: a training step, a named phase, a SIGUSR2 or a periodic sample.
 struct Step {
     std::uint64_t step = 0, time_ns = 0;
-    std::map<std::string, std::uint64_t> by_owner;
+    std::map<std::string, std::uint64_t> by_owner;  // live bytes per owner at the mark
     std::uint64_t driver_used_bytes = 0, unattributed_bytes = 0;
+    // additions to v1
+    std::string label;                               // "" for a numbered step; a phase name or "sample"
+    std::map<std::string, std::uint64_t> by_kind;    // live bytes per kind at the mark
+    std::uint64_t driver_total_bytes = 0;            // cuMemGetInfo total (0: not sampled)
+    std::uint64_t pytorch_allocated_bytes = 0;       // from cumemaudit.torch_step (0: not given)
+    std::uint64_t pytorch_reserved_bytes = 0;
+    std::uint64_t graph_mem_used_bytes = 0;          // cuDeviceGetGraphMemAttribute, used / reserved high
+    std::uint64_t graph_mem_reserved_bytes = 0;
+};
+
+// Memory outside PyTorch grew past growth_alarm over one step (or unreachable VMM memory grew).
+struct Alarm {
+    std::uint64_t step = 0, time_ns = 0;
+    std::string what;        // "growth" | "leak"
+    std::string owner;
+    std::uint64_t bytes = 0;      // growth over the step
+    std::uint64_t live_bytes = 0; // the owner's live bytes at the step
+    Site site;                    // the site that grew most, when known
+};
+
+// A CUDA graph: what was allocated while its stream captured, and what instantiating it cost.
+struct Graph {
+    std::uint64_t id = 0;                            // order of capture, from 1
+    std::uint64_t step = 0;                          // the last step marked before capture began
+    std::uint64_t allocations = 0, bytes = 0;        // allocated during capture
+    std::map<std::string, std::uint64_t> bytes_by_owner;
+    std::uint64_t instantiations = 0;
+    std::int64_t instantiate_cost_bytes = 0;         // driver-used delta across cuGraphInstantiate
 };
 
 struct ProcessInfo {
@@ -99,6 +129,8 @@ struct Report {
     std::vector<Step> steps;
     // additions to v1
     std::vector<SuppressionUse> suppressions;
+    std::vector<Alarm> alarms;
+    std::vector<Graph> graphs;
     std::map<std::string, std::string> options;  // the options in effect, echoed
     bool checkpoint = false;                     // written while running, not at exit
     std::uint64_t time_ns = 0;                   // CLOCK_REALTIME when written

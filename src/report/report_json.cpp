@@ -50,6 +50,7 @@ template <class V> void fields(V& v, Owner& o) {
     v.req("live_bytes", o.live_bytes);
     v.req("peak_bytes", o.peak_bytes);
     v.opt("leaked_bytes", o.leaked_bytes);
+    v.opt("live_by_kind", o.live_by_kind);
 }
 template <class V> void fields(V& v, Step& s) {
     v.req("step", s.step);
@@ -57,6 +58,31 @@ template <class V> void fields(V& v, Step& s) {
     v.req("by_owner", s.by_owner);
     v.req("driver_used_bytes", s.driver_used_bytes);
     v.req("unattributed_bytes", s.unattributed_bytes);
+    v.opt("label", s.label);
+    v.opt("by_kind", s.by_kind);
+    v.opt("driver_total_bytes", s.driver_total_bytes);
+    v.opt("pytorch_allocated_bytes", s.pytorch_allocated_bytes);
+    v.opt("pytorch_reserved_bytes", s.pytorch_reserved_bytes);
+    v.opt("graph_mem_used_bytes", s.graph_mem_used_bytes);
+    v.opt("graph_mem_reserved_bytes", s.graph_mem_reserved_bytes);
+}
+template <class V> void fields(V& v, Alarm& a) {
+    v.req("step", a.step);
+    v.req("time_ns", a.time_ns);
+    v.req("what", a.what);
+    v.req("owner", a.owner);
+    v.req("bytes", a.bytes);
+    v.req("live_bytes", a.live_bytes);
+    v.req("site", a.site);
+}
+template <class V> void fields(V& v, Graph& g) {
+    v.req("id", g.id);
+    v.req("step", g.step);
+    v.req("allocations", g.allocations);
+    v.req("bytes", g.bytes);
+    v.req("bytes_by_owner", g.bytes_by_owner);
+    v.req("instantiations", g.instantiations);
+    v.req("instantiate_cost_bytes", g.instantiate_cost_bytes);
 }
 template <class V> void fields(V& v, ProcessInfo& p) {
     v.req("pid", p.pid);
@@ -98,6 +124,8 @@ template <class V> void fields(V& v, Report& r) {
     v.req("owners", r.owners);
     v.req("steps", r.steps);
     v.opt("suppressions", r.suppressions);
+    v.opt("alarms", r.alarms);
+    v.opt("graphs", r.graphs);
     v.opt("options", r.options);
     v.opt("checkpoint", r.checkpoint);
     v.opt("time_ns", r.time_ns);
