@@ -19,6 +19,10 @@ void cumemaudit_step(uint64_t step);
 /* Marks a named moment (e.g. "after warmup"), recorded like a step. */
 void cumemaudit_mark(const char* label);
 
+/* A step mark carrying PyTorch's own figures (torch.cuda.memory_allocated / memory_reserved), so the step
+ * splits driver-used memory into PyTorch allocated, PyTorch cached-but-free, other owners, unattributed. */
+void cumemaudit_torch_step(uint64_t step, uint64_t allocated_bytes, uint64_t reserved_bytes);
+
 #ifdef __cplusplus
 }
 #endif

@@ -155,11 +155,13 @@ void Auditor::checkpoint(const char* why) {
     write_report(ledger::Moment::checkpoint, nullptr, false);
 }
 
-void Auditor::step(std::uint64_t step, const char* label) {
+void Auditor::step(std::uint64_t step, const char* label, std::uint64_t torch_allocated, std::uint64_t torch_reserved) {
     report::Step s;
     s.step = step;
     s.time_ns = now_ns();
-    (void)label;  // labels join the report with the step timeline (issue 5)
+    if (label != nullptr) s.label = label;
+    s.pytorch_allocated_bytes = torch_allocated;
+    s.pytorch_reserved_bytes = torch_reserved;
     for (auto [owner, bytes] : ledger_.live_by_owner()) s.by_owner[ledger_.owner_name(owner)] = bytes;
     std::lock_guard lock(steps_->mutex);
     steps_->list.push_back(std::move(s));

@@ -30,7 +30,7 @@ public:
     // Writes the report now; `why` goes to the log at info level. Safe from any thread.
     void checkpoint(const char* why);
     // A step mark: live bytes per owner now (O(owners)); the report lists it.
-    void step(std::uint64_t step, const char* label);
+    void step(std::uint64_t step, const char* label, std::uint64_t torch_allocated = 0, std::uint64_t torch_reserved = 0);
 
     // Process hooks, registered by the library's constructor and at start.
     static void on_exit_trampoline(int status, void*);

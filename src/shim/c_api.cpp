@@ -20,4 +20,8 @@ __attribute__((visibility("default"))) void cumemaudit_mark(const char* label) {
     if (Auditor::enter()) Auditor::get().step(UINT64_MAX, label);
 }
 
+__attribute__((visibility("default"))) void cumemaudit_torch_step(uint64_t step, uint64_t allocated, uint64_t reserved) {
+    if (Auditor::enter()) Auditor::get().step(step, nullptr, allocated, reserved);
+}
+
 }
