@@ -1,6 +1,6 @@
 // classic_table: live classic allocations (cuMemAlloc*, async, host, managed, IPC opens) by pointer.
 // This is the hot path of PyTorch-style programs, so it is sharded by pointer (64 shards, each a mutex and
-// a hash map) instead of one global lock, and a record is 24 bytes so a live allocation costs well under
+// a hash map) instead of one global lock, and a record is 32 bytes so a live allocation costs well under
 // 160 bytes with the hash map's node and bucket.
 #pragma once
 
@@ -19,9 +19,10 @@ struct ClassicRecord {
     TraceId trace;
     OwnerId owner;
     Kind kind;
+    std::uint32_t epoch;  // the step it was made in (growth alarms name the sites of a step's growth)
     Site site() const { return Site{api, trace, owner}; }
 };
-static_assert(sizeof(ClassicRecord) == 24);
+static_assert(sizeof(ClassicRecord) == 32);
 
 class ClassicTable {
 public:

@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string_view>
+#include <tuple>
 
 namespace cumemaudit::ledger {
 
@@ -52,6 +54,7 @@ struct Ledger::State {
     detail::MisuseLog misuse;
     detail::VmmModel vmm{owners, misuse};
     detail::ClassicTable classic;
+    std::atomic<std::uint32_t> epoch{0};
 };
 
 Ledger::Ledger() : state_(std::make_unique<State>()), traces_(std::make_unique<TraceTree>()) {}
@@ -83,7 +86,8 @@ void Ledger::address_freed(std::uint64_t va, std::uint64_t size, bool ok, const 
 }
 
 void Ledger::allocated(std::uint64_t ptr, std::uint64_t size, Kind kind, const Site& site) {
-    const auto old = state_->classic.insert(ptr, detail::ClassicRecord{size, site.api, site.trace, site.owner, kind});
+    const auto old = state_->classic.insert(
+        ptr, detail::ClassicRecord{size, site.api, site.trace, site.owner, kind, state_->epoch.load(std::memory_order_relaxed)});
     if (old) state_->owners.sub(old->owner, old->kind, old->size);  // its free went around us
     state_->owners.add(site.owner, kind, size);
 }
@@ -109,6 +113,70 @@ std::vector<std::pair<OwnerId, std::uint64_t>> Ledger::live_by_owner() const {
         if (state_->owners.peak(o) != 0) out.emplace_back(o, state_->owners.live(o));
     }
     return out;
+}
+
+std::vector<OwnerRow> Ledger::owners_now() const {
+    std::vector<OwnerRow> out;
+    const std::size_t n = state_->owners.count();
+    for (std::size_t i = 0; i < n; ++i) {
+        const auto o = static_cast<OwnerId>(i);
+        if (state_->owners.peak(o) == 0) continue;
+        OwnerRow row;
+        row.owner = o;
+        row.name = state_->owners.name(o);
+        row.live_bytes = state_->owners.live(o);
+        row.peak_bytes = state_->owners.peak(o);
+        for (int k = 0; k < detail::kKinds; ++k) row.live_by_kind[k] = state_->owners.live(o, static_cast<Kind>(k));
+        out.push_back(std::move(row));
+    }
+    return out;
+}
+
+std::uint32_t Ledger::begin_epoch() {
+    const std::uint32_t e = state_->epoch.fetch_add(1, std::memory_order_relaxed) + 1;
+    state_->vmm.set_epoch(e);
+    return e;
+}
+
+std::uint32_t Ledger::epoch() const { return state_->epoch.load(std::memory_order_relaxed); }
+
+namespace {
+// (site, bytes) pairs summed by site, largest first; sites compare by api, trace and owner.
+std::vector<std::pair<Site, std::uint64_t>> by_site(std::vector<std::pair<Site, std::uint64_t>> items) {
+    auto key = [](const Site& s) { return std::tuple(std::string_view(s.api), s.trace, s.owner); };
+    std::sort(items.begin(), items.end(), [&](const auto& a, const auto& b) { return key(a.first) < key(b.first); });
+    std::vector<std::pair<Site, std::uint64_t>> out;
+    for (const auto& [site, bytes] : items) {
+        if (!out.empty() && key(out.back().first) == key(site)) out.back().second += bytes;
+        else out.emplace_back(site, bytes);
+    }
+    std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    return out;
+}
+}  // namespace
+
+std::vector<std::pair<Site, std::uint64_t>> Ledger::growth_sites(OwnerId owner, std::uint32_t since) const {
+    std::vector<std::pair<Site, std::uint64_t>> items;
+    state_->classic.for_each([&](std::uint64_t, const detail::ClassicRecord& r) {
+        if (r.owner == owner && r.epoch >= since) items.emplace_back(r.site(), r.size);
+    });
+    state_->vmm.for_each_live([&](const Site& origin, std::uint64_t size, std::uint32_t epoch, auto...) {
+        if (origin.owner == owner && epoch >= since) items.emplace_back(origin, size);
+    });
+    return by_site(std::move(items));
+}
+
+std::vector<std::pair<Site, std::uint64_t>> Ledger::unreachable_sites(std::uint64_t* total_bytes) const {
+    std::vector<std::pair<Site, std::uint64_t>> items;
+    std::uint64_t total = 0;
+    state_->vmm.for_each_live([&](const Site&, std::uint64_t size, std::uint32_t, std::size_t refs, std::uint32_t mappings,
+                                  std::size_t fds, const std::vector<Site>& ref_sites) {
+        if (refs == 0 || mappings != 0 || fds != 0) return;
+        total += size;
+        for (const Site& s : ref_sites) items.emplace_back(s, size);
+    });
+    if (total_bytes != nullptr) *total_bytes = total;
+    return by_site(std::move(items));
 }
 
 Snapshot Ledger::snapshot(Moment moment, const ExportProbe& still_open) const {
@@ -161,6 +229,8 @@ Snapshot Ledger::snapshot(Moment moment, const ExportProbe& still_open) const {
 }
 
 void Ledger::reset() {
+    state_->epoch = 0;
+    state_->vmm.set_epoch(0);
     state_->vmm.clear();
     state_->classic.clear();
     state_->misuse.clear();

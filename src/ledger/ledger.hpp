@@ -134,6 +134,21 @@ public:
 
     // Live bytes per owner right now: O(owners), never scans allocations (used for step samples).
     std::vector<std::pair<OwnerId, std::uint64_t>> live_by_owner() const;
+    // The same with peak and the split by kind: O(owners × kinds).
+    std::vector<OwnerRow> owners_now() const;
+
+    // Steps divide time into epochs; every allocation remembers the epoch it was made in, so growth over
+    // a step can be traced to the sites that made it. begin_epoch() starts the next one.
+    std::uint32_t begin_epoch();
+    std::uint32_t epoch() const;
+
+    // Live bytes by site of `owner`'s allocations made in epoch `since` or later, largest first. Scans
+    // the allocations: for growth alarms, which are rare, never for step samples.
+    std::vector<std::pair<Site, std::uint64_t>> growth_sites(OwnerId owner, std::uint32_t since) const;
+
+    // Unreachable VMM memory (references held, nothing mapped, no export fd) by reference site, largest
+    // first, and its total. Scans the VMM allocations only (each at least one 2 MiB granule).
+    std::vector<std::pair<Site, std::uint64_t>> unreachable_sites(std::uint64_t* total_bytes) const;
 
     // Asks still_open about every exported fd not yet seen closed (under the VMM lock; an empty probe means
     // "open"); allocations whose last pin was such an fd are forgotten here, which is why live bytes may

@@ -8,6 +8,7 @@ std::uint64_t VmmModel::new_allocation(HandleType ht, Kind kind, const Site& sit
     a.handle_type = ht;
     a.kind = kind;
     a.origin = site;
+    a.epoch = epoch_.load(std::memory_order_relaxed);
     // A handle value we still think live was reused by the driver: we missed its last release (the shim
     // was not yet loaded, or the call went around it). The old allocation keeps its references.
     handles_.erase(handle);

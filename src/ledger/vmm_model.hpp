@@ -8,6 +8,7 @@
 #include "misuse_log.hpp"
 #include "owners.hpp"
 
+#include <atomic>
 #include <map>
 #include <unordered_map>
 #include <unordered_set>
@@ -17,6 +18,9 @@ namespace cumemaudit::ledger::detail {
 class VmmModel {
 public:
     VmmModel(Owners& owners, MisuseLog& misuse) : owners_(owners), misuse_(misuse) {}
+
+    // Allocations made from now on carry this epoch.
+    void set_epoch(std::uint32_t e) { epoch_.store(e, std::memory_order_relaxed); }
 
     void created(std::uint64_t handle, std::uint64_t size, HandleType, const Site&);
     void retained(std::uint64_t handle, std::uint64_t va, const Site&);
@@ -33,6 +37,14 @@ public:
     void collect(Moment, const ExportProbe&, LeakRows& rows, Summary& summary,
                  std::vector<std::uint64_t>& leaked_by_owner);
 
+    // Visits every live allocation (origin site, size, epoch, references, mappings, open fds, reference
+    // sites) under the model's lock.
+    template <class F>
+    void for_each_live(F&& f) const {
+        std::lock_guard lock(mu_);
+        for (const auto& [id, a] : allocs_) f(a.origin, a.size, a.epoch, a.refs.size(), a.mappings, a.fds.size(), a.refs);
+    }
+
     void clear();
 
 private:
@@ -47,6 +59,7 @@ private:
         HandleType handle_type = HandleType::none;
         Kind kind = Kind::vmm_physical;
         Site origin;                  // the create or first import: names a mapping that outlived its references
+        std::uint32_t epoch = 0;      // the step it was made in
         std::vector<Site> refs;       // outstanding references, oldest first; release pops the back (LIFO)
         std::uint32_t mappings = 0;
         std::vector<ExportFd> fds;    // exported POSIX fds not yet seen closed
@@ -74,6 +87,7 @@ private:
     Owners& owners_;
     MisuseLog& misuse_;
     mutable std::mutex mu_;
+    std::atomic<std::uint32_t> epoch_{0};
     std::uint64_t next_id_ = 1;
     std::map<std::uint64_t, Allocation> allocs_;  // by id; ordered so reports list allocations in creation order
     std::unordered_map<std::uint64_t, HandleEntry> handles_;  // live handle values only
