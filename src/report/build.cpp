@@ -33,7 +33,6 @@ Report build(const BuildInput& in) {
     r.process = in.process;
     r.driver = in.driver;
     r.steps = in.steps;
-    r.alarms = in.alarms;
     r.graphs = in.graphs;
     r.options = in.options;
     r.checkpoint = in.checkpoint;
@@ -41,6 +40,10 @@ Report build(const BuildInput& in) {
 
     Suppressions supp = in.suppressions ? *in.suppressions : Suppressions{};
     std::unordered_map<ledger::TraceId, std::vector<Frame>> frames_by_trace;
+    for (const AlarmInput& a : in.alarms) {
+        r.alarms.push_back(a.alarm);
+        r.alarms.back().site = make_site(a.site, in, frames_by_trace);
+    }
     const ledger::Summary& snap = in.snapshot.summary;
     Summary& sum = r.summary;
     sum.intercepted_calls = in.intercepted_calls;

@@ -9,6 +9,12 @@
 
 namespace cumemaudit::report {
 
+// An alarm as the shim raised it: the site still a ledger site, symbolized by build() like the leaks'.
+struct AlarmInput {
+    Alarm alarm;
+    ledger::Site site;
+};
+
 struct BuildInput {
     ProcessInfo process{};
     DriverInfo driver{};
@@ -18,7 +24,7 @@ struct BuildInput {
     Symbolizer* symbolizer = nullptr;         // null: frames carry their pc only
     const Suppressions* suppressions = nullptr;  // copied: hits are counted in the report, not in the input
     std::vector<Step> steps{};
-    std::vector<Alarm> alarms{};
+    std::vector<AlarmInput> alarms{};
     std::vector<Graph> graphs{};
     std::map<std::string, std::string> options{};
     bool checkpoint = false;

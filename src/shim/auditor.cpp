@@ -28,11 +28,6 @@
 
 namespace cumemaudit::shim {
 
-struct Auditor::Steps {
-    std::mutex mutex;  // steps are rare (one per training step); the report reads them
-    std::vector<report::Step> list;
-};
-
 namespace {
 
 enum State : int { not_started, running, failed };
@@ -42,7 +37,7 @@ Auditor* g_auditor = nullptr;
 std::atomic<bool> g_forked{false};  // set in a fork child; the first CUDA call there starts afresh
 std::mutex g_report_mutex;          // one report written at a time (checkpoint thread, exit, C API)
 
-struct sigaction g_old_term {}, g_old_int {};
+struct sigaction g_old_term {}, g_old_int {}, g_old_usr2 {};
 
 std::int64_t now_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -73,7 +68,7 @@ int driver_version() {
 
 Auditor& Auditor::get() { return *g_auditor; }
 
-Auditor::Auditor() : options_(current_options()), steps_(new Steps) {}
+Auditor::Auditor() : options_(current_options()) { program_context_ = current_context(); }
 
 bool Auditor::enter() {
     if (g_state.load(std::memory_order_acquire) != running) {
@@ -114,6 +109,10 @@ void Auditor::start_background() {
         if (!(current.sa_flags & SA_SIGINFO) && current.sa_handler == SIG_IGN) continue;  // ignored stays ignored
         sigaction(sig, &sa, old);
     }
+    // SIGUSR2 marks the timeline, unless the program uses it (its default would kill the program anyway).
+    struct sigaction usr2 {};
+    sigaction(SIGUSR2, nullptr, &usr2);
+    if (!(usr2.sa_flags & SA_SIGINFO) && usr2.sa_handler == SIG_DFL) sigaction(SIGUSR2, &sa, &g_old_usr2);
 }
 
 void Auditor::after_fork_in_child() {
@@ -123,10 +122,8 @@ void Auditor::after_fork_in_child() {
     calls_ = 0;
     requests_ = 0;
     served_ = 0;
-    {
-        std::lock_guard lock(steps_->mutex);
-        steps_->list.clear();
-    }
+    usr2_requests_ = 0;
+    timeline_.reset();
     if (wake_fd_ >= 0) close(wake_fd_);  // shared with the parent: the child needs its own
     started_pid_ = 0;
     start_background();
@@ -137,16 +134,36 @@ void Auditor::checkpoint_loop() {
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, nullptr);  // signals belong to the program's threads
     const int fd = wake_fd_;
+    using Clock = std::chrono::steady_clock;
+    const auto every = [](int n, int unit_ms) { return std::chrono::milliseconds(std::int64_t{n} * unit_ms); };
+    auto next_report = Clock::now() + every(options_.checkpoint_s, 1000);
+    auto next_sample = Clock::now() + every(options_.sample_ms, 1);
+    std::uint64_t usr2_seen = 0;
     for (;;) {
+        auto wake = Clock::time_point::max();
+        if (options_.checkpoint_s > 0) wake = std::min(wake, next_report);
+        if (options_.sample_ms > 0) wake = std::min(wake, next_sample);
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(wake - Clock::now()).count();
         pollfd p{fd, POLLIN, 0};
-        const int timeout = options_.checkpoint_s > 0 ? options_.checkpoint_s * 1000 : -1;
-        const int r = poll(&p, 1, timeout);
+        const int r = poll(&p, 1, wake == Clock::time_point::max() ? -1 : static_cast<int>(std::max<std::int64_t>(left, 0)));
         if (r < 0 && errno == EINTR) continue;
         std::uint64_t n = 0;
         if (r > 0 && read(fd, &n, sizeof n) < 0) n = 0;
+        const auto now = Clock::now();
+        if (const std::uint64_t usr2 = usr2_requests_.load(); usr2 != usr2_seen) {
+            usr2_seen = usr2;
+            sample("SIGUSR2");
+        }
+        if (options_.sample_ms > 0 && now >= next_sample) {
+            sample("sample");
+            next_sample = now + every(options_.sample_ms, 1);
+        }
         const std::uint64_t asked = requests_.load();
-        write_report(ledger::Moment::checkpoint, nullptr, false);
-        served_.store(asked);
+        if (asked != served_.load() || (options_.checkpoint_s > 0 && now >= next_report)) {
+            write_report(ledger::Moment::checkpoint, nullptr, false);
+            served_.store(asked);
+            next_report = now + every(options_.checkpoint_s, 1000);
+        }
     }
 }
 
@@ -156,15 +173,14 @@ void Auditor::checkpoint(const char* why) {
 }
 
 void Auditor::step(std::uint64_t step, const char* label, std::uint64_t torch_allocated, std::uint64_t torch_reserved) {
-    report::Step s;
-    s.step = step;
-    s.time_ns = now_ns();
-    if (label != nullptr) s.label = label;
-    s.pytorch_allocated_bytes = torch_allocated;
-    s.pytorch_reserved_bytes = torch_reserved;
-    for (auto [owner, bytes] : ledger_.live_by_owner()) s.by_owner[ledger_.owner_name(owner)] = bytes;
-    std::lock_guard lock(steps_->mutex);
-    steps_->list.push_back(std::move(s));
+    ShimScope busy;
+    if (CUcontext ctx = current_context()) program_context_ = ctx;
+    timeline_.mark(Mark{step, label != nullptr ? label : "", torch_allocated, torch_reserved, driver_memory()});
+}
+
+void Auditor::sample(const char* label) {
+    ShimScope busy;
+    timeline_.mark(Mark{0, label, 0, 0, driver_memory(program_context_.load())});
 }
 
 std::string Auditor::report_path() const {
@@ -176,8 +192,8 @@ void Auditor::write_report(ledger::Moment moment, const int* exit_code, bool fin
     std::lock_guard lock(g_report_mutex);
     ShimScope busy;
     try {
-        static report::Symbolizer symbolizer;
-        static report::Suppressions suppressions = load_suppressions(options_.suppressions);
+        // Read once and never destroyed: static destructors run before this exit handler does.
+        static report::Suppressions& suppressions = *new report::Suppressions(load_suppressions(options_.suppressions));
         const ProcessIdentity id = process_identity();
         const ledger::Snapshot snapshot =
             ledger_.snapshot(moment, [](int fd, const ledger::ExportKey& key) { return fd_still_open(fd, key); });
@@ -191,15 +207,14 @@ void Auditor::write_report(ledger::Moment moment, const int* exit_code, bool fin
         in.driver.version = driver_version();
         in.driver.simulated = simulated_driver_version() != nullptr;
         in.intercepted_calls = calls_.load();
-        in.symbolizer = &symbolizer;
+        in.symbolizer = &symbolizer_;
         in.suppressions = &suppressions;
         in.options = option_values(options_);
         in.checkpoint = moment == ledger::Moment::checkpoint;
         in.time_ns = static_cast<std::uint64_t>(now_ns());
-        {
-            std::lock_guard steps_lock(steps_->mutex);
-            in.steps = steps_->list;
-        }
+        in.steps = timeline_.steps();
+        in.alarms = timeline_.alarms();
+        in.graphs = timeline_.graphs();
         const report::Report rep = report::build(in);
         const std::string path = report_path();
         std::error_code ignored;  // a failure shows as the write's own error, with the path
@@ -244,6 +259,15 @@ void Auditor::on_exit_trampoline(int status, void*) {
 void Auditor::on_signal(int sig, siginfo_t* info, void* context) {
     const int saved_errno = errno;
     Auditor* a = g_auditor;
+    if (sig == SIGUSR2) {  // a mark, taken by the checkpoint thread; the program goes on
+        if (a != nullptr && !g_forked.load()) {
+            a->usr2_requests_.fetch_add(1);
+            const std::uint64_t one = 1;
+            if (write(a->wake_fd_, &one, sizeof one) < 0) {}
+        }
+        errno = saved_errno;
+        return;
+    }
     if (a != nullptr && !g_forked.load()) {
         // Only async-signal-safe work here: wake the checkpoint thread and wait (bounded) for its report.
         const std::uint64_t mine = a->requests_.fetch_add(1) + 1;

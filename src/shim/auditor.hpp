@@ -6,7 +6,10 @@
 #pragma once
 
 #include "ledger/ledger.hpp"
+#include "driver_query.hpp"
 #include "options.hpp"
+#include "report/symbolizer.hpp"
+#include "timeline.hpp"
 
 #include <atomic>
 #include <csignal>
@@ -26,10 +29,12 @@ public:
 
     ledger::Ledger& ledger() { return ledger_; }
     const Options& options() const { return options_; }
+    Timeline& timeline() { return timeline_; }
 
     // Writes the report now; `why` goes to the log at info level. Safe from any thread.
     void checkpoint(const char* why);
-    // A step mark: live bytes per owner now (O(owners)); the report lists it.
+    // A mark from a program thread (the C API): live bytes per owner and kind now (O(owners)) and the
+    // driver's used memory; the report lists it and growth alarms are checked.
     void step(std::uint64_t step, const char* label, std::uint64_t torch_allocated = 0, std::uint64_t torch_reserved = 0);
 
     // Process hooks, registered by the library's constructor and at start.
@@ -44,19 +49,21 @@ private:
     void after_fork_in_child();
     std::string report_path() const;
     void checkpoint_loop();
+    void sample(const char* label);  // a mark taken by the checkpoint thread (SIGUSR2, sample_ms)
 
 
     Options options_;
     ledger::Ledger ledger_;
+    report::Symbolizer symbolizer_;
+    Timeline timeline_{ledger_, options_, symbolizer_};
+    std::atomic<CUcontext> program_context_{nullptr};  // lent to the checkpoint thread for its samples
+    std::atomic<std::uint64_t> usr2_requests_{0};
     std::string report_dir_;
     std::atomic<std::uint64_t> calls_{0};
     std::atomic<bool> writing_{false};
     int wake_fd_ = -1;  // eventfd: a signal or a checkpoint request wakes the checkpoint thread
     std::atomic<std::uint64_t> requests_{0}, served_{0};
     long started_pid_ = 0;
-
-    struct Steps;
-    Steps* steps_;
 };
 
 }  // namespace cumemaudit::shim

@@ -1,7 +1,9 @@
 #include "events.hpp"
 
 #include "auditor.hpp"
+#include "driver_query.hpp"
 #include "export_key.hpp"
+#include "timeline.hpp"
 
 namespace cumemaudit::shim {
 namespace {
@@ -39,9 +41,14 @@ const ledger::Site& site_if_failed(Call& call, bool ok, ledger::Site& bare) {
 void allocated(Call& call, CUresult r, std::uint64_t ptr, std::uint64_t size, Kind kind) {
     if (r != CUDA_SUCCESS) return;
     const ledger::Site& site = call.site();  // captured outside the stripe: it may unwind
-    const OrderHold order = hold_order(ptr);
-    book().allocated(ptr, size, kind, site);
+    {
+        const OrderHold order = hold_order(ptr);
+        book().allocated(ptr, size, kind, site);
+    }
+    if (Timeline::capturing()) Auditor::get().timeline().captured(site.owner, size);
 }
+
+thread_local std::int64_t t_used_before_instantiate = -1;
 
 void freed(Call& call, CUresult r, std::uint64_t ptr) {
     const bool ok = r == CUDA_SUCCESS;
@@ -56,8 +63,11 @@ void record(ev::Create, Call& call, CUresult r, CUmemGenericAllocationHandle* ha
             const CUmemAllocationProp* prop, unsigned long long) {
     if (r != CUDA_SUCCESS || handle == nullptr) return;
     const ledger::Site& site = call.site();
-    const OrderHold order = hold_order(*handle);
-    book().created(*handle, size, requested_type(prop), site);
+    {
+        const OrderHold order = hold_order(*handle);
+        book().created(*handle, size, requested_type(prop), site);
+    }
+    if (Timeline::capturing()) Auditor::get().timeline().captured(site.owner, size);
 }
 
 void record(ev::Release, Call& call, CUresult r, CUmemGenericAllocationHandle handle) {
@@ -162,6 +172,30 @@ void record(ev::Free, Call& call, CUresult r, CUdeviceptr dptr) { freed(call, r,
 void record(ev::FreeAsync, Call& call, CUresult r, CUdeviceptr dptr, CUstream) { freed(call, r, dptr); }
 void record(ev::FreeHost, Call& call, CUresult r, void* p) { freed(call, r, addr(p)); }
 void record(ev::IpcClose, Call& call, CUresult r, CUdeviceptr dptr) { freed(call, r, dptr); }
+
+void record(ev::CaptureBegin, Call&, CUresult r, CUstream stream, CUstreamCaptureMode) {
+    if (r == CUDA_SUCCESS) Auditor::get().timeline().capture_began(stream);
+}
+
+void record(ev::CaptureEnd, Call&, CUresult r, CUstream stream, CUgraph* graph) {
+    // A failed end (an invalidated capture) still ends the capture.
+    Auditor::get().timeline().capture_ended(stream, r == CUDA_SUCCESS && graph != nullptr ? *graph : nullptr);
+}
+
+OrderHold before(ev::Instantiate, CUgraphExec*, CUgraph, unsigned long long) {
+    // Instantiation is rare and slow (milliseconds): two cuMemGetInfo around it price the graph.
+    const DriverMemory m = driver_memory();
+    t_used_before_instantiate = m.known ? static_cast<std::int64_t>(m.used) : -1;
+    return {};
+}
+
+void record(ev::Instantiate, Call&, CUresult r, CUgraphExec*, CUgraph graph, unsigned long long) {
+    const std::int64_t before = t_used_before_instantiate;
+    t_used_before_instantiate = -1;
+    if (r != CUDA_SUCCESS || before < 0) return;
+    const DriverMemory m = driver_memory();
+    if (m.known) Auditor::get().timeline().instantiated(graph, static_cast<std::int64_t>(m.used) - before);
+}
 
 const char* result_name(CUresult r) {
     switch (r) {

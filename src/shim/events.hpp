@@ -31,21 +31,27 @@ struct Free {};
 struct FreeAsync {};
 struct FreeHost {};
 struct IpcClose {};
+struct CaptureBegin {};
+struct CaptureEnd {};
+struct Instantiate {};
 }  // namespace ev
 
 template <typename... A>
 void record(ev::Count, Call&, CUresult, A...) {}
 
-// What a call that ends a value's life holds across the driver call (see order_stripe); nothing for others.
+// What a call does before the driver runs. A call that ends a value's life holds the value's stripe across
+// the driver call (see order_stripe); instantiating a graph samples driver-used memory first; the rest
+// do nothing.
 template <typename Event, typename... A>
-OrderHold hold_across(Event, A...) { return {}; }
-inline OrderHold hold_across(ev::Release, CUmemGenericAllocationHandle h) { return hold_order(h); }
-inline OrderHold hold_across(ev::Unmap, CUdeviceptr p, size_t) { return hold_order(p); }
-inline OrderHold hold_across(ev::AddressFree, CUdeviceptr p, size_t) { return hold_order(p); }
-inline OrderHold hold_across(ev::Free, CUdeviceptr p) { return hold_order(p); }
-inline OrderHold hold_across(ev::FreeAsync, CUdeviceptr p, CUstream) { return hold_order(p); }
-inline OrderHold hold_across(ev::FreeHost, void* p) { return hold_order(reinterpret_cast<std::uintptr_t>(p)); }
-inline OrderHold hold_across(ev::IpcClose, CUdeviceptr p) { return hold_order(p); }
+OrderHold before(Event, A...) { return {}; }
+inline OrderHold before(ev::Release, CUmemGenericAllocationHandle h) { return hold_order(h); }
+inline OrderHold before(ev::Unmap, CUdeviceptr p, size_t) { return hold_order(p); }
+inline OrderHold before(ev::AddressFree, CUdeviceptr p, size_t) { return hold_order(p); }
+inline OrderHold before(ev::Free, CUdeviceptr p) { return hold_order(p); }
+inline OrderHold before(ev::FreeAsync, CUdeviceptr p, CUstream) { return hold_order(p); }
+inline OrderHold before(ev::FreeHost, void* p) { return hold_order(reinterpret_cast<std::uintptr_t>(p)); }
+inline OrderHold before(ev::IpcClose, CUdeviceptr p) { return hold_order(p); }
+OrderHold before(ev::Instantiate, CUgraphExec*, CUgraph, unsigned long long);
 
 void record(ev::Create, Call&, CUresult, CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*,
             unsigned long long);
@@ -70,6 +76,9 @@ void record(ev::Free, Call&, CUresult, CUdeviceptr);
 void record(ev::FreeAsync, Call&, CUresult, CUdeviceptr, CUstream);
 void record(ev::FreeHost, Call&, CUresult, void*);
 void record(ev::IpcClose, Call&, CUresult, CUdeviceptr);
+void record(ev::CaptureBegin, Call&, CUresult, CUstream, CUstreamCaptureMode);
+void record(ev::CaptureEnd, Call&, CUresult, CUstream, CUgraph*);
+void record(ev::Instantiate, Call&, CUresult, CUgraphExec*, CUgraph, unsigned long long);
 
 // The name of a CUresult without asking the driver (the shim makes no CUDA call of its own).
 const char* result_name(CUresult);

@@ -67,7 +67,7 @@ struct DriverHook<Id, Event, CUresult(A...)> {
         Call call(api, caller);
         if (!call.recording()) return real(a...);
         CUresult r;
-        const OrderHold order = hold_across(Event{}, a...);
+        const OrderHold order = before(Event{}, a...);
         {
             DriverScope in_driver;  // calls the driver makes on itself are not the program's
             r = real(a...);

@@ -19,6 +19,18 @@ bool parse_value(std::string_view text, int& out) {
     return true;
 }
 
+bool parse_value(std::string_view text, Bytes& out) {
+    double number = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), number);
+    if (ec != std::errc() || number < 0) return false;
+    const std::string_view unit = text.substr(static_cast<std::size_t>(end - text.data()));
+    static constexpr std::pair<std::string_view, double> kUnits[] = {
+        {"", 1}, {"B", 1}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
+    for (auto [name, scale] : kUnits)
+        if (unit == name) return out = Bytes{static_cast<std::uint64_t>(number * scale)}, true;
+    return false;
+}
+
 bool parse_value(std::string_view text, bool& out) {
     if (text == "1" || text == "true" || text == "yes") return out = true, true;
     if (text == "0" || text == "false" || text == "no") return out = false, true;
@@ -28,10 +40,16 @@ bool parse_value(std::string_view text, bool& out) {
 std::string show(const std::string& v) { return v; }
 std::string show(int v) { return std::to_string(v); }
 std::string show(bool v) { return v ? "1" : "0"; }
+std::string show(Bytes b) {
+    for (auto [name, scale] : {std::pair{"TiB", 40}, std::pair{"GiB", 30}, std::pair{"MiB", 20}, std::pair{"KiB", 10}})
+        if (b.value != 0 && b.value % (1ull << scale) == 0) return std::to_string(b.value >> scale) + name;
+    return std::to_string(b.value);
+}
 
 const char* expected(const std::string&) { return "a string"; }
 const char* expected(int) { return "a non-negative integer"; }
 const char* expected(bool) { return "1/0, true/false or yes/no"; }
+const char* expected(Bytes) { return "a size such as 268435456, 256MiB or 1GiB"; }
 
 }  // namespace
 

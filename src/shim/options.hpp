@@ -3,12 +3,22 @@
 // names it.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace cumemaudit::shim {
+
+// A byte count written with an optional unit: 1073741824, 512MiB, 1GiB, 1.5GiB.
+struct Bytes {
+    std::uint64_t value = 0;
+    constexpr Bytes() = default;
+    constexpr explicit Bytes(std::uint64_t v) : value(v) {}
+    operator std::uint64_t() const { return value; }
+    friend bool operator==(Bytes, Bytes) = default;
+};
 
 struct Options {
 #define OPTION(type, name, def, help) type name = def;

@@ -1,9 +1,14 @@
 #include "owners.hpp"
 
+#include "options_store.hpp"
+
 #include <dlfcn.h>
 #include <fnmatch.h>
 
+#include "log.hpp"
+
 #include <array>
+#include <vector>
 #include <string>
 
 namespace cumemaudit::shim {
@@ -22,7 +27,7 @@ constexpr std::array kRules = {
 
 // Objects that only pass memory on for somebody else; the owner is whoever called them.
 bool is_intermediary(std::string_view base) {
-    return base.starts_with("libcumemaudit") || base.starts_with("libcuda.so") || base.starts_with("libcudart");
+    return base.starts_with("libcumemaudit.so") || base.starts_with("libcuda.so") || base.starts_with("libcudart");
 }
 
 std::string_view basename_of(std::string_view path) {
@@ -43,11 +48,34 @@ struct CacheEntry {
 };
 thread_local std::array<CacheEntry, 64> t_cache __attribute__((tls_model("initial-exec")));
 
+// owner_rules=glob=owner,glob=owner: the user's rules, read once, tried before the built-in ones.
+const std::vector<std::pair<std::string, std::string>>& user_rules() {
+    static const auto* rules = [] {
+        auto* out = new std::vector<std::pair<std::string, std::string>>();  // kept until _exit
+        std::string_view text = current_options().owner_rules;
+        while (!text.empty()) {
+            const auto comma = text.find(',');
+            const std::string_view rule = text.substr(0, comma);
+            text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
+            const auto eq = rule.rfind('=');
+            if (eq == std::string_view::npos || eq == 0 || eq + 1 == rule.size()) {
+                log_warning("owner rule '{}' in CUMEMAUDIT_OPTIONS is not glob=owner; ignored", rule);
+                continue;
+            }
+            out->emplace_back(std::string(rule.substr(0, eq)), std::string(rule.substr(eq + 1)));
+        }
+        return out;
+    }();
+    return *rules;
+}
+
 }  // namespace
 
 std::string owner_name_for_object(std::string_view object) {
     const std::string base(basename_of(object));
     if (base.empty()) return "unknown";
+    for (const auto& [glob, owner] : user_rules())
+        if (fnmatch(glob.c_str(), base.c_str(), 0) == 0) return owner;
     for (const Rule& r : kRules)
         if (fnmatch(r.glob, base.c_str(), 0) == 0) return r.owner;
     return base;

@@ -42,9 +42,20 @@ TEST_CASE("bad input keeps the default and names what was wrong") {
     CHECK(p.options.stack_depth == 1);
 }
 
+TEST_CASE("sizes take units") {
+    CHECK(parse_options("").options.growth_alarm == 256ull << 20);
+    CHECK(parse_options("growth_alarm=1GiB").options.growth_alarm == 1ull << 30);
+    CHECK(parse_options("growth_alarm=1.5GiB").options.growth_alarm == 3ull << 29);
+    CHECK(parse_options("growth_alarm=4096").options.growth_alarm == 4096);
+    const auto bad = parse_options("growth_alarm=12QB");
+    REQUIRE(bad.warnings.size() == 1);
+    CHECK(bad.warnings[0] == "option growth_alarm='12QB' in CUMEMAUDIT_OPTIONS is not a size such as 268435456, "
+                             "256MiB or 1GiB; using 256MiB");
+}
+
 TEST_CASE("the option table lists every option with its default and help") {
     const auto& t = cumemaudit::shim::option_table();
-    REQUIRE(t.size() == 9);
+    REQUIRE(t.size() == 13);
     for (const auto& o : t) {
         CHECK_FALSE(o.name.empty());
         CHECK_FALSE(o.help.empty());

@@ -1,0 +1,25 @@
+// driver_query: the few questions the shim asks the driver itself, at marks and around graph instantiation
+// only (never in bookkeeping on the allocation path): used and total memory, graph-memory attributes, and
+// the current context. They go straight to the real entry points, past our own wrappers.
+#pragma once
+
+#include "cuda_api.hpp"
+
+#include <cstdint>
+
+namespace cumemaudit::shim {
+
+struct DriverMemory {
+    bool known = false;
+    std::uint64_t used = 0, total = 0;
+    std::uint64_t graph_used = 0, graph_reserved = 0;  // cuDeviceGetGraphMemAttribute, where the driver has it
+};
+
+// Needs a current context on this thread; `fallback` is made current first when none is (a sampler
+// thread of our own borrows the program's context for the question).
+DriverMemory driver_memory(CUcontext fallback = nullptr);
+
+// The calling thread's current context, or null.
+CUcontext current_context();
+
+}  // namespace cumemaudit::shim

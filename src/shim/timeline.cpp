@@ -1,0 +1,168 @@
+#include "timeline.hpp"
+
+#include "log.hpp"
+#include "report/symbolizer.hpp"
+
+#include <chrono>
+
+namespace cumemaudit::shim {
+namespace {
+
+std::uint64_t now_ns() {
+    return static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count());
+}
+
+std::string mib(std::uint64_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
+
+// Kinds whose bytes live on the device and count in the driver's used memory.
+bool on_device(ledger::Kind k) {
+    return k == ledger::Kind::vmm_physical || k == ledger::Kind::classic || k == ledger::Kind::async_pool;
+}
+
+// The owner whose growth is PyTorch's own business (its allocator stats see it), not an alarm.
+constexpr std::string_view kPyTorch = "pytorch";
+
+}  // namespace
+
+Timeline::Timeline(ledger::Ledger& ledger, const Options& options, report::Symbolizer& symbolizer)
+    : ledger_(ledger), options_(options), symbolizer_(symbolizer) {}
+
+void Timeline::mark(const Mark& m) {
+    const std::vector<ledger::OwnerRow> owners = ledger_.owners_now();
+    report::Step s;
+    s.step = m.step;
+    s.label = m.label;
+    s.time_ns = now_ns();
+    s.pytorch_allocated_bytes = m.torch_allocated;
+    s.pytorch_reserved_bytes = m.torch_reserved;
+    std::uint64_t tracked_on_device = 0;
+    for (const ledger::OwnerRow& o : owners) {
+        s.by_owner[o.name] = o.live_bytes;
+        for (int k = 0; k < static_cast<int>(ledger::Kind::count); ++k) {
+            const auto kind = static_cast<ledger::Kind>(k);
+            if (o.live_by_kind[k] == 0) continue;
+            s.by_kind[ledger::to_string(kind)] += o.live_by_kind[k];
+            if (on_device(kind)) tracked_on_device += o.live_by_kind[k];
+        }
+    }
+    if (m.driver.known) {
+        s.driver_used_bytes = m.driver.used;
+        s.driver_total_bytes = m.driver.total;
+        // Context, modules, graph executables, and any other process on the device: what no call named.
+        s.unattributed_bytes = m.driver.used > tracked_on_device ? m.driver.used - tracked_on_device : 0;
+        s.graph_mem_used_bytes = m.driver.graph_used;
+        s.graph_mem_reserved_bytes = m.driver.graph_reserved;
+    }
+    std::lock_guard lock(mu_);
+    check_growth(s, owners);
+    steps_.push_back(std::move(s));
+}
+
+void Timeline::check_growth(const report::Step& s, const std::vector<ledger::OwnerRow>& owners) {
+    ++marks_;
+    const bool past_warmup = marks_ > static_cast<std::uint64_t>(options_.warmup_steps);
+    const std::uint64_t step = s.label.empty() ? s.step : (steps_.empty() ? 0 : steps_.back().step);
+    for (const ledger::OwnerRow& o : owners) {
+        const std::uint64_t before = last_live_[o.owner];
+        last_live_[o.owner] = o.live_bytes;
+        if (!past_warmup || o.name == kPyTorch || o.live_bytes <= before) continue;
+        const std::uint64_t growth = o.live_bytes - before;
+        if (growth <= options_.growth_alarm) continue;
+        const auto sites = ledger_.growth_sites(o.owner, since_epoch_);
+        const ledger::Site site = sites.empty() ? ledger::Site{} : sites.front().first;
+        alarms_.push_back({report::Alarm{step, s.time_ns, "growth", o.name, growth, o.live_bytes, {}}, site});
+        log_warning("step {}: memory outside PyTorch grew by {} in {} (now {}){}", step, mib(growth), o.name,
+                    mib(o.live_bytes), sites.empty() ? "" : ", most at " + describe(site));
+    }
+    std::uint64_t unreachable = 0;
+    const auto sites = ledger_.unreachable_sites(&unreachable);
+    if (unreachable > last_unreachable_ && !sites.empty()) {
+        const ledger::Site& site = sites.front().first;
+        const std::uint64_t growth = unreachable - last_unreachable_;
+        alarms_.push_back(
+            {report::Alarm{step, s.time_ns, "leak", ledger_.owner_name(site.owner), growth, unreachable, {}}, site});
+        log_warning("step {}: unreachable VMM memory grew by {} (now {}): a leak, reference taken by {}", step,
+                    mib(growth), mib(unreachable), describe(site));
+    }
+    last_unreachable_ = unreachable;
+    since_epoch_ = ledger_.begin_epoch();
+}
+
+std::string Timeline::describe(const ledger::Site& site) {
+    const auto frames = ledger_.traces().frames(site.trace);
+    if (frames.empty()) return site.api;
+    const report::Frame f = symbolizer_.resolve(frames.front());
+    const std::string where = f.file.empty() ? f.object : fmt::format("{}:{}", f.file, f.line);
+    return fmt::format("{} in {} {}", site.api, f.symbol.empty() ? "??" : f.symbol, where);
+}
+
+void Timeline::capture_began(const void* stream) {
+    std::lock_guard lock(mu_);
+    report::Graph g;
+    g.id = graphs_.size() + 1;
+    g.step = steps_.empty() ? 0 : steps_.back().step;
+    graphs_.push_back(std::move(g));
+    if (capturing_.insert_or_assign(stream, graphs_.size() - 1).second) active_captures_.fetch_add(1);
+}
+
+void Timeline::capture_ended(const void* stream, const void* graph) {
+    std::lock_guard lock(mu_);
+    auto it = capturing_.find(stream);
+    if (it == capturing_.end()) return;
+    if (graph != nullptr) by_graph_[graph] = it->second;
+    capturing_.erase(it);
+    active_captures_.fetch_sub(1);
+}
+
+void Timeline::captured(ledger::OwnerId owner, std::uint64_t bytes) {
+    std::lock_guard lock(mu_);
+    if (capturing_.empty()) return;
+    // Allocations carry no stream: with several captures at once, the latest one begun is charged.
+    std::size_t latest = 0;
+    for (const auto& [stream, index] : capturing_) latest = std::max(latest, index);
+    report::Graph& g = graphs_[latest];
+    ++g.allocations;
+    g.bytes += bytes;
+    g.bytes_by_owner[ledger_.owner_name(owner)] += bytes;
+}
+
+void Timeline::instantiated(const void* graph, std::int64_t delta) {
+    std::lock_guard lock(mu_);
+    auto it = by_graph_.find(graph);
+    if (it == by_graph_.end()) return;  // a graph built by hand, not captured: not one of ours
+    report::Graph& g = graphs_[it->second];
+    ++g.instantiations;
+    g.instantiate_cost_bytes += delta;
+}
+
+std::vector<report::Step> Timeline::steps() const {
+    std::lock_guard lock(mu_);
+    return steps_;
+}
+
+std::vector<report::AlarmInput> Timeline::alarms() const {
+    std::lock_guard lock(mu_);
+    return alarms_;
+}
+
+std::vector<report::Graph> Timeline::graphs() const {
+    std::lock_guard lock(mu_);
+    return graphs_;
+}
+
+void Timeline::reset() {
+    steps_.clear();
+    alarms_.clear();
+    last_live_.clear();
+    last_unreachable_ = 0;
+    since_epoch_ = 0;
+    marks_ = 0;
+    graphs_.clear();
+    capturing_.clear();
+    by_graph_.clear();
+    active_captures_ = 0;
+}
+
+}  // namespace cumemaudit::shim

@@ -1,0 +1,75 @@
+// timeline: who grew, and when. Each mark (cumemaudit_step, a phase, SIGUSR2, a periodic sample) records
+// live bytes per owner and kind (O(owners), from the ledger's counters) and the driver's own used memory;
+// memory outside PyTorch that grew past growth_alarm over one step raises an alarm naming the owner, the
+// site that grew and the bytes, at that step; unreachable VMM memory that grew is named as a leak then.
+// CUDA graphs: bytes allocated while a stream captures are tallied per graph, and instantiating one
+// records the driver-used memory it cost.
+#pragma once
+
+#include "driver_query.hpp"
+#include "ledger/ledger.hpp"
+#include "options.hpp"
+#include "report/build.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace cumemaudit::report {
+class Symbolizer;
+}
+
+namespace cumemaudit::shim {
+
+struct Mark {
+    std::uint64_t step = 0;
+    std::string label;
+    std::uint64_t torch_allocated = 0, torch_reserved = 0;
+    DriverMemory driver;
+};
+
+class Timeline {
+public:
+    Timeline(ledger::Ledger&, const Options&, report::Symbolizer&);
+
+    void mark(const Mark&);
+
+    // Stream capture. The hot path asks capturing() (one relaxed load) before tallying an allocation.
+    static bool capturing() { return active_captures_.load(std::memory_order_relaxed) > 0; }
+    void capture_began(const void* stream);
+    void capture_ended(const void* stream, const void* graph);  // graph null: capture failed
+    void captured(ledger::OwnerId, std::uint64_t bytes);        // an allocation during capture
+    void instantiated(const void* graph, std::int64_t driver_used_delta);
+
+    // Copies for a report (the report build symbolizes the alarm sites).
+    std::vector<report::Step> steps() const;
+    std::vector<report::AlarmInput> alarms() const;
+    std::vector<report::Graph> graphs() const;
+
+    void reset();  // a fork child starts afresh
+
+private:
+    void check_growth(const report::Step&, const std::vector<ledger::OwnerRow>&);
+    std::string describe(const ledger::Site&);
+
+    ledger::Ledger& ledger_;
+    const Options& options_;
+    report::Symbolizer& symbolizer_;
+    mutable std::mutex mu_;  // marks and captures are rare: one lock keeps them in order
+    std::vector<report::Step> steps_;
+    std::vector<report::AlarmInput> alarms_;
+    std::map<ledger::OwnerId, std::uint64_t> last_live_;
+    std::uint64_t last_unreachable_ = 0;
+    std::uint32_t since_epoch_ = 0;
+    std::uint64_t marks_ = 0;
+
+    std::vector<report::Graph> graphs_;
+    std::map<const void*, std::size_t> capturing_;  // stream → index into graphs_
+    std::map<const void*, std::size_t> by_graph_;   // CUgraph → index into graphs_
+    static inline std::atomic<int> active_captures_{0};
+};
+
+}  // namespace cumemaudit::shim
