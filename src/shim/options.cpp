@@ -53,6 +53,8 @@ const char* expected(Bytes) { return "a size such as 268435456, 256MiB or 1GiB";
 
 }  // namespace
 
+Bytes::Bytes(const char* text) { parse_value(text, *this); }
+
 const std::vector<OptionInfo>& option_table() {
     static const std::vector<OptionInfo> table = {
 #define OPTION(type, name, def, help) {#name, #type, show(type{def}), help},

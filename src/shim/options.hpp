@@ -16,6 +16,7 @@ struct Bytes {
     std::uint64_t value = 0;
     constexpr Bytes() = default;
     constexpr explicit Bytes(std::uint64_t v) : value(v) {}
+    Bytes(const char* text);  // a default written as users write it, e.g. "256MiB"
     operator std::uint64_t() const { return value; }
     friend bool operator==(Bytes, Bytes) = default;
 };
@@ -27,7 +28,9 @@ struct Options {
 };
 
 struct OptionInfo {
-    std::string_view name, type, default_value, help;
+    std::string_view name, type;
+    std::string default_value;
+    std::string_view help;
 };
 const std::vector<OptionInfo>& option_table();
 
