@@ -3,6 +3,7 @@
 // table comes from one run of one binary, side by side. Nothing here asserts a time: benchmarks print.
 #pragma once
 
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -76,9 +77,10 @@ struct ChildResult {
 };
 
 // Runs argv (argv[0] = this program) with the simulated driver first on the library path, the shim
-// preloaded or not, `extra_env` added; collects stdout. LD_PRELOAD is replaced, never appended to.
+// preloaded or not, `extra_env` added; collects stdout (stderr passes through unless `quiet_stderr`).
+// LD_PRELOAD is replaced, never appended to.
 inline ChildResult run_child(const Paths& p, const Mode& m, const std::vector<std::string>& argv,
-                             const std::vector<std::string>& extra_env = {}) {
+                             const std::vector<std::string>& extra_env = {}, bool quiet_stderr = false) {
     std::vector<std::string> env;
     for (char** e = environ; *e != nullptr; ++e) {
         const std::string kv = *e;
@@ -110,6 +112,7 @@ inline ChildResult run_child(const Paths& p, const Mode& m, const std::vector<st
     posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
     posix_spawn_file_actions_addclose(&fa, pipefd[0]);
     posix_spawn_file_actions_addclose(&fa, pipefd[1]);
+    if (quiet_stderr) posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
     pid_t pid;
     if (posix_spawn(&pid, "/proc/self/exe", &fa, nullptr, cargv.data(), cenv.data()) != 0) die("posix_spawn");
     posix_spawn_file_actions_destroy(&fa);
