@@ -44,18 +44,21 @@ struct Mode {
     std::string name;     // column header: "off", "on", "on32"
     bool shim = false;
     std::string options;  // CUMEMAUDIT_OPTIONS (report_dir is added by run_child)
+    bool null_driver = false;  // tests/bench/nulldrv's libcuda.so.1 instead of the simulated one
 };
 
 // The shim and the simulated driver directory, from the environment meson's benchmark() and
 // tests/bench/run set: CUMEMAUDIT_SHIM and CUMEMAUDIT_SIM_DIR.
 struct Paths {
     std::string shim, sim_dir, report_dir;
+    std::string null_dir;  // CUMEMAUDIT_NULL_DIR, optional
 };
 
 inline Paths paths_from_env() {
     Paths p;
     p.shim = env_or("CUMEMAUDIT_SHIM", "");
     p.sim_dir = env_or("CUMEMAUDIT_SIM_DIR", "");
+    p.null_dir = env_or("CUMEMAUDIT_NULL_DIR", "");
     if (p.shim.empty() || p.sim_dir.empty())
         die("set CUMEMAUDIT_SHIM (libcumemaudit.so) and CUMEMAUDIT_SIM_DIR (the simulated libcuda.so.1's directory)");
     char tmpl[] = "/tmp/cumemaudit-bench.XXXXXX";
@@ -74,6 +77,7 @@ struct ChildResult {
     std::string out;       // the child's stdout
     double exited_ns = 0;  // CLOCK_MONOTONIC when waitpid returned
     int status = 0;
+    pid_t pid = 0;
 };
 
 // Runs argv (argv[0] = this program) with the simulated driver first on the library path, the shim
@@ -90,7 +94,8 @@ inline ChildResult run_child(const Paths& p, const Mode& m, const std::vector<st
         env.push_back(kv);
     }
     const char* old_lib = std::getenv("LD_LIBRARY_PATH");
-    env.push_back("LD_LIBRARY_PATH=" + p.sim_dir + (old_lib != nullptr && *old_lib ? ":" + std::string(old_lib) : ""));
+    const std::string& driver_dir = m.null_driver ? p.null_dir : p.sim_dir;
+    env.push_back("LD_LIBRARY_PATH=" + driver_dir + (old_lib != nullptr && *old_lib ? ":" + std::string(old_lib) : ""));
     if (m.shim) {
         env.push_back("LD_PRELOAD=" + p.shim);
         std::string opts = "report_dir=" + p.report_dir;
@@ -118,6 +123,7 @@ inline ChildResult run_child(const Paths& p, const Mode& m, const std::vector<st
     posix_spawn_file_actions_destroy(&fa);
     close(pipefd[1]);
     ChildResult r;
+    r.pid = pid;
     char buf[4096];
     for (;;) {
         const ssize_t n = read(pipefd[0], buf, sizeof buf);
@@ -135,6 +141,23 @@ inline ChildResult run_child(const Paths& p, const Mode& m, const std::vector<st
         std::exit(2);
     }
     return r;
+}
+
+// The summary figure `key` (e.g. "leaked_allocations") of the last report the shim wrote for child
+// `pid` into p.report_dir (cumemaudit.<host>.<pid>.json), or -1 when there is none.
+inline long long report_summary(const Paths& p, pid_t pid, const char* key) {
+    const std::string cmd = "cat " + p.report_dir + "/cumemaudit.*." + std::to_string(pid) + ".json 2>/dev/null";
+    std::FILE* f = popen(cmd.c_str(), "r");
+    if (f == nullptr) return -1;
+    std::string text;
+    char buf[4096];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
+    pclose(f);
+    const std::string quoted = std::string("\"") + key + "\"";
+    const std::size_t at = text.find(quoted);
+    if (at == std::string::npos) return -1;
+    const std::size_t colon = text.find(':', at + quoted.size());
+    return colon == std::string::npos ? -1 : std::atoll(text.c_str() + colon + 1);
 }
 
 // Lines "KEY v1 v2 …" of a child's output, split on blanks.
