@@ -1,0 +1,302 @@
+// bench_calls: nanoseconds the shim adds to one intercepted call. The same binary runs as a child three
+// ways — shim off (no LD_PRELOAD), on with default options, on with stack_depth=32 — always on the
+// simulated driver, in interleaved rounds; each figure is the best of (rounds × repeats) timed loops, so
+// drift on a shared machine hits every mode alike. Added ns = on − off, per call.
+//
+// Patterns (per iteration → calls):
+//   alloc_free   cuMemAlloc_v2 + cuMemFree_v2, 4 KiB (door 1, the exported symbols)          2
+//   async        cuMemAllocAsync + cuMemFreeAsync, 4 KiB, null stream                        2
+//   table        cuMemAlloc/cuMemFree at 3020 through the pointers cudart gets: dlopen
+//                libcuda.so.1, dlsym cuGetProcAddress_v2, ask it for "cuGetProcAddress" at
+//                12000, look the two up through that (doors 2 and 3)                            2
+//   vmm          cuMemCreate + cuMemMap + cuMemSetAccess + cuMemUnmap + cuMemRelease, 2 MiB,
+//                into a range reserved once per thread                                          5
+// Each with 1 and 2 threads (each thread its own loop; time from the common start to the last end).
+//
+// The loops run under --depth (40) frames of the program's own, so a 32-frame capture unwinds 32 real
+// frames, as it would inside PyTorch; with the default stack_depth=1 the depth costs nothing.
+//
+// Usage: bench_calls [--markdown] [--iters N] [--iters32 N] [--repeats R] [--rounds K] [--depth D]
+// Needs CUMEMAUDIT_SHIM and CUMEMAUDIT_SIM_DIR (meson's benchmark() and tests/bench/run set them).
+#include "bench_common.hpp"
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <dlfcn.h>
+
+#include <atomic>
+#include <map>
+#include <thread>
+
+namespace {
+
+constexpr std::size_t kSmall = 4096;
+constexpr std::size_t kVmm = 2u << 20;
+
+#define OK(call)                                                                         \
+    do {                                                                                 \
+        if (CUresult r_ = (call); r_ != CUDA_SUCCESS) {                                  \
+            std::fprintf(stderr, "bench_calls: %s returned %d\n", #call, static_cast<int>(r_)); \
+            std::exit(3);                                                                \
+        }                                                                                \
+    } while (0)
+
+CUcontext g_ctx = nullptr;
+PFN_cuMemAlloc_v3020 g_table_alloc = nullptr;
+PFN_cuMemFree_v3020 g_table_free = nullptr;
+
+void init_driver() {
+    OK(cuInit(0));
+    CUdevice dev;
+    OK(cuDeviceGet(&dev, 0));
+    OK(cuDevicePrimaryCtxRetain(&g_ctx, dev));
+    OK(cuCtxSetCurrent(g_ctx));
+    // The table door, the way cudart gets its entry points.
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW);
+    if (lib == nullptr) bench::die("dlopen libcuda.so.1");
+    auto gpa_v2 = reinterpret_cast<PFN_cuGetProcAddress_v12000>(dlsym(lib, "cuGetProcAddress_v2"));
+    if (gpa_v2 == nullptr) bench::die("dlsym cuGetProcAddress_v2");
+    CUdriverProcAddressQueryResult st{};
+    PFN_cuGetProcAddress_v12000 gpa = nullptr;
+    OK(gpa_v2("cuGetProcAddress", reinterpret_cast<void**>(&gpa), 12000, 0, &st));
+    OK(gpa("cuMemAlloc", reinterpret_cast<void**>(&g_table_alloc), 3020, 0, &st));
+    OK(gpa("cuMemFree", reinterpret_cast<void**>(&g_table_free), 3020, 0, &st));
+}
+
+enum class Pattern { alloc_free, async, table, vmm };
+struct PatternInfo {
+    Pattern p;
+    const char* name;
+    int calls;
+    const char* what;
+};
+constexpr PatternInfo kPatterns[] = {
+    {Pattern::alloc_free, "alloc_free", 2, "cuMemAlloc_v2+cuMemFree_v2 4KiB"},
+    {Pattern::async, "async", 2, "cuMemAllocAsync+cuMemFreeAsync 4KiB"},
+    {Pattern::table, "table", 2, "cudaMalloc-style table call 4KiB"},
+    {Pattern::vmm, "vmm", 5, "VMM create+map+access+unmap+release 2MiB"},
+};
+
+// Per-thread VMM state: a reserved range and the properties, set up before timing.
+struct Vmm {
+    CUdeviceptr va = 0;
+    CUmemAllocationProp prop{};
+    CUmemAccessDesc access{};
+    void setup() {
+        prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+        prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        prop.location.id = 0;
+        access.location = prop.location;
+        access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+        OK(cuMemAddressReserve(&va, kVmm, 0, 0, 0));
+    }
+    void teardown() { OK(cuMemAddressFree(va, kVmm)); }
+};
+
+__attribute__((noinline)) void loop(Pattern p, long iters, Vmm& v) {
+    switch (p) {
+    case Pattern::alloc_free:
+        for (long i = 0; i < iters; ++i) {
+            CUdeviceptr d;
+            OK(cuMemAlloc_v2(&d, kSmall));
+            OK(cuMemFree_v2(d));
+        }
+        break;
+    case Pattern::async:
+        for (long i = 0; i < iters; ++i) {
+            CUdeviceptr d;
+            OK(cuMemAllocAsync(&d, kSmall, nullptr));
+            OK(cuMemFreeAsync(d, nullptr));
+        }
+        break;
+    case Pattern::table:
+        for (long i = 0; i < iters; ++i) {
+            CUdeviceptr d;
+            OK(g_table_alloc(&d, kSmall));
+            OK(g_table_free(d));
+        }
+        break;
+    case Pattern::vmm:
+        for (long i = 0; i < iters; ++i) {
+            CUmemGenericAllocationHandle h;
+            OK(cuMemCreate(&h, kVmm, &v.prop, 0));
+            OK(cuMemMap(v.va, kVmm, 0, h, 0));
+            OK(cuMemSetAccess(v.va, kVmm, &v.access, 1));
+            OK(cuMemUnmap(v.va, kVmm));
+            OK(cuMemRelease(h));
+        }
+        break;
+    }
+}
+
+// `depth` frames of our own between the thread's start and the loop (not inlined, not tail calls).
+__attribute__((noinline)) double deep(int depth, Pattern p, long iters, Vmm& v, const std::atomic<int>* go,
+                                      std::atomic<int>* ready) {
+    if (depth > 0) {
+        const double r = deep(depth - 1, p, iters, v, go, ready);
+        asm volatile("" ::: "memory");  // keeps this frame: no tail call
+        return r;
+    }
+    loop(p, iters / 100 + 100, v);  // warm-up: first-call resolution, owner cache, hash tables sized
+    ready->fetch_add(1);
+    while (go->load(std::memory_order_acquire) == 0) {
+    }
+    loop(p, iters, v);
+    return bench::now_ns();  // the end; the start is the common go, so a thread that waited for a core counts
+}
+
+// Nanoseconds per call per thread: from the common start to the last thread's end, over one thread's calls.
+double measure(const PatternInfo& pi, int threads, long iters, int depth) {
+    std::atomic<int> go{0}, ready{0};
+    std::vector<double> elapsed(static_cast<std::size_t>(threads), 0);
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) {
+        pool.emplace_back([&, t] {
+            OK(cuCtxSetCurrent(g_ctx));
+            Vmm v;
+            if (pi.p == Pattern::vmm) v.setup();
+            elapsed[static_cast<std::size_t>(t)] = deep(depth, pi.p, iters, v, &go, &ready);
+            if (pi.p == Pattern::vmm) v.teardown();
+        });
+    }
+    while (ready.load() < threads) std::this_thread::yield();
+    const double t0 = bench::now_ns();
+    go.store(1, std::memory_order_release);
+    for (auto& th : pool) th.join();
+    double last = t0;
+    for (double e : elapsed) last = std::max(last, e);
+    return (last - t0) / static_cast<double>(iters * pi.calls);
+}
+
+int child(long iters, int repeats, int depth) {
+    init_driver();
+    for (const PatternInfo& pi : kPatterns) {
+        for (int threads : {1, 2}) {
+            double best = 1e300;
+            for (int r = 0; r < repeats; ++r) best = std::min(best, measure(pi, threads, iters, depth));
+            std::printf("RESULT %s %d %.2f\n", pi.name, threads, best);
+            std::fflush(stdout);
+        }
+    }
+    return 0;
+}
+
+std::string verdict(double added, double target) {
+    if (added <= target) return "meets";
+    return "misses by " + bench::fmt("%.0f", added - target) + " ns";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const long iters = std::atol(bench::flag_value(argc, argv, "--iters", "200000"));
+    const int repeats = std::atoi(bench::flag_value(argc, argv, "--repeats", "2"));
+    const int rounds = std::atoi(bench::flag_value(argc, argv, "--rounds", "3"));
+    const int depth = std::atoi(bench::flag_value(argc, argv, "--depth", "40"));
+    // A 32-frame capture costs microseconds per call: a tenth of the iterations measures it as well.
+    const long iters32 = std::atol(bench::flag_value(argc, argv, "--iters32", std::to_string(iters / 10).c_str()));
+    if (bench::has_flag(argc, argv, "--child")) return child(iters, repeats, depth);
+    const bool md = bench::has_flag(argc, argv, "--markdown");
+
+    const bench::Paths paths = bench::paths_from_env();
+    // summary=0 and fail_on=none: the exit summary and the gate touch no call (report_dir: a temporary
+    // directory). The gate is off so that a wrong verdict of the ledger (below) does not end the run.
+    std::vector<bench::Mode> modes = {{"off", false, ""},
+                                      {"on", true, "summary=0:fail_on=none"},
+                                      {"on32", true, "summary=0:fail_on=none:stack_depth=32"}};
+    // The same three on the lock-free null driver, for the two-thread comparison (see nulldrv/).
+    const bool with_null = !paths.null_dir.empty();
+    if (with_null)
+        for (std::size_t i = 0, n = modes.size(); i < n; ++i)
+            modes.push_back({"null-" + modes[i].name, modes[i].shim, modes[i].options, true});
+    // Every loop frees what it allocates: the exit report of an "on" child must list no leak at all.
+    long long worst_leaks = 0;
+    std::string worst_mode;
+    const std::vector<std::string> args = {argv[0],
+                                           "--child",
+                                           "--iters=" + std::to_string(iters),
+                                           "--repeats=" + std::to_string(repeats),
+                                           "--depth=" + std::to_string(depth)};
+    // best[mode][pattern][threads]
+    std::map<std::string, std::map<std::string, std::map<int, double>>> best;
+    for (int round = 0; round < rounds; ++round) {
+        for (std::size_t k = 0; k < modes.size(); ++k) {
+            const bench::Mode& m = modes[(k + static_cast<std::size_t>(round)) % modes.size()];  // rotate order
+            std::vector<std::string> a = args;
+            a[2] = "--iters=" + std::to_string(m.name.ends_with("on32") ? iters32 : iters);
+            const bench::ChildResult r = bench::run_child(paths, m, a);
+            if (m.shim) {
+                const long long leaks = bench::report_summary(paths, r.pid, "leaked_allocations");
+                if (leaks != 0 && (worst_mode.empty() || leaks > worst_leaks)) {
+                    worst_leaks = leaks;
+                    worst_mode = m.name;
+                }
+            }
+            for (const auto& f : bench::records(r.out, "RESULT")) {
+                if (f.size() != 3) continue;
+                double& b = best[m.name][f[0]][std::stoi(f[1])];
+                const double v = std::stod(f[2]);
+                b = b == 0 ? v : std::min(b, v);
+            }
+        }
+    }
+    bench::remove_tree(paths.report_dir);
+
+    std::printf("bench_calls: ns per intercepted call, simulated driver, best of %d rounds x %d repeats x %ld "
+                "iterations (%ld with stack_depth=32) per pattern and thread, loop %d frames deep\n\n",
+                rounds, repeats, iters, iters32, depth);
+    bench::Table t({"pattern", "threads", "options", "off ns", "on ns", "added ns", "target", "verdict"});
+    for (const PatternInfo& pi : kPatterns) {
+        for (int threads : {1, 2}) {
+            const double off = best["off"][pi.name][threads];
+            for (const auto& [mode, opt, target] :
+                 {std::tuple{"on", "default", 60.0}, std::tuple{"on32", "stack_depth=32", 600.0}}) {
+                const double on = best[mode][pi.name][threads];
+                const double added = on - off;
+                t.add({pi.name, std::to_string(threads), opt, bench::fmt("%.1f", off), bench::fmt("%.1f", on),
+                       bench::fmt("%.1f", added), "≤ " + bench::fmt("%.0f", target), verdict(added, target)});
+            }
+        }
+    }
+    t.print(md);
+
+    // Two threads against one: per-call figures of each and their ratio. The simulated driver serializes
+    // every call on one mutex, so two threads there mostly measure that mutex (and the shim's time outside
+    // it eases the contention). The comparison is therefore made on the null driver, which has no lock: the
+    // shim must add no more per call at two threads than at one (no global lock of its own).
+    if (with_null) {
+        std::printf("\nthreads: per-call ns with 1 and 2 threads on the lock-free null driver (tests/bench/nulldrv); "
+                    "ratio 2T/1T; added = on - off\n\n");
+        bench::Table s({"pattern", "options", "off 1T", "off 2T", "on 1T", "on 2T", "on 2T/1T", "added 1T",
+                        "added 2T", "verdict"});
+        for (const PatternInfo& pi : kPatterns) {
+            for (const auto& [mode, opt] : {std::pair{"null-on", "default"}, std::pair{"null-on32", "stack_depth=32"}}) {
+                const double off1 = best["null-off"][pi.name][1], off2 = best["null-off"][pi.name][2];
+                const double on1 = best[mode][pi.name][1], on2 = best[mode][pi.name][2];
+                const double a1 = on1 - off1, a2 = on2 - off2;
+                // Noise band: 15% of the one-thread figure or 10 ns, whichever is larger.
+                const double band = std::max(10.0, 0.15 * on1);
+                std::string v = a2 <= a1 + band ? "scales" : "2T adds " + bench::fmt("%.0f", a2 - a1) + " ns more";
+                // Without the shim two threads on the null driver run as fast as one, given two free cores;
+                // when they do not, the machine had no second core to give and nothing can be concluded.
+                if (off2 / off1 > 1.3) v = "inconclusive: no free 2nd core (off 2T/1T " + bench::fmt("%.2f", off2 / off1) + ")";
+                s.add({pi.name, opt, bench::fmt("%.1f", off1), bench::fmt("%.1f", off2), bench::fmt("%.1f", on1),
+                       bench::fmt("%.1f", on2), bench::fmt("%.2f", on2 / on1), bench::fmt("%.1f", a1),
+                       bench::fmt("%.1f", a2), v});
+            }
+        }
+        s.print(md);
+    }
+
+    // Not a time: whether the ledger agreed that the balanced loops leaked nothing.
+    std::printf("\nledger check: every loop frees what it allocates (simulated driver: handles and addresses are "
+                "reused, as a real driver's are); ");
+    if (worst_mode.empty())
+        std::printf("the exit reports of all \"on\" runs list 0 leaked allocations\n");
+    else if (worst_leaks < 0)
+        std::printf("an \"on\" run (%s) left no readable report\n", worst_mode.c_str());
+    else
+        std::printf("WRONG: an exit report (%s) lists %lld leaked allocations (unreachable) that the program "
+                    "released\n", worst_mode.c_str(), worst_leaks);
+    return 0;
+}
