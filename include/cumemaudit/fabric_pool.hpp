@@ -360,10 +360,12 @@ class PeerView {
 public:
     PeerView() noexcept = default;
     PeerView(PeerView&&) noexcept = default;
-    PeerView& operator=(PeerView&&) noexcept = default;
+    // Not defaulted: member-wise assignment would free the old range (va_, declared first) while its
+    // mappings are still there. Unmaps and releases first, then frees the range, like the destructor.
+    PeerView& operator=(PeerView&& other) noexcept;
     PeerView(const PeerView&) = delete;
     PeerView& operator=(const PeerView&) = delete;
-    ~PeerView() = default;  // members release in reverse order: unmap, release imports, free the range
+    ~PeerView() { clear(); }
 
     // Reserves `capacity` bytes of address space, usable from `access_device`.
     [[nodiscard]] static PeerView reserve(std::size_t capacity, int access_device, CallCounter* counter = nullptr);
@@ -374,6 +376,7 @@ public:
     std::size_t size() const noexcept { return mapped_; }
 
 private:
+    void clear() noexcept;  // unmaps and releases every segment, newest first, then frees the range
     struct Segment {
         ImportedHandle import;
         Mapping mapping;

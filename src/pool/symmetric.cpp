@@ -15,6 +15,25 @@ PeerView PeerView::reserve(std::size_t capacity, int access_device, CallCounter*
     return v;
 }
 
+PeerView& PeerView::operator=(PeerView&& other) noexcept {
+    if (this != &other) {
+        clear();
+        va_ = std::move(other.va_);
+        segments_ = std::move(other.segments_);
+        other.segments_.clear();
+        mapped_ = std::exchange(other.mapped_, 0);
+        access_device_ = other.access_device_;
+        counter_ = other.counter_;
+    }
+    return *this;
+}
+
+void PeerView::clear() noexcept {
+    while (!segments_.empty()) segments_.pop_back();  // each: unmap, then release its import
+    mapped_ = 0;
+    va_.reset();
+}
+
 void PeerView::extend(std::span<const ExportedHandle> handles) {
     for (const ExportedHandle& h : handles) {
         ImportedHandle imp = ImportedHandle::open(h, counter_);

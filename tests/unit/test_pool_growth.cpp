@@ -33,6 +33,13 @@ std::size_t free_bytes() {
 long long taken_since(std::size_t start) { return static_cast<long long>(start) - static_cast<long long>(free_bytes()); }
 long long mib(std::size_t n) { return static_cast<long long>(n * MiB); }
 
+// Fails the test case unless no destructor saw the driver refuse a release (an unmap, an address free, a
+// release) while it ran: counts of calls balance even when one of them failed.
+struct ReleaseErrorsUnchanged {
+    std::uint64_t at = release_error_count();
+    ~ReleaseErrorsUnchanged() { CHECK(release_error_count() == at); }
+};
+
 PoolOptions small(HandleKind kind = HandleKind::fabric) {
     PoolOptions o;
     o.kind = kind;
@@ -46,6 +53,7 @@ PoolOptions small(HandleKind kind = HandleKind::fabric) {
 
 TEST_CASE("a buffer grows in place: same address, only the new bytes created and mapped", "[pool][growth]") {
     setup();
+    const ReleaseErrorsUnchanged no_refused_release;
     const std::size_t start = free_bytes();
     for (HandleKind kind : {HandleKind::fabric, HandleKind::posix_fd}) {
         {
@@ -92,6 +100,7 @@ TEST_CASE("a buffer grows in place: same address, only the new bytes created and
 
 TEST_CASE("a growth is cut into power-of-two chunks capped at max_chunk", "[pool][growth]") {
     setup();
+    const ReleaseErrorsUnchanged no_refused_release;
     PoolOptions o = small();
     o.max_chunk = 32 * MiB;
     FabricPool pool(o);
@@ -103,6 +112,7 @@ TEST_CASE("a growth is cut into power-of-two chunks capped at max_chunk", "[pool
 
 TEST_CASE("freed chunks are reused, and trim returns them exactly", "[pool][cache]") {
     setup();
+    const ReleaseErrorsUnchanged no_refused_release;
     const std::size_t start = free_bytes();
     FabricPool pool(small());
     {
@@ -139,6 +149,7 @@ TEST_CASE("freed chunks are reused, and trim returns them exactly", "[pool][cach
 
 TEST_CASE("the cache keeps no more than its bound", "[pool][cache]") {
     setup();
+    const ReleaseErrorsUnchanged no_refused_release;
     const std::size_t start = free_bytes();
     PoolOptions o = small();
     o.cache_limit = 48 * MiB;
@@ -160,6 +171,7 @@ TEST_CASE("the cache keeps no more than its bound", "[pool][cache]") {
 
 TEST_CASE("a buffer outliving its pool still returns everything", "[pool][cache]") {
     setup();
+    const ReleaseErrorsUnchanged no_refused_release;
     const std::size_t start = free_bytes();
     Buffer b;
     {
@@ -173,6 +185,7 @@ TEST_CASE("a buffer outliving its pool still returns everything", "[pool][cache]
 
 TEST_CASE("four threads grow and shrink their own buffers over one shared cache", "[pool][threads]") {
     setup();
+    const ReleaseErrorsUnchanged no_refused_release;
     const std::size_t start = free_bytes();
     CUcontext ctx = nullptr;
     REQUIRE(cuCtxGetCurrent(&ctx) == CUDA_SUCCESS);
@@ -217,6 +230,7 @@ TEST_CASE("four threads grow and shrink their own buffers over one shared cache"
 
 TEST_CASE("the symmetric exchange maps every peer and releases every reference", "[pool][symmetric]") {
     setup();
+    const ReleaseErrorsUnchanged no_refused_release;
     const std::size_t start = free_bytes();
     for (HandleKind kind : {HandleKind::fabric, HandleKind::posix_fd}) {
         const auto global_before = global_call_counts();
