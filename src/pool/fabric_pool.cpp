@@ -83,10 +83,9 @@ void Buffer::shrink_to(std::size_t bytes) {
         Segment s = std::move(segments_.back());
         segments_.pop_back();
         mapped_ -= s.chunk.size();
-        if (s.mapping.reset()) {
-            if (core_) core_->recycle(std::move(s.chunk));
-        }
-        // A chunk the driver would not unmap is released with `s`, never cached: it is not reusable.
+        if (!core_) continue;  // moved-from: nothing is ever here
+        if (s.mapping.reset()) core_->recycle(std::move(s.chunk));
+        else core_->forget(s.chunk.size());  // released with `s`, never cached: it is not reusable
     }
 }
 

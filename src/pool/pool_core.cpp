@@ -33,6 +33,11 @@ void PoolCore::recycle(PhysicalChunk&& chunk) noexcept {
     // `refused`, if any, is released here, after the lock is dropped.
 }
 
+void PoolCore::forget(std::size_t bytes) noexcept {
+    std::lock_guard lock(mu_);
+    live_ -= bytes;
+}
+
 std::size_t PoolCore::trim() noexcept {
     std::vector<PhysicalChunk> drained;
     {

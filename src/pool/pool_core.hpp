@@ -21,6 +21,8 @@ struct PoolCore {
     PhysicalChunk acquire(int device, std::size_t size, HandleKind kind);
     // Takes a chunk back from a buffer: cached, or released past the bound. Counted as no longer live.
     void recycle(PhysicalChunk&& chunk) noexcept;
+    // A chunk the buffer could not unmap: no longer live, never cached (it is released by its owner).
+    void forget(std::size_t bytes) noexcept;
     std::size_t trim() noexcept;
     std::size_t granularity(int device, HandleKind kind);
     PoolStats stats() const;
