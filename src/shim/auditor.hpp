@@ -30,6 +30,8 @@ public:
     ledger::Ledger& ledger() { return ledger_; }
     const Options& options() const { return options_; }
     Timeline& timeline() { return timeline_; }
+    // Changes when the ledger is rebuilt (a fork child): caches of its trace ids check it.
+    std::uint64_t generation() const { return generation_.load(std::memory_order_relaxed); }
 
     // Writes the report now; `why` goes to the log at info level. Safe from any thread.
     void checkpoint(const char* why);
@@ -59,7 +61,13 @@ private:
     std::atomic<CUcontext> program_context_{nullptr};  // lent to the checkpoint thread for its samples
     std::atomic<std::uint64_t> usr2_requests_{0};
     std::string report_dir_;
-    std::atomic<std::uint64_t> calls_{0};
+    // Intercepted calls, striped per thread so threads never write one cache line; summed for reports.
+    struct alignas(64) CallCounter {
+        std::atomic<std::uint64_t> n{0};
+    };
+    CallCounter calls_[16];
+    std::uint64_t calls() const;
+    std::atomic<std::uint64_t> generation_{1};
     std::atomic<bool> writing_{false};
     int wake_fd_ = -1;  // eventfd: a signal or a checkpoint request wakes the checkpoint thread
     std::atomic<std::uint64_t> requests_{0}, served_{0};

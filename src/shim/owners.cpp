@@ -8,6 +8,7 @@
 #include "log.hpp"
 
 #include <array>
+#include <memory>
 #include <vector>
 #include <string>
 
@@ -46,7 +47,7 @@ struct CacheEntry {
     ledger::Pc pc = 0;
     ledger::OwnerId owner = 0;
 };
-thread_local std::array<CacheEntry, 64> t_cache __attribute__((tls_model("initial-exec")));
+thread_local std::unique_ptr<std::array<CacheEntry, 64>> t_cache;  // heap: keeps the TLS block small
 
 // owner_rules=glob=owner,glob=owner: the user's rules, read once, tried before the built-in ones.
 const std::vector<std::pair<std::string, std::string>>& user_rules() {
@@ -83,7 +84,8 @@ std::string owner_name_for_object(std::string_view object) {
 
 ledger::OwnerId owner_of(std::span<const ledger::Pc> pcs, ledger::Ledger& ledger) {
     if (pcs.empty()) return 0;
-    CacheEntry& slot = t_cache[(pcs[0] >> 4) % t_cache.size()];
+    if (!t_cache) t_cache = std::make_unique<std::array<CacheEntry, 64>>();
+    CacheEntry& slot = (*t_cache)[(pcs[0] >> 4) % t_cache->size()];
     if (slot.pc == pcs[0] && pcs.size() == 1) return slot.owner;
     ledger::OwnerId owner = 0;
     for (ledger::Pc pc : pcs) {
