@@ -2,8 +2,7 @@
 
 #include "auditor.hpp"
 #include "owners.hpp"
-
-#include <execinfo.h>
+#include "unwind.hpp"
 
 #include <algorithm>
 #include <array>
@@ -24,7 +23,7 @@ int capture(void* caller, int depth, ledger::Pc* out) {
     out[0] = reinterpret_cast<ledger::Pc>(caller);
     if (depth == 1) return 1;
     std::array<void*, kMaxDepth + kOwnFrames> frames;
-    const int n = backtrace(frames.data(), depth + kOwnFrames);  // each frame unwound costs ~100 ns
+    const int n = unwind(frames.data(), depth + kOwnFrames);
     const auto at = std::find(frames.begin(), frames.begin() + n, caller);
     if (at == frames.begin() + n) return 1;  // caller not on the unwound stack (no unwind info): keep it alone
     int k = 0;
