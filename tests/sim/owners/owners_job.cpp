@@ -1,0 +1,86 @@
+// A training job in miniature on the simulated driver: a "pytorch", an "nccl" and a "deepep" library
+// (tests/sim/owners/standin_lib.cpp under the real libraries' file names) allocate at known steps, and the
+// job marks each step through the C API, found with dlsym so it runs without the shim too.
+//   owners_job steady|nccl-leak|vmm-leak|capture PYTORCH_LIB NCCL_LIB DEEPEP_LIB
+// steady: pytorch churns 100 MiB a step and keeps 10 MiB per step; nccl takes 64 MiB once; deepep 32 MiB.
+// nccl-leak: nccl also keeps 300 MiB at each of steps 3, 4 and 5. vmm-leak: deepep leaks a 2 MiB VMM
+// buffer (unreachable) at steps 2 and 4. capture: pytorch allocates 48 MiB while a stream captures.
+#include <cuda.h>
+#include <dlfcn.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+namespace {
+
+constexpr size_t kMiB = 1 << 20;
+
+struct Lib {
+    CUdeviceptr (*alloc)(size_t);
+    int (*free)(CUdeviceptr);
+    int (*vmm_leak)(size_t);
+};
+
+Lib load(const char* path) {
+    void* h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (h == nullptr) {
+        std::fprintf(stderr, "owners_job: %s\n", dlerror());
+        std::exit(98);
+    }
+    return Lib{reinterpret_cast<CUdeviceptr (*)(size_t)>(dlsym(h, "standin_alloc")),
+               reinterpret_cast<int (*)(CUdeviceptr)>(dlsym(h, "standin_free")),
+               reinterpret_cast<int (*)(size_t)>(dlsym(h, "standin_vmm_leak"))};
+}
+
+void (*mark_step)(uint64_t) = nullptr;
+
+void step(uint64_t n) {
+    if (mark_step != nullptr) mark_step(n);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc != 5) {
+        std::fprintf(stderr, "usage: owners_job steady|nccl-leak|vmm-leak|capture PYTORCH_LIB NCCL_LIB DEEPEP_LIB\n");
+        return 2;
+    }
+    const std::string mode = argv[1];
+    mark_step = reinterpret_cast<void (*)(uint64_t)>(dlsym(RTLD_DEFAULT, "cumemaudit_step"));
+    cuInit(0);
+    CUdevice dev;
+    CUcontext ctx;
+    cuDeviceGet(&dev, 0);
+    cuDevicePrimaryCtxRetain(&ctx, dev);
+    cuCtxSetCurrent(ctx);
+    const Lib torch = load(argv[2]), nccl = load(argv[3]), deepep = load(argv[4]);
+
+    nccl.alloc(64 * kMiB);
+    deepep.alloc(32 * kMiB);
+    step(0);
+    if (mode == "capture") {
+        CUstream s;
+        cuStreamCreate(&s, 0);
+        cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+        torch.alloc(48 * kMiB);
+        CUgraph g;
+        CUgraphExec exec;
+        cuStreamEndCapture(s, &g);
+        cuGraphInstantiate(&exec, g, 0);
+        step(1);
+        std::printf("owners_job: capture done\n");
+        return 0;
+    }
+    for (uint64_t n = 1; n <= 6; ++n) {
+        const CUdeviceptr scratch = torch.alloc(100 * kMiB);
+        torch.alloc(10 * kMiB);
+        torch.free(scratch);
+        if (mode == "nccl-leak" && n >= 3 && n <= 5) nccl.alloc(300 * kMiB);
+        if (mode == "vmm-leak" && (n == 2 || n == 4)) deepep.vmm_leak(2 * kMiB);
+        step(n);
+    }
+    std::printf("owners_job: %s done\n", mode.c_str());
+    return 0;
+}

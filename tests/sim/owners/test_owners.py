@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Who grew, and when, on the simulated driver: owner attribution by library, exact per-step figures, growth
+alarms at the right step (and none for a steady job), unreachable-VMM leak alarms, CUDA graph tallies.
+
+Usage: test_owners.py CASE (paths from meson: CLI, OWNERS_JOB, STANDIN_LIBS, SOURCE_ROOT)."""
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+CLI = os.environ["CLI"]
+JOB = os.environ["OWNERS_JOB"]
+LIBS = os.environ["STANDIN_LIBS"].split(":")
+SRC = os.path.join(os.environ["SOURCE_ROOT"], "tests", "sim", "owners", "standin_lib.cpp")
+MiB = 1 << 20
+
+
+class Failure(Exception):
+    pass
+
+
+def expect(cond, what):
+    if not cond:
+        raise Failure(what)
+
+
+def job(tmp, mode, options=(), rc=0):
+    flags = [x for o in options for x in ("--option", o)]
+    cmd = [CLI, "run", "--sim", "--report-dir", tmp, "--fail-on", "none", *flags, "--", JOB, mode, *LIBS]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    expect(p.returncode == rc, f"{' '.join(cmd)}: exit {p.returncode}\n{p.stdout}\n{p.stderr}")
+    files = glob.glob(os.path.join(tmp, "cumemaudit.*.json"))
+    expect(len(files) == 1, f"one report expected, found {files}")
+    return json.load(open(files[0])), p.stderr
+
+
+def site_line(name):
+    for n, text in enumerate(open(SRC), 1):
+        if f"// site:{name}" in text:
+            return n
+    raise Failure(f"no site:{name} in {SRC}")
+
+
+def numbered(rep):
+    return {s["step"]: s for s in rep["steps"] if not s.get("label")}
+
+
+def case_attribution(tmp):
+    rep, _ = job(tmp, "steady")
+    owners = {o["owner"]: o for o in rep["owners"]}
+    expect({"pytorch", "nccl", "deepep"} <= set(owners), f"owners: {sorted(owners)}")
+    expect(owners["pytorch"]["live_bytes"] == 60 * MiB and owners["pytorch"]["peak_bytes"] == 160 * MiB,
+           f"pytorch keeps 10 MiB a step over 6 steps, peaks with a 100 MiB scratch: {owners['pytorch']}")
+    expect(owners["nccl"]["live_bytes"] == 64 * MiB and owners["nccl"]["live_by_kind"] == {"classic": 64 * MiB},
+           f"nccl: {owners['nccl']}")
+    expect(owners["deepep"]["live_bytes"] == 32 * MiB, f"deepep: {owners['deepep']}")
+    unfreed = {l["owner"]: l for l in rep["leaks"] if l["class"] == "unfreed"}
+    expect(unfreed["nccl"]["site"]["frames"][0]["line"] == site_line("standin_alloc"), "site inside the library")
+
+
+def case_steady(tmp):
+    rep, err = job(tmp, "steady")
+    steps = numbered(rep)
+    expect(sorted(steps) == list(range(7)), f"steps 0..6: {sorted(steps)}")
+    for n, s in steps.items():
+        expect(s["by_owner"].get("pytorch", 0) == 10 * MiB * n, f"step {n}: pytorch {s['by_owner']}")
+        expect(s["by_owner"]["nccl"] == 64 * MiB and s["by_owner"]["deepep"] == 32 * MiB, f"step {n}: {s['by_owner']}")
+        tracked = sum(s["by_owner"].values())
+        expect(s["driver_used_bytes"] == tracked and s["unattributed_bytes"] == 0,
+               f"step {n}: the simulated driver's used memory is exactly what was tracked: {s}")
+    expect(rep.get("alarms", []) == [] and "grew" not in err, f"a steady job raises no alarm: {rep.get('alarms')}\n{err}")
+
+
+def case_growth_alarm(tmp):
+    rep, err = job(tmp, "nccl-leak")
+    alarms = rep["alarms"]
+    expect([(a["step"], a["what"], a["owner"], a["bytes"]) for a in alarms] ==
+           [(n, "growth", "nccl", 300 * MiB) for n in (3, 4, 5)], f"alarms: {alarms}")
+    expect(all(a["site"]["api"] == "cuMemAlloc" and a["site"]["frames"][0]["line"] == site_line("standin_alloc")
+               for a in alarms), f"alarm sites: {[a['site'] for a in alarms]}")
+    expect(err.count("memory outside PyTorch grew by 300.0 MiB in nccl") == 3, f"log lines:\n{err}")
+    expect(re.search(r"step 3: memory outside PyTorch grew by 300\.0 MiB in nccl \(now 364\.0 MiB\), most at cuMemAlloc "
+                     r"in standin_alloc .*standin_lib\.cpp:\d+", err), f"the line names owner, site and bytes:\n{err}")
+    # pytorch grows 10 MiB a step too, and never alarms: its own statistics see it
+    expect(all(a["owner"] != "pytorch" for a in alarms), "no pytorch alarm")
+
+
+def case_warmup(tmp):
+    rep, _ = job(tmp, "nccl-leak", options=["warmup_steps=5"])
+    expect([a["step"] for a in rep["alarms"]] == [5], f"alarms only after 5 warm-up marks: {rep['alarms']}")
+    rep, _ = job(tempfile.mkdtemp(dir=tmp), "nccl-leak", options=["growth_alarm=1GiB"])
+    expect(rep["alarms"] == [], f"below the threshold: {rep['alarms']}")
+
+
+def case_vmm_leak_alarm(tmp):
+    rep, err = job(tmp, "vmm-leak")
+    leaks = [a for a in rep["alarms"] if a["what"] == "leak"]
+    expect([(a["step"], a["owner"], a["bytes"], a["live_bytes"]) for a in leaks] ==
+           [(2, "deepep", 2 * MiB, 2 * MiB), (4, "deepep", 2 * MiB, 4 * MiB)], f"leak alarms: {rep['alarms']}")
+    expect(leaks[0]["site"]["api"] == "cuMemCreate" and leaks[0]["site"]["frames"][0]["line"] == site_line("standin_vmm"),
+           f"named at the reference's site: {leaks[0]['site']}")
+    expect("step 2: unreachable VMM memory grew by 2.0 MiB" in err, err)
+
+
+def case_graph(tmp):
+    rep, _ = job(tmp, "capture")
+    graphs = rep["graphs"]
+    expect(len(graphs) == 1, f"graphs: {graphs}")
+    g = graphs[0]
+    expect(g["id"] == 1 and g["step"] == 0 and g["allocations"] == 1 and g["bytes"] == 48 * MiB
+           and g["bytes_by_owner"] == {"pytorch": 48 * MiB} and g["instantiations"] == 1, f"graph: {g}")
+    expect(g["instantiate_cost_bytes"] == 0, "the simulated driver charges nothing to instantiate")
+
+
+def case_owner_rules(tmp):
+    rep, _ = job(tmp, "steady", options=["owner_rules=libnccl*=comms,deep_ep*=moe"])
+    owners = {o["owner"] for o in rep["owners"]}
+    expect({"comms", "moe", "pytorch"} <= owners and "nccl" not in owners, f"user rules first: {sorted(owners)}")
+
+
+CASES = {name[5:].replace("_", "-"): fn for name, fn in globals().items() if name.startswith("case_")}
+
+
+def main():
+    if len(sys.argv) != 2 or sys.argv[1] not in CASES:
+        print(f"usage: {sys.argv[0]} {'|'.join(sorted(CASES))}", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            CASES[sys.argv[1]](tmp)
+        except Failure as e:
+            print(f"FAIL {sys.argv[1]}: {e}", file=sys.stderr)
+            return 1
+    print(f"ok {sys.argv[1]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
