@@ -33,6 +33,9 @@ public:
     void collect(Moment, const ExportProbe&, LeakRows& rows, Summary& summary,
                  std::vector<std::uint64_t>& leaked_by_owner);
 
+    // Exports of live allocations and imports of other processes' allocations (see Snapshot).
+    void shares(std::vector<ShareRow>& exports, std::vector<ShareRow>& imports) const;
+
     void clear();
 
 private:
@@ -51,6 +54,8 @@ private:
         std::uint32_t mappings = 0;
         std::vector<ExportFd> fds;    // exported POSIX fds not yet seen closed
         std::vector<ExportKey> keys;  // every export, so a later self-import finds this allocation
+        std::vector<Site> key_sites;  // the export call of each of keys, for the report's exports list
+        ExportKey import_key;         // an import of another process's allocation: the key it came by
     };
     struct HandleEntry {
         std::uint64_t alloc;
