@@ -10,14 +10,10 @@ namespace cumemaudit::report {
 
 Report load_for_gate(const std::string& path) {
     std::ifstream in(path);
-    std::string head(256, '\0');
-    in.read(head.data(), static_cast<std::streamsize>(head.size()));
-    head.resize(static_cast<std::size_t>(in.gcount()));
-    if (head.find(kJobSchema) == std::string::npos) return load(path);  // the merge writes the schema first
-    in.clear();
-    in.seekg(0);
     std::stringstream text;
     text << in.rdbuf();
+    // JSON objects are written with sorted keys, so the schema is not necessarily near the start.
+    if (text.str().find(std::string("\"") + kJobSchema + "\"") == std::string::npos) return load(path);
     try {
         const nlohmann::json j = nlohmann::json::parse(text.str());
         if (j.value("schema", "") != kJobSchema) return load(path);
