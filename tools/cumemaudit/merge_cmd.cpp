@@ -24,6 +24,7 @@ namespace {
 
 constexpr std::size_t kMaxPinningRows = 1000;  // all-to-all on 1024 ranks is a million pairs: keep the largest
 constexpr std::size_t kWorstRanks = 5;
+constexpr std::size_t kTextPinningRows = 24;  // enough to show 3 ranks' peers on an 8-GPU node
 
 std::vector<std::string> expand(const std::vector<std::string>& paths, std::vector<json>& problems) {
     std::vector<std::string> files;
@@ -357,11 +358,15 @@ std::string Merge::text() const {
     if (!j["pinning"].empty()) {
         t += fmt::format("cross-rank pinning ({} of exported memory held by peers' unreleased imports):\n",
                          human_bytes(sum["pinned_by_peers_bytes"]));
-        for (const auto& p : j["pinning"])
+        std::size_t shown = 0;
+        for (const auto& p : j["pinning"]) {
+            if (++shown > kTextPinningRows) break;
             t += fmt::format("  {}'s imports pin {} of {}'s memory\n", rank_name(p["importer_rank"]),
                              human_bytes(p["bytes"]), rank_name(p["exporter_rank"]));
-        if (j["pinning_pairs"].get<std::size_t>() > j["pinning"].size())
-            t += fmt::format("  … {} more pairs\n", j["pinning_pairs"].get<std::size_t>() - j["pinning"].size());
+        }
+        const std::size_t pairs = j["pinning_pairs"].get<std::size_t>();
+        if (pairs > kTextPinningRows) t += fmt::format("  … {} more pairs (largest first; the JSON lists up to {})\n",
+                                                       pairs - kTextPinningRows, kMaxPinningRows);
     }
     if (!j["steps"].empty()) {
         t += "steps (live bytes summed over ranks):\n";
