@@ -36,7 +36,7 @@ def template():
            "leaks": [], "misuse": [], "owners": [{"owner": "deepep", "live_bytes": 1, "peak_bytes": 1}],
            "steps": [], "exports": [], "imports": []}
     site_count = 0
-    while len(json.dumps(rep)) < REPORT_KB * 1024 * 0.85:
+    while len(json.dumps(rep)) < REPORT_KB * 1024 * 0.98:
         i = site_count
         rep["leaks"].append({"class": "unreachable", "bytes": 2 << 20, "allocations": 1, "references": 1,
                              "handle_type": "fabric", "owner": "deepep", "kind": "vmm_physical",
