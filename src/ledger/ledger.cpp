@@ -184,6 +184,7 @@ Snapshot Ledger::snapshot(Moment moment, const ExportProbe& still_open) const {
     detail::LeakRows rows;
     std::vector<std::uint64_t> leaked_by_owner(kMaxOwners, 0);
     state_->vmm.collect(moment, still_open, rows, snap.summary, leaked_by_owner);
+    state_->vmm.shares(snap.exports, snap.imports);
 
     if (moment == Moment::exit) {
         // Sorted before aggregation so row order does not depend on hash-table iteration.

@@ -94,11 +94,24 @@ struct Summary {
     std::uint64_t peak_tracked_bytes = 0;
 };
 
+// One export or import still known to this process, so reports of several processes can be joined by key
+// (an importer's unreleased reference pins the exporter's allocation).
+struct ShareRow {
+    ExportKey key;
+    HandleType handle_type = HandleType::none;
+    std::uint64_t bytes = 0;    // 0 when an import was never mapped (its size is learnt at the first map)
+    bool released = false;      // imports: no reference of this process is outstanding on the allocation
+    bool mapped = false;        // imports: this process still maps it (in use, not leaked)
+    Site site;                  // the export or import call
+};
+
 struct Snapshot {
     Summary summary;
     std::vector<LeakRow> leaks;      // sorted by bytes, largest first
     std::vector<MisuseRow> misuse;   // sorted by count, largest first
     std::vector<OwnerRow> owners;    // owners that ever held memory, largest live first
+    std::vector<ShareRow> exports;   // allocations of this process still alive that it exported, by key
+    std::vector<ShareRow> imports;   // imports of other processes' allocations still held or mapped
 };
 
 // Asked at snapshot time whether an exported fd is still open (the shim checks the fd table; the ledger

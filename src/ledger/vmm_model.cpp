@@ -104,6 +104,7 @@ void VmmModel::exported(std::uint64_t handle, HandleType ht, const ExportKey& ke
     if (a->second.handle_type == HandleType::none) a->second.handle_type = ht;
     exports_[key] = a->first;
     a->second.keys.push_back(key);
+    a->second.key_sites.push_back(site);
     if (fd >= 0) a->second.fds.push_back(ExportFd{fd, key, site});
 }
 
@@ -114,7 +115,7 @@ void VmmModel::imported(std::uint64_t handle, HandleType ht, const ExportKey& ke
         take_reference(e->second, handle, site);  // our own export: one allocation, one more reference
         return;
     }
-    new_allocation(ht, Kind::imported, site, handle);
+    allocs_[new_allocation(ht, Kind::imported, site, handle)].import_key = key;
 }
 
 void VmmModel::mapped(std::uint64_t va, std::uint64_t size, std::uint64_t handle, bool ok, const char* result,
@@ -215,6 +216,17 @@ void VmmModel::collect(Moment moment, const ExportProbe& still_open, LeakRows& r
         leaked_by_owner[a.origin.owner] += a.size;
     }
     for (std::uint64_t id : closed_out) forget_if_unpinned(id);
+}
+
+void VmmModel::shares(std::vector<ShareRow>& exports, std::vector<ShareRow>& imports) const {
+    std::lock_guard lock(mu_);
+    for (const auto& [id, a] : allocs_) {
+        for (std::size_t i = 0; i < a.keys.size(); ++i)
+            exports.push_back(ShareRow{a.keys[i], a.handle_type, a.size, false, a.mappings > 0, a.key_sites[i]});
+        if (a.kind == Kind::imported && !(a.import_key == ExportKey{}))
+            imports.push_back(ShareRow{a.import_key, a.handle_type, a.size_known ? a.size : 0, a.refs.empty(),
+                                       a.mappings > 0, a.origin});
+    }
 }
 
 void VmmModel::clear() {

@@ -45,6 +45,9 @@ public:
         for (const auto& [id, a] : allocs_) f(a.origin, a.size, a.epoch, a.refs.size(), a.mappings, a.fds.size(), a.refs);
     }
 
+    // Exports of live allocations and imports of other processes' allocations (see Snapshot).
+    void shares(std::vector<ShareRow>& exports, std::vector<ShareRow>& imports) const;
+
     void clear();
 
 private:
@@ -64,6 +67,8 @@ private:
         std::uint32_t mappings = 0;
         std::vector<ExportFd> fds;    // exported POSIX fds not yet seen closed
         std::vector<ExportKey> keys;  // every export, so a later self-import finds this allocation
+        std::vector<Site> key_sites;  // the export call of each of keys, for the report's exports list
+        ExportKey import_key;         // an import of another process's allocation: the key it came by
     };
     struct HandleEntry {
         std::uint64_t alloc;

@@ -1,5 +1,7 @@
 #include "build.hpp"
 
+#include <cinttypes>
+#include <cstdio>
 #include <unordered_map>
 
 namespace cumemaudit::report {
@@ -24,6 +26,12 @@ Site make_site(const ledger::Site& s, const BuildInput& in, std::unordered_map<l
     }
     out.frames = it->second;
     return out;
+}
+
+std::string key_text(const ledger::ExportKey& k) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%016" PRIx64 ":%016" PRIx64, k.a, k.b);
+    return buf;
 }
 
 }  // namespace
@@ -106,6 +114,12 @@ Report build(const BuildInput& in) {
             if (o.live_by_kind[k] != 0) owner.live_by_kind[ledger::to_string(static_cast<ledger::Kind>(k))] = o.live_by_kind[k];
         r.owners.push_back(std::move(owner));
     }
+    for (const ledger::ShareRow& e : in.snapshot.exports)
+        r.exports.push_back(Export{key_text(e.key), ledger::to_string(e.handle_type), e.bytes,
+                                   make_site(e.site, in, frames_by_trace), in.process.pid});
+    for (const ledger::ShareRow& i : in.snapshot.imports)
+        r.imports.push_back(Import{key_text(i.key), ledger::to_string(i.handle_type), i.bytes, i.released, i.mapped,
+                                   make_site(i.site, in, frames_by_trace)});
     for (const Suppressions::Rule& rule : supp.rules()) r.suppressions.push_back(SuppressionUse{rule.text, rule.hits});
     return r;
 }

@@ -88,6 +88,26 @@ struct Graph {
     std::int64_t instantiate_cost_bytes = 0;         // driver-used delta across cuGraphInstantiate
 };
 
+// A shareable handle this process exported, or imported from another process. `key` is the same text in
+// the exporter's and the importer's report (fabric: digest of the blob; POSIX fd: st_dev:st_ino of the open
+// file, which a Unix socket passes unchanged), so reports of a job can be joined on it.
+struct Export {
+    std::string key;
+    std::string handle_type;
+    std::uint64_t bytes = 0;
+    Site site;
+    std::int64_t exporter_pid = 0;
+};
+
+struct Import {
+    std::string key;
+    std::string handle_type;
+    std::uint64_t bytes = 0;
+    bool released = false;  // false: this process still holds a reference, which pins the exporter's memory
+    bool mapped = false;    // still mapped here: in use; unreleased and unmapped, it is a leak of this process
+    Site site;
+};
+
 struct ProcessInfo {
     std::int64_t pid = 0;
     std::int64_t rank = -1;  // -1: not part of a distributed job
@@ -95,6 +115,7 @@ struct ProcessInfo {
     std::string host;
     std::vector<std::string> argv;
     std::optional<int> exit_code;  // absent (null) in a checkpoint written while the process runs
+    std::int64_t local_rank = -1;  // addition to v1; -1: not given by the launcher
 };
 
 struct DriverInfo {
@@ -132,6 +153,8 @@ struct Report {
     std::vector<Alarm> alarms;
     std::vector<Graph> graphs;
     std::map<std::string, std::string> options;  // the options in effect, echoed
+    std::vector<Export> exports;
+    std::vector<Import> imports;
     bool checkpoint = false;                     // written while running, not at exit
     std::uint64_t time_ns = 0;                   // CLOCK_REALTIME when written
 };
@@ -149,6 +172,10 @@ std::string to_string(const Report&);  // pretty-printed JSON text
 
 // <dir>/cumemaudit.<host>.<pid>[.r<rank>].json (DESIGN.md); rank < 0 leaves the rank out.
 std::string report_path(const std::string& dir, const std::string& host, std::int64_t pid, std::int64_t rank);
+
+// report_dir with %h (host), %p (pid), %r (rank, or "norank" outside a job) and %% expanded, so ranks of
+// a job on a shared file system can write side by side; any other %x is kept as written.
+std::string expand_report_dir(const std::string& dir, const std::string& host, std::int64_t pid, std::int64_t rank);
 
 Report load(const std::string& path);  // throws ReportError "<path>: <problem>"
 

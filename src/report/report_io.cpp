@@ -62,6 +62,27 @@ std::string report_path(const std::string& dir, const std::string& host, std::in
     return p + ".json";
 }
 
+std::string expand_report_dir(const std::string& dir, const std::string& host, std::int64_t pid, std::int64_t rank) {
+    std::string out;
+    for (std::size_t i = 0; i < dir.size(); ++i) {
+        const char c = i + 1 < dir.size() && dir[i] == '%' ? dir[i + 1] : '\0';
+        if (c == 'h')
+            out += host;
+        else if (c == 'p')
+            out += std::to_string(pid);
+        else if (c == 'r')
+            out += rank >= 0 ? std::to_string(rank) : "norank";
+        else if (c == '%')
+            out += '%';
+        else {
+            out += dir[i];
+            continue;
+        }
+        ++i;
+    }
+    return out;
+}
+
 Report load(const std::string& path) {
     std::string text, err;
     struct stat st {};

@@ -84,6 +84,21 @@ template <class V> void fields(V& v, Graph& g) {
     v.req("instantiations", g.instantiations);
     v.req("instantiate_cost_bytes", g.instantiate_cost_bytes);
 }
+template <class V> void fields(V& v, Export& e) {
+    v.req("key", e.key);
+    v.req("handle_type", e.handle_type);
+    v.req("bytes", e.bytes);
+    v.req("site", e.site);
+    v.req("exporter_pid", e.exporter_pid);
+}
+template <class V> void fields(V& v, Import& i) {
+    v.req("key", i.key);
+    v.req("handle_type", i.handle_type);
+    v.req("bytes", i.bytes);
+    v.req("released", i.released);
+    v.opt("mapped", i.mapped);
+    v.req("site", i.site);
+}
 template <class V> void fields(V& v, ProcessInfo& p) {
     v.req("pid", p.pid);
     v.req("rank", p.rank);
@@ -91,6 +106,7 @@ template <class V> void fields(V& v, ProcessInfo& p) {
     v.req("host", p.host);
     v.req("argv", p.argv);
     v.req("exit_code", p.exit_code);
+    v.opt("local_rank", p.local_rank);
 }
 template <class V> void fields(V& v, DriverInfo& d) {
     v.req("version", d.version);
@@ -127,6 +143,8 @@ template <class V> void fields(V& v, Report& r) {
     v.opt("alarms", r.alarms);
     v.opt("graphs", r.graphs);
     v.opt("options", r.options);
+    v.opt("exports", r.exports);
+    v.opt("imports", r.imports);
     v.opt("checkpoint", r.checkpoint);
     v.opt("time_ns", r.time_ns);
 }

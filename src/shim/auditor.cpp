@@ -194,7 +194,8 @@ void Auditor::sample(const char* label) {
 
 std::string Auditor::report_path() const {
     const ProcessIdentity id = process_identity();
-    return report::report_path(options_.report_dir, id.host, getpid(), id.rank);
+    return report::report_path(report::expand_report_dir(options_.report_dir, id.host, getpid(), id.rank), id.host,
+                               getpid(), id.rank);
 }
 
 void Auditor::write_report(ledger::Moment moment, const int* exit_code, bool final) {
@@ -210,6 +211,7 @@ void Auditor::write_report(ledger::Moment moment, const int* exit_code, bool fin
         in.process.pid = getpid();
         in.process.rank = id.rank;
         in.process.world_size = id.world_size;
+        in.process.local_rank = id.local_rank;
         in.process.host = id.host;
         in.process.argv = id.argv;
         if (exit_code != nullptr) in.process.exit_code = *exit_code;
@@ -227,7 +229,7 @@ void Auditor::write_report(ledger::Moment moment, const int* exit_code, bool fin
         const report::Report rep = report::build(in);
         const std::string path = report_path();
         std::error_code ignored;  // a failure shows as the write's own error, with the path
-        std::filesystem::create_directories(options_.report_dir, ignored);
+        std::filesystem::create_directories(path.substr(0, path.rfind('/') + 1), ignored);
         if (auto err = report::write_atomic(path, rep); !err.empty())
             log_warning("could not write the report: {}", err);
         if (!final) return;

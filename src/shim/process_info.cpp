@@ -44,6 +44,7 @@ ProcessIdentity process_identity() {
     id.host = gethostname(host, sizeof host - 1) == 0 ? host : "unknown";
     id.rank = first_int({"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"});
     id.world_size = first_int({"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"});
+    id.local_rank = first_int({"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"});
     id.argv = command_line();
     return id;
 }

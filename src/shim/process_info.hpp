@@ -11,6 +11,7 @@ struct ProcessIdentity {
     std::string host;
     int rank = -1;        // -1: not launched as a rank
     int world_size = -1;
+    int local_rank = -1;  // the rank among this node's processes
     std::vector<std::string> argv;
 };
 

@@ -3,6 +3,7 @@
 
 #include "config.hpp"
 #include "fabric_blob.hpp"
+#include "node.hpp"
 #include "va_arena.hpp"
 
 #include <fcntl.h>
@@ -49,25 +50,9 @@ thread_local CUcontext tls_current = nullptr;
 
 std::uint64_t round_up(std::uint64_t v, std::uint64_t m) { return (v + m - 1) / m * m; }
 
-struct PosixExport {
-    int read_fd;  // our end of the pipe; POLLHUP once every copy of the program's end is closed
-    dev_t dev;
-    ino_t ino;
-};
-
-struct Allocation {
-    int device = 0;
-    std::uint64_t size = 0;
-    CUmemAllocationProp prop{};
-    long refs = 0;  // sum of the references of all its handle values
-    long maps = 0;
-    std::vector<CUmemGenericAllocationHandle> handles;  // values naming it, oldest first
-    std::vector<PosixExport> exports;
-    std::uint64_t nonce[4]{};  // proves a fabric blob came from this allocation
-};
-
+// Handle values are per process, as in the real driver; the allocations they name live on the node.
 struct HandleRec {
-    std::uint64_t alloc = 0;
+    std::uint64_t alloc = 0;  // the node's allocation id
     long refs = 0;  // 0: released, but the value stays taken while its allocation lives
 };
 
@@ -95,19 +80,17 @@ struct SimState::Impl {
     bool config_reported = false;
     Config config;
     VaArena arena;
-    std::uint64_t node_id = 0;
+    std::unique_ptr<SimNode> node;  // allocations, capacity and exports: shared by a simulated node's processes
     std::mt19937_64 rng{std::random_device{}()};
 
     std::vector<std::unique_ptr<CUctx_st>> contexts;  // primary contexts, one per device
     std::vector<unsigned> ctx_retains;
-    std::vector<std::uint64_t> used;  // bytes per device
 
-    std::uint64_t next_alloc_id = 1;
     std::uint64_t next_handle = kFirstHandle;
     std::vector<CUmemGenericAllocationHandle> free_handles;  // LIFO: the last value freed is reused first
-    std::unordered_map<std::uint64_t, Allocation> allocs;
+    // This process's values naming each node allocation, oldest first; taken while the allocation lives.
+    std::unordered_map<std::uint64_t, std::vector<CUmemGenericAllocationHandle>> alloc_values;
     std::unordered_map<CUmemGenericAllocationHandle, HandleRec> handles;
-    std::map<std::pair<dev_t, ino_t>, std::uint64_t> export_index;
     std::map<std::uint64_t, std::uint64_t> reservations;  // start -> size
     std::map<std::uint64_t, Mapping> mappings;            // start -> mapping
     std::map<std::uint64_t, Classic> classic;             // start -> allocation
@@ -116,8 +99,9 @@ struct SimState::Impl {
     std::unordered_set<CUgraph> graphs;
     std::unordered_set<CUgraphExec> execs;
 
-    // ---- helpers; all called with mu held ----
+    // ---- helpers; all called with mu held, and the node's lock when they touch the node ----
     CUmemGenericAllocationHandle take_handle_value() {
+        if (node->shared()) sweep_values();
         if (!free_handles.empty()) {
             const auto v = free_handles.back();
             free_handles.pop_back();
@@ -126,45 +110,35 @@ struct SimState::Impl {
         return next_handle++;
     }
 
-    // Drops exports whose every program-side copy is closed. Called lazily: at cuMemGetInfo and
-    // whenever freeing is decided, because nothing tells the driver when a process closes an fd.
-    void prune_exports(Allocation& a) {
-        auto closed = [&](const PosixExport& e) {
-            pollfd p{e.read_fd, 0, 0};
-            if (::poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR | POLLNVAL)) != 0) {
-                export_index.erase({e.dev, e.ino});
-                ::close(e.read_fd);
-                return true;
-            }
-            return false;
-        };
-        a.exports.erase(std::remove_if(a.exports.begin(), a.exports.end(), closed), a.exports.end());
-    }
-
-    // Frees the allocation when nothing holds it: no reference, no mapping, no open exported fd.
-    void maybe_free(std::uint64_t id) {
-        auto it = allocs.find(id);
-        if (it == allocs.end()) return;
-        Allocation& a = it->second;
-        if (a.refs > 0 || a.maps > 0) return;
-        prune_exports(a);
-        if (!a.exports.empty()) return;
-        used[static_cast<std::size_t>(a.device)] -= a.size;
-        for (auto h : a.handles) {
+    void free_values(std::uint64_t id) {
+        auto it = alloc_values.find(id);
+        if (it == alloc_values.end()) return;
+        for (auto h : it->second) {
             handles.erase(h);
             free_handles.push_back(h);
         }
-        allocs.erase(it);
+        alloc_values.erase(it);
     }
 
+    // Values naming allocations freed elsewhere: by another process of the node, or by an export closing.
+    void sweep_values() {
+        std::vector<std::uint64_t> gone;
+        for (const auto& [id, values] : alloc_values)
+            if (!node->alive(id)) gone.push_back(id);
+        std::sort(gone.begin(), gone.end());  // freed in allocation order, whatever the hash order
+        for (auto id : gone) free_values(id);
+    }
+
+    // Frees the allocation when nothing on the node holds it: no reference, no mapping, no open exported fd.
+    void maybe_free(std::uint64_t id) {
+        if (node->maybe_free(id)) free_values(id);
+    }
+
+    // Exported fds are checked lazily, at cuMemGetInfo and before charging memory, because nothing tells
+    // the driver when a process closes an fd.
     void reap_all() {
-        std::vector<std::uint64_t> ids;
-        for (auto& [id, a] : allocs) {
-            if (a.exports.empty()) continue;
-            prune_exports(a);
-            if (a.refs == 0 && a.maps == 0) ids.push_back(id);
-        }
-        for (auto id : ids) maybe_free(id);
+        node->reap_exports();
+        sweep_values();
     }
 
     HandleRec* live_handle(CUmemGenericAllocationHandle h) {
@@ -224,18 +198,23 @@ CUresult SimState::init() {
         s.config_reported = true;
         return CUDA_ERROR_INVALID_VALUE;
     }
-    if (!s.arena.open()) {
-        std::fprintf(stderr, "cumemaudit-sim: cannot reserve address space for device memory\n");
-        return CUDA_ERROR_OUT_OF_MEMORY;
+    std::string err;
+    s.node = SimNode::open(std::getenv("CUMEMAUDIT_SIM_NODE"), cfg.config, err);
+    if (!s.node) {
+        if (!s.config_reported) std::fprintf(stderr, "%s\n", err.c_str());
+        s.config_reported = true;
+        return CUDA_ERROR_OPERATING_SYSTEM;
     }
-    s.config = cfg.config;
+    s.config = s.node->config();  // a node's first process set its shape
     const auto n = static_cast<std::size_t>(s.config.devices);
     for (std::size_t d = 0; d < n; ++d) s.contexts.push_back(std::make_unique<CUctx_st>(CUctx_st{static_cast<int>(d)}));
     s.ctx_retains.assign(n, 0);
-    s.used.assign(n, 0);
-    char host[256] = {};
-    ::gethostname(host, sizeof host - 1);
-    s.node_id = std::hash<std::string_view>{}(host) | 1;
+    // On a shared node each process draws device addresses from its own slice, so pointers never collide.
+    const bool va = s.node->shared() ? s.arena.open_at(s.node->va_slice(), kNodeVaSlice) : s.arena.open();
+    if (!va) {
+        std::fprintf(stderr, "cumemaudit-sim: cannot reserve address space for device memory\n");
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     s.initialized = true;
     return CUDA_SUCCESS;
 }
@@ -300,9 +279,10 @@ CUresult SimState::mem_get_info(std::size_t* free, std::size_t* total) {
     Impl& s = *impl_;
     int dev = 0;
     if (CUresult r = s.current_device(&dev); r != CUDA_SUCCESS) return r;
+    SimNode::Lock node(*s.node);
     s.reap_all();
     *total = s.config.memory_per_device;
-    *free = s.config.memory_per_device - s.used[static_cast<std::size_t>(dev)];
+    *free = s.config.memory_per_device - s.node->used(dev);
     return CUDA_SUCCESS;
 }
 
@@ -313,12 +293,12 @@ CUresult SimState::device_alloc(CUdeviceptr* out, std::size_t bytes) {
     if (CUresult r = s.current_device(&dev); r != CUDA_SUCCESS) return r;
     if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
     const std::uint64_t charged = round_up(bytes, kClassicRound);
+    SimNode::Lock node(*s.node);
     s.reap_all();
-    auto& used = s.used[static_cast<std::size_t>(dev)];
-    if (charged > s.config.memory_per_device - used) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (charged > s.config.memory_per_device - s.node->used(dev)) return CUDA_ERROR_OUT_OF_MEMORY;
     const std::uint64_t va = s.arena.take(charged, kClassicRound);
     if (va == 0) return CUDA_ERROR_OUT_OF_MEMORY;
-    used += charged;
+    s.node->charge_classic(dev, charged);
     s.classic.emplace(va, Classic{bytes, charged, charged, dev, ClassicKind::device});
     *out = va;
     return CUDA_SUCCESS;
@@ -368,7 +348,8 @@ CUresult SimState::device_free(CUdeviceptr ptr) {
     const Classic c = it->second;
     s.classic.erase(it);
     if (c.kind == ClassicKind::device) {
-        s.used[static_cast<std::size_t>(c.device)] -= c.charged;
+        SimNode::Lock node(*s.node);
+        s.node->uncharge_classic(c.device, c.charged);
         s.arena.give(ptr, c.mapped);
     } else {
         ::munmap(reinterpret_cast<void*>(ptr), c.mapped);
@@ -421,20 +402,14 @@ CUresult SimState::mem_create(CUmemGenericAllocationHandle* out, std::size_t siz
     constexpr unsigned known = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR | CU_MEM_HANDLE_TYPE_FABRIC;
     if ((prop.requestedHandleTypes & ~known) != 0) return CUDA_ERROR_NOT_SUPPORTED;
     if (size == 0 || size % kGranularity != 0) return CUDA_ERROR_INVALID_VALUE;
+    SimNode::Lock node(*s.node);
     s.reap_all();
-    auto& used = s.used[static_cast<std::size_t>(dev)];
-    if (size > s.config.memory_per_device - used) return CUDA_ERROR_OUT_OF_MEMORY;
-    used += size;
-    const std::uint64_t id = s.next_alloc_id++;
+    std::uint64_t nonce[4];
+    for (auto& n : nonce) n = s.rng();
+    std::uint64_t id = 0;
+    if (s.node->create(dev, size, prop, nonce, &id) != SimNode::CreateResult::ok) return CUDA_ERROR_OUT_OF_MEMORY;
     const auto h = s.take_handle_value();
-    Allocation a;
-    a.device = dev;
-    a.size = size;
-    a.prop = prop;
-    a.refs = 1;
-    a.handles.push_back(h);
-    for (auto& n : a.nonce) n = s.rng();
-    s.allocs.emplace(id, std::move(a));
+    s.alloc_values[id].push_back(h);
     s.handles[h] = HandleRec{id, 1};
     *out = h;
     return CUDA_SUCCESS;
@@ -448,7 +423,8 @@ CUresult SimState::mem_release(CUmemGenericAllocationHandle h) {
     if (rec == nullptr) return CUDA_ERROR_INVALID_VALUE;  // unknown, or already released
     --rec->refs;
     const std::uint64_t id = rec->alloc;
-    --s.allocs.at(id).refs;
+    SimNode::Lock node(*s.node);
+    s.node->add_use(id, -1, 0);
     s.maybe_free(id);  // while mapped this frees nothing: the memory goes at the last unmap
     return CUDA_SUCCESS;
 }
@@ -486,8 +462,8 @@ CUresult SimState::map(CUdeviceptr ptr, std::size_t size, std::size_t offset, CU
     if (offset != 0 || size == 0 || size % kGranularity != 0 || ptr % kGranularity != 0) return CUDA_ERROR_INVALID_VALUE;
     HandleRec* rec = s.live_handle(h);
     if (rec == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    Allocation& a = s.allocs.at(rec->alloc);
-    if (size > a.size) return CUDA_ERROR_INVALID_VALUE;
+    SimNode::Lock node(*s.node);
+    if (size > s.node->size_of(rec->alloc)) return CUDA_ERROR_INVALID_VALUE;
     auto r = s.reservations.upper_bound(ptr);  // the reservation must hold the whole range
     if (r == s.reservations.begin()) return CUDA_ERROR_INVALID_VALUE;
     --r;
@@ -495,8 +471,8 @@ CUresult SimState::map(CUdeviceptr ptr, std::size_t size, std::size_t offset, CU
     auto m = s.mappings.lower_bound(ptr);  // and no existing mapping may overlap it
     if (m != s.mappings.end() && m->first < ptr + size) return CUDA_ERROR_INVALID_VALUE;
     if (s.mapping_at(ptr) != s.mappings.end()) return CUDA_ERROR_INVALID_VALUE;
+    if (!s.node->add_use(rec->alloc, 0, 1)) return CUDA_ERROR_OUT_OF_MEMORY;  // node table of users full
     s.mappings.emplace(ptr, Mapping{size, h, rec->alloc, {}});
-    ++a.maps;
     return CUDA_SUCCESS;
 }
 
@@ -508,9 +484,10 @@ CUresult SimState::unmap(CUdeviceptr ptr, std::size_t size) {
     auto tiles = s.tiling(ptr, size);  // whole mapped ranges only
     if (tiles.empty()) return CUDA_ERROR_INVALID_VALUE;
     std::vector<std::uint64_t> touched;
+    SimNode::Lock node(*s.node);
     for (auto it : tiles) {
         const std::uint64_t id = it->second.alloc;
-        --s.allocs.at(id).maps;
+        s.node->add_use(id, 0, -1);
         touched.push_back(id);
         s.mappings.erase(it);
     }
@@ -556,8 +533,9 @@ CUresult SimState::retain_handle(CUmemGenericAllocationHandle* out, CUdeviceptr 
     if (m == s.mappings.end()) return CUDA_ERROR_INVALID_VALUE;
     // The value mapped there, even when its own references were all released: the mapping keeps
     // the allocation (and with it the value) alive, and this makes it referenced again.
+    SimNode::Lock node(*s.node);
+    if (!s.node->add_use(m->second.alloc, 1, 0)) return CUDA_ERROR_OUT_OF_MEMORY;
     ++s.handles.at(m->second.handle).refs;
-    ++s.allocs.at(m->second.alloc).refs;
     *out = m->second.handle;
     return CUDA_SUCCESS;
 }
@@ -568,18 +546,18 @@ CUresult SimState::export_handle(void* out, CUmemGenericAllocationHandle h, CUme
     if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
     HandleRec* rec = s.live_handle(h);
     if (rec == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    Allocation& a = s.allocs.at(rec->alloc);
     if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR && type != CU_MEM_HANDLE_TYPE_FABRIC)
         return CUDA_ERROR_NOT_SUPPORTED;
-    if ((a.prop.requestedHandleTypes & type) == 0) return CUDA_ERROR_INVALID_VALUE;
+    SimNode::Lock node(*s.node);
+    if ((s.node->prop_of(rec->alloc).requestedHandleTypes & type) == 0) return CUDA_ERROR_INVALID_VALUE;
     if (type == CU_MEM_HANDLE_TYPE_FABRIC) {
-        FabricRef ref{s.node_id, rec->alloc, {}};
-        std::copy(std::begin(a.nonce), std::end(a.nonce), ref.nonce);
+        FabricRef ref{s.node->node_id(), rec->alloc, {}};
+        s.node->nonce_of(rec->alloc, ref.nonce);
         *static_cast<CUmemFabricHandle*>(out) = encode_fabric(ref);
         return CUDA_SUCCESS;  // a fabric handle is only a name: it pins nothing
     }
     // POSIX fd: the program gets the write end of a pipe; the read end tells us when all its copies
-    // are closed (POLLHUP), and the pipe's inode identifies the allocation on import.
+    // are closed (POLLHUP), and the pipe's inode identifies the allocation on import (node.hpp).
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
     struct stat st {};
@@ -588,8 +566,11 @@ CUresult SimState::export_handle(void* out, CUmemGenericAllocationHandle h, CUme
         ::close(fds[1]);
         return CUDA_ERROR_OPERATING_SYSTEM;
     }
-    a.exports.push_back(PosixExport{fds[0], st.st_dev, st.st_ino});
-    s.export_index[{st.st_dev, st.st_ino}] = rec->alloc;
+    if (!s.node->add_export(rec->alloc, fds[0], st.st_dev, st.st_ino)) {
+        ::close(fds[0]);
+        ::close(fds[1]);
+        return CUDA_ERROR_OUT_OF_MEMORY;  // the node's export table is full
+    }
     *static_cast<int*>(out) = fds[1];
     return CUDA_SUCCESS;
 }
@@ -599,29 +580,26 @@ CUresult SimState::import_handle(CUmemGenericAllocationHandle* out, void* os_han
     Impl& s = *impl_;
     if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
     std::uint64_t id = 0;
+    SimNode::Lock node(*s.node);
     if (type == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
         const int fd = static_cast<int>(reinterpret_cast<std::intptr_t>(os_handle));
         struct stat st {};
         if (::fstat(fd, &st) != 0) return CUDA_ERROR_INVALID_VALUE;
-        auto it = s.export_index.find({st.st_dev, st.st_ino});
-        if (it == s.export_index.end()) return CUDA_ERROR_INVALID_VALUE;
-        id = it->second;
+        id = s.node->export_lookup(st.st_dev, st.st_ino);
+        if (id == 0) return CUDA_ERROR_INVALID_VALUE;
     } else if (type == CU_MEM_HANDLE_TYPE_FABRIC) {
         if (os_handle == nullptr) return CUDA_ERROR_INVALID_VALUE;
         const auto ref = decode_fabric(*static_cast<const CUmemFabricHandle*>(os_handle));
-        if (!ref || ref->node != s.node_id) return CUDA_ERROR_INVALID_VALUE;
-        auto it = s.allocs.find(ref->alloc);
-        if (it == s.allocs.end() || !std::equal(std::begin(ref->nonce), std::end(ref->nonce), it->second.nonce))
-            return CUDA_ERROR_INVALID_VALUE;  // freed since export, or forged
+        if (!ref || ref->node != s.node->node_id()) return CUDA_ERROR_INVALID_VALUE;
+        if (!s.node->nonce_matches(ref->alloc, ref->nonce)) return CUDA_ERROR_INVALID_VALUE;  // freed since export, or forged
         id = ref->alloc;
     } else {
         return CUDA_ERROR_NOT_SUPPORTED;
     }
-    Allocation& a = s.allocs.at(id);
+    if (!s.node->add_use(id, 1, 0)) return CUDA_ERROR_OUT_OF_MEMORY;  // node table of users full
     // A new value with one reference, even in the exporting process (measured).
     const auto h = s.take_handle_value();
-    a.handles.push_back(h);
-    ++a.refs;
+    s.alloc_values[id].push_back(h);
     s.handles[h] = HandleRec{id, 1};
     *out = h;
     return CUDA_SUCCESS;
@@ -633,7 +611,8 @@ CUresult SimState::properties(CUmemAllocationProp* out, CUmemGenericAllocationHa
     if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
     HandleRec* rec = s.live_handle(h);
     if (rec == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    *out = s.allocs.at(rec->alloc).prop;
+    SimNode::Lock node(*s.node);
+    *out = s.node->prop_of(rec->alloc);
     return CUDA_SUCCESS;
 }
 

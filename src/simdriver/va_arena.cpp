@@ -22,6 +22,21 @@ bool VaArena::open() {
     return false;
 }
 
+bool VaArena::open_at(std::uint64_t addr, std::uint64_t size) {
+    if (size_ != 0) return true;
+    void* want = reinterpret_cast<void*>(addr);
+    void* p = ::mmap(want, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    if (p == MAP_FAILED) return false;
+    if (p != want) {
+        ::munmap(p, size);
+        return false;
+    }
+    base_ = addr;
+    size_ = size;
+    free_.emplace(base_, size_);
+    return true;
+}
+
 std::uint64_t VaArena::take(std::uint64_t size, std::uint64_t align) {
     if (size == 0 || align == 0 || (align & (align - 1)) != 0) return 0;
     for (auto it = free_.begin(); it != free_.end(); ++it) {

@@ -12,6 +12,8 @@ class VaArena {
 public:
     // Takes the largest of a few sizes the kernel grants (64 TiB down to 64 GiB); false when none.
     bool open();
+    // Takes exactly [addr, addr + size) (a simulated node's per-process slice); false when taken.
+    bool open_at(std::uint64_t addr, std::uint64_t size);
     // First fit; `align` a power of two. 0 when the arena is exhausted.
     std::uint64_t take(std::uint64_t size, std::uint64_t align);
     // Gives back exactly a range `take` returned.

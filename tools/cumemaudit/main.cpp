@@ -2,6 +2,7 @@
 // files as text, `check` gates CI on them. Exit codes: the program's own for `run`; 0/1 for pass/fail;
 // 2 for bad arguments or unusable reports; 126/127 for a program that cannot run, like a shell.
 #include "locate.hpp"
+#include "merge_cmd.hpp"
 #include "report/gate.hpp"
 #include "reports_cmd.hpp"
 #include "run_env.hpp"
@@ -135,6 +136,12 @@ int main(int argc, char** argv) {
     check_cmd->add_option("--fail-on", fail_on, "leaks|unfreed|misuse|none, comma-separated (default leaks)");
     check_cmd->add_option("--max-leaked-bytes", max_leaked, "Fail only when more bytes than this leaked");
 
+    std::vector<std::string> merge_paths;
+    std::string merge_out;
+    CLI::App* merge_cmd = app.add_subcommand("merge", "Merge the rank reports of a job into one job report");
+    merge_cmd->add_option("paths", merge_paths, "Rank reports, or directories of cumemaudit.*.json")->required();
+    merge_cmd->add_option("-o,--output", merge_out, "Job report to write (schema cumemaudit/job/v1)");
+
     // CLI11 reorders and eats arguments after a positional; the program's own arguments (-c and all) must
     // reach it untouched, so they are cut off before CLI11 sees the command line.
     const int ours = split_run_command(argc, argv, run.command);
@@ -148,6 +155,7 @@ int main(int argc, char** argv) {
     try {
         if (*run_cmd) return run_command(run);
         if (*report_cmd) return report_command(report_files, max_frames);
+        if (*merge_cmd) return merge_command(merge_paths, merge_out);
         return check_command(check_paths, fail_on, max_leaked);
     } catch (const UsageError& e) {
         std::fprintf(stderr, "cumemaudit: %s\n", e.what());

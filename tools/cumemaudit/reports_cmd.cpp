@@ -1,6 +1,7 @@
 #include "reports_cmd.hpp"
 
 #include "report/gate.hpp"
+#include "report/job.hpp"
 #include "report/report.hpp"
 #include "report/text.hpp"
 
@@ -69,7 +70,7 @@ int check_command(const std::vector<std::string>& paths, const std::string& fail
     bool bad = false, failed = false;
     for (const std::string& f : expand(paths, bad)) {
         try {
-            const report::Report r = report::load(f);
+            const report::Report r = report::load_for_gate(f);  // a process report or a merged job
             const auto why = report::gate_failures(r, fail_on, max_leaked_bytes);
             if (why.empty()) {
                 std::printf("PASS %s: %s\n", f.c_str(), report::summary_line(r.summary).c_str());

@@ -1,0 +1,244 @@
+// deepep_ranks: one rank of the DeepEP growth sequence on a (simulated) node, with fabric handles exchanged
+// between ranks. Each rank allocates its buffer, exports it, writes the 64-byte handle to a file in a shared
+// directory, imports and maps every peer's, and grows the buffer --growths times (release_buffer, then
+// allocate_buffer) the way DeepEP does, which leaves the creation, retain and import references behind
+// (REFERENCE.md, "The DeepEP / HybridEP fabric allocator"); --fixed adds the three missing releases.
+// Rank 0 sums cuMemGetInfo over the node's devices before the first allocation and after every rank tore
+// down (all ranks still alive, so nothing was dropped by an exit) and prints "node_drop=<bytes>".
+// --hang-rank R: rank R stops after the last barrier and prints "hanging" (a test kills it there).
+//
+//   RANK=r WORLD_SIZE=n LOCAL_RANK=l deepep_ranks --dir DIR [--growths N] [--size-mib M] [--fixed] [--hang-rank R]
+#include <cuda.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+[[noreturn]] void die(const std::string& what) {
+    std::fprintf(stderr, "deepep_ranks: %s\n", what.c_str());
+    std::exit(2);
+}
+
+void check(CUresult r, const char* what) {
+    if (r == CUDA_SUCCESS) return;
+    const char* name = nullptr;
+    cuGetErrorName(r, &name);
+    die(std::string(what) + " failed: " + (name ? name : std::to_string(r)));
+}
+
+int env_int(const char* name) {
+    const char* v = std::getenv(name);
+    if (v == nullptr) die(std::string(name) + " is not set");
+    return std::atoi(v);
+}
+
+struct Job {
+    int rank, world, local;
+    std::string dir;
+};
+
+// Every rank creates its marker, then waits for all of them: the exchange needs no launcher.
+void barrier(const Job& j, const std::string& name) {
+    const std::string mine = j.dir + "/b." + name + "." + std::to_string(j.rank);
+    const int fd = ::open(mine.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+    if (fd < 0) die("cannot create " + mine);
+    ::close(fd);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+    for (int r = 0; r < j.world; ++r) {
+        const std::string theirs = j.dir + "/b." + name + "." + std::to_string(r);
+        while (::access(theirs.c_str(), F_OK) != 0) {
+            if (std::chrono::steady_clock::now() > deadline) die("barrier " + name + ": rank " + std::to_string(r) + " never came");
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+    }
+}
+
+std::string blob_path(const Job& j, int generation, int rank) {
+    return j.dir + "/h." + std::to_string(generation) + "." + std::to_string(rank);
+}
+
+void write_blob(const std::string& path, const CUmemFabricHandle& h) {
+    const std::string tmp = path + ".tmp";
+    std::FILE* f = std::fopen(tmp.c_str(), "wb");
+    if (f == nullptr || std::fwrite(h.data, 1, sizeof h.data, f) != sizeof h.data || std::fclose(f) != 0 ||
+        std::rename(tmp.c_str(), path.c_str()) != 0)
+        die("cannot write " + path);
+}
+
+CUmemFabricHandle read_blob(const std::string& path) {
+    CUmemFabricHandle h{};
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    if (f == nullptr || std::fread(h.data, 1, sizeof h.data, f) != sizeof h.data) die("cannot read " + path);
+    std::fclose(f);
+    return h;
+}
+
+// DeepEP's fabric allocator reduced to its driver calls (examples/deepep_fabric_leak.cpp has the same
+// sequence for one process). The three leaking calls sit in non-inlined functions so sites name them.
+class FabricAllocator {
+public:
+    FabricAllocator(int device, bool fixed) : device_(device), fixed_(fixed) {}
+
+    __attribute__((noinline)) CUdeviceptr allocate(std::size_t size) {
+        const CUmemAllocationProp p = prop();
+        CUmemGenericAllocationHandle handle = 0;
+        CUresult r = cuMemCreate(&handle, size, &p, 0);  // site:create
+        check(r, "cuMemCreate");
+        const CUdeviceptr ptr = map_new(handle, size);
+        if (fixed_) check(cuMemRelease(handle), "cuMemRelease (after map)");
+        return ptr;
+    }
+
+    __attribute__((noinline)) CUmemFabricHandle get_handle(CUdeviceptr ptr) {
+        CUmemGenericAllocationHandle handle = 0;
+        CUresult r = cuMemRetainAllocationHandle(&handle, reinterpret_cast<void*>(ptr));  // site:retain
+        check(r, "cuMemRetainAllocationHandle");
+        CUmemFabricHandle blob{};
+        check(cuMemExportToShareableHandle(&blob, handle, CU_MEM_HANDLE_TYPE_FABRIC, 0), "cuMemExportToShareableHandle");
+        if (fixed_) check(cuMemRelease(handle), "cuMemRelease (after export)");
+        return blob;
+    }
+
+    __attribute__((noinline)) CUdeviceptr open_handle(CUmemFabricHandle& blob, std::size_t size) {
+        CUmemGenericAllocationHandle handle = 0;
+        CUresult r = cuMemImportFromShareableHandle(&handle, &blob, CU_MEM_HANDLE_TYPE_FABRIC);  // site:import
+        check(r, "cuMemImportFromShareableHandle");
+        const CUdeviceptr ptr = map_new(handle, size);
+        if (fixed_) check(cuMemRelease(handle), "cuMemRelease (after import)");
+        return ptr;
+    }
+
+    // retain -> unmap -> address free -> release (its own retain only), as DeepEP frees.
+    void free(CUdeviceptr ptr, std::size_t size) {
+        CUmemGenericAllocationHandle handle = 0;
+        check(cuMemRetainAllocationHandle(&handle, reinterpret_cast<void*>(ptr)), "cuMemRetainAllocationHandle");
+        check(cuMemUnmap(ptr, size), "cuMemUnmap");
+        check(cuMemAddressFree(ptr, size), "cuMemAddressFree");
+        check(cuMemRelease(handle), "cuMemRelease");
+    }
+
+    void close_handle(CUdeviceptr ptr, std::size_t size) {
+        check(cuMemUnmap(ptr, size), "cuMemUnmap");
+        check(cuMemAddressFree(ptr, size), "cuMemAddressFree");
+    }
+
+private:
+    CUmemAllocationProp prop() const {
+        CUmemAllocationProp p{};
+        p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+        p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        p.location.id = device_;
+        p.requestedHandleTypes = CU_MEM_HANDLE_TYPE_FABRIC;
+        return p;
+    }
+
+    CUdeviceptr map_new(CUmemGenericAllocationHandle handle, std::size_t size) {
+        CUdeviceptr ptr = 0;
+        check(cuMemAddressReserve(&ptr, size, 0, 0, 0), "cuMemAddressReserve");
+        check(cuMemMap(ptr, size, 0, handle, 0), "cuMemMap");
+        CUmemAccessDesc access{};
+        access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        access.location.id = device_;
+        access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+        check(cuMemSetAccess(ptr, size, &access, 1), "cuMemSetAccess");
+        return ptr;
+    }
+
+    int device_;
+    bool fixed_;
+};
+
+// Free memory summed over every device of the node (switches the current context; restores it).
+long long node_free() {
+    int count = 0;
+    check(cuDeviceGetCount(&count), "cuDeviceGetCount");
+    CUcontext saved = nullptr;
+    check(cuCtxGetCurrent(&saved), "cuCtxGetCurrent");
+    long long sum = 0;
+    for (int d = 0; d < count; ++d) {
+        CUcontext ctx = nullptr;
+        check(cuDevicePrimaryCtxRetain(&ctx, d), "cuDevicePrimaryCtxRetain");
+        check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+        std::size_t f = 0, t = 0;
+        check(cuMemGetInfo(&f, &t), "cuMemGetInfo");
+        sum += static_cast<long long>(f);
+        check(cuDevicePrimaryCtxRelease(d), "cuDevicePrimaryCtxRelease");
+    }
+    check(cuCtxSetCurrent(saved), "cuCtxSetCurrent");
+    return sum;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Job job{env_int("RANK"), env_int("WORLD_SIZE"), env_int("LOCAL_RANK"), ""};
+    int growths = 3, hang_rank = -1;
+    std::size_t size_mib = 2;
+    bool fixed = false;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= argc) die("missing value after " + a);
+            return argv[++i];
+        };
+        if (a == "--dir") job.dir = value();
+        else if (a == "--growths") growths = std::atoi(value().c_str());
+        else if (a == "--size-mib") size_mib = std::strtoull(value().c_str(), nullptr, 10);
+        else if (a == "--fixed") fixed = true;
+        else if (a == "--hang-rank") hang_rank = std::atoi(value().c_str());
+        else die("unknown option '" + a + "'");
+    }
+    if (job.dir.empty() || growths < 1 || size_mib < 1) die("--dir is required; --growths and --size-mib at least 1");
+
+    check(cuInit(0), "cuInit");
+    CUcontext ctx = nullptr;
+    check(cuDevicePrimaryCtxRetain(&ctx, job.local), "cuDevicePrimaryCtxRetain");
+    check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+    FabricAllocator alloc(job.local, fixed);
+
+    barrier(job, "start");
+    const long long start_free = job.rank == 0 ? node_free() : 0;
+    barrier(job, "measured-start");
+
+    CUdeviceptr local = 0;
+    std::size_t size = 0;
+    std::vector<CUdeviceptr> peers(static_cast<std::size_t>(job.world), 0);
+    auto release_buffer = [&] {
+        alloc.free(local, size);
+        for (int p = 0; p < job.world; ++p)
+            if (p != job.rank) alloc.close_handle(peers[static_cast<std::size_t>(p)], size);
+    };
+    for (int g = 0; g < growths; ++g) {
+        if (local != 0) release_buffer();  // update_buffer on a new high: release, then allocate
+        size = size_mib * (std::size_t{1} << 20) * static_cast<std::size_t>(g + 1);
+        local = alloc.allocate(size);
+        write_blob(blob_path(job, g, job.rank), alloc.get_handle(local));
+        barrier(job, "exported." + std::to_string(g));
+        for (int p = 0; p < job.world; ++p) {
+            if (p == job.rank) continue;
+            CUmemFabricHandle blob = read_blob(blob_path(job, g, p));
+            peers[static_cast<std::size_t>(p)] = alloc.open_handle(blob, size);
+        }
+        barrier(job, "imported." + std::to_string(g));
+        std::printf("rank %d: generation %d: %zu MiB buffer, %d peers mapped\n", job.rank, g, size >> 20, job.world - 1);
+    }
+    release_buffer();
+    barrier(job, "torn-down");
+    if (job.rank == 0) std::printf("node_drop=%lld\n", start_free - node_free());
+    barrier(job, "measured-end");
+    if (job.rank == hang_rank) {
+        std::printf("hanging\n");
+        std::fflush(stdout);
+        for (;;) ::pause();
+    }
+    std::fflush(stdout);
+    return 0;
+}

@@ -1,0 +1,269 @@
+#!/usr/bin/env python3
+"""Rank processes on one simulated node (issue 6): 8 ranks run the DeepEP growth sequence with fabric handles
+under `cumemaudit run --sim`, sharing the node named by CUMEMAUDIT_SIM_NODE; each rank's report, the merged
+job report and the node's lost memory (rank 0's cuMemGetInfo over all devices, taken while every rank is
+still alive) must agree exactly.
+
+Usage: test_ranks.py CASE (paths come from the environment meson sets: CLI, DEEPEP_RANKS)."""
+import glob
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+CLI = os.environ["CLI"]
+DEEPEP_RANKS = os.environ["DEEPEP_RANKS"]
+WORLD = 8
+MiB = 1 << 20
+SIZE_MIB = 2
+GROWTHS = 3
+# The buffers of one rank: 2, 4 and 6 MiB, each left behind by the unfixed sequence.
+OWN = sum(SIZE_MIB * MiB * (g + 1) for g in range(GROWTHS))
+APIS = {"cuMemCreate", "cuMemRetainAllocationHandle", "cuMemImportFromShareableHandle"}
+
+
+class Failure(Exception):
+    pass
+
+
+def expect(cond, what):
+    if not cond:
+        raise Failure(what)
+
+
+def start_ranks(tmp, node, extra=(), flags=()):
+    xdir = os.path.join(tmp, "exchange")
+    os.makedirs(xdir, exist_ok=True)
+    procs = []
+    for r in range(WORLD):
+        env = {**os.environ, "CUMEMAUDIT_SIM_NODE": node, "RANK": str(r), "WORLD_SIZE": str(WORLD),
+               "LOCAL_RANK": str(r)}
+        cmd = [CLI, "run", "--sim", "--report-dir", os.path.join(tmp, "reports"), *flags, "--",
+               DEEPEP_RANKS, "--dir", xdir, "--growths", str(GROWTHS), "--size-mib", str(SIZE_MIB), *extra]
+        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env))
+    return procs
+
+
+def finish(procs, timeout=240):
+    out = []
+    for p in procs:
+        stdout, stderr = p.communicate(timeout=timeout)
+        out.append((p.returncode, stdout, stderr))
+    return out
+
+
+def node_drop(results):
+    m = re.search(r"node_drop=(-?\d+)", results[0][1])
+    expect(m is not None, f"rank 0 printed no node_drop:\n{results[0][1]}\n{results[0][2]}")
+    return int(m.group(1))
+
+
+def rank_reports(tmp):
+    reps = {}
+    for f in glob.glob(os.path.join(tmp, "reports", "cumemaudit.*.json")):
+        rep = json.load(open(f))
+        reps[rep["process"]["rank"]] = rep
+    return reps
+
+
+def merge(tmp, rc=0):
+    job = os.path.join(tmp, "job.json")
+    proc = subprocess.run([CLI, "merge", os.path.join(tmp, "reports"), "-o", job], capture_output=True, text=True)
+    expect(proc.returncode == rc, f"merge exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return (json.load(open(job)) if rc == 0 else None), proc.stdout
+
+
+def check(path):
+    return subprocess.run([CLI, "check", path], capture_output=True, text=True)
+
+
+def unlink_node(node):
+    try:
+        os.unlink("/dev/shm/cumemaudit-sim-" + node)
+    except FileNotFoundError:
+        pass
+
+
+def case_leak(tmp, node):
+    results = finish(start_ranks(tmp, node))
+    for r, (rc, out, err) in enumerate(results):
+        expect(rc == 23, f"rank {r}: exit {rc}, expected 23 (leaks)\n{out}\n{err}")
+    drop = node_drop(results)
+    expect(drop == WORLD * OWN, f"node lost {drop} bytes, expected {WORLD * OWN} (8 ranks x {OWN})")
+
+    reps = rank_reports(tmp)
+    expect(sorted(reps) == list(range(WORLD)), f"ranks reported: {sorted(reps)}")
+    for r, rep in reps.items():
+        p = rep["process"]
+        expect(p["world_size"] == WORLD and p["local_rank"] == r, f"rank {r}: process {p}")
+        s = rep["summary"]
+        # Its own three buffers plus the 7 peers' three buffers its import references still hold.
+        expect(s["leaked_bytes"] == WORLD * OWN, f"rank {r}: leaked {s['leaked_bytes']}, expected {WORLD * OWN}")
+        expect(s["leaked_allocations"] == WORLD * GROWTHS, f"rank {r}: {s['leaked_allocations']} allocations")
+        rows = {l["site"]["api"]: l for l in rep["leaks"] if l["class"] == "unreachable"}
+        expect(set(rows) == APIS, f"rank {r}: leak sites {list(rows)}")
+        expect(rows["cuMemCreate"]["bytes"] == OWN, f"rank {r}: create row {rows['cuMemCreate']['bytes']}")
+        expect(rows["cuMemImportFromShareableHandle"]["bytes"] == (WORLD - 1) * OWN, f"rank {r}: import row")
+        expect(len(rep["exports"]) == GROWTHS and all(e["exporter_pid"] == p["pid"] for e in rep["exports"]),
+               f"rank {r}: exports {rep['exports']}")
+        imports = [i for i in rep["imports"] if not i["released"]]
+        expect(len(imports) == (WORLD - 1) * GROWTHS, f"rank {r}: {len(imports)} unreleased imports")
+
+    job, text = merge(tmp)
+    expect(job["schema"] == "cumemaudit/job/v1", f"schema {job['schema']}")
+    expect(job["problems"] == [], f"problems: {job['problems']}")
+    s = job["summary"]
+    expect(s["leaked_bytes"] == drop, f"job leaked {s['leaked_bytes']} != node drop {drop}")
+    expect(s["leaked_allocations"] == WORLD * GROWTHS, f"job allocations {s['leaked_allocations']}")
+    expect(s["pinned_by_peers_bytes"] == drop, f"pinned {s['pinned_by_peers_bytes']} != node drop {drop}")
+    for row in job["ranks"]:
+        expect(row["own_leaked_bytes"] == OWN, f"rank {row['rank']}: own {row['own_leaked_bytes']}")
+        expect(row["pinned_by_peers_bytes"] == OWN and row["pins_peers_bytes"] == (WORLD - 1) * OWN,
+               f"rank {row['rank']}: pinning {row}")
+    sites = {x["site"]["api"]: x for x in job["sites"]}
+    expect(set(sites) == APIS and len(job["sites"]) == 3, f"job sites {[x['site']['api'] for x in job['sites']]}")
+    for api, x in sites.items():
+        expect(x["ranks"] == WORLD and x["rank_list"] == list(range(WORLD)), f"{api}: ranks {x['ranks']} {x['rank_list']}")
+    expect(sites["cuMemCreate"]["bytes"] == WORLD * OWN, f"create bytes {sites['cuMemCreate']['bytes']}")
+    expect(len(job["pinning"]) == WORLD * (WORLD - 1), f"{len(job['pinning'])} pinning pairs")
+    expect(all(p["bytes"] == OWN for p in job["pinning"]), f"pinning rows {job['pinning'][:3]}")
+    expect(f"rank 3's imports pin {OWN // MiB}.0 MiB of rank 0's memory" in text, f"text:\n{text}")
+    expect("ranks: 8 [0-7]" in text, f"text:\n{text}")
+    expect(f"SUMMARY: cumemaudit job: {drop} bytes leaked" in text, f"text:\n{text}")
+    c = check(os.path.join(tmp, "job.json"))
+    expect(c.returncode == 1 and "FAIL" in c.stdout, f"check of a leaking job: {c.returncode}\n{c.stdout}{c.stderr}")
+
+
+def case_fixed(tmp, node):
+    results = finish(start_ranks(tmp, node, extra=["--fixed"]))
+    for r, (rc, out, err) in enumerate(results):
+        expect(rc == 0, f"rank {r}: exit {rc}\n{out}\n{err}")
+    expect(node_drop(results) == 0, "the fixed sequence loses no memory on the node")
+    reps = rank_reports(tmp)
+    expect(sorted(reps) == list(range(WORLD)), f"ranks reported: {sorted(reps)}")
+    for r, rep in reps.items():
+        expect(rep["summary"]["leaked_bytes"] == 0 and rep["leaks"] == [], f"rank {r}: {rep['summary']} {rep['leaks']}")
+        expect(rep["imports"] == [] and rep["exports"] == [], f"rank {r}: shares left {rep['imports']} {rep['exports']}")
+    job, text = merge(tmp)
+    expect(job["summary"]["leaked_bytes"] == 0 and job["sites"] == [] and job["pinning"] == [], f"job {job['summary']}")
+    expect(job["problems"] == [], f"problems {job['problems']}")
+    c = check(os.path.join(tmp, "job.json"))
+    expect(c.returncode == 0 and "PASS" in c.stdout, f"check of a clean job: {c.returncode}\n{c.stdout}{c.stderr}")
+
+
+def case_killed(tmp, node):
+    victim = 5
+    procs = start_ranks(tmp, node, extra=["--hang-rank", str(victim)], flags=["--option", "checkpoint_s=1"])
+    report = None
+    deadline = time.time() + 200
+    line = procs[victim].stdout.readline()
+    while "hanging" not in line:
+        expect(line != "" and time.time() < deadline, f"rank {victim} ended before hanging")
+        line = procs[victim].stdout.readline()
+    # A checkpoint written after the teardown: remove what is there and wait for the next one.
+    for f in glob.glob(os.path.join(tmp, "reports", f"cumemaudit.*.r{victim}.json")):
+        os.unlink(f)
+    while report is None:
+        expect(time.time() < deadline, f"no checkpoint from rank {victim}")
+        time.sleep(0.2)
+        found = glob.glob(os.path.join(tmp, "reports", f"cumemaudit.*.r{victim}.json"))
+        if found:
+            report = found[0]
+    procs[victim].send_signal(signal.SIGKILL)
+    results = finish(procs)
+    expect(results[victim][0] == -signal.SIGKILL, f"rank {victim}: exit {results[victim][0]}")
+    for r, (rc, out, err) in enumerate(results):
+        if r != victim:
+            expect(rc == 23, f"rank {r}: exit {rc}\n{err}")
+    rep = json.load(open(report))
+    expect(rep["process"]["exit_code"] is None and rep["checkpoint"], f"victim report: {rep['process']}")
+    expect(rep["summary"]["leaked_bytes"] == WORLD * OWN, f"victim checkpoint leaked {rep['summary']['leaked_bytes']}")
+    job, text = merge(tmp)
+    named = [p for p in job["problems"] if p.get("rank") == victim]
+    expect(len(named) == 1 and "checkpoint" in named[0]["what"], f"problems {job['problems']}")
+    expect(f"rank {victim}" in text and "checkpoint only" in text, f"text:\n{text}")
+    expect(job["summary"]["leaked_bytes"] == WORLD * OWN, f"job leaked {job['summary']['leaked_bytes']}")
+
+
+def case_merge_problems(tmp, node):
+    del node
+    reports = os.path.join(tmp, "reports")
+    os.makedirs(reports)
+
+    def rank_report(rank, world):
+        return {"schema": "cumemaudit/report/v1",
+                "process": {"pid": 100 + rank, "rank": rank, "world_size": world, "host": "h", "argv": ["p"],
+                            "exit_code": 0},
+                "driver": {"version": 13000, "simulated": True},
+                "summary": {"leaked_bytes": 0, "leaked_allocations": 0, "leaked_references": 0, "misuse_events": 0,
+                            "unfreed_bytes": 0, "peak_tracked_bytes": 0, "intercepted_calls": 0},
+                "leaks": [], "misuse": [], "owners": [], "steps": [
+                    {"step": 1, "time_ns": 0, "by_owner": {"deepep": 10 * (rank + 1)}, "driver_used_bytes": 0,
+                     "unattributed_bytes": 0},
+                    {"step": 2, "time_ns": 0, "by_owner": {"deepep": 20 * (rank + 1)}, "driver_used_bytes": 0,
+                     "unattributed_bytes": 0}]}
+
+    for r in (0, 1, 3):
+        json.dump(rank_report(r, 4), open(os.path.join(reports, f"cumemaudit.h.{100 + r}.r{r}.json"), "w"))
+    json.dump(rank_report(1, 4), open(os.path.join(reports, "cumemaudit.h.999.r1.json"), "w"))  # duplicate
+    json.dump(rank_report(3, 8), open(os.path.join(reports, "cumemaudit.h.998.r3.json"), "w"))  # also mismatched
+    text = json.dumps(rank_report(2, 4))
+    open(os.path.join(reports, "cumemaudit.h.102.r2.json"), "w").write(text[: len(text) // 2])  # truncated
+    job, out = merge(tmp)
+    what = " | ".join(p["what"] for p in job["problems"])
+    expect("truncated" in what, f"truncated report not named: {what}")
+    expect("duplicate rank 1" in what and "duplicate rank 3" in what, f"duplicates not named: {what}")
+    expect("rank 2 of 4: no report" in what, f"missing rank not named: {what}")
+    expect(job["reports"] == 3, f"merged {job['reports']} reports")
+    steps = {s["step"]: s for s in job["steps"]}
+    expect(steps[1]["live_bytes"] == 10 + 20 + 40 and steps[2]["growth_bytes"] == 70, f"steps {job['steps']}")
+    expect(out.count("PROBLEM:") == len(job["problems"]), f"text:\n{out}")
+    c = check(os.path.join(tmp, "job.json"))
+    expect(c.returncode == 0, f"check of a clean job with problems: {c.returncode}\n{c.stdout}{c.stderr}")
+    empty = os.path.join(tmp, "empty")
+    os.makedirs(empty)
+    p = subprocess.run([CLI, "merge", empty, "-o", os.path.join(tmp, "none.json")], capture_output=True, text=True)
+    expect(p.returncode == 2 and "no rank report" in p.stderr, f"empty merge: {p.returncode} {p.stderr}")
+
+
+def case_report_dir(tmp, node):
+    """%h/%p/%r in report_dir: each rank writes into a directory of its own (a world of one suffices)."""
+    env = {**os.environ, "CUMEMAUDIT_SIM_NODE": node, "RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0"}
+    xdir = os.path.join(tmp, "x")
+    os.makedirs(xdir)
+    proc = subprocess.run([CLI, "run", "--sim", "--report-dir", os.path.join(tmp, "out", "rank%r-%h", "p%p"), "--",
+                           DEEPEP_RANKS, "--dir", xdir, "--growths", "1", "--fixed"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    expect(proc.returncode == 0, f"exit {proc.returncode}\n{proc.stderr}")
+    found = glob.glob(os.path.join(tmp, "out", "rank0-*", "p*", "cumemaudit.*.r0.json"))
+    expect(len(found) == 1, f"reports: {glob.glob(os.path.join(tmp, 'out', '**'), recursive=True)}")
+    rep = json.load(open(found[0]))
+    expect(f"p{rep['process']['pid']}/" in found[0] and f"rank0-{rep['process']['host']}/" in found[0], f"path {found[0]}")
+
+
+CASES = {"leak": case_leak, "fixed": case_fixed, "killed": case_killed, "merge-problems": case_merge_problems,
+         "report-dir": case_report_dir}
+
+
+def main():
+    name = sys.argv[1]
+    node = f"test-{name}-{uuid.uuid4().hex[:12]}"
+    with tempfile.TemporaryDirectory(prefix=f"ranks-{name}-") as tmp:
+        try:
+            CASES[name](tmp, node)
+        except Failure as e:
+            print(f"FAIL ranks {name}: {e}")
+            return 1
+        finally:
+            unlink_node(node)
+    print(f"PASS ranks {name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
