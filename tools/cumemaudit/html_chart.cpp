@@ -136,7 +136,8 @@ std::string memory_chart_svg(const report::Report& r, const report::Timeline& t)
         s += fmt::format("<rect class=\"hover\" x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\"><title>{}</title></rect>\n",
                          std::max(kLeft, cx - half), kTop, std::min(2 * half, kLeft + kPlotW - std::max(kLeft, cx - half)),
                          kPlotH, tip);
-        if (i % every == 0 || i + 1 == n)
+        // The last step is labelled too, unless that would overprint the label before it.
+        if (i % every == 0 || (i + 1 == n && i % every >= (every + 1) / 2))
             s += fmt::format("<text class=\"xlabel\" transform=\"translate({:.1f},{}) rotate(-35)\">{}</text>\n", cx,
                              kTop + kPlotH + 14, html_escape(p.name));
     }

@@ -21,7 +21,7 @@ h3{font-size:15px;margin:20px 0 6px}nav a{margin-right:12px}.meta{color:#666}
 .card b{display:block;font-size:18px}.card.bad b{color:#c62828}
 table{border-collapse:collapse;margin:4px 0 8px;font-size:13px}
 th,td{border:1px solid #ddd;padding:3px 8px;vertical-align:top;text-align:left}
-th{background:#f3f5f8;cursor:pointer;user-select:none}td.num{text-align:right;font-variant-numeric:tabular-nums}
+th{background:#f3f5f8;cursor:pointer;user-select:none}td.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
 ol.frames{margin:2px 0 0;padding-left:22px;font-family:ui-monospace,monospace;font-size:12px}
 .none{color:#666;font-style:italic}
 svg.chart{width:100%;max-width:960px;height:auto;display:block}
