@@ -16,7 +16,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SAMPLE = os.path.join(HERE, "sample_report.json")
 CLI = os.environ["CLI"]
 GiB = 1 << 30
-MARK = 2**64 - 1
 
 
 def run(*args, env=None):
