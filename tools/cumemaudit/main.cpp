@@ -1,11 +1,15 @@
 // cumemaudit: the command line. `run` audits a program under the preload library, `report` prints report
-// files as text, `check` gates CI on them. Exit codes: the program's own for `run`; 0/1 for pass/fail;
-// 2 for bad arguments or unusable reports; 126/127 for a program that cannot run, like a shell.
+// files as text, `check` gates CI on them, `merge` joins the ranks of a job; `trace`, `html` and `diff` are
+// views of reports already written. Exit codes: the program's own for `run`; 0/1 for pass/fail; 2 for bad
+// arguments or unusable reports; 126/127 for a program that cannot run, like a shell.
+#include "diff_cmd.hpp"
+#include "html_cmd.hpp"
 #include "locate.hpp"
 #include "merge_cmd.hpp"
 #include "report/gate.hpp"
 #include "reports_cmd.hpp"
 #include "run_env.hpp"
+#include "trace_cmd.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -142,6 +146,23 @@ int main(int argc, char** argv) {
     merge_cmd->add_option("paths", merge_paths, "Rank reports, or directories of cumemaudit.*.json")->required();
     merge_cmd->add_option("-o,--output", merge_out, "Job report to write (schema cumemaudit/job/v1)");
 
+    std::vector<std::string> trace_files;
+    std::string trace_out;
+    CLI::App* trace_cmd = app.add_subcommand("trace", "Write Chrome trace / Perfetto JSON of reports (ui.perfetto.dev)");
+    trace_cmd->add_option("reports", trace_files, "Report files (one trace process each)")->required();
+    trace_cmd->add_option("-o,--output", trace_out, "Trace file to write (- for stdout)")->required();
+
+    std::vector<std::string> html_files;
+    std::string html_out;
+    CLI::App* html_cmd = app.add_subcommand("html", "Write one self-contained HTML page of reports (one section each)");
+    html_cmd->add_option("reports", html_files, "Report files")->required();
+    html_cmd->add_option("-o,--output", html_out, "HTML file to write (- for stdout)")->required();
+
+    std::vector<std::string> diff_files, diff_steps;
+    CLI::App* diff_cmd = app.add_subcommand("diff", "What grew between two reports, or between two steps of one");
+    diff_cmd->add_option("reports", diff_files, "A.json B.json, or one report with --steps")->required();
+    diff_cmd->add_option("--steps", diff_steps, "Two steps of one report: step numbers or mark labels")->expected(2);
+
     // CLI11 reorders and eats arguments after a positional; the program's own arguments (-c and all) must
     // reach it untouched, so they are cut off before CLI11 sees the command line.
     const int ours = split_run_command(argc, argv, run.command);
@@ -156,6 +177,10 @@ int main(int argc, char** argv) {
         if (*run_cmd) return run_command(run);
         if (*report_cmd) return report_command(report_files, max_frames);
         if (*merge_cmd) return merge_command(merge_paths, merge_out);
+
+        if (*trace_cmd) return trace_command(trace_files, trace_out);
+        if (*html_cmd) return html_command(html_files, html_out);
+        if (*diff_cmd) return diff_command(diff_files, diff_steps);
         return check_command(check_paths, fail_on, max_leaked);
     } catch (const UsageError& e) {
         std::fprintf(stderr, "cumemaudit: %s\n", e.what());

@@ -1,0 +1,46 @@
+#include "timeline.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace cumemaudit::report {
+
+std::string step_name(const Step& s) {
+    if (s.step == kMarkStep) return s.label.empty() ? "mark" : s.label;
+    const std::string n = "step " + std::to_string(s.step);
+    return s.label.empty() ? n : n + " (" + s.label + ")";
+}
+
+Timeline timeline(const Report& r) {
+    // Peak over the steps, and over the owners table too: an owner may have peaked between two marks.
+    std::map<std::string, std::uint64_t> peak;
+    for (const Owner& o : r.owners) peak[o.owner] = std::max(peak[o.owner], o.peak_bytes);
+    for (const Step& s : r.steps)
+        for (const auto& [owner, bytes] : s.by_owner) peak[owner] = std::max(peak[owner], bytes);
+
+    Timeline t;
+    for (const auto& [owner, bytes] : peak) t.owners.push_back(owner);
+    std::stable_sort(t.owners.begin(), t.owners.end(),
+                     [&](const std::string& a, const std::string& b) { return peak[a] > peak[b]; });
+
+    for (const Step& s : r.steps) {
+        TimelinePoint p{&s, step_name(s), {}, 0};
+        for (const std::string& owner : t.owners) {
+            const auto it = s.by_owner.find(owner);
+            p.owner_bytes.push_back(it == s.by_owner.end() ? 0 : it->second);
+            p.tracked_bytes += p.owner_bytes.back();
+        }
+        t.points.push_back(std::move(p));
+    }
+    if (!r.steps.empty()) t.first_time_ns = r.steps.front().time_ns;
+    return t;
+}
+
+const Step* find_step(const Report& r, const std::string& key) {
+    for (auto it = r.steps.rbegin(); it != r.steps.rend(); ++it) {
+        if (it->label == key || (it->step != kMarkStep && std::to_string(it->step) == key)) return &*it;
+    }
+    return nullptr;
+}
+
+}  // namespace cumemaudit::report

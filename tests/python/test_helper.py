@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""The Python helper (tools/python/cumemaudit) on the simulated driver: under `cumemaudit run --sim` its
+steps, marks, phases and torch_step figures land in the report's steps, in order; without the shim the same
+script runs, exits 0 and says it is inactive. Paths come from the environment meson sets: CLI,
+CUMEMAUDIT_SHIM, CUMEMAUDIT_SIM_DIR, SOURCE_ROOT."""
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE_ROOT = os.environ["SOURCE_ROOT"]
+CLI = os.environ["CLI"]
+SIM_DIR = os.environ["CUMEMAUDIT_SIM_DIR"]
+SCRIPT = os.path.join(HERE, "helper_user.py")
+MiB = 1 << 20
+
+
+def environment(torch="fake_torch"):
+    env = dict(os.environ)
+    for k in ("CUMEMAUDIT_OPTIONS", "LD_PRELOAD"):
+        env.pop(k, None)
+    paths = [os.path.join(SOURCE_ROOT, "tools", "python")]
+    paths.append(os.path.join(HERE, torch))  # a stub with fixed figures, or one that fails to import
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    return env
+
+
+class Helper(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def run_script(self, cmd, env):
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
+        self.assertEqual(p.returncode, 0, f"{cmd}: exit {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}")
+        return json.loads(p.stdout.strip().splitlines()[-1]), p.stderr
+
+    def test_under_the_shim_marks_reach_the_report(self):
+        seen, _ = self.run_script([CLI, "run", "--sim", "--report-dir", self.dir, "--", sys.executable, SCRIPT, self.dir],
+                                  environment())
+        self.assertEqual(seen, {"active": True, "checkpoint_written": True})
+        reports = glob.glob(os.path.join(self.dir, "cumemaudit.*.json"))
+        self.assertEqual(len(reports), 1, reports)
+        with open(reports[0]) as f:
+            rep = json.load(f)
+        # A mark is known by its label; the step number it carries is the shim's business.
+        marks = [s["label"] if s.get("label") else s["step"] for s in rep["steps"]]
+        self.assertEqual(marks, [1, 2, "after warmup", "capture:begin", "capture:end", 3])
+        times = [s["time_ns"] for s in rep["steps"]]
+        self.assertEqual(times, sorted(times))
+        torch_step = rep["steps"][-1]
+        self.assertEqual((torch_step["pytorch_allocated_bytes"], torch_step["pytorch_reserved_bytes"]), (3 * MiB, 6 * MiB))
+        for s in rep["steps"]:
+            self.assertEqual(sum(s["by_owner"].values()), 8 * MiB, f"live bytes at {s}")
+
+    def test_torch_step_without_torch_records_zeros(self):
+        self.run_script([CLI, "run", "--sim", "--report-dir", self.dir, "--", sys.executable, SCRIPT, self.dir],
+                        environment(torch="no_torch"))
+        with open(glob.glob(os.path.join(self.dir, "cumemaudit.*.json"))[0]) as f:
+            last = json.load(f)["steps"][-1]
+        self.assertEqual((last["step"], last["pytorch_allocated_bytes"], last["pytorch_reserved_bytes"]), (3, 0, 0))
+
+    def test_without_the_shim_it_does_nothing_quietly(self):
+        env = environment()
+        env["LD_LIBRARY_PATH"] = SIM_DIR  # the same CUDA calls, on the same simulated driver, unaudited
+        seen, err = self.run_script([sys.executable, SCRIPT, self.dir], env)
+        self.assertEqual(seen, {"active": False, "checkpoint_written": False})
+        self.assertNotIn("cumemaudit", err)
+        self.assertEqual(os.listdir(self.dir), [])
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0], "-v"])

@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""The HTML page of `cumemaudit html` loaded in a real headless Chromium (Debian's `chromium`): the chart
+and the tables are in the rendered DOM, the areas have a size on screen, the page's own script ran to its
+end with no script error, and markup planted in a report stays text. Exits 77 (skipped) when chromium is
+not installed; scripts/setup installs it. Environment from meson: CLI."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SAMPLE = os.path.join(HERE, "sample_report.json")
+CLI = os.environ["CLI"]
+SKIP = 77
+
+# Appended to a copy of the page only: measures what the browser laid out, for the assertions below.
+PROBE = """<script>
+const sizes = Array.from(document.querySelectorAll("svg.chart path.area"), p => {
+  const b = p.getBBox(); return [p.dataset.owner, Math.round(b.width), Math.round(b.height)]; });
+document.body.dataset.areas = JSON.stringify(sizes);
+document.body.dataset.chartWidth = Math.round(document.querySelector("svg.chart").getBoundingClientRect().width);
+</script>"""
+
+failures = []
+
+
+def expect(ok, what):
+    if not ok:
+        failures.append(what)
+
+
+def chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def browse(browser, page, profile, *extra):
+    cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+           "--enable-logging=stderr", "--v=0", f"--user-data-dir={profile}", "--window-size=1100,1400",
+           *extra, "file://" + page]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        sys.exit(f"chromium failed ({p.returncode}):\n{p.stderr[-4000:]}")
+    return p.stdout, p.stderr
+
+
+def script_errors(stderr):
+    # Chromium logs console messages and uncaught exceptions as "CONSOLE(line)] ..." lines.
+    return [l for l in stderr.splitlines() if "CONSOLE" in l or "Uncaught" in l]
+
+
+def body_attrs(dom):
+    m = re.search(r"<body([^>]*)>", dom)
+    return dict(re.findall(r'data-([\w-]+)="([^"]*)"', m.group(1))) if m else {}
+
+
+def render(tmp, name, report):
+    path = os.path.join(tmp, name + ".json")
+    with open(path, "w") as f:
+        json.dump(report, f)
+    out = os.path.join(tmp, name + ".html")
+    p = subprocess.run([CLI, "html", path, "-o", out], capture_output=True, text=True, timeout=60)
+    if p.returncode != 0:
+        sys.exit(f"cumemaudit html failed ({p.returncode}): {p.stderr}")
+    return out
+
+
+def main():
+    browser = chromium()
+    if browser is None:
+        print("SKIP: chromium is not installed (scripts/setup installs the Debian package `chromium`)")
+        return SKIP
+    with open(SAMPLE) as f:
+        sample = json.load(f)
+    with tempfile.TemporaryDirectory() as tmp:
+        page = render(tmp, "sample", sample)
+        dom, log = browse(browser, page, os.path.join(tmp, "profile1"), "--dump-dom")
+        expect(body_attrs(dom).get("ok") == "1", "the page's script did not run to its end (no data-ok on <body>)")
+        expect(script_errors(log) == [], f"script errors: {script_errors(log)}")
+        expect(len(re.findall(r'<svg class="chart"', dom)) == 1, "no chart in the DOM")
+        owners = re.findall(r'<path class="area" data-owner="([^"]*)"', dom)
+        expect(owners == ["pytorch", "deepep", "nccl", "cublas"], f"chart areas: {owners}")
+        expect('<path class="driver"' in dom, "no driver-used line")
+        for table in ("leaks", "alarms", "graphs", "owners", "misuse", "steps"):
+            expect(f'<table class="{table}">' in dom, f"no {table} table in the DOM")
+        expect("deep_ep::FabricAllocator::grow(unsigned long) csrc/kernels/fabric.cu:118" in dom, "leak site missing")
+
+        with open(page) as f:
+            probed = f.read().replace("</body>", PROBE + "</body>")
+        probe_page = os.path.join(tmp, "probe.html")
+        with open(probe_page, "w") as f:
+            f.write(probed)
+        dom, log = browse(browser, probe_page, os.path.join(tmp, "profile2"), "--dump-dom")
+        attrs = body_attrs(dom)
+        expect(script_errors(log) == [], f"script errors with the probe: {script_errors(log)}")
+        areas = json.loads(attrs.get("areas", "[]").replace("&quot;", '"'))
+        expect([a[0] for a in areas] == ["pytorch", "deepep", "nccl", "cublas"], f"laid-out areas: {areas}")
+        expect(all(w > 500 and h > 0 for _, w, h in areas), f"an area has no size on screen: {areas}")
+        expect(int(attrs.get("chartwidth", attrs.get("chart-width", "0"))) > 600, f"chart width: {attrs}")
+
+        shot = os.path.join(tmp, "shot.png")
+        browse(browser, page, os.path.join(tmp, "profile3"), "--hide-scrollbars", f"--screenshot={shot}")
+        with open(shot, "rb") as f:
+            png = f.read()
+        expect(png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20000, f"screenshot: {len(png)} bytes")
+
+        evil = dict(sample)
+        evil["owners"] = [dict(o) for o in sample["owners"]]
+        evil["owners"][0]["owner"] = "<script>document.body.dataset.pwned=1</script>"
+        evil["process"] = dict(sample["process"], argv=["<img src=x onerror=document.body.dataset.pwned=2>"])
+        dom, log = browse(browser, render(tmp, "evil", evil), os.path.join(tmp, "profile4"), "--dump-dom")
+        attrs = body_attrs(dom)
+        expect(attrs.get("ok") == "1" and "pwned" not in attrs, f"markup from a report ran: {attrs}")
+        expect("<img" not in dom, "an <img> from a report reached the DOM")
+    for f in failures:
+        print("FAIL:", f)
+    print("ok" if not failures else f"{len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,150 @@
+#include "diff_cmd.hpp"
+
+#include "load_all.hpp"
+#include "report/text.hpp"
+#include "report/timeline.hpp"
+#include "site_text.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+namespace cumemaudit::cli {
+namespace {
+
+using Bytes = std::map<std::string, std::uint64_t>;
+
+DiffTable table(std::string title, const Bytes& a, const Bytes& b) {
+    std::map<std::string, DiffRow> rows;
+    for (const auto& [k, v] : a) rows[k] = {k, v, 0};
+    for (const auto& [k, v] : b) {
+        rows.try_emplace(k, DiffRow{k, 0, 0});
+        rows[k].b = v;
+    }
+    DiffTable t{std::move(title), {}};
+    for (auto& [k, row] : rows) t.rows.push_back(std::move(row));
+    // Ties keep name order (the map's), so the output is the same on every run.
+    std::stable_sort(t.rows.begin(), t.rows.end(), [](const DiffRow& x, const DiffRow& y) { return x.delta() > y.delta(); });
+    return t;
+}
+
+Bytes owners_live(const report::Report& r) {
+    Bytes m;
+    for (const report::Owner& o : r.owners) m[o.owner] += o.live_bytes;
+    return m;
+}
+
+Bytes kinds_live(const report::Report& r) {
+    Bytes m;
+    for (const report::Owner& o : r.owners)
+        for (const auto& [kind, bytes] : o.live_by_kind) m[kind] += bytes;
+    return m;
+}
+
+// One row per place: the same site may leak under several classes (unreachable and mapped-at-exit).
+Bytes leak_sites(const report::Report& r, std::map<std::string, std::string>& names) {
+    Bytes m;
+    for (const report::Leak& l : r.leaks) {
+        const std::string key = site_key(l.site);
+        m[key] += l.bytes;
+        names.try_emplace(key, site_text(l.site) + " [" + l.owner + "]");
+    }
+    return m;
+}
+
+Bytes renamed(const Bytes& by_key, const std::map<std::string, std::string>& names) {
+    Bytes m;
+    for (const auto& [k, v] : by_key) m[names.at(k)] += v;
+    return m;
+}
+
+Bytes report_totals(const report::Report& r) {
+    Bytes m{{"leaked", r.summary.leaked_bytes},
+            {"unfreed at exit", r.summary.unfreed_bytes},
+            {"peak tracked", r.summary.peak_tracked_bytes}};
+    std::uint64_t live = 0;
+    for (const report::Owner& o : r.owners) live += o.live_bytes;
+    m["live (all owners)"] = live;
+    if (!r.steps.empty()) m["driver used (last step)"] = r.steps.back().driver_used_bytes;
+    return m;
+}
+
+Bytes step_totals(const report::Step& s) {
+    std::uint64_t tracked = 0;
+    for (const auto& [owner, bytes] : s.by_owner) tracked += bytes;
+    Bytes m{{"driver used", s.driver_used_bytes}, {"unattributed", s.unattributed_bytes}, {"tracked (all owners)", tracked}};
+    if (s.pytorch_reserved_bytes) {
+        m["pytorch allocated"] = s.pytorch_allocated_bytes;
+        m["pytorch reserved"] = s.pytorch_reserved_bytes;
+    }
+    if (s.graph_mem_reserved_bytes) m["graph memory reserved"] = s.graph_mem_reserved_bytes;
+    return m;
+}
+
+std::string signed_bytes(std::int64_t d) {
+    if (d == 0) return "0";
+    const std::uint64_t mag = d < 0 ? static_cast<std::uint64_t>(-(d + 1)) + 1 : static_cast<std::uint64_t>(d);
+    return fmt::format("{}{} ({}{})", d < 0 ? "-" : "+", report::human_bytes(mag), d < 0 ? "-" : "+", mag);
+}
+
+}  // namespace
+
+Diff diff_reports(const report::Report& a, const report::Report& b, std::string name_a, std::string name_b) {
+    Diff d{std::move(name_a), std::move(name_b), {}};
+    d.tables.push_back(table("live bytes by owner", owners_live(a), owners_live(b)));
+    d.tables.push_back(table("live bytes by kind", kinds_live(a), kinds_live(b)));
+    std::map<std::string, std::string> names;
+    const Bytes sites_a = leak_sites(a, names), sites_b = leak_sites(b, names);
+    d.tables.push_back(table("leaked bytes by site", renamed(sites_a, names), renamed(sites_b, names)));
+    d.tables.push_back(table("totals", report_totals(a), report_totals(b)));
+    return d;
+}
+
+Diff diff_steps(const report::Step& a, const report::Step& b) {
+    Diff d{report::step_name(a), report::step_name(b), {}};
+    d.tables.push_back(table("live bytes by owner", a.by_owner, b.by_owner));
+    d.tables.push_back(table("live bytes by kind", a.by_kind, b.by_kind));
+    d.tables.push_back(table("totals", step_totals(a), step_totals(b)));
+    return d;
+}
+
+std::string diff_text(const Diff& d) {
+    std::string out = fmt::format("cumemaudit diff: {} -> {}\n", d.a, d.b);
+    for (const DiffTable& t : d.tables) {
+        if (t.rows.empty()) continue;
+        std::size_t w = t.title.size();
+        for (const DiffRow& r : t.rows) w = std::max(w, r.name.size());
+        out += fmt::format("\n{:<{}}  {:>12}  {:>12}  {}\n", t.title, w, "A", "B", "change");
+        for (const DiffRow& r : t.rows)
+            out += fmt::format("{:<{}}  {:>12}  {:>12}  {}\n", r.name, w, report::human_bytes(r.a),
+                               report::human_bytes(r.b), signed_bytes(r.delta()));
+    }
+    return out;
+}
+
+int diff_command(const std::vector<std::string>& files, const std::vector<std::string>& steps) {
+    if (steps.empty() ? files.size() != 2 : files.size() != 1) {
+        std::fprintf(stderr, "cumemaudit: diff takes two reports (diff A.json B.json), or one with --steps N M\n");
+        return 2;
+    }
+    std::vector<report::Report> reports;
+    if (!load_all(files, reports)) return 2;
+    if (steps.empty()) {
+        std::fputs(diff_text(diff_reports(reports[0], reports[1], files[0], files[1])).c_str(), stdout);
+        return 0;
+    }
+    const report::Step* ab[2] = {report::find_step(reports[0], steps[0]), report::find_step(reports[0], steps[1])};
+    for (int i = 0; i < 2; ++i) {
+        if (ab[i] == nullptr) {
+            std::fprintf(stderr, "cumemaudit: %s: no step or mark '%s' (the report has %zu steps)\n", files[0].c_str(),
+                         steps[i].c_str(), reports[0].steps.size());
+            return 2;
+        }
+    }
+    std::fputs(diff_text(diff_steps(*ab[0], *ab[1])).c_str(), stdout);
+    return 0;
+}
+
+}  // namespace cumemaudit::cli

@@ -1,0 +1,117 @@
+#include "html_cmd.hpp"
+
+#include "html_chart.hpp"
+#include "html_escape.hpp"
+#include "html_tables.hpp"
+#include "load_all.hpp"
+#include "report/text.hpp"
+#include "report/timeline.hpp"
+
+#include <fmt/format.h>
+
+namespace cumemaudit::cli {
+namespace {
+
+constexpr const char* kStyle = R"(
+body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px;color:#222;background:#fff}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 6px;border-bottom:2px solid #4e79a7}
+h3{font-size:15px;margin:20px 0 6px}nav a{margin-right:12px}.meta{color:#666}
+.cards{display:flex;gap:10px;flex-wrap:wrap;margin:10px 0}
+.card{border:1px solid #ddd;border-radius:6px;padding:6px 12px;min-width:120px}
+.card b{display:block;font-size:18px}.card.bad b{color:#c62828}
+table{border-collapse:collapse;margin:4px 0 8px;font-size:13px}
+th,td{border:1px solid #ddd;padding:3px 8px;vertical-align:top;text-align:left}
+th{background:#f3f5f8;cursor:pointer;user-select:none}td.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
+ol.frames{margin:2px 0 0;padding-left:22px;font-family:ui-monospace,monospace;font-size:12px}
+.none{color:#666;font-style:italic}
+svg.chart{width:100%;max-width:960px;height:auto;display:block}
+svg .grid{stroke:#e5e5e5}svg .axis{stroke:#555}
+svg .ylabel{font-size:11px;text-anchor:end;fill:#444}svg .xlabel{font-size:11px;text-anchor:end;fill:#444}
+svg .legend{font-size:12px;fill:#222}svg .area{stroke:#fff;stroke-width:.5;opacity:.9}
+svg .area:hover{opacity:1}svg .driver{fill:none;stroke:#111;stroke-width:2}
+svg .torch{fill:none;stroke:#111;stroke-width:1.5;stroke-dasharray:4 3}
+svg .hover{fill:transparent}svg .hover:hover{fill:rgba(0,0,0,.06)}
+svg .alarm line{stroke:#c62828;stroke-dasharray:3 3}svg .alarm path{fill:#c62828}
+)";
+
+// Sorting by a click on a column head; the last line tells a test (and a person) the script ran to the end.
+constexpr const char* kScript = R"(
+for (const th of document.querySelectorAll("th")) {
+  th.addEventListener("click", () => {
+    const table = th.closest("table"), body = table.tBodies[0], i = th.cellIndex;
+    const key = r => { const c = r.cells[i]; return c.dataset.sort !== undefined ? Number(c.dataset.sort) : c.textContent; };
+    const down = th.dataset.dir !== "down";
+    th.dataset.dir = down ? "down" : "up";
+    const rows = Array.from(body.rows).sort((a, b) => { const x = key(a), y = key(b); return (x < y ? -1 : x > y ? 1 : 0) * (down ? -1 : 1); });
+    for (const r of rows) body.appendChild(r);
+  });
+}
+document.body.dataset.ok = "1";
+)";
+
+std::string title(const report::Report& r) {
+    std::string t = r.process.rank >= 0 ? fmt::format("rank {} · ", r.process.rank) : "";
+    return t + fmt::format("pid {} on {}", r.process.pid, r.process.host);
+}
+
+std::string card(const char* label, const std::string& value, bool bad = false) {
+    return fmt::format("<div class=\"card{}\">{}<b>{}</b></div>", bad ? " bad" : "", label, value);
+}
+
+std::string section(const report::Report& r, const std::string& file, std::size_t index) {
+    const report::Timeline t = report::timeline(r);
+    std::string argv;
+    for (const std::string& a : r.process.argv) argv += (argv.empty() ? "" : " ") + a;
+    std::string s = fmt::format("<section class=\"report\" id=\"report-{}\">\n<h2>{}</h2>\n", index, html_escape(title(r)));
+    s += fmt::format("<p class=\"meta\"><code>{}</code> · {} · driver {}{} · {}</p>\n", html_escape(argv),
+                     html_escape(file), r.driver.version, r.driver.simulated ? " (simulated)" : "",
+                     r.checkpoint ? "checkpoint, written while running"
+                     : r.process.exit_code ? fmt::format("exit code {}", *r.process.exit_code) : "exit");
+    const report::Summary& m = r.summary;
+    s += "<div class=\"cards\">" + card("leaked", report::human_bytes(m.leaked_bytes), m.leaked_bytes != 0) +
+         card("leaked allocations", std::to_string(m.leaked_allocations), m.leaked_allocations != 0) +
+         card("unfreed at exit", report::human_bytes(m.unfreed_bytes)) +
+         card("peak tracked", report::human_bytes(m.peak_tracked_bytes)) +
+         card("misuse events", std::to_string(m.misuse_events), m.misuse_events != 0) +
+         card("steps", std::to_string(r.steps.size())) + card("alarms", std::to_string(r.alarms.size()), !r.alarms.empty()) +
+         "</div>\n";
+    s += "<h3>Memory per owner over steps</h3>\n";
+    s += t.points.empty() ? "<p class=\"none\">No steps recorded: mark them with cumemaudit_step() or the Python "
+                            "helper's cumemaudit.step(n).</p>\n"
+                          : memory_chart_svg(r, t);
+    s += "<h3>Leaks</h3>\n" + leaks_table(r);
+    s += "<h3>Growth alarms</h3>\n" + alarms_table(r);
+    s += "<h3>CUDA graphs</h3>\n" + graphs_table(r);
+    s += "<h3>Owners</h3>\n" + owners_table(r);
+    s += "<h3>Misuse</h3>\n" + misuse_table(r);
+    s += "<h3>Steps</h3>\n<details><summary>" + std::to_string(t.points.size()) + " steps and marks</summary>\n" +
+         steps_table(t) + "</details>\n";
+    return s + "</section>\n";
+}
+
+}  // namespace
+
+std::string html_page(const std::vector<report::Report>& reports, const std::vector<std::string>& names) {
+    std::string s = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+                    "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+                    "<title>cumemaudit report</title>\n<style>" + std::string(kStyle) + "</style></head>\n<body>\n"
+                    "<h1>cumemaudit report</h1>\n";
+    s += fmt::format("<p class=\"meta\">{} report{}; bytes in KiB/MiB/GiB (1 GiB = 2<sup>30</sup> bytes), exact "
+                     "figures on hover.</p>\n", reports.size(), reports.size() == 1 ? "" : "s");
+    if (reports.size() > 1) {
+        s += "<nav>";
+        for (std::size_t i = 0; i < reports.size(); ++i)
+            s += fmt::format("<a href=\"#report-{}\">{}</a>", i, html_escape(title(reports[i])));
+        s += "</nav>\n";
+    }
+    for (std::size_t i = 0; i < reports.size(); ++i) s += section(reports[i], names[i], i);
+    return s + "<script>" + kScript + "</script>\n</body></html>\n";
+}
+
+int html_command(const std::vector<std::string>& files, const std::string& out) {
+    std::vector<report::Report> reports;
+    if (!load_all(files, reports)) return 2;
+    return write_text(out, html_page(reports, files)) ? 0 : 2;
+}
+
+}  // namespace cumemaudit::cli

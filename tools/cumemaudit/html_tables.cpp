@@ -1,0 +1,129 @@
+#include "html_tables.hpp"
+
+#include "html_escape.hpp"
+#include "report/text.hpp"
+#include "site_text.hpp"
+
+#include <fmt/format.h>
+
+#include <set>
+#include <vector>
+
+namespace cumemaudit::cli {
+namespace {
+
+constexpr std::size_t kFramesShown = 6;
+
+std::string bytes_cell(std::uint64_t b) {
+    return fmt::format("<td class=\"num\" data-sort=\"{0}\" title=\"{0} bytes\">{1}</td>", b, report::human_bytes(b));
+}
+std::string signed_bytes_cell(std::int64_t b) {
+    const std::uint64_t mag = b < 0 ? static_cast<std::uint64_t>(-(b + 1)) + 1 : static_cast<std::uint64_t>(b);
+    return fmt::format("<td class=\"num\" data-sort=\"{0}\" title=\"{0} bytes\">{1}{2}</td>", b, b < 0 ? "-" : "",
+                       report::human_bytes(mag));
+}
+std::string num_cell(std::uint64_t v) { return fmt::format("<td class=\"num\" data-sort=\"{0}\">{0}</td>", v); }
+std::string text_cell(const std::string& t) { return "<td>" + html_escape(t) + "</td>"; }
+
+std::string frames_cell(const report::Site& site) {
+    std::string s = "<td><code>" + html_escape(site.api) + "</code>";
+    if (!site.frames.empty()) s += "<ol class=\"frames\">";
+    for (std::size_t i = 0; i < site.frames.size() && i < kFramesShown; ++i) {
+        const report::Frame& f = site.frames[i];
+        s += "<li title=\"" + html_escape(f.object) + "\">" + html_escape(frame_text(f)) + "</li>";
+    }
+    if (site.frames.size() > kFramesShown) s += fmt::format("<li class=\"more\">… {} more</li>", site.frames.size() - kFramesShown);
+    if (!site.frames.empty()) s += "</ol>";
+    return s + "</td>";
+}
+
+std::string table(const char* cls, const std::vector<std::string>& head, const std::string& rows, const char* none) {
+    if (rows.empty()) return fmt::format("<p class=\"none\">{}</p>\n", none);
+    std::string s = fmt::format("<table class=\"{}\"><thead><tr>", cls);
+    for (const std::string& h : head) s += "<th>" + html_escape(h) + "</th>";
+    return s + "</tr></thead><tbody>\n" + rows + "</tbody></table>\n";
+}
+
+std::string by_map(const std::map<std::string, std::uint64_t>& m) {
+    std::string s;
+    for (const auto& [k, v] : m) s += (s.empty() ? "" : ", ") + html_escape(k) + " " + report::human_bytes(v);
+    return s;
+}
+
+}  // namespace
+
+std::string leaks_table(const report::Report& r) {
+    std::string rows;
+    for (const report::Leak& l : r.leaks) {
+        rows += "<tr>" + text_cell(l.cls) + bytes_cell(l.bytes) + num_cell(l.allocations) + num_cell(l.references) +
+                text_cell(l.handle_type) + text_cell(l.owner) + text_cell(l.kind) + frames_cell(l.site) + "</tr>\n";
+    }
+    return table("leaks", {"class", "bytes", "allocations", "references", "handle", "owner", "kind", "site"}, rows,
+                 "No leaks.");
+}
+
+std::string misuse_table(const report::Report& r) {
+    std::string rows;
+    for (const report::Misuse& m : r.misuse) {
+        rows += "<tr>" + text_cell(m.api) + text_cell(m.result) + text_cell(m.what) + num_cell(m.count) +
+                text_cell(m.owner) + frames_cell(m.site) + "</tr>\n";
+    }
+    return table("misuse", {"api", "result", "what", "count", "owner", "site"}, rows, "No misuse.");
+}
+
+std::string owners_table(const report::Report& r) {
+    std::set<std::string> kinds;
+    for (const report::Owner& o : r.owners)
+        for (const auto& [k, v] : o.live_by_kind) kinds.insert(k);
+    std::vector<std::string> head{"owner", "live", "peak", "leaked"};
+    for (const std::string& k : kinds) head.push_back("live " + k);
+    std::string rows;
+    for (const report::Owner& o : r.owners) {
+        rows += "<tr>" + text_cell(o.owner) + bytes_cell(o.live_bytes) + bytes_cell(o.peak_bytes) + bytes_cell(o.leaked_bytes);
+        for (const std::string& k : kinds) {
+            const auto it = o.live_by_kind.find(k);
+            rows += bytes_cell(it == o.live_by_kind.end() ? 0 : it->second);
+        }
+        rows += "</tr>\n";
+    }
+    return table("owners", head, rows, "No owners recorded.");
+}
+
+std::string alarms_table(const report::Report& r) {
+    std::string rows;
+    for (const report::Alarm& a : r.alarms) {
+        rows += "<tr>" + num_cell(a.step) + text_cell(a.what) + text_cell(a.owner) + bytes_cell(a.bytes) +
+                bytes_cell(a.live_bytes) + frames_cell(a.site) + "</tr>\n";
+    }
+    return table("alarms", {"step", "what", "owner", "grew by", "live", "site"}, rows, "No alarms.");
+}
+
+std::string graphs_table(const report::Report& r) {
+    std::string rows;
+    for (const report::Graph& g : r.graphs) {
+        rows += "<tr>" + num_cell(g.id) + num_cell(g.step) + num_cell(g.allocations) + bytes_cell(g.bytes) +
+                "<td>" + by_map(g.bytes_by_owner) + "</td>" + num_cell(g.instantiations) +
+                signed_bytes_cell(g.instantiate_cost_bytes) + "</tr>\n";
+    }
+    return table("graphs",
+                 {"graph", "step", "allocations", "bytes in capture", "by owner", "instantiations", "instantiate cost"},
+                 rows, "No CUDA graphs captured.");
+}
+
+std::string steps_table(const report::Timeline& t) {
+    std::vector<std::string> head{"step"};
+    for (const std::string& o : t.owners) head.push_back(o);
+    for (const char* h : {"unattributed", "driver used", "PyTorch allocated", "PyTorch reserved", "graph memory reserved"})
+        head.push_back(h);
+    std::string rows;
+    for (const report::TimelinePoint& p : t.points) {
+        rows += "<tr>" + text_cell(p.name);
+        for (const std::uint64_t b : p.owner_bytes) rows += bytes_cell(b);
+        const report::Step& s = *p.step;
+        rows += bytes_cell(s.unattributed_bytes) + bytes_cell(s.driver_used_bytes) + bytes_cell(s.pytorch_allocated_bytes) +
+                bytes_cell(s.pytorch_reserved_bytes) + bytes_cell(s.graph_mem_reserved_bytes) + "</tr>\n";
+    }
+    return table("steps", head, rows, "No steps recorded.");
+}
+
+}  // namespace cumemaudit::cli

@@ -1,0 +1,19 @@
+// html_tables: the tables of the HTML view (leaks with their sites, misuse, owners by kind, alarms, CUDA
+// graphs, steps). Byte cells show MiB/GiB and carry the exact count for sorting and for the tooltip.
+#pragma once
+
+#include "report/report.hpp"
+#include "report/timeline.hpp"
+
+#include <string>
+
+namespace cumemaudit::cli {
+
+std::string leaks_table(const report::Report&);
+std::string misuse_table(const report::Report&);
+std::string owners_table(const report::Report&);
+std::string alarms_table(const report::Report&);
+std::string graphs_table(const report::Report&);
+std::string steps_table(const report::Timeline&);
+
+}  // namespace cumemaudit::cli

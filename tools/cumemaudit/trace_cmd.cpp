@@ -1,0 +1,102 @@
+#include "trace_cmd.hpp"
+
+#include "load_all.hpp"
+#include "report/text.hpp"
+#include "report/timeline.hpp"
+#include "site_text.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace cumemaudit::cli {
+namespace {
+
+using nlohmann::json;
+
+std::string process_name(const report::Report& r) {
+    std::string n = r.process.rank >= 0 ? "rank " + std::to_string(r.process.rank) + " " : "";
+    return n + "pid " + std::to_string(r.process.pid) + " on " + r.process.host;
+}
+
+// The earliest first step of all reports, so ranks line up; report times when no report has steps.
+std::uint64_t origin_ns(const std::vector<report::Report>& reports) {
+    std::uint64_t o = std::numeric_limits<std::uint64_t>::max();
+    for (const report::Report& r : reports)
+        if (!r.steps.empty()) o = std::min(o, r.steps.front().time_ns);
+    if (o != std::numeric_limits<std::uint64_t>::max()) return o;
+    for (const report::Report& r : reports)
+        if (r.time_ns) o = std::min(o, r.time_ns);
+    return o == std::numeric_limits<std::uint64_t>::max() ? 0 : o;
+}
+
+struct Events {
+    json& list;
+    int pid;
+    std::uint64_t origin;
+
+    double us(std::uint64_t ns) const { return ns > origin ? static_cast<double>(ns - origin) / 1000.0 : 0.0; }
+
+    void counter(const std::string& name, std::uint64_t ns, std::uint64_t bytes) {
+        list.push_back({{"ph", "C"}, {"name", name}, {"pid", pid}, {"tid", 0}, {"ts", us(ns)}, {"args", {{"bytes", bytes}}}});
+    }
+    void instant(const std::string& name, const char* cat, std::uint64_t ns, json args) {
+        list.push_back({{"ph", "i"}, {"s", "p"}, {"name", name}, {"cat", cat}, {"pid", pid}, {"tid", 0},
+                        {"ts", us(ns)}, {"args", std::move(args)}});
+    }
+};
+
+void add_report(const report::Report& r, int pid, std::uint64_t origin, json& list) {
+    Events ev{list, pid, origin};
+    list.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", pid}, {"tid", 0}, {"args", {{"name", process_name(r)}}}});
+    list.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", pid}, {"tid", 0}, {"args", {{"sort_index", pid}}}});
+
+    const report::Timeline t = report::timeline(r);
+    std::uint64_t end_ns = r.time_ns;
+    for (const report::TimelinePoint& p : t.points) {
+        const report::Step& s = *p.step;
+        for (std::size_t i = 0; i < t.owners.size(); ++i) ev.counter("owner " + t.owners[i], s.time_ns, p.owner_bytes[i]);
+        ev.counter("driver used", s.time_ns, s.driver_used_bytes);
+        ev.counter("unattributed", s.time_ns, s.unattributed_bytes);
+        json args = {{"tracked_bytes", p.tracked_bytes}, {"driver_used_bytes", s.driver_used_bytes},
+                     {"unattributed_bytes", s.unattributed_bytes}};
+        if (s.pytorch_reserved_bytes) {
+            args["pytorch_allocated_bytes"] = s.pytorch_allocated_bytes;
+            args["pytorch_reserved_bytes"] = s.pytorch_reserved_bytes;
+        }
+        ev.instant(p.name, s.step == report::kMarkStep ? "mark" : "step", s.time_ns, std::move(args));
+        end_ns = std::max(end_ns, s.time_ns);
+    }
+    if (t.points.empty()) {  // no marks: the owners table is the one moment known, drawn at the report's time
+        for (const report::Owner& o : r.owners) ev.counter("owner " + o.owner, r.time_ns, o.live_bytes);
+    }
+    for (const report::Alarm& a : r.alarms) {
+        ev.instant("alarm: " + a.what + " " + a.owner + " +" + report::human_bytes(a.bytes), "alarm", a.time_ns,
+                   {{"owner", a.owner}, {"bytes", a.bytes}, {"live_bytes", a.live_bytes}, {"step", a.step},
+                    {"site", site_text(a.site)}});
+    }
+    // Leaks are what is left at the end: they sit at the report's last moment.
+    for (const report::Leak& l : r.leaks) {
+        ev.instant("leak: " + report::human_bytes(l.bytes) + " " + l.cls + " " + l.owner, "leak", end_ns,
+                   {{"class", l.cls}, {"bytes", l.bytes}, {"allocations", l.allocations}, {"references", l.references},
+                    {"owner", l.owner}, {"api", l.site.api},
+                    {"top_frame", l.site.frames.empty() ? "" : frame_text(l.site.frames.front())}});
+    }
+}
+
+}  // namespace
+
+json trace_json(const std::vector<report::Report>& reports) {
+    const std::uint64_t origin = origin_ns(reports);
+    json list = json::array();
+    for (std::size_t i = 0; i < reports.size(); ++i) add_report(reports[i], static_cast<int>(i), origin, list);
+    return {{"traceEvents", std::move(list)}, {"displayTimeUnit", "ms"},
+            {"otherData", {{"tool", "cumemaudit"}, {"origin_time_ns", origin}}}};
+}
+
+int trace_command(const std::vector<std::string>& files, const std::string& out) {
+    std::vector<report::Report> reports;
+    if (!load_all(files, reports)) return 2;
+    return write_text(out, trace_json(reports).dump(1) + "\n") ? 0 : 2;
+}
+
+}  // namespace cumemaudit::cli

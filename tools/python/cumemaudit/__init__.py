@@ -1,0 +1,94 @@
+"""cumemaudit's Python helper: step marks, phases and PyTorch's own figures for the audit's timeline.
+
+ctypes only, no build step: put tools/python on PYTHONPATH and ``import cumemaudit``. When the program runs
+under ``cumemaudit run`` (LD_PRELOAD=libcumemaudit.so) the C API of include/cumemaudit/cumemaudit.h is in
+the process's global scope and every call here reaches it; otherwise every call does nothing, quietly, so
+the marks can stay in a training script that also runs without the audit.
+
+    import cumemaudit
+    for step, batch in enumerate(loader):
+        with cumemaudit.phase("forward"):
+            loss = model(batch)
+        ...
+        cumemaudit.torch_step(step)   # live bytes per owner + torch.cuda.memory_allocated/reserved
+"""
+import contextlib
+import ctypes
+
+__all__ = ["active", "step", "mark", "phase", "checkpoint", "torch_step"]
+
+
+def _resolve():
+    # The global scope (dlopen(NULL)) holds the preloaded shim's exports; a plain CDLL of the shim's path
+    # would load a second, idle copy when the shim is absent, and dlsym(RTLD_DEFAULT) is what the header
+    # promises to programs that do not link against it.
+    try:
+        scope = ctypes.CDLL(None)
+        fns = {name: getattr(scope, "cumemaudit_" + name)
+               for name in ("step", "mark", "checkpoint", "torch_step")}
+    except (OSError, AttributeError):
+        return None
+    fns["step"].argtypes = [ctypes.c_uint64]
+    fns["mark"].argtypes = [ctypes.c_char_p]
+    fns["checkpoint"].argtypes = []
+    fns["torch_step"].argtypes = [ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64]
+    for f in fns.values():
+        f.restype = None
+    return fns
+
+
+_api = _resolve()
+
+
+def active():
+    """True when the shim is loaded and the marks are being recorded."""
+    return _api is not None
+
+
+def step(n):
+    """Marks the end of training step ``n``: the shim records live bytes per owner now."""
+    if _api:
+        _api["step"](int(n))
+
+
+def mark(label):
+    """Marks a named moment (``"after warmup"``), recorded like a step."""
+    if _api:
+        _api["mark"](str(label).encode("utf-8", "replace"))
+
+
+@contextlib.contextmanager
+def phase(name):
+    """Marks ``name:begin`` on entry and ``name:end`` on exit (also when the body raises)."""
+    mark(name + ":begin")
+    try:
+        yield
+    finally:
+        mark(name + ":end")
+
+
+def checkpoint():
+    """Writes the report now, replacing the last one, so a later crash still leaves it."""
+    if _api:
+        _api["checkpoint"]()
+
+
+def _torch_figures():
+    # torch is imported only here and only under the shim: importing it costs seconds, and a program that
+    # never imported it has no PyTorch memory to report.
+    try:
+        import torch
+        if not torch.cuda.is_available():
+            return 0, 0
+        return int(torch.cuda.memory_allocated()), int(torch.cuda.memory_reserved())
+    except Exception:  # no torch, or no CUDA in it: the step is still worth recording
+        return 0, 0
+
+
+def torch_step(n):
+    """Like ``step(n)``, and records PyTorch's allocated and reserved bytes (0 and 0 without torch), so the
+    step splits driver-used memory into PyTorch allocated, PyTorch cached but free, other owners and
+    unattributed."""
+    if _api:
+        allocated, reserved = _torch_figures()
+        _api["torch_step"](int(n), allocated, reserved)
