@@ -100,7 +100,7 @@ struct ShareRow {
     ExportKey key;
     HandleType handle_type = HandleType::none;
     std::uint64_t bytes = 0;    // 0 when an import was never mapped (its size is learnt at the first map)
-    bool released = false;      // imports: no reference of this process is outstanding on the allocation
+    bool released = false;      // no reference of this process is outstanding on the allocation
     bool mapped = false;        // imports: this process still maps it (in use, not leaked)
     Site site;                  // the export or import call
 };
@@ -110,7 +110,7 @@ struct Snapshot {
     std::vector<LeakRow> leaks;      // sorted by bytes, largest first
     std::vector<MisuseRow> misuse;   // sorted by count, largest first
     std::vector<OwnerRow> owners;    // owners that ever held memory, largest live first
-    std::vector<ShareRow> exports;   // allocations of this process still alive that it exported, by key
+    std::vector<ShareRow> exports;   // what this process exported, still held (released = false) or not
     std::vector<ShareRow> imports;   // imports of other processes' allocations still held or mapped
 };
 

@@ -37,6 +37,10 @@ void VmmModel::forget_if_unpinned(std::uint64_t alloc_id) {
     Allocation& a = it->second;
     if (!a.refs.empty() || a.mappings != 0 || !a.fds.empty()) return;
     if (a.size_known) owners_.sub(a.origin.owner, a.kind, a.size);
+    for (std::size_t i = 0; i < a.keys.size(); ++i) {
+        if (released_exports_.size() == kReleasedExports) released_exports_.erase(released_exports_.begin());
+        released_exports_.push_back(ShareRow{a.keys[i], a.handle_type, a.size, true, false, a.key_sites[i]});
+    }
     for (const ExportKey& k : a.keys) {
         auto e = exports_.find(k);
         if (e != exports_.end() && e->second == alloc_id) exports_.erase(e);
@@ -220,6 +224,7 @@ void VmmModel::collect(Moment moment, const ExportProbe& still_open, LeakRows& r
 
 void VmmModel::shares(std::vector<ShareRow>& exports, std::vector<ShareRow>& imports) const {
     std::lock_guard lock(mu_);
+    exports.insert(exports.end(), released_exports_.begin(), released_exports_.end());
     for (const auto& [id, a] : allocs_) {
         for (std::size_t i = 0; i < a.keys.size(); ++i)
             exports.push_back(ShareRow{a.keys[i], a.handle_type, a.size, false, a.mappings > 0, a.key_sites[i]});
@@ -238,6 +243,7 @@ void VmmModel::clear() {
     mappings_.clear();
     reservations_.clear();
     exports_.clear();
+    released_exports_.clear();
 }
 
 }  // namespace cumemaudit::ledger::detail

@@ -94,6 +94,10 @@ private:
     mutable std::mutex mu_;
     std::atomic<std::uint32_t> epoch_{0};
     std::uint64_t next_id_ = 1;
+    // Exports of allocations this process no longer holds: a peer's import may still pin them, and the
+    // job merge joins the two reports by key. Bounded; the oldest go first.
+    std::vector<ShareRow> released_exports_;
+    static constexpr std::size_t kReleasedExports = 4096;
     std::map<std::uint64_t, Allocation> allocs_;  // by id; ordered so reports list allocations in creation order
     std::unordered_map<std::uint64_t, HandleEntry> handles_;  // live handle values only
     std::unordered_set<std::uint64_t> seen_handles_;         // tells "already released" from "never created"
