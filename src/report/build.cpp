@@ -116,7 +116,7 @@ Report build(const BuildInput& in) {
     }
     for (const ledger::ShareRow& e : in.snapshot.exports)
         r.exports.push_back(Export{key_text(e.key), ledger::to_string(e.handle_type), e.bytes,
-                                   make_site(e.site, in, frames_by_trace), in.process.pid});
+                                   make_site(e.site, in, frames_by_trace), in.process.pid, e.released});
     for (const ledger::ShareRow& i : in.snapshot.imports)
         r.imports.push_back(Import{key_text(i.key), ledger::to_string(i.handle_type), i.bytes, i.released, i.mapped,
                                    make_site(i.site, in, frames_by_trace)});

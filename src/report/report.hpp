@@ -97,6 +97,7 @@ struct Export {
     std::uint64_t bytes = 0;
     Site site;
     std::int64_t exporter_pid = 0;
+    bool released = false;  // the exporter holds no reference any more; a peer's import may still pin it
 };
 
 struct Import {

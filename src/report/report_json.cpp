@@ -90,6 +90,7 @@ template <class V> void fields(V& v, Export& e) {
     v.req("bytes", e.bytes);
     v.req("site", e.site);
     v.req("exporter_pid", e.exporter_pid);
+    v.opt("released", e.released);
 }
 template <class V> void fields(V& v, Import& i) {
     v.req("key", i.key);
