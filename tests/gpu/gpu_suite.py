@@ -165,17 +165,38 @@ def part_torch(s):
         s.check("nccl all-reduce, 2 processes", False, why="one GPU: NCCL refuses two ranks on one device")
 
 
+CALL_PATTERNS = {"alloc_free": "cuMemAlloc+cuMemFree 4 KiB", "async": "cuMemAllocAsync+cuMemFreeAsync 4 KiB",
+                 "table": "cudaMalloc-style table call (cuGetProcAddress pointers)",
+                 "vmm": "VMM create+map+access+unmap+release 2 MiB"}
+
+
 def part_overhead(s):
-    """Same binary, same inputs: plain vs cumemaudit vs compute-sanitizer."""
+    """Same binary, same inputs: plain vs cumemaudit vs compute-sanitizer, per call pattern."""
     bench = os.path.join(s.build, "tests", "bench", "bench_calls")
-    if os.path.exists(bench):
-        for label, prefix in (("plain", []), ("cumemaudit", None), ("compute-sanitizer", ["compute-sanitizer", "--tool", "memcheck", "--leak-check", "full"])):
-            d = tempfile.mkdtemp()
-            cmd = ([s.cli, "run", "--report-dir", d, "--"] if prefix is None else prefix) + [bench, "--gpu", "--json"]
-            rc, out, err = s.sh(cmd, timeout=400)
-            s.facts.setdefault("calls", {})[label] = {"rc": rc, "out": out[-3000:], "err": err[-800:]}
-            s.say(label, out[-1500:])
-        s.save()
+    results = {}
+    for label, prefix in (("plain", []), ("cumemaudit", None),
+                          ("compute-sanitizer", ["compute-sanitizer", "--tool", "memcheck", "--leak-check", "full"]),
+                          ("plain again", [])):
+        d = tempfile.mkdtemp()
+        cmd = ([s.cli, "run", "--report-dir", d, "--fail-on", "none", "--"] if prefix is None else prefix) + \
+              [bench, "--child", "--iters", "20000", "--repeats", "3", "--depth", "40"]
+        rc, out, err = s.sh(cmd, env={"CUMEMAUDIT_OPTIONS": "summary=0"}, timeout=500)
+        for m in re.finditer(r"^RESULT (\w+) (\d) ([\d.]+)$", out, re.M):
+            results.setdefault((m.group(1), int(m.group(2))), {})[label] = float(m.group(3))
+        if rc != 0:
+            s.check(f"overhead run {label}", False, rc=rc, err=err[-300:])
+    rows = ["| pattern | threads | plain ns/call | cumemaudit | added | compute-sanitizer | added |",
+            "|---|---|---|---|---|---|---|"]
+    for (pattern, threads), r in sorted(results.items()):
+        plain = min(v for k, v in r.items() if k.startswith("plain"))
+        def added(k):
+            return f"{(r[k] / plain - 1) * 100:+.1f}%" if k in r else "—"
+        rows.append(f"| {CALL_PATTERNS.get(pattern, pattern)} | {threads} | {plain:.0f} | {r.get('cumemaudit', 0):.0f} | "
+                    f"{added('cumemaudit')} | {r.get('compute-sanitizer', 0):.0f} | {added('compute-sanitizer')} |")
+    s.facts["calls_table"] = "\n".join(rows)
+    s.facts["calls_raw"] = {f"{p} {t}": r for (p, t), r in results.items()}
+    s.say(s.facts["calls_table"])
+    s.save()
     for caching in (True, False):
         env = {} if caching else {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
         steps = "300" if caching else "150"
@@ -190,6 +211,76 @@ def part_overhead(s):
         key = "train_caching" if caching else "train_no_caching"
         s.facts[key] = times
         s.say(key, times)
+    s.save()
+
+
+def part_timeline(s):
+    """Issue 5 on a real job: a training loop (expandable segments, a CUDA graph, an NCCL group) marked with
+    cumemaudit.torch_step; each step's parts must add up to driver-used memory."""
+    d = tempfile.mkdtemp()
+    env = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True", "PYTHONPATH": f"{ROOT}/tools/python"}
+    rc, out, err = s.audited([sys.executable, f"{HERE}/torch_workloads.py", "loop", "--steps", "12"], d, env=env,
+                             flags=["--fail-on", "none"])
+    reps = s.report(d)
+    if not reps:
+        s.check("training loop under the shim with torch_step marks", False, rc=rc, err=err[-500:])
+        return
+    rep = reps[0]
+    steps = [x for x in rep["steps"] if not x.get("label")]
+    table, worst = [], 0.0
+    for x in steps:
+        used = x["driver_used_bytes"]
+        pt_alloc, pt_reserved = x.get("pytorch_allocated_bytes", 0), x.get("pytorch_reserved_bytes", 0)
+        others = sum(v for k, v in x["by_owner"].items() if k != "pytorch")
+        parts = pt_reserved + others + x["unattributed_bytes"]
+        err_pct = abs(parts - used) / used * 100 if used else 100.0
+        worst = max(worst, err_pct)
+        table.append({"step": x["step"], "driver_used": used, "pytorch_allocated": pt_alloc,
+                      "pytorch_cached_free": pt_reserved - pt_alloc, "others": others,
+                      "unattributed": x["unattributed_bytes"], "tracked_pytorch": x["by_owner"].get("pytorch", 0),
+                      "parts_vs_used_pct": round(err_pct, 3)})
+    owners = sorted({o["owner"] for o in rep["owners"]})
+    s.facts["timeline_steps"] = table
+    s.facts["timeline_graphs"] = rep.get("graphs", [])
+    s.facts["timeline_owners"] = owners
+    s.facts["timeline_alarms"] = rep.get("alarms", [])
+    s.check("training loop: every step's parts add up to driver-used within 1%", steps and worst <= 1.0,
+            steps=len(steps), worst_pct=round(worst, 3), rc=rc)
+    s.check("training loop: owners pytorch and nccl named", {"pytorch", "nccl"} <= set(owners), owners=owners)
+    s.check("training loop: the CUDA graph and its instantiate cost listed",
+            bool(rep.get("graphs")) and rep["graphs"][0]["instantiations"] >= 1, graphs=rep.get("graphs"))
+
+
+def part_ranks(s):
+    """Issue 6 on the GPU: two processes, a POSIX fd over a Unix socket; the importer's unreleased import
+    pins the exporter's memory, and the merge says so, matching cuMemGetInfo."""
+    d = tempfile.mkdtemp()
+    rc, out, err = s.audited([os.path.join(s.build, "tests", "gpu", "fd_share"), "--gib", "2"], d)
+    m = re.search(r"pinned_drop=(\d+)", out)
+    rc2, mout, merr = s.sh([s.cli, "merge", d, "-o", os.path.join(d, "job.json")])
+    job = json.load(open(os.path.join(d, "job.json"))) if os.path.exists(os.path.join(d, "job.json")) else {}
+    pin = job.get("pinning", [])
+    drop = int(m.group(1)) if m else None
+    s.facts["ranks_fd_share"] = {"pinned_drop": drop, "pinning": pin, "merge_text": mout[-1500:], "rc": rc}
+    s.check("two processes, POSIX fd over a Unix socket: the merge's pinning equals the cuMemGetInfo drop",
+            drop is not None and len(pin) == 1 and pin[0]["bytes"] == drop and pin[0]["importer_rank"] == 1
+            and pin[0]["exporter_rank"] == 0, drop=drop, pinning=pin, rc=rc, err=err[-300:])
+
+
+def part_pool(s):
+    """Issue 7's pool on the GPU: the DeepEP sequence on the pool is leak-free; growth vs reallocation."""
+    d = tempfile.mkdtemp()
+    pool_example = os.path.join(s.build, "examples", "deepep_pool")
+    rc, out, err = s.audited([pool_example, "--handle", "posix", "--steps", "4", "--size-mib", "512"], d)
+    reps = s.report(d)
+    summ = reps[0]["summary"] if reps else {}
+    s.check("pool: DeepEP sequence on the pool, POSIX fds, zero leaks and misuse, drop 0",
+            rc == 0 and "drop=0" in out and summ.get("leaked_bytes") == 0 and summ.get("misuse_events") == 0,
+            rc=rc, summary=summ, out=out[-300:], err=err[-300:])
+    bench = os.path.join(s.build, "tests", "sim", "pool", "bench_pool_growth")
+    rc, out, err = s.sh([bench, "--handle", "posix"], timeout=300)
+    s.facts["pool_bench"] = out[-3000:]
+    s.say(out[-3000:])
     s.save()
 
 
@@ -244,6 +335,27 @@ def render(results):
                       "| plain | cumemaudit | plain again | added |", "|---|---|---|---|",
                       f"| {t.get('plain')} | {t.get('cumemaudit')} | {t.get('plain again')} | "
                       f"{'—' if added is None else f'{added:+.2f}%'} |", ""]
+    if "timeline_steps" in f:
+        lines += ["## Training loop with torch_step marks (expandable segments, a CUDA graph, NCCL)", "",
+                  f"Owners: {', '.join(f.get('timeline_owners', []))}. Bytes per step; parts = PyTorch reserved "
+                  "(allocated + cached free) + other owners + unattributed.", "",
+                  "| step | driver used | PyTorch allocated | PyTorch cached free | other owners | unattributed | parts vs used |",
+                  "|---|---|---|---|---|---|---|"]
+        for x in f["timeline_steps"]:
+            lines.append(f"| {x['step']} | {x['driver_used']} | {x['pytorch_allocated']} | {x['pytorch_cached_free']} | "
+                         f"{x['others']} | {x['unattributed']} | {x['parts_vs_used_pct']:+.3f}% |")
+        for g in f.get("timeline_graphs", []):
+            lines.append(f"\nCUDA graph {g['id']}: {g['bytes']} bytes allocated during capture "
+                         f"({g['bytes_by_owner']}), instantiated {g['instantiations']}×, instantiate cost "
+                         f"{g['instantiate_cost_bytes']} bytes of driver-used memory.")
+        lines.append("")
+    if "ranks_fd_share" in f:
+        r = f["ranks_fd_share"]
+        lines += ["## Two processes, a POSIX fd over a Unix socket", "",
+                  f"cuMemGetInfo drop while nothing could use the memory: {fmt_bytes(r['pinned_drop'])}; "
+                  f"`cumemaudit merge` pinning: {r['pinning']}", ""]
+    if "pool_bench" in f:
+        lines += ["## Pool growth vs release-and-reallocate (POSIX fds)", "", "```", f["pool_bench"].strip(), "```", ""]
     if "calls_table" in f:
         lines += ["## Added cost per call (same binary, same inputs)", "", f["calls_table"], ""]
     passed = sum(c["ok"] for c in checks)
@@ -263,7 +375,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--build", required=True)
     p.add_argument("--out", required=True)
-    p.add_argument("--parts", default="env,audit,torch,overhead,detect")
+    p.add_argument("--parts", default="env,audit,torch,timeline,ranks,pool,overhead,detect")
     a = p.parse_args()
     os.makedirs(a.out, exist_ok=True)
     for k, v in {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}.items():
@@ -272,8 +384,8 @@ def main():
     for part in a.parts.split(","):
         t0 = time.time()
         try:
-            {"env": part_env, "audit": part_audit, "torch": part_torch, "overhead": part_overhead,
-             "detect": part_detect}[part](s)
+            {"env": part_env, "audit": part_audit, "torch": part_torch, "timeline": part_timeline,
+             "ranks": part_ranks, "pool": part_pool, "overhead": part_overhead, "detect": part_detect}[part](s)
         except Exception as e:  # one part's failure must not lose the others' results
             s.check(f"part {part} crashed", False, why=repr(e))
         s.say(f"part {part}: {time.time() - t0:.0f}s")

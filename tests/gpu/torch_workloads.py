@@ -105,6 +105,44 @@ def train(args):
     print("result:", f"{float(loss.item()):.4e}")
 
 
+def loop(args):
+    """A training loop with expandable segments (set by the suite), a CUDA graph and an NCCL group, marking
+    every step with cumemaudit.torch_step so each step splits driver-used memory by owner."""
+    import cumemaudit
+    import torch.distributed as dist
+
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29555")
+    torch.cuda.set_device(0)
+    dist.init_process_group("nccl", rank=0, world_size=1)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(*[torch.nn.Linear(2048, 2048) for _ in range(6)]).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    static_in = torch.randn(128, 2048, device="cuda")
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        model(static_in)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with cumemaudit.phase("capture"):
+        with torch.cuda.graph(g):
+            static_out = model(static_in)
+    for step in range(args.steps):
+        x = torch.randn(256 * (1 + step % 4), 2048, device="cuda")  # varying shapes: the segment grows
+        loss = model(x).square().mean()
+        loss.backward()
+        for p in model.parameters():
+            dist.all_reduce(p.grad)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        g.replay()
+        torch.cuda.synchronize()
+        cumemaudit.torch_step(step)
+    print("result:", f"{float(static_out.double().sum().item()):.4e}", cumemaudit.active())
+    dist.destroy_process_group()
+
+
 def nccl(args):
     import torch.distributed as dist
 
@@ -124,13 +162,13 @@ def nccl(args):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("what", choices=["caching", "expandable", "graph", "triton", "train", "nccl"])
+    p.add_argument("what", choices=["caching", "expandable", "graph", "triton", "train", "nccl", "loop"])
     p.add_argument("--rank", type=int, default=0)
     p.add_argument("--world", type=int, default=1)
     p.add_argument("--steps", type=int, default=200)
     args = p.parse_args()
     {"caching": caching, "expandable": expandable, "graph": graph, "triton": triton_kernel, "train": train,
-     "nccl": nccl}[args.what](args)
+     "nccl": nccl, "loop": loop}[args.what](args)
 
 
 if __name__ == "__main__":
