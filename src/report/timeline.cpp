@@ -6,9 +6,8 @@
 namespace cumemaudit::report {
 
 std::string step_name(const Step& s) {
-    if (s.step == kMarkStep) return s.label.empty() ? "mark" : s.label;
     const std::string n = "step " + std::to_string(s.step);
-    return s.label.empty() ? n : n + " (" + s.label + ")";
+    return is_mark(s) ? s.label + " (after " + n + ")" : n;
 }
 
 Timeline timeline(const Report& r) {
@@ -38,7 +37,7 @@ Timeline timeline(const Report& r) {
 
 const Step* find_step(const Report& r, const std::string& key) {
     for (auto it = r.steps.rbegin(); it != r.steps.rend(); ++it) {
-        if (it->label == key || (it->step != kMarkStep && std::to_string(it->step) == key)) return &*it;
+        if (it->label == key || (!is_mark(*it) && std::to_string(it->step) == key)) return &*it;
     }
     return nullptr;
 }

@@ -12,8 +12,8 @@
 
 namespace cumemaudit::report {
 
-// Step numbers a mark carries: cumemaudit_mark records UINT64_MAX, it names a moment, not a step.
-inline constexpr std::uint64_t kMarkStep = UINT64_MAX;
+// A step with a label is a mark (a phase, SIGUSR2, a sample); its number is the last numbered step before it.
+inline bool is_mark(const Step& s) { return !s.label.empty(); }
 
 struct TimelinePoint {
     const Step* step;                   // the record itself, for figures beyond the owners

@@ -17,7 +17,7 @@ __attribute__((visibility("default"))) void cumemaudit_step(uint64_t step) {
 }
 
 __attribute__((visibility("default"))) void cumemaudit_mark(const char* label) {
-    if (Auditor::enter()) Auditor::get().step(UINT64_MAX, label);
+    if (Auditor::enter()) Auditor::get().step(0, label != nullptr && *label != '\0' ? label : "mark");
 }
 
 __attribute__((visibility("default"))) void cumemaudit_torch_step(uint64_t step, uint64_t allocated, uint64_t reserved) {

@@ -32,7 +32,6 @@ Timeline::Timeline(ledger::Ledger& ledger, const Options& options, report::Symbo
 void Timeline::mark(const Mark& m) {
     const std::vector<ledger::OwnerRow> owners = ledger_.owners_now();
     report::Step s;
-    s.step = m.step;
     s.label = m.label;
     s.time_ns = now_ns();
     s.pytorch_allocated_bytes = m.torch_allocated;
@@ -56,6 +55,9 @@ void Timeline::mark(const Mark& m) {
         s.graph_mem_reserved_bytes = m.driver.graph_reserved;
     }
     std::lock_guard lock(mu_);
+    // A named mark (a phase, a signal, a sample) sits at the last numbered step: the views place it there.
+    if (s.label.empty()) last_step_ = m.step;
+    s.step = last_step_;
     check_growth(s, owners);
     steps_.push_back(std::move(s));
 }
@@ -63,7 +65,7 @@ void Timeline::mark(const Mark& m) {
 void Timeline::check_growth(const report::Step& s, const std::vector<ledger::OwnerRow>& owners) {
     ++marks_;
     const bool past_warmup = marks_ > static_cast<std::uint64_t>(options_.warmup_steps);
-    const std::uint64_t step = s.label.empty() ? s.step : (steps_.empty() ? 0 : steps_.back().step);
+    const std::uint64_t step = s.step;
     for (const ledger::OwnerRow& o : owners) {
         const std::uint64_t before = last_live_[o.owner];
         last_live_[o.owner] = o.live_bytes;
@@ -102,7 +104,7 @@ void Timeline::capture_began(const void* stream) {
     std::lock_guard lock(mu_);
     report::Graph g;
     g.id = graphs_.size() + 1;
-    g.step = steps_.empty() ? 0 : steps_.back().step;
+    g.step = last_step_;
     graphs_.push_back(std::move(g));
     if (capturing_.insert_or_assign(stream, graphs_.size() - 1).second) active_captures_.fetch_add(1);
 }
@@ -159,6 +161,7 @@ void Timeline::reset() {
     last_unreachable_ = 0;
     since_epoch_ = 0;
     marks_ = 0;
+    last_step_ = 0;
     graphs_.clear();
     capturing_.clear();
     by_graph_.clear();

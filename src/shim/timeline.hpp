@@ -65,6 +65,7 @@ private:
     std::uint64_t last_unreachable_ = 0;
     std::uint32_t since_epoch_ = 0;
     std::uint64_t marks_ = 0;
+    std::uint64_t last_step_ = 0;  // the last numbered step marked
 
     std::vector<report::Graph> graphs_;
     std::map<const void*, std::size_t> capturing_;  // stream → index into graphs_

@@ -76,8 +76,8 @@ class Trace(Base):
 
         instants = [e for e in events if e["ph"] == "i"]
         names = [e["name"] for e in instants if e["cat"] in ("step", "mark")]
-        self.assertEqual(names[:8], ["step 0", "step 1", "step 2", "step 3", "step 4", "step 5", "capture:begin",
-                                     "capture:end"])
+        self.assertEqual(names[:8], ["step 0", "step 1", "step 2", "step 3", "step 4", "step 5", "capture:begin (after step 5)",
+                                     "capture:end (after step 5)"])
         alarm, = [e for e in instants if e["cat"] == "alarm"]
         self.assertEqual((alarm["ts"], alarm["args"]["owner"], alarm["args"]["bytes"]), (13 * 1.5e6, "deepep", GiB))
         self.assertEqual(alarm["args"]["site"],

@@ -63,7 +63,7 @@ void add_report(const report::Report& r, int pid, std::uint64_t origin, json& li
             args["pytorch_allocated_bytes"] = s.pytorch_allocated_bytes;
             args["pytorch_reserved_bytes"] = s.pytorch_reserved_bytes;
         }
-        ev.instant(p.name, s.step == report::kMarkStep ? "mark" : "step", s.time_ns, std::move(args));
+        ev.instant(p.name, report::is_mark(s) ? "mark" : "step", s.time_ns, std::move(args));
         end_ns = std::max(end_ns, s.time_ns);
     }
     if (t.points.empty()) {  // no marks: the owners table is the one moment known, drawn at the report's time
