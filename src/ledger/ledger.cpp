@@ -132,6 +132,10 @@ std::vector<OwnerRow> Ledger::owners_now() const {
     return out;
 }
 
+std::vector<Ledger::Unreachable> Ledger::unreachable_in(std::uint64_t va, std::uint64_t size) const {
+    return state_->vmm.unreachable_in(va, size);
+}
+
 std::uint32_t Ledger::begin_epoch() {
     const std::uint32_t e = state_->epoch.fetch_add(1, std::memory_order_relaxed) + 1;
     state_->vmm.set_epoch(e);

@@ -168,6 +168,17 @@ public:
     // drop across a snapshot.
     Snapshot snapshot(Moment, const ExportProbe& still_open) const;
 
+    // Enforce mode: physical allocations whose last mapping lay in [va, va + size), a range just freed,
+    // while the program still holds references — nothing can map them again through that range, and
+    // nothing releases them. Each with the handle values holding its references (one entry a reference)
+    // and the reference sites, oldest first.
+    struct Unreachable {
+        std::uint64_t bytes = 0;
+        std::vector<std::uint64_t> handles;  // one per outstanding reference
+        std::vector<Site> sites;             // parallel to the references, oldest first
+    };
+    std::vector<Unreachable> unreachable_in(std::uint64_t va, std::uint64_t size) const;
+
     TraceTree& traces() { return *traces_; }
     const TraceTree& traces() const { return *traces_; }
 

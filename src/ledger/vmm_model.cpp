@@ -162,6 +162,7 @@ void VmmModel::unmapped(std::uint64_t va, std::uint64_t size, bool ok, const cha
     std::vector<std::uint64_t> touched;
     while (it != mappings_.end() && it->first < end) {
         touched.push_back(it->second.alloc);
+        if (auto a = allocs_.find(it->second.alloc); a != allocs_.end()) a->second.last_unmapped_va = it->first;
         it = mappings_.erase(it);
     }
     for (std::uint64_t id : touched) {
@@ -232,6 +233,21 @@ void VmmModel::shares(std::vector<ShareRow>& exports, std::vector<ShareRow>& imp
             imports.push_back(ShareRow{a.import_key, a.handle_type, a.size_known ? a.size : 0, a.refs.empty(),
                                        a.mappings > 0, a.origin});
     }
+}
+
+std::vector<Ledger::Unreachable> VmmModel::unreachable_in(std::uint64_t va, std::uint64_t size) const {
+    std::lock_guard lock(mu_);
+    std::vector<Ledger::Unreachable> out;
+    for (const auto& [id, a] : allocs_) {
+        if (a.refs.empty() || a.mappings != 0 || a.last_unmapped_va < va || a.last_unmapped_va >= va + size) continue;
+        Ledger::Unreachable u;
+        u.bytes = a.size;
+        for (const auto& [handle, entry] : handles_)
+            if (entry.alloc == id) u.handles.insert(u.handles.end(), entry.refs, handle);
+        u.sites = a.refs;
+        out.push_back(std::move(u));
+    }
+    return out;
 }
 
 void VmmModel::clear() {

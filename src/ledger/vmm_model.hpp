@@ -48,6 +48,8 @@ public:
     // Exports of live allocations and imports of other processes' allocations (see Snapshot).
     void shares(std::vector<ShareRow>& exports, std::vector<ShareRow>& imports) const;
 
+    std::vector<Ledger::Unreachable> unreachable_in(std::uint64_t va, std::uint64_t size) const;
+
     void clear();
 
 private:
@@ -69,6 +71,7 @@ private:
         std::vector<ExportKey> keys;  // every export, so a later self-import finds this allocation
         std::vector<Site> key_sites;  // the export call of each of keys, for the report's exports list
         ExportKey import_key;         // an import of another process's allocation: the key it came by
+        std::uint64_t last_unmapped_va = 0;  // where its last mapping was (enforce mode asks)
     };
     struct HandleEntry {
         std::uint64_t alloc;

@@ -48,6 +48,11 @@ Report build(const BuildInput& in) {
 
     Suppressions supp = in.suppressions ? *in.suppressions : Suppressions{};
     std::unordered_map<ledger::TraceId, std::vector<Frame>> frames_by_trace;
+    for (const ReclaimInput& c : in.reclaimed) {
+        r.reclaimed.push_back(c.reclaim);
+        r.reclaimed.back().site = make_site(c.site, in, frames_by_trace);
+        r.summary.reclaimed_bytes += c.reclaim.bytes;
+    }
     for (const AlarmInput& a : in.alarms) {
         r.alarms.push_back(a.alarm);
         r.alarms.back().site = make_site(a.site, in, frames_by_trace);

@@ -15,6 +15,12 @@ struct AlarmInput {
     ledger::Site site;
 };
 
+// A reclaim row as the shim keeps it, its site still a ledger site.
+struct ReclaimInput {
+    Reclaim reclaim;
+    ledger::Site site;
+};
+
 struct BuildInput {
     ProcessInfo process{};
     DriverInfo driver{};
@@ -25,6 +31,7 @@ struct BuildInput {
     const Suppressions* suppressions = nullptr;  // copied: hits are counted in the report, not in the input
     std::vector<Step> steps{};
     std::vector<AlarmInput> alarms{};
+    std::vector<ReclaimInput> reclaimed{};
     std::vector<Graph> graphs{};
     std::map<std::string, std::string> options{};
     bool checkpoint = false;

@@ -78,6 +78,13 @@ struct Alarm {
     Site site;                    // the site that grew most, when known
 };
 
+// What enforce mode released for the program: references nothing could release any more, by the site
+// that took them.
+struct Reclaim {
+    std::uint64_t bytes = 0, allocations = 0, references = 0;
+    Site site;
+};
+
 // A CUDA graph: what was allocated while its stream captured, and what instantiating it cost.
 struct Graph {
     std::uint64_t id = 0;                            // order of capture, from 1
@@ -133,6 +140,7 @@ struct Summary {
     // additions to v1
     std::uint64_t unfreed_allocations = 0, mapped_at_exit_bytes = 0, live_bytes = 0;
     std::uint64_t suppressed_leaks = 0, suppressed_misuse = 0;  // rows removed by suppression rules
+    std::uint64_t reclaimed_bytes = 0;                          // released by mode=enforce
 };
 
 struct SuppressionUse {
@@ -153,6 +161,7 @@ struct Report {
     std::vector<SuppressionUse> suppressions;
     std::vector<Alarm> alarms;
     std::vector<Graph> graphs;
+    std::vector<Reclaim> reclaimed;
     std::map<std::string, std::string> options;  // the options in effect, echoed
     std::vector<Export> exports;
     std::vector<Import> imports;

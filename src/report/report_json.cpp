@@ -75,6 +75,12 @@ template <class V> void fields(V& v, Alarm& a) {
     v.req("live_bytes", a.live_bytes);
     v.req("site", a.site);
 }
+template <class V> void fields(V& v, Reclaim& c) {
+    v.req("bytes", c.bytes);
+    v.req("allocations", c.allocations);
+    v.req("references", c.references);
+    v.req("site", c.site);
+}
 template <class V> void fields(V& v, Graph& g) {
     v.req("id", g.id);
     v.req("step", g.step);
@@ -126,6 +132,7 @@ template <class V> void fields(V& v, Summary& s) {
     v.opt("live_bytes", s.live_bytes);
     v.opt("suppressed_leaks", s.suppressed_leaks);
     v.opt("suppressed_misuse", s.suppressed_misuse);
+    v.opt("reclaimed_bytes", s.reclaimed_bytes);
 }
 template <class V> void fields(V& v, SuppressionUse& s) {
     v.req("rule", s.rule);
@@ -143,6 +150,7 @@ template <class V> void fields(V& v, Report& r) {
     v.opt("suppressions", r.suppressions);
     v.opt("alarms", r.alarms);
     v.opt("graphs", r.graphs);
+    v.opt("reclaimed", r.reclaimed);
     v.opt("options", r.options);
     v.opt("exports", r.exports);
     v.opt("imports", r.imports);

@@ -58,6 +58,11 @@ std::string text_summary(const Report& r, int max_frames) {
                        m.owner);
         frames(out, m.site, max_frames);
     }
+    for (const Reclaim& c : r.reclaimed) {
+        fmt::format_to(it, "\nReclaimed by mode=enforce: {} bytes ({}) in {} allocations ({} references) taken by {} at:\n",
+                       c.bytes, human_bytes(c.bytes), c.allocations, c.references, c.site.api);
+        frames(out, c.site, max_frames);
+    }
     for (const SuppressionUse& s : r.suppressions)
         if (s.hits) fmt::format_to(it, "\nSuppressed {} rows by {}", s.hits, s.rule);
     if (r.summary.suppressed_leaks + r.summary.suppressed_misuse) out += '\n';

@@ -2,6 +2,7 @@
 
 #include "call.hpp"
 #include "doors.hpp"
+#include "enforce.hpp"
 #include "export_key.hpp"
 #include "log.hpp"
 #include "options_store.hpp"
@@ -133,6 +134,7 @@ void Auditor::after_fork_in_child() {
     served_ = 0;
     usr2_requests_ = 0;
     timeline_.reset();
+    reset_enforcer();
     if (wake_fd_ >= 0) close(wake_fd_);  // shared with the parent: the child needs its own
     started_pid_ = 0;
     start_background();
@@ -226,6 +228,7 @@ void Auditor::write_report(ledger::Moment moment, const int* exit_code, bool fin
         in.steps = timeline_.steps();
         in.alarms = timeline_.alarms();
         in.graphs = timeline_.graphs();
+        in.reclaimed = reclaimed();
         const report::Report rep = report::build(in);
         const std::string path = report_path();
         std::error_code ignored;  // a failure shows as the write's own error, with the path

@@ -30,6 +30,7 @@ public:
     ledger::Ledger& ledger() { return ledger_; }
     const Options& options() const { return options_; }
     Timeline& timeline() { return timeline_; }
+    report::Symbolizer& symbolizer() { return symbolizer_; }
     // Changes when the ledger is rebuilt (a fork child): caches of its trace ids check it.
     std::uint64_t generation() const { return generation_.load(std::memory_order_relaxed); }
 
@@ -57,7 +58,7 @@ private:
     Options options_;
     ledger::Ledger ledger_;
     report::Symbolizer symbolizer_;
-    Timeline timeline_{ledger_, options_, symbolizer_};
+    Timeline timeline_{ledger_, options_};
     std::atomic<CUcontext> program_context_{nullptr};  // lent to the checkpoint thread for its samples
     std::atomic<std::uint64_t> usr2_requests_{0};
     std::string report_dir_;

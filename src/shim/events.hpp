@@ -10,6 +10,7 @@ namespace cumemaudit::shim {
 
 namespace ev {
 struct Count {};  // counted, nothing to record
+struct Properties {};  // cuMemGetAllocationPropertiesFromHandle: counted; enforce mode translates its handle
 struct Create {};
 struct Release {};
 struct Retain {};
@@ -38,6 +39,8 @@ struct Instantiate {};
 
 template <typename... A>
 void record(ev::Count, Call&, CUresult, A...) {}
+template <typename... A>
+void record(ev::Properties, Call&, CUresult, A...) {}
 
 // What a call does before the driver runs. A call that ends a value's life holds the value's stripe across
 // the driver call (see order_stripe); instantiating a graph samples driver-used memory first; the rest

@@ -4,6 +4,7 @@
 
 #include "cuda_api.hpp"
 #include "call.hpp"
+#include "enforce.hpp"
 #include "events.hpp"
 
 #include <atomic>
@@ -66,6 +67,8 @@ struct DriverHook<Id, Event, CUresult(A...)> {
         if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;  // no driver loaded: what a missing libcuda gives
         Call call(api, caller);
         if (!call.recording()) return real(a...);
+        if (enforcing())
+            if (const auto answered = enforce_before(Event{}, call, a...)) return *answered;
         CUresult r;
         const OrderHold order = before(Event{}, a...);
         {
@@ -74,6 +77,7 @@ struct DriverHook<Id, Event, CUresult(A...)> {
         }
         ShimScope busy;
         record(Event{}, call, r, a...);
+        if (enforcing()) enforce_after(Event{}, r, a...);
         return r;
     }
 };

@@ -24,6 +24,11 @@ void load() {
                                   "' in CUMEMAUDIT_OPTIONS is not strip or keep; using strip");
         parsed.options.deepbind = "strip";
     }
+    if (parsed.options.mode != "audit" && parsed.options.mode != "enforce") {
+        parsed.warnings.push_back("option mode='" + parsed.options.mode +
+                                  "' in CUMEMAUDIT_OPTIONS is not audit or enforce; using audit");
+        parsed.options.mode = "audit";
+    }
     set_log_level(parsed.options.log_level);
     for (const auto& w : parsed.warnings) log_warning("{}", w);
     g_options = new Options(std::move(parsed.options));  // never freed: read until _exit

@@ -1,7 +1,7 @@
 #include "timeline.hpp"
 
 #include "log.hpp"
-#include "report/symbolizer.hpp"
+#include "site_text.hpp"
 
 #include <chrono>
 
@@ -26,8 +26,7 @@ constexpr std::string_view kPyTorch = "pytorch";
 
 }  // namespace
 
-Timeline::Timeline(ledger::Ledger& ledger, const Options& options, report::Symbolizer& symbolizer)
-    : ledger_(ledger), options_(options), symbolizer_(symbolizer) {}
+Timeline::Timeline(ledger::Ledger& ledger, const Options& options) : ledger_(ledger), options_(options) {}
 
 void Timeline::mark(const Mark& m) {
     const std::vector<ledger::OwnerRow> owners = ledger_.owners_now();
@@ -76,7 +75,7 @@ void Timeline::check_growth(const report::Step& s, const std::vector<ledger::Own
         const ledger::Site site = sites.empty() ? ledger::Site{} : sites.front().first;
         alarms_.push_back({report::Alarm{step, s.time_ns, "growth", o.name, growth, o.live_bytes, {}}, site});
         log_warning("step {}: memory outside PyTorch grew by {} in {} (now {}){}", step, mib(growth), o.name,
-                    mib(o.live_bytes), sites.empty() ? "" : ", most at " + describe(site));
+                    mib(o.live_bytes), sites.empty() ? "" : ", most at " + describe_site(site));
     }
     std::uint64_t unreachable = 0;
     const auto sites = ledger_.unreachable_sites(&unreachable);
@@ -86,18 +85,10 @@ void Timeline::check_growth(const report::Step& s, const std::vector<ledger::Own
         alarms_.push_back(
             {report::Alarm{step, s.time_ns, "leak", ledger_.owner_name(site.owner), growth, unreachable, {}}, site});
         log_warning("step {}: unreachable VMM memory grew by {} (now {}): a leak, reference taken by {}", step,
-                    mib(growth), mib(unreachable), describe(site));
+                    mib(growth), mib(unreachable), describe_site(site));
     }
     last_unreachable_ = unreachable;
     since_epoch_ = ledger_.begin_epoch();
-}
-
-std::string Timeline::describe(const ledger::Site& site) {
-    const auto frames = ledger_.traces().frames(site.trace);
-    if (frames.empty()) return site.api;
-    const report::Frame f = symbolizer_.resolve(frames.front());
-    const std::string where = f.file.empty() ? f.object : fmt::format("{}:{}", f.file, f.line);
-    return fmt::format("{} in {} {}", site.api, f.symbol.empty() ? "??" : f.symbol, where);
 }
 
 void Timeline::capture_began(const void* stream) {

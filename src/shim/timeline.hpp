@@ -18,10 +18,6 @@
 #include <string>
 #include <vector>
 
-namespace cumemaudit::report {
-class Symbolizer;
-}
-
 namespace cumemaudit::shim {
 
 struct Mark {
@@ -33,7 +29,7 @@ struct Mark {
 
 class Timeline {
 public:
-    Timeline(ledger::Ledger&, const Options&, report::Symbolizer&);
+    Timeline(ledger::Ledger&, const Options&);
 
     void mark(const Mark&);
 
@@ -53,11 +49,8 @@ public:
 
 private:
     void check_growth(const report::Step&, const std::vector<ledger::OwnerRow>&);
-    std::string describe(const ledger::Site&);
-
     ledger::Ledger& ledger_;
     const Options& options_;
-    report::Symbolizer& symbolizer_;
     mutable std::mutex mu_;  // marks and captures are rare: one lock keeps them in order
     std::vector<report::Step> steps_;
     std::vector<report::AlarmInput> alarms_;

@@ -340,6 +340,51 @@ def case_deep_stacks(tmp):
         expect(any(f["symbol"] == "main" for f in frames), f"{api}: main on the stack: {[f['symbol'] for f in frames]}")
 
 
+def case_enforce_deepep(tmp):
+    """The unfixed DeepEP sequence under mode=enforce: free memory stays flat, the program sees every call
+    succeed as without the shim, and the report lists what was reclaimed at the site the audit names."""
+    proc = run([DEEPEP, "--handle", HANDLE], tmp, flags=["--option", "mode=enforce"], rc=0)
+    expect(drop_of(proc.stdout) == 0, f"enforce keeps free memory flat:\n{proc.stdout}")
+    frees = [int(x) for x in re.findall(r"free now (\d+) MiB", proc.stdout)]
+    expect(frees == sorted(frees, reverse=True) and frees[0] - frees[-1] == 128,
+           f"each step holds only the current buffer (64, 128, 192 MiB): {frees}")
+    rep = only_report(tmp)
+    s = rep["summary"]
+    expect(s["leaked_bytes"] == 0 and s["misuse_events"] == 0, f"nothing leaked: {s}")
+    expect(s["reclaimed_bytes"] == (64 + 128 + 192) * MiB, f"reclaimed {s.get('reclaimed_bytes')}")
+    rows = rep["reclaimed"]
+    expect(len(rows) == 1 and rows[0]["allocations"] == 3 and rows[0]["references"] == 9 and
+           rows[0]["site"]["api"] == "cuMemCreate" and
+           rows[0]["site"]["frames"][0]["line"] == line_of(DEEPEP_SRC, r"r = d_\.cuMemCreate\("), f"reclaimed: {rows}")
+    expect(proc.stderr.count("mode=enforce: reclaimed") == 3, f"one log line per reclaim:\n{proc.stderr}")
+    audit = tempfile.mkdtemp(dir=tmp)
+    proc = run([DEEPEP, "--handle", HANDLE], audit, rc=23)
+    expect(drop_of(proc.stdout) == (64 + 128 + 192) * MiB, "audit mode shows the same program losing memory")
+
+
+def case_enforce_clean(tmp):
+    """Programs that release properly are untouched by enforce mode: nothing reclaimed, same return codes."""
+    for argv in ([DEEPEP, "--fixed", "--handle", HANDLE], [os.environ["NCCL"]], [os.environ["EXPANDABLE"]]):
+        d = tempfile.mkdtemp(dir=tmp)
+        run(argv, d, flags=["--option", "mode=enforce"], rc=0)
+        rep = only_report(d)
+        expect(rep["summary"]["leaked_bytes"] == 0 and rep.get("reclaimed", []) == [] and rep["misuse"] == [],
+               f"{argv[0]}: {rep['summary']} {rep.get('reclaimed')}")
+
+
+def case_enforce_misuse(tmp):
+    """Double release and address free while mapped return the driver's codes under enforce too (the
+    program checks them), and are recorded as misuse."""
+    run([SCENARIOS, "misuse"], tmp, flags=["--option", "mode=enforce"], rc=0)
+    rep = only_report(tmp)
+    expect(sorted(m["api"] for m in rep["misuse"]) == ["cuMemAddressFree", "cuMemRelease"], f"misuse: {rep['misuse']}")
+    d = tempfile.mkdtemp(dir=tmp)
+    proc = run([SCENARIOS, "reuse"], d, flags=["--option", "mode=enforce"], rc=23)
+    expect("same_value=0" in proc.stdout, f"virtual handle values are never reused: {proc.stdout}")
+    rows = leaks_by_api(only_report(d))
+    expect(top_frame(rows["cuMemCreate"])["line"] == marker_line(SCEN_SRC, "reuse_second"), "the second creation leaked")
+
+
 def case_no_cuda(tmp):
     proc = run(["bash", "-c", "true"], tmp, rc=0)
     expect(reports(tmp) == {} and proc.stderr == "", f"a process without CUDA writes nothing: {proc.stderr}")
