@@ -86,7 +86,8 @@ def part_env(s):
 
 AUDIT_CASES = ["deepep", "deepep-fixed", "door-direct", "door-dlsym", "door-procaddress-v1", "door-procaddress-v2",
                "door-cudart", "nccl", "expandable", "misuse", "reuse", "open-export", "threads", "fork", "gate",
-               "sigterm", "checkpoint-timer", "classic", "runtime", "options", "suppressions", "no-cuda"]
+               "sigterm", "checkpoint-timer", "classic", "runtime", "options", "suppressions", "no-cuda",
+               "deepbind", "checkpoint-api", "deep-stacks", "enforce-deepep", "enforce-clean", "enforce-misuse"]
 
 
 def part_audit(s):
@@ -95,7 +96,8 @@ def part_audit(s):
     env = {"AUDIT_DRIVER": "real", "CLI": s.cli,
            "SCENARIOS": f"{b}/tests/sim/audit/audit_scenarios", "DEEPEP": s.deepep,
            "RUNTIME_USER": f"{b}/tests/sim/audit/runtime_user", "NCCL": f"{b}/tests/sim/nccl_pattern",
-           "EXPANDABLE": f"{b}/tests/sim/expandable_segments", "SOURCE_ROOT": ROOT}
+           "EXPANDABLE": f"{b}/tests/sim/expandable_segments", "SOURCE_ROOT": ROOT,
+           "DEEPBIND_LIB": f"{b}/tests/sim/audit/libdeepbind_lib.so"}
     for case in AUDIT_CASES:
         rc, out, err = s.sh([sys.executable, f"{ROOT}/tests/sim/audit/test_audit.py", case], env=env, timeout=180)
         s.check(f"audit {case} (real driver)", rc == 0, why=(err.strip().splitlines() or [""])[0][:300])
@@ -289,6 +291,26 @@ def part_pool(s):
     s.save()
 
 
+def part_enforce(s):
+    """Issue 7's enforce mode on the GPU: the unfixed DeepEP sequence (POSIX fds, 1+2+3 GiB) keeps free memory
+    flat under mode=enforce, where audit mode shows it falling."""
+    argv = [s.deepep, "--handle", "posix", "--steps", "3", "--size-mib", "1024"]
+    out_of = {}
+    for mode in ("audit", "enforce"):
+        d = tempfile.mkdtemp()
+        rc, out, err = s.audited(argv, d, flags=["--option", f"mode={mode}"])
+        reps = s.report(d)
+        m = re.search(r"drop=(\d+)", out)
+        out_of[mode] = {"rc": rc, "drop": int(m.group(1)) if m else None,
+                        "free_by_step_mib": [int(x) for x in re.findall(r"free now (\d+) MiB", out)],
+                        "reclaimed_bytes": reps[0]["summary"].get("reclaimed_bytes") if reps else None,
+                        "leaked_bytes": reps[0]["summary"]["leaked_bytes"] if reps else None}
+    s.facts["enforce"] = out_of
+    e, a = out_of["enforce"], out_of["audit"]
+    s.check("enforce: the unfixed DeepEP sequence keeps free memory flat (drop 0, 6 GiB reclaimed), audit shows 6 GiB lost",
+            e["drop"] == 0 and e["rc"] == 0 and e["reclaimed_bytes"] == 6 << 30 and a["drop"] == 6 << 30, **out_of)
+
+
 def part_detect(s):
     """The DeepEP sequence under both tools: bytes each reports against the cuMemGetInfo drop."""
     argv = [s.deepep, "--handle", "posix", "--steps", "3", "--size-mib", "1024"]
@@ -361,6 +383,13 @@ def render(results):
         lines += ["## Two processes, a POSIX fd over a Unix socket", "",
                   f"cuMemGetInfo drop while nothing could use the memory: {fmt_bytes(r['pinned_drop'])}; "
                   f"`cumemaudit merge` pinning: {r['pinning']}", ""]
+    if "enforce" in f:
+        lines += ["## mode=enforce on the unfixed DeepEP sequence (POSIX fds, 1+2+3 GiB)", "",
+                  "| mode | exit code | free MiB after each step | cuMemGetInfo drop | reclaimed | leaked |", "|---|---|---|---|---|---|"]
+        for mode, x in f["enforce"].items():
+            lines.append(f"| {mode} | {x['rc']} | {x['free_by_step_mib']} | {fmt_bytes(x['drop'])} | "
+                         f"{fmt_bytes(x['reclaimed_bytes'])} | {fmt_bytes(x['leaked_bytes'])} |")
+        lines.append("")
     if "pool_bench" in f:
         lines += ["## Pool growth vs release-and-reallocate (POSIX fds)", "", "```", f["pool_bench"].strip(), "```", ""]
     if "calls_table" in f:
@@ -382,7 +411,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--build", required=True)
     p.add_argument("--out", required=True)
-    p.add_argument("--parts", default="env,audit,torch,timeline,ranks,pool,overhead,detect")
+    p.add_argument("--parts", default="env,audit,torch,timeline,ranks,pool,enforce,overhead,detect")
     a = p.parse_args()
     os.makedirs(a.out, exist_ok=True)
     for k, v in {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}.items():
@@ -392,7 +421,8 @@ def main():
         t0 = time.time()
         try:
             {"env": part_env, "audit": part_audit, "torch": part_torch, "timeline": part_timeline,
-             "ranks": part_ranks, "pool": part_pool, "overhead": part_overhead, "detect": part_detect}[part](s)
+             "ranks": part_ranks, "pool": part_pool, "enforce": part_enforce, "overhead": part_overhead,
+             "detect": part_detect}[part](s)
         except Exception as e:  # one part's failure must not lose the others' results
             s.check(f"part {part} crashed", False, why=repr(e))
         s.say(f"part {part}: {time.time() - t0:.0f}s")
