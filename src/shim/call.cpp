@@ -1,6 +1,8 @@
 #include "call.hpp"
 
 #include "auditor.hpp"
+#include "cupti_backend.hpp"
+#include "options_store.hpp"
 #include "owners.hpp"
 #include "unwind.hpp"
 
@@ -72,6 +74,9 @@ RuntimeScope::~RuntimeScope() {
 
 Call::Call(const char* api, void* caller) : api_(api), caller_(caller) {
     recording_ = t_state.driver_depth == 0 && t_state.shim_depth == 0 && Auditor::enter();
+    // backend=cupti: CUPTI records; the wrappers stand by unless it could not subscribe.
+    static const bool cupti_only = current_options().backend == "cupti";
+    if (recording_ && cupti_only && !t_state.in_cupti_callback && cupti_subscribed()) recording_ = false;
     if (recording_ && t_state.runtime_api != nullptr) {
         api_ = t_state.runtime_api;
         caller_ = t_state.runtime_caller;

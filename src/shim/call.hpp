@@ -16,6 +16,7 @@ struct ThreadState {
     int shim_depth = 0;                // > 0 while the shim does its own bookkeeping
     const char* runtime_api = nullptr;  // set by a runtime wrapper for its nested driver call
     void* runtime_caller = nullptr;
+    bool in_cupti_callback = false;     // the CUPTI backend is recording this call
 };
 ThreadState& thread_state();
 

@@ -29,6 +29,11 @@ void load() {
                                   "' in CUMEMAUDIT_OPTIONS is not audit or enforce; using audit");
         parsed.options.mode = "audit";
     }
+    if (parsed.options.backend != "preload" && parsed.options.backend != "cupti" && parsed.options.backend != "both") {
+        parsed.warnings.push_back("option backend='" + parsed.options.backend +
+                                  "' in CUMEMAUDIT_OPTIONS is not preload, cupti or both; using preload");
+        parsed.options.backend = "preload";
+    }
     set_log_level(parsed.options.log_level);
     for (const auto& w : parsed.warnings) log_warning("{}", w);
     g_options = new Options(std::move(parsed.options));  // never freed: read until _exit

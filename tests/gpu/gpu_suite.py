@@ -311,6 +311,56 @@ def part_enforce(s):
             e["drop"] == 0 and e["rc"] == 0 and e["reclaimed_bytes"] == 6 << 30 and a["drop"] == 6 << 30, **out_of)
 
 
+CUPTI_CASES = ["deepep", "deepep-fixed", "door-direct", "door-dlsym", "door-procaddress-v2", "door-cudart", "nccl",
+               "expandable", "misuse", "reuse", "open-export", "classic", "gate"]
+
+
+def part_cupti(s):
+    """Issue 8 on the GPU: the scenarios again with --backend cupti (same reports), proof that CUPTI did the
+    recording, torch.profiler beside each backend, and the CUPTI backend's cost."""
+    b = s.build
+    env = {"AUDIT_DRIVER": "real", "AUDIT_BACKEND": "cupti", "CLI": s.cli,
+           "SCENARIOS": f"{b}/tests/sim/audit/audit_scenarios", "DEEPEP": s.deepep,
+           "RUNTIME_USER": f"{b}/tests/sim/audit/runtime_user", "NCCL": f"{b}/tests/sim/nccl_pattern",
+           "EXPANDABLE": f"{b}/tests/sim/expandable_segments", "SOURCE_ROOT": ROOT,
+           "DEEPBIND_LIB": f"{b}/tests/sim/audit/libdeepbind_lib.so"}
+    for case in CUPTI_CASES:
+        rc, out, err = s.sh([sys.executable, f"{ROOT}/tests/sim/audit/test_audit.py", case], env=env, timeout=180)
+        s.check(f"audit {case} (real driver, --backend cupti)", rc == 0, why=(err.strip().splitlines() or [""])[0][:300])
+    d = tempfile.mkdtemp()
+    rc, out, err = s.audited([s.deepep, "--handle", "posix"], d, flags=["--backend", "cupti", "--option", "log_level=info"])
+    s.check("--backend cupti: CUPTI subscribed and recorded (the wrappers stood by)",
+            "subscribed to CUPTI" in err and rc == 23, rc=rc, err=err[-600:])
+    prof = {}
+    for backend in ("preload", "cupti"):
+        d = tempfile.mkdtemp()
+        rc, out, err = s.audited([sys.executable, f"{HERE}/torch_workloads.py", "profile"], d,
+                                 flags=["--backend", backend, "--fail-on", "none"])
+        m = re.search(r"cuda_events=(\d+)", out)
+        reps = s.report(d)
+        prof[backend] = {"rc": rc, "cuda_events": int(m.group(1)) if m else None,
+                         "fallback_message": next((l for l in err.splitlines() if "CUPTI is held by" in l), ""),
+                         "calls": reps[0]["summary"]["intercepted_calls"] if reps else None}
+    s.facts["cupti_profiler"] = prof
+    s.check("torch.profiler keeps its CUDA events under the preload backend",
+            prof["preload"]["rc"] == 0 and (prof["preload"]["cuda_events"] or 0) > 0, **prof["preload"])
+    s.check("torch.profiler beside --backend cupti: the profile keeps its events, or one clear fallback message",
+            prof["cupti"]["rc"] == 0 and ((prof["cupti"]["cuda_events"] or 0) > 0 or prof["cupti"]["fallback_message"]),
+            **prof["cupti"])
+    bench = os.path.join(s.build, "tests", "bench", "bench_calls")
+    costs = {}
+    for label, flags in (("plain", None), ("preload", ["--backend", "preload"]), ("cupti", ["--backend", "cupti"])):
+        d = tempfile.mkdtemp()
+        cmd = ([s.cli, "run", "--report-dir", d, "--fail-on", "none", *flags, "--"] if flags else []) + \
+              [bench, "--child", "--iters", "20000", "--repeats", "1", "--depth", "40"]
+        rc, out, err = s.sh(cmd, env={"CUMEMAUDIT_OPTIONS": "summary=0"}, timeout=300)
+        for m in re.finditer(r"^RESULT (\w+) 1 ([\d.]+)$", out, re.M):
+            costs.setdefault(m.group(1), {})[label] = float(m.group(2))
+    s.facts["cupti_costs"] = costs
+    s.say("cupti costs", costs)
+    s.save()
+
+
 def part_detect(s):
     """The DeepEP sequence under both tools: bytes each reports against the cuMemGetInfo drop."""
     argv = [s.deepep, "--handle", "posix", "--steps", "3", "--size-mib", "1024"]
@@ -390,6 +440,13 @@ def render(results):
             lines.append(f"| {mode} | {x['rc']} | {x['free_by_step_mib']} | {fmt_bytes(x['drop'])} | "
                          f"{fmt_bytes(x['reclaimed_bytes'])} | {fmt_bytes(x['leaked_bytes'])} |")
         lines.append("")
+    if "cupti_costs" in f:
+        lines += ["## The CUPTI backend beside the preload one (ns per call, one thread, one round)", "",
+                  "| pattern | plain | preload | cupti |", "|---|---|---|---|"]
+        for pattern, c in sorted(f["cupti_costs"].items()):
+            lines.append(f"| {CALL_PATTERNS.get(pattern, pattern)} | {c.get('plain', 0):.0f} | {c.get('preload', 0):.0f} | "
+                         f"{c.get('cupti', 0):.0f} |")
+        lines += ["", f"torch.profiler beside each backend: {f.get('cupti_profiler')}", ""]
     if "pool_bench" in f:
         lines += ["## Pool growth vs release-and-reallocate (POSIX fds)", "", "```", f["pool_bench"].strip(), "```", ""]
     if "calls_table" in f:
@@ -411,7 +468,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--build", required=True)
     p.add_argument("--out", required=True)
-    p.add_argument("--parts", default="env,audit,torch,timeline,ranks,pool,enforce,overhead,detect")
+    p.add_argument("--parts", default="env,audit,torch,timeline,ranks,pool,enforce,cupti,overhead,detect")
     a = p.parse_args()
     os.makedirs(a.out, exist_ok=True)
     for k, v in {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}.items():
@@ -421,7 +478,8 @@ def main():
         t0 = time.time()
         try:
             {"env": part_env, "audit": part_audit, "torch": part_torch, "timeline": part_timeline,
-             "ranks": part_ranks, "pool": part_pool, "enforce": part_enforce, "overhead": part_overhead,
+             "ranks": part_ranks, "pool": part_pool, "enforce": part_enforce, "cupti": part_cupti,
+             "overhead": part_overhead,
              "detect": part_detect}[part](s)
         except Exception as e:  # one part's failure must not lose the others' results
             s.check(f"part {part} crashed", False, why=repr(e))

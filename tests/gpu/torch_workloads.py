@@ -143,6 +143,20 @@ def loop(args):
     dist.destroy_process_group()
 
 
+def profile(_):
+    """torch.profiler around a few kernels: the profile must keep its CUDA events whatever backend audits."""
+    from torch.profiler import ProfilerActivity, profile as torch_profile
+
+    a = torch.randn(1024, 1024, device="cuda")
+    with torch_profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(5):
+            b = a @ a
+        torch.cuda.synchronize()
+    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    print(f"profile: cuda_events={len(kernels)}")
+    print("result:", f"{float(b.double().sum().item()):.4e}")
+
+
 def nccl(args):
     import torch.distributed as dist
 
@@ -162,13 +176,13 @@ def nccl(args):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("what", choices=["caching", "expandable", "graph", "triton", "train", "nccl", "loop"])
+    p.add_argument("what", choices=["caching", "expandable", "graph", "triton", "train", "nccl", "loop", "profile"])
     p.add_argument("--rank", type=int, default=0)
     p.add_argument("--world", type=int, default=1)
     p.add_argument("--steps", type=int, default=200)
     args = p.parse_args()
     {"caching": caching, "expandable": expandable, "graph": graph, "triton": triton_kernel, "train": train,
-     "nccl": nccl, "loop": loop}[args.what](args)
+     "nccl": nccl, "loop": loop, "profile": profile}[args.what](args)
 
 
 if __name__ == "__main__":

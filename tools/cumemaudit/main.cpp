@@ -26,7 +26,7 @@ using namespace cumemaudit::cli;
 
 struct RunArgs {
     bool sim = false;
-    std::string report_dir, fail_on, suppressions;
+    std::string report_dir, fail_on, suppressions, backend;
     std::optional<int> exitcode, stack_depth;
     std::vector<std::string> options;  // K=V
     std::vector<std::string> command;
@@ -60,6 +60,7 @@ int run_command(const RunArgs& a) {
     if (a.exitcode) flags.emplace_back("exitcode", std::to_string(*a.exitcode));
     if (!a.suppressions.empty()) flags.emplace_back("suppressions", absolute(a.suppressions));
     if (a.stack_depth) flags.emplace_back("stack_depth", std::to_string(*a.stack_depth));
+    if (!a.backend.empty()) flags.emplace_back("backend", a.backend);
 
     const char* current = std::getenv("CUMEMAUDIT_OPTIONS");
     const std::string options = append_options(current ? current : "", flags);
@@ -79,7 +80,9 @@ int run_command(const RunArgs& a) {
         sim_dir = sim.path;
     }
     ::setenv("CUMEMAUDIT_OPTIONS", options.c_str(), 1);
+    // Preloaded for every backend: with cupti the wrappers stand by, ready if another tool holds CUPTI.
     ::setenv("LD_PRELOAD", prepend_path(shim.path, std::getenv("LD_PRELOAD")).c_str(), 1);
+    if (a.backend == "cupti" || a.backend == "both") ::setenv("CUDA_INJECTION64_PATH", shim.path.c_str(), 1);
     if (a.sim) ::setenv("LD_LIBRARY_PATH", prepend_path(sim_dir, std::getenv("LD_LIBRARY_PATH")).c_str(), 1);
     std::fflush(nullptr);
     return exec_program(a.command);
@@ -91,7 +94,7 @@ int run_command(const RunArgs& a) {
 int split_run_command(int argc, char** argv, std::vector<std::string>& command) {
     if (argc < 2 || std::string_view(argv[1]) != "run") return argc;
     static constexpr std::string_view with_value[] = {"--report-dir", "--fail-on", "--exitcode", "--suppressions",
-                                                      "--stack-depth", "--option"};
+                                                      "--stack-depth", "--option", "--backend"};
     int i = 2;
     for (; i < argc; ++i) {
         const std::string_view a = argv[i];
@@ -123,6 +126,8 @@ int main(int argc, char** argv) {
     run_cmd->add_option("--suppressions", run.suppressions, "Suppression file (leak:GLOB / misuse:GLOB lines)")
         ->check(CLI::ExistingFile);
     run_cmd->add_option("--stack-depth", run.stack_depth, "Frames captured per call site")->check(CLI::Range(1, 256));
+    run_cmd->add_option("--backend", run.backend, "preload (default), cupti (CUDA_INJECTION64_PATH) or both")
+        ->check(CLI::IsMember({"preload", "cupti", "both"}));
     run_cmd->add_option("--option", run.options, "Any other CUMEMAUDIT_OPTIONS key, as KEY=VALUE (repeatable)");
     run_cmd->footer("The program and its arguments follow the options, after an optional --.");
 

@@ -22,6 +22,7 @@ RUNTIME_USER = os.environ["RUNTIME_USER"]
 SOURCE_ROOT = os.environ["SOURCE_ROOT"]
 MiB = 1 << 20
 REAL = os.environ.get("AUDIT_DRIVER", "sim") == "real"
+BACKEND = os.environ.get("AUDIT_BACKEND", "")  # tests/gpu runs the cases again with the CUPTI backend
 HANDLE = "posix" if REAL else "fabric"
 
 
@@ -35,7 +36,8 @@ def expect(cond, what):
 
 
 def run(argv, report_dir, flags=(), env=None, rc=0, timeout=120):
-    cmd = [CLI, "run", *([] if REAL else ["--sim"]), "--report-dir", report_dir, *flags, "--", *argv]
+    cmd = [CLI, "run", *([] if REAL else ["--sim"]), *(["--backend", BACKEND] if BACKEND else []),
+           "--report-dir", report_dir, *flags, "--", *argv]
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=timeout)
     if rc is not None and proc.returncode != rc:
         raise Failure(f"{' '.join(cmd)}: exit {proc.returncode}, expected {rc}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")

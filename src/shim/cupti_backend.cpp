@@ -1,0 +1,173 @@
+// The CUPTI backend: the same hook table (hooks.inc), fed from CUPTI's driver-API callbacks instead of our
+// wrappers, into the same record() functions and the same ledger, so a report reads the same whichever
+// backend fed it. Loaded through CUDA_INJECTION64_PATH (InitializeInjection); libcupti is dlopen'ed, never
+// linked. CUPTI allows one subscriber: when another tool holds it, the preload backend takes over (the CLI
+// preloads the shim in standby for exactly that) and one message says which tool holds CUPTI.
+#include "cupti_backend.hpp"
+
+#include "auditor.hpp"
+#include "call.hpp"
+#include "events.hpp"
+#include "log.hpp"
+#include "options_store.hpp"
+#include "unwind.hpp"
+
+#include <cupti.h>
+#include <dlfcn.h>
+
+#include <array>
+#include <atomic>
+#include <cstdlib>
+#include <memory>
+#include <string_view>
+
+namespace cumemaudit::shim {
+namespace {
+
+std::atomic<bool> g_subscribed{false};
+
+// The objects whose frames stand between the program and the driver in a callback.
+bool between(std::uintptr_t pc) {
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void*>(pc - 1), &info) == 0 || info.dli_fname == nullptr) return false;
+    std::string_view path(info.dli_fname);
+    const auto slash = path.rfind('/');
+    const std::string_view base = slash == std::string_view::npos ? path : path.substr(slash + 1);
+    return base.starts_with("libcumemaudit.so") || base.starts_with("libcupti") || base.starts_with("libcuda.so") ||
+           base.starts_with("libcudart");
+}
+
+// The program's call into the driver: the first frame outside the shim, CUPTI, libcuda and cudart (cudart
+// standing in for its caller, as the runtime wrappers make it). Cached per thread by return address.
+void* program_caller() {
+    void* frames[64];
+    const int n = unwind(frames, 64);
+    thread_local std::unique_ptr<std::array<std::pair<std::uintptr_t, bool>, 128>> cache;
+    if (!cache) cache = std::make_unique<std::array<std::pair<std::uintptr_t, bool>, 128>>();
+    for (int i = 0; i < n; ++i) {
+        const auto pc = reinterpret_cast<std::uintptr_t>(frames[i]);
+        auto& slot = (*cache)[(pc >> 2) % cache->size()];
+        if (slot.first != pc) slot = {pc, between(pc)};
+        if (!slot.second) return frames[i];
+    }
+    return n > 0 ? frames[n - 1] : nullptr;
+}
+
+template <typename Event, typename... A>
+void record_from_cupti(const char* api, CUresult r, A... a) {
+    ThreadState& t = thread_state();
+    t.in_cupti_callback = true;
+    {
+        Call call(api, program_caller());
+        if (call.recording()) {
+            ShimScope busy;
+            record(Event{}, call, r, a...);
+        }
+    }
+    t.in_cupti_callback = false;
+}
+
+#define CUMA_FIELDS_1(p, a) p->a
+#define CUMA_FIELDS_2(p, a, ...) p->a, CUMA_FIELDS_1(p, __VA_ARGS__)
+#define CUMA_FIELDS_3(p, a, ...) p->a, CUMA_FIELDS_2(p, __VA_ARGS__)
+#define CUMA_FIELDS_4(p, a, ...) p->a, CUMA_FIELDS_3(p, __VA_ARGS__)
+#define CUMA_FIELDS_5(p, a, ...) p->a, CUMA_FIELDS_4(p, __VA_ARGS__)
+#define CUMA_FIELDS_6(p, a, ...) p->a, CUMA_FIELDS_5(p, __VA_ARGS__)
+#define CUMA_PICK(_1, _2, _3, _4, _5, _6, name, ...) name
+#define CUMA_FIELDS_N(p, ...) \
+    CUMA_PICK(__VA_ARGS__, CUMA_FIELDS_6, CUMA_FIELDS_5, CUMA_FIELDS_4, CUMA_FIELDS_3, CUMA_FIELDS_2, CUMA_FIELDS_1)(p, __VA_ARGS__)
+#define CUMA_FIELDS(p, args) CUMA_FIELDS_N(p, CUMA_UNPAREN args)
+#define CUMA_UNPAREN(...) __VA_ARGS__
+
+// The driver-API callback ids the hook table covers.
+constexpr CUpti_CallbackId kCallbacks[] = {
+#define DRIVER_HOOK(symbol, event, api, params, args) CUPTI_DRIVER_TRACE_CBID_##symbol,
+#define RUNTIME_HOOK(symbol, api, params, args)
+#define DOOR_HOOK(symbol)
+#include "hooks.inc"
+#undef DRIVER_HOOK
+#undef RUNTIME_HOOK
+#undef DOOR_HOOK
+};
+
+using Subscribe = CUptiResult(CUPTIAPI*)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*, CUpti_SubscriberParams*);
+using EnableCallback = CUptiResult(CUPTIAPI*)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId);
+using ResultString = CUptiResult(CUPTIAPI*)(CUptiResult, const char**);
+
+void* load_cupti() {
+    // The toolkit's and the wheels' (nvidia-cuda-cupti) copies are rarely on the library path: the CLI
+    // passes the one it found in CUMEMAUDIT_CUPTI_LIB.
+    for (const char* name : {static_cast<const char*>(std::getenv("CUMEMAUDIT_CUPTI_LIB")), "libcupti.so.13", "libcupti.so",
+                             "/usr/local/cuda/lib64/libcupti.so.13", "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13"})
+        if (name != nullptr && *name != '\0')
+            if (void* lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)) return lib;
+    return nullptr;
+}
+
+}  // namespace
+
+void dispatch_cupti(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+    if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+    const auto* info = static_cast<const CUpti_CallbackData*>(data);
+    if (info->callbackSite != CUPTI_API_EXIT || info->functionParams == nullptr || info->functionReturnValue == nullptr)
+        return;
+    const CUresult r = *static_cast<const CUresult*>(info->functionReturnValue);
+    switch (cbid) {
+#define DRIVER_HOOK(symbol, event, api, params, args)                                    \
+    case CUPTI_DRIVER_TRACE_CBID_##symbol: {                                             \
+        const auto* p = static_cast<const symbol##_params*>(info->functionParams);       \
+        record_from_cupti<ev::event>(api, r, CUMA_FIELDS(p, args));                      \
+        break;                                                                           \
+    }
+#define RUNTIME_HOOK(symbol, api, params, args)
+#define DOOR_HOOK(symbol)
+#include "hooks.inc"
+#undef DRIVER_HOOK
+#undef RUNTIME_HOOK
+#undef DOOR_HOOK
+        default: break;
+    }
+}
+
+bool cupti_subscribed() { return g_subscribed.load(std::memory_order_relaxed); }
+
+}  // namespace cumemaudit::shim
+
+using namespace cumemaudit::shim;
+
+// Called by the driver at cuInit for CUDA_INJECTION64_PATH. Returns 1 (success) even when CUPTI is taken:
+// the preload backend then carries the audit, and the program must not notice either way.
+extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
+    if (current_options().backend == "preload") return 1;
+    void* lib = load_cupti();
+    auto subscribe = lib ? reinterpret_cast<Subscribe>(dlsym(lib, "cuptiSubscribe_v2")) : nullptr;
+    auto enable = lib ? reinterpret_cast<EnableCallback>(dlsym(lib, "cuptiEnableCallback")) : nullptr;
+    auto result_string = lib ? reinterpret_cast<ResultString>(dlsym(lib, "cuptiGetResultString")) : nullptr;
+    if (subscribe == nullptr || enable == nullptr) {
+        log_warning("backend={}: libcupti not found (set CUMEMAUDIT_CUPTI_LIB); the preload backend carries the audit",
+                    current_options().backend);
+        return 1;
+    }
+    static CUpti_SubscriberHandle subscriber = nullptr;
+    char holder[256] = {};
+    CUpti_SubscriberParams params{};
+    params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+    params.subscriberName = "cumemaudit";
+    params.oldSubscriberName = holder;
+    params.oldSubscriberSize = sizeof holder;
+    const CUptiResult res = subscribe(
+        &subscriber, [](void*, CUpti_CallbackDomain d, CUpti_CallbackId id, const void* data) { dispatch_cupti(d, id, data); },
+        nullptr, &params);
+    if (res != CUPTI_SUCCESS) {
+        const char* why = nullptr;
+        if (result_string != nullptr) result_string(res, &why);
+        log_warning("backend={}: CUPTI is held by {} ({}); the preload backend carries the audit, and the other tool "
+                    "keeps CUPTI", current_options().backend, holder[0] != '\0' ? holder : "another tool",
+                    why != nullptr ? why : "subscribe failed");
+        return 1;
+    }
+    for (CUpti_CallbackId id : kCallbacks) enable(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
+    g_subscribed.store(true);
+    log_info("backend={}: subscribed to CUPTI's driver-API callbacks", current_options().backend);
+    return 1;
+}

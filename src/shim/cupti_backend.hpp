@@ -1,0 +1,17 @@
+// cupti_backend: audit without LD_PRELOAD. InitializeInjection (exported; CUDA_INJECTION64_PATH) subscribes to
+// CUPTI's driver-API callbacks for the entry points of hooks.inc and feeds the same record() functions.
+// backend=cupti keeps the preloaded wrappers in standby (they record only if CUPTI is taken by another
+// tool); backend=both records through both, each call once.
+#pragma once
+
+#include <cupti_callbacks.h>
+
+namespace cumemaudit::shim {
+
+// One driver-API callback, as CUPTI delivers it (exposed for the unit test, which feeds recorded structs).
+void dispatch_cupti(CUpti_CallbackDomain, CUpti_CallbackId, const void* callback_data);
+
+// CUPTI accepted our subscription: with backend=cupti the wrappers stand by.
+bool cupti_subscribed();
+
+}  // namespace cumemaudit::shim
