@@ -14,11 +14,13 @@
 
 #include <cupti.h>
 #include <dlfcn.h>
+#include <link.h>
 
 #include <array>
 #include <atomic>
 #include <cstdlib>
 #include <memory>
+#include <string>
 #include <string_view>
 
 namespace cumemaudit::shim {
@@ -94,6 +96,24 @@ using Subscribe = CUptiResult(CUPTIAPI*)(CUpti_SubscriberHandle*, CUpti_Callback
 using EnableCallback = CUptiResult(CUPTIAPI*)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId);
 using ResultString = CUptiResult(CUPTIAPI*)(CUptiResult, const char**);
 
+// libcupti already in the process before the driver loaded us: a profiler (PyTorch's kineto, Nsight) links
+// it and may subscribe later. CUPTI takes one subscriber, so the audit yields it rather than break that tool.
+std::string cupti_loaded_by_others() {
+    std::string found;
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, size_t, void* out) {
+            const std::string_view path = info->dlpi_name != nullptr ? info->dlpi_name : "";
+            const auto slash = path.rfind('/');
+            if (path.substr(slash == std::string_view::npos ? 0 : slash + 1).starts_with("libcupti")) {
+                *static_cast<std::string*>(out) = std::string(path);
+                return 1;
+            }
+            return 0;
+        },
+        &found);
+    return found;
+}
+
 void* load_cupti() {
     // The toolkit's and the wheels' (nvidia-cuda-cupti) copies are rarely on the library path: the CLI
     // passes the one it found in CUMEMAUDIT_CUPTI_LIB.
@@ -139,6 +159,12 @@ using namespace cumemaudit::shim;
 // the preload backend then carries the audit, and the program must not notice either way.
 extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
     if (current_options().backend == "preload") return 1;
+    if (const std::string other = cupti_loaded_by_others(); !other.empty()) {
+        log_warning("backend={}: {} was loaded before the driver started, so a profiler in this process may need "
+                    "CUPTI, which takes one subscriber; the preload backend carries the audit and CUPTI is left to it",
+                    current_options().backend, other);
+        return 1;
+    }
     void* lib = load_cupti();
     auto subscribe = lib ? reinterpret_cast<Subscribe>(dlsym(lib, "cuptiSubscribe_v2")) : nullptr;
     auto enable = lib ? reinterpret_cast<EnableCallback>(dlsym(lib, "cuptiEnableCallback")) : nullptr;
