@@ -247,6 +247,25 @@ def case_sigterm(tmp):
     expect(rep["summary"]["leaked_bytes"] == 2 * MiB, f"report after SIGTERM: {rep['summary']}")
 
 
+def case_sigusr2_and_samples(tmp):
+    """SIGUSR2 marks the timeline and the program goes on; sample_ms adds periodic samples."""
+    cmd = [CLI, "run", *([] if REAL else ["--sim"]), "--report-dir", tmp, "--option", "sample_ms=100", "--", SCENARIOS, "wait"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    expect(proc.stdout.readline().strip() == "ready", "program did not start")
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGUSR2)
+    time.sleep(0.6)
+    expect(proc.poll() is None, "SIGUSR2 must not end the program")
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=30)
+    rep = only_report(tmp)
+    labels = [s["label"] for s in rep["steps"]]
+    expect(labels.count("SIGUSR2") == 1, f"one SIGUSR2 mark: {labels}")
+    expect(labels.count("sample") >= 4, f"samples every 100 ms for ~0.8 s: {labels}")
+    usr2 = next(s for s in rep["steps"] if s["label"] == "SIGUSR2")
+    expect(usr2["by_kind"].get("vmm_physical") == 2 * MiB, f"the mark sees the 2 MiB held: {usr2}")
+
+
 def case_checkpoint_timer(tmp):
     cmd = [CLI, "run", *([] if REAL else ["--sim"]), "--report-dir", tmp, "--option", "checkpoint_s=1", "--", SCENARIOS, "wait"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
