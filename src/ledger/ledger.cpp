@@ -212,19 +212,8 @@ Snapshot Ledger::snapshot(Moment moment, const ExportProbe& still_open) const {
                      [](const MisuseRow& a, const MisuseRow& b) { return a.count > b.count; });
     for (const MisuseRow& m : snap.misuse) snap.summary.misuse_events += m.count;
 
-    const std::size_t n = state_->owners.count();
-    for (std::size_t i = 0; i < n; ++i) {
-        const auto o = static_cast<OwnerId>(i);
-        if (state_->owners.peak(o) == 0) continue;
-        OwnerRow row;
-        row.owner = o;
-        row.name = state_->owners.name(o);
-        row.live_bytes = state_->owners.live(o);
-        row.peak_bytes = state_->owners.peak(o);
-        row.leaked_bytes = leaked_by_owner[o];
-        for (int k = 0; k < detail::kKinds; ++k) row.live_by_kind[k] = state_->owners.live(o, static_cast<Kind>(k));
-        snap.owners.push_back(std::move(row));
-    }
+    snap.owners = owners_now();
+    for (OwnerRow& row : snap.owners) row.leaked_bytes = leaked_by_owner[row.owner];
     std::stable_sort(snap.owners.begin(), snap.owners.end(),
                      [](const OwnerRow& a, const OwnerRow& b) { return a.live_bytes > b.live_bytes; });
 
