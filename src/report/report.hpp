@@ -66,6 +66,8 @@ struct Step {
     std::uint64_t pytorch_reserved_bytes = 0;
     std::uint64_t graph_mem_used_bytes = 0;          // cuDeviceGetGraphMemAttribute, used / reserved high
     std::uint64_t graph_mem_reserved_bytes = 0;
+    std::uint64_t async_pool_reserved_bytes = 0;     // stream-ordered pools, from CUPTI activity records
+    std::uint64_t async_pool_used_bytes = 0;         // (backend=cupti|both; 0 otherwise)
 };
 
 // Memory outside PyTorch grew past growth_alarm over one step (or unreachable VMM memory grew).

@@ -65,6 +65,8 @@ template <class V> void fields(V& v, Step& s) {
     v.opt("pytorch_reserved_bytes", s.pytorch_reserved_bytes);
     v.opt("graph_mem_used_bytes", s.graph_mem_used_bytes);
     v.opt("graph_mem_reserved_bytes", s.graph_mem_reserved_bytes);
+    v.opt("async_pool_reserved_bytes", s.async_pool_reserved_bytes);
+    v.opt("async_pool_used_bytes", s.async_pool_used_bytes);
 }
 template <class V> void fields(V& v, Alarm& a) {
     v.req("step", a.step);

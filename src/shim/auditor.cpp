@@ -2,6 +2,7 @@
 
 #include "call.hpp"
 #include "doors.hpp"
+#include "cupti_backend.hpp"
 #include "enforce.hpp"
 #include "export_key.hpp"
 #include "log.hpp"
@@ -186,12 +187,15 @@ void Auditor::checkpoint(const char* why) {
 void Auditor::step(std::uint64_t step, const char* label, std::uint64_t torch_allocated, std::uint64_t torch_reserved) {
     ShimScope busy;
     if (CUcontext ctx = current_context()) program_context_ = ctx;
-    timeline_.mark(Mark{step, label != nullptr ? label : "", torch_allocated, torch_reserved, driver_memory()});
+    const PoolFigures pools = cupti_pool_figures();
+    timeline_.mark(Mark{step, label != nullptr ? label : "", torch_allocated, torch_reserved, driver_memory(),
+                        pools.reserved, pools.used});
 }
 
 void Auditor::sample(const char* label) {
     ShimScope busy;
-    timeline_.mark(Mark{0, label, 0, 0, driver_memory(program_context_.load())});
+    const PoolFigures pools = cupti_pool_figures();
+    timeline_.mark(Mark{0, label, 0, 0, driver_memory(program_context_.load()), pools.reserved, pools.used});
 }
 
 std::string Auditor::report_path() const {

@@ -4,6 +4,8 @@
 // tool); backend=both records through both, each call once.
 #pragma once
 
+#include "cupti_pools.hpp"
+
 #include <cupti_callbacks.h>
 
 namespace cumemaudit::shim {
@@ -13,5 +15,9 @@ void dispatch_cupti(CUpti_CallbackDomain, CUpti_CallbackId, const void* callback
 
 // CUPTI accepted our subscription: with backend=cupti the wrappers stand by.
 bool cupti_subscribed();
+
+// Stream-ordered pool figures from CUPTI's activity records, flushed first; zeros without CUPTI. For
+// marks, from program or sampler threads, never from inside a CUPTI callback.
+PoolFigures cupti_pool_figures();
 
 }  // namespace cumemaudit::shim

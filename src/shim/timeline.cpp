@@ -35,6 +35,8 @@ void Timeline::mark(const Mark& m) {
     s.time_ns = now_ns();
     s.pytorch_allocated_bytes = m.torch_allocated;
     s.pytorch_reserved_bytes = m.torch_reserved;
+    s.async_pool_reserved_bytes = m.pool_reserved;
+    s.async_pool_used_bytes = m.pool_used;
     std::uint64_t tracked_on_device = 0;
     for (const ledger::OwnerRow& o : owners) {
         s.by_owner[o.name] = o.live_bytes;

@@ -25,6 +25,7 @@ struct Mark {
     std::string label;
     std::uint64_t torch_allocated = 0, torch_reserved = 0;
     DriverMemory driver;
+    std::uint64_t pool_reserved = 0, pool_used = 0;  // stream-ordered pools (CUPTI backend)
 };
 
 class Timeline {

@@ -331,6 +331,16 @@ def part_cupti(s):
     rc, out, err = s.audited([s.deepep, "--handle", "posix"], d, flags=["--backend", "cupti", "--option", "log_level=info"])
     s.check("--backend cupti: CUPTI subscribed and recorded (the wrappers stood by)",
             "subscribed to CUPTI" in err and rc == 23, rc=rc, err=err[-600:])
+    d = tempfile.mkdtemp()
+    rc, out, err = s.audited([f"{b}/tests/sim/audit/audit_scenarios", "async-growth"], d,
+                             flags=["--backend", "cupti", "--fail-on", "none"])
+    reps = s.report(d)
+    pools = [(x["step"], x.get("async_pool_reserved_bytes", 0), x.get("async_pool_used_bytes", 0))
+             for x in (reps[0]["steps"] if reps else [])]
+    s.facts["cupti_pool_steps"] = pools
+    s.check("--backend cupti: cuMemAllocAsync pool growth appears in the step records",
+            len(pools) == 4 and all(p[2] >= 64 * MiB * p[0] for p in pools) and pools[-1][1] >= 256 * MiB,
+            steps=pools, rc=rc, err=err[-300:])
     prof = {}
     for backend in ("preload", "cupti"):
         d = tempfile.mkdtemp()
@@ -447,7 +457,9 @@ def render(results):
         for pattern, c in sorted(f["cupti_costs"].items()):
             lines.append(f"| {CALL_PATTERNS.get(pattern, pattern)} | {c.get('plain', 0):.0f} | {c.get('preload', 0):.0f} | "
                          f"{c.get('cupti', 0):.0f} |")
-        lines += ["", f"torch.profiler beside each backend: {f.get('cupti_profiler')}", ""]
+        lines += ["", f"torch.profiler beside each backend: {f.get('cupti_profiler')}", "",
+                  f"Stream-ordered pool per step (step, reserved, used) from CUPTI activity records: "
+                  f"{f.get('cupti_pool_steps')}", ""]
     if "pool_bench" in f:
         lines += ["## Pool growth vs release-and-reallocate (POSIX fds)", "", "```", f["pool_bench"].strip(), "```", ""]
     if "calls_table" in f:

@@ -82,3 +82,34 @@ TEST_CASE("classic allocations and frees through callbacks; a call the wrappers 
     deliver(CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, free_params, CUDA_SUCCESS, "cuMemFree_v2");
     CHECK(now().summary.live_bytes == before);
 }
+
+TEST_CASE("pool activity records give each stream-ordered pool's latest reserved and used bytes") {
+    const shim::PoolFigures before = shim::pool_figures();
+    CUpti_ActivityMemory4 alloc{};
+    alloc.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+    alloc.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+    alloc.memoryPoolConfig.memoryPoolType = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL;
+    alloc.memoryPoolConfig.address = 0x5000;
+    alloc.memoryPoolConfig.pool.size = 32u << 20;
+    alloc.memoryPoolConfig.utilizedSize = 4u << 20;
+    shim::absorb_activity(reinterpret_cast<const CUpti_Activity*>(&alloc));
+    CHECK(shim::pool_figures().reserved == before.reserved + (32u << 20));
+    CHECK(shim::pool_figures().used == before.used + (4u << 20));
+
+    alloc.memoryPoolConfig.pool.size = 64u << 20;  // the pool grew: its latest figure replaces the last
+    alloc.memoryPoolConfig.utilizedSize = 40u << 20;
+    shim::absorb_activity(reinterpret_cast<const CUpti_Activity*>(&alloc));
+    CHECK(shim::pool_figures().reserved == before.reserved + (64u << 20));
+
+    CUpti_ActivityMemoryPool3 trimmed{};
+    trimmed.kind = CUPTI_ACTIVITY_KIND_MEMORY_POOL;
+    trimmed.memoryPoolOperationType = CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_TRIMMED;
+    trimmed.address = 0x5000;
+    trimmed.size = 8u << 20;
+    trimmed.utilizedSize = 0;
+    shim::absorb_activity(reinterpret_cast<const CUpti_Activity*>(&trimmed));
+    CHECK(shim::pool_figures().reserved == before.reserved + (8u << 20));
+    trimmed.memoryPoolOperationType = CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_DESTROYED;
+    shim::absorb_activity(reinterpret_cast<const CUpti_Activity*>(&trimmed));
+    CHECK(shim::pool_figures().reserved == before.reserved);
+}

@@ -255,6 +255,23 @@ int checkpoint_then_vanish() {
     _exit(0);
 }
 
+// The stream-ordered pool grows over four marked steps (each keeps 64 MiB more); the CUPTI backend's
+// activity records show the pool's growth in the step records.
+int async_growth() {
+    init();
+    auto step = reinterpret_cast<void (*)(uint64_t)>(dlsym(RTLD_DEFAULT, "cumemaudit_step"));
+    CUstream s;
+    OK(cuStreamCreate(&s, 0));
+    for (uint64_t n = 1; n <= 4; ++n) {
+        CUdeviceptr d;
+        OK(cuMemAllocAsync(&d, 64 * kMiB, s));
+        OK(cuStreamSynchronize(s));
+        if (step != nullptr) step(n);
+    }
+    std::printf("async_growth: done\n");
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -269,7 +286,8 @@ int main(int argc, char** argv) {
     if (what == "classic") return classic();
     if (what == "deepbind" && argc > 2) return deepbind(argv[2]);
     if (what == "checkpoint") return checkpoint_then_vanish();
+    if (what == "async-growth") return async_growth();
     if (what == "none") return 0;
-    std::fprintf(stderr, "usage: audit_scenarios misuse|reuse|open-export|threads|fork|exit N|wait|classic|deepbind LIB|checkpoint|none\n");
+    std::fprintf(stderr, "usage: audit_scenarios misuse|reuse|open-export|threads|fork|exit N|wait|classic|deepbind LIB|checkpoint|async-growth|none\n");
     return 2;
 }
