@@ -104,7 +104,6 @@ std::uint64_t Auditor::calls() const {
 }
 
 void Auditor::start_background() {
-    started_pid_ = getpid();
     wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (wake_fd_ < 0) throw std::runtime_error("eventfd failed");
     std::thread([this] { checkpoint_loop(); }).detach();
@@ -137,7 +136,6 @@ void Auditor::after_fork_in_child() {
     timeline_.reset();
     reset_enforcer();
     if (wake_fd_ >= 0) close(wake_fd_);  // shared with the parent: the child needs its own
-    started_pid_ = 0;
     start_background();
 }
 
