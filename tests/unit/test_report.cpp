@@ -82,8 +82,26 @@ Report full_report() {
     m.owner = "nccl";
     m.site.api = "cuMemRelease";
     r.misuse = {m};
-    r.owners = {Owner{"pytorch", 10, 20, 0}, Owner{"deepep", GiB, GiB, GiB}};
-    r.steps = {Step{1, 123456789, {{"pytorch", 10}, {"nccl", 5}}, 7 * GiB, 618}};
+    r.owners = {Owner{"pytorch", 10, 20, 0, {{"classic", 10}}}, Owner{"deepep", GiB, GiB, GiB, {{"vmm_physical", GiB}}}};
+    Step step;
+    step.step = 1;
+    step.time_ns = 123456789;
+    step.by_owner = {{"pytorch", 10}, {"nccl", 5}};
+    step.driver_used_bytes = 7 * GiB;
+    step.unattributed_bytes = 618;
+    step.label = "capture:begin";
+    step.by_kind = {{"classic", 15}};
+    step.driver_total_bytes = 141 * GiB;
+    step.pytorch_allocated_bytes = 8;
+    step.pytorch_reserved_bytes = 10;
+    step.graph_mem_used_bytes = 3;
+    step.graph_mem_reserved_bytes = 4;
+    step.async_pool_reserved_bytes = 64;
+    step.async_pool_used_bytes = 32;
+    r.steps = {step};
+    r.alarms = {Alarm{1, 123456789, "growth", "nccl", 300, 364, l.site}};
+    r.graphs = {Graph{1, 1, 6, 48, {{"pytorch", 48}}, 1, 310}};
+    r.reclaimed = {Reclaim{GiB, 1, 3, l.site}};
     r.suppressions = {SuppressionUse{"leak:*nccl*", 3}};
     r.options = {{"fail_on", "leaks"}, {"report_dir", "/tmp"}};
     r.checkpoint = true;
@@ -113,6 +131,12 @@ TEST_CASE("report JSON round trip keeps every field, with the contract's names")
     CHECK(j["summary"]["leaked_bytes"] == GiB);
     CHECK(j["steps"][0]["by_owner"]["nccl"] == 5);
     CHECK(j["suppressions"][0]["hits"] == 3);
+    CHECK(j["steps"][0]["label"] == "capture:begin");
+    CHECK(j["steps"][0]["async_pool_reserved_bytes"] == 64);
+    CHECK(j["owners"][1]["live_by_kind"]["vmm_physical"] == GiB);
+    CHECK(j["alarms"][0]["owner"] == "nccl");
+    CHECK(j["graphs"][0]["instantiate_cost_bytes"] == 310);
+    CHECK(j["reclaimed"][0]["references"] == 3);
     const Report back = from_json(nlohmann::json::parse(j.dump()));
     CHECK(to_json(back) == j);
     CHECK(back.leaks[0].site.frames[0].line == 42);
@@ -127,7 +151,7 @@ TEST_CASE("report JSON round trip keeps every field, with the contract's names")
 
 TEST_CASE("report fields added after v1 are optional when reading") {
     nlohmann::json j = to_json(full_report());
-    for (const char* k : {"suppressions", "options", "checkpoint", "time_ns"}) j.erase(k);
+    for (const char* k : {"suppressions", "options", "checkpoint", "time_ns", "alarms", "graphs", "reclaimed"}) j.erase(k);
     j["summary"].erase("suppressed_leaks");
     j["leaks"][0].erase("kind");
     const Report r = from_json(j);
