@@ -11,26 +11,13 @@
 #include <thread>
 #include <vector>
 
+#include "pool_test_support.hpp"
+
 using namespace cumemaudit::pool;
 
 namespace {
 
-constexpr std::size_t MiB = std::size_t{1} << 20;
-
-void setup() {
-    REQUIRE(cuInit(0) == CUDA_SUCCESS);
-    CUcontext ctx = nullptr;
-    REQUIRE(cuDevicePrimaryCtxRetain(&ctx, 0) == CUDA_SUCCESS);
-    REQUIRE(cuCtxSetCurrent(ctx) == CUDA_SUCCESS);
-}
-
-std::size_t free_bytes() {
-    std::size_t f = 0, t = 0;
-    REQUIRE(cuMemGetInfo(&f, &t) == CUDA_SUCCESS);
-    return f;
-}
-
-long long taken_since(std::size_t start) { return static_cast<long long>(start) - static_cast<long long>(free_bytes()); }
+using namespace pool_test;
 long long mib(std::size_t n) { return static_cast<long long>(n * MiB); }
 
 // Fails the test case unless no destructor saw the driver refuse a release (an unmap, an address free, a
