@@ -62,6 +62,7 @@ struct Step {
     std::string label;                               // "" for a numbered step; a phase name or "sample"
     std::map<std::string, std::uint64_t> by_kind;    // live bytes per kind at the mark
     std::uint64_t driver_total_bytes = 0;            // cuMemGetInfo total (0: not sampled)
+    std::uint64_t process_used_bytes = 0;            // NVML's figure for this process alone (0: unknown)
     std::uint64_t pytorch_allocated_bytes = 0;       // from cumemaudit.torch_step (0: not given)
     std::uint64_t pytorch_reserved_bytes = 0;
     std::uint64_t graph_mem_used_bytes = 0;          // cuDeviceGetGraphMemAttribute, used / reserved high

@@ -61,6 +61,7 @@ template <class V> void fields(V& v, Step& s) {
     v.opt("label", s.label);
     v.opt("by_kind", s.by_kind);
     v.opt("driver_total_bytes", s.driver_total_bytes);
+    v.opt("process_used_bytes", s.process_used_bytes);
     v.opt("pytorch_allocated_bytes", s.pytorch_allocated_bytes);
     v.opt("pytorch_reserved_bytes", s.pytorch_reserved_bytes);
     v.opt("graph_mem_used_bytes", s.graph_mem_used_bytes);

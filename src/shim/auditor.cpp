@@ -186,14 +186,14 @@ void Auditor::step(std::uint64_t step, const char* label, std::uint64_t torch_al
     ShimScope busy;
     if (CUcontext ctx = current_context()) program_context_ = ctx;
     const PoolFigures pools = cupti_pool_figures();
-    timeline_.mark(Mark{step, label != nullptr ? label : "", torch_allocated, torch_reserved, driver_memory(),
+    timeline_.mark(Mark{step, label != nullptr ? label : "", torch_allocated, torch_reserved, driver_memory(nullptr, WithNvml::yes),
                         pools.reserved, pools.used});
 }
 
 void Auditor::sample(const char* label) {
     ShimScope busy;
     const PoolFigures pools = cupti_pool_figures();
-    timeline_.mark(Mark{0, label, 0, 0, driver_memory(program_context_.load()), pools.reserved, pools.used});
+    timeline_.mark(Mark{0, label, 0, 0, driver_memory(program_context_.load(), WithNvml::yes), pools.reserved, pools.used});
 }
 
 std::string Auditor::report_path() const {

@@ -3,6 +3,7 @@
 #include "call.hpp"
 #include "doors.hpp"
 #include "hooks.hpp"
+#include "nvml_query.hpp"
 
 namespace cumemaudit::shim {
 namespace {
@@ -21,7 +22,7 @@ CUcontext current_context() {
     return ctx;
 }
 
-DriverMemory driver_memory(CUcontext fallback) {
+DriverMemory driver_memory(CUcontext fallback, WithNvml nvml) {
     DriverScope in_driver;  // our own questions are not the program's calls
     DriverMemory m;
     if (current_context() == nullptr) {
@@ -39,11 +40,14 @@ DriverMemory driver_memory(CUcontext fallback) {
     static const auto graph_attr =
         driver_fn<CUresult(CUDAAPI*)(CUdevice, CUgraphMem_attribute, void*)>("cuDeviceGetGraphMemAttribute");
     CUdevice dev = 0;
-    if (device_of != nullptr && graph_attr != nullptr && device_of(&dev) == CUDA_SUCCESS) {
+    if (device_of == nullptr || device_of(&dev) != CUDA_SUCCESS) return m;
+    m.device = dev;
+    if (graph_attr != nullptr) {
         cuuint64_t v = 0;
         if (graph_attr(dev, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &v) == CUDA_SUCCESS) m.graph_used = v;
         if (graph_attr(dev, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &v) == CUDA_SUCCESS) m.graph_reserved = v;
     }
+    if (nvml == WithNvml::yes) m.process_used = nvml_process_used(dev);
     return m;
 }
 

@@ -13,11 +13,15 @@ struct DriverMemory {
     bool known = false;
     std::uint64_t used = 0, total = 0;
     std::uint64_t graph_used = 0, graph_reserved = 0;  // cuDeviceGetGraphMemAttribute, where the driver has it
+    CUdevice device = -1;                              // the current context's device
+    std::uint64_t process_used = 0;                    // NVML's figure for this process (0: unknown)
 };
 
 // Needs a current context on this thread; `fallback` is made current first when none is (a sampler
 // thread of our own borrows the program's context for the question).
-DriverMemory driver_memory(CUcontext fallback = nullptr);
+// With `nvml`, also this process's own figure from NVML (marks only: the first asks loads NVML).
+enum class WithNvml : bool { no, yes };
+DriverMemory driver_memory(CUcontext fallback = nullptr, WithNvml nvml = WithNvml::no);
 
 // The calling thread's current context, or null.
 CUcontext current_context();

@@ -50,6 +50,7 @@ void Timeline::mark(const Mark& m) {
     if (m.driver.known) {
         s.driver_used_bytes = m.driver.used;
         s.driver_total_bytes = m.driver.total;
+        s.process_used_bytes = m.driver.process_used;
         // Context, modules, graph executables, and any other process on the device: what no call named.
         s.unattributed_bytes = m.driver.used > tracked_on_device ? m.driver.used - tracked_on_device : 0;
         s.graph_mem_used_bytes = m.driver.graph_used;

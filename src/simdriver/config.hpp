@@ -9,6 +9,8 @@
 
 namespace cumemaudit::sim {
 
+inline constexpr int kSimFirstPciBus = 0x18;  // device d sits on PCI bus 0x18 + d (simulated NVML agrees)
+
 struct Config {
     std::uint64_t memory_per_device = 80ull << 30;  // an H100/H200-class 80 GiB by default
     int devices = 8;                                // one HGX node

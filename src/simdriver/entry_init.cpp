@@ -103,6 +103,16 @@ CUresult cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev) 
     });
 }
 
+// Bus ids 0x18, 0x19, … as on an 8-GPU H200 board; the simulated NVML maps them back.
+CUresult cuDeviceGetPCIBusId(char* bus_id, int len, CUdevice dev) {
+    return guarded([&] {
+        if (bus_id == nullptr || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+        if (CUresult r = check_device(dev); r != CUDA_SUCCESS) return r;
+        std::snprintf(bus_id, static_cast<std::size_t>(len), "0000:%02x:00.0", cumemaudit::sim::kSimFirstPciBus + dev);
+        return CUDA_SUCCESS;
+    });
+}
+
 CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
     return guarded([&] {
         if (bytes == nullptr) return CUDA_ERROR_INVALID_VALUE;

@@ -30,6 +30,7 @@ struct NodeUser {
 struct NodeAlloc {
     std::uint64_t id;  // 0: free slot
     std::int32_t device;
+    std::int32_t creator;  // pid NVML charges the allocation to, as the real driver charges its creator
     std::uint32_t users;  // entries used in user[]
     std::uint64_t size;
     CUmemAllocationProp prop;
@@ -240,6 +241,28 @@ std::uint64_t SimNode::va_slice() const { return shared_ && slot_ >= 0 ? kNodeVa
 
 std::uint64_t SimNode::used(int device) const { return seg_->used[device]; }
 
+std::vector<SimNode::ProcessUse> SimNode::processes(int device) const {
+    std::vector<ProcessUse> out;
+    auto charge = [&](std::int32_t pid, std::uint64_t bytes) {
+        auto it = std::find_if(out.begin(), out.end(), [&](const ProcessUse& p) { return p.pid == pid; });
+        if (it == out.end()) out.push_back({pid, bytes});
+        else it->bytes += bytes;
+    };
+    if (!shared_) {  // one process, unregistered (slot 0): everything on the device is its own
+        charge(::getpid(), seg_->used[device]);
+        return out;
+    }
+    for (const NodeProcess& p : seg_->proc)
+        if (p.pid != 0) charge(p.pid, p.classic[device]);
+    for (std::uint32_t s = 0; s < seg_->alloc_high; ++s) {
+        const NodeAlloc& a = seg_->alloc[s];
+        if (a.id != 0 && a.device == device &&
+            std::any_of(seg_->proc, seg_->proc + kNodeProcesses, [&](const NodeProcess& p) { return p.pid == a.creator; }))
+            charge(a.creator, a.size);
+    }
+    return out;
+}
+
 bool SimNode::charge_classic(int device, std::uint64_t bytes) {
     if (bytes > seg_->memory_per_device - seg_->used[device]) return false;
     seg_->used[device] += bytes;
@@ -266,6 +289,7 @@ SimNode::CreateResult SimNode::create(int device, std::uint64_t size, const CUme
         a.size = size;
         a.prop = prop;
         std::copy(nonce, nonce + 4, a.nonce);
+        a.creator = pid_;
         a.users = 1;
         a.user[0] = NodeUser{pid_, 1, 0};
         seg_->used[device] += size;

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace cumemaudit::sim {
 
@@ -66,6 +67,14 @@ public:
 
     // ---- device capacity. Classic bytes are counted per process so a dead process's come back.
     std::uint64_t used(int device) const;
+    // What NVML would list for the device: each live process with its classic bytes plus the physical
+    // allocations it created that are still alive (an allocation kept alive by importers after its creator
+    // died is charged to nobody).
+    struct ProcessUse {
+        std::int32_t pid;
+        std::uint64_t bytes;
+    };
+    std::vector<ProcessUse> processes(int device) const;
     bool charge_classic(int device, std::uint64_t bytes);  // false: not enough free memory
     void uncharge_classic(int device, std::uint64_t bytes);
 

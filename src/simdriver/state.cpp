@@ -272,6 +272,15 @@ CUresult SimState::current_device(int* dev) const {
     return impl_->current_device(dev);
 }
 
+std::vector<SimNode::ProcessUse> SimState::processes(int device) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.node || device < 0 || device >= s.config.devices) return {};
+    SimNode::Lock node(*s.node);
+    s.reap_all();
+    return s.node->processes(device);
+}
+
 // ---------------- classic memory ----------------
 
 CUresult SimState::mem_get_info(std::size_t* free, std::size_t* total) {

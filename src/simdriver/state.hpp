@@ -7,8 +7,11 @@
 
 #include <cuda.h>
 
+#include "node.hpp"
+
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 namespace cumemaudit::sim {
 
@@ -31,6 +34,9 @@ public:
     CUresult set_current_context(CUcontext ctx);
     // Device of the current context: NOT_INITIALIZED / INVALID_CONTEXT when there is none.
     CUresult current_device(int* dev) const;
+
+    // What the simulated NVML lists for `device` (empty before cuInit: no node is open yet).
+    std::vector<SimNode::ProcessUse> processes(int device);
 
     // --- classic memory ---
     CUresult mem_get_info(std::size_t* free, std::size_t* total);

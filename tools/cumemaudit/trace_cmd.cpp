@@ -57,6 +57,7 @@ void add_report(const report::Report& r, int pid, std::uint64_t origin, json& li
         for (std::size_t i = 0; i < t.owners.size(); ++i) ev.counter("owner " + t.owners[i], s.time_ns, p.owner_bytes[i]);
         ev.counter("driver used", s.time_ns, s.driver_used_bytes);
         ev.counter("unattributed", s.time_ns, s.unattributed_bytes);
+        if (s.process_used_bytes != 0) ev.counter("process used (NVML)", s.time_ns, s.process_used_bytes);
         json args = {{"tracked_bytes", p.tracked_bytes}, {"driver_used_bytes", s.driver_used_bytes},
                      {"unattributed_bytes", s.unattributed_bytes}};
         if (s.pytorch_reserved_bytes) {

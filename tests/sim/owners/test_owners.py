@@ -71,6 +71,7 @@ def case_steady(tmp):
         tracked = sum(s["by_owner"].values())
         expect(s["driver_used_bytes"] == tracked and s["unattributed_bytes"] == 0,
                f"step {n}: the simulated driver's used memory is exactly what was tracked: {s}")
+        expect(s["process_used_bytes"] == tracked, f"step {n}: NVML charges this process all of it: {s}")
     expect(rep.get("alarms", []) == [] and "grew" not in err, f"a steady job raises no alarm: {rep.get('alarms')}\n{err}")
 
 
@@ -113,6 +114,41 @@ def case_graph(tmp):
     expect(g["id"] == 1 and g["step"] == 0 and g["allocations"] == 1 and g["bytes"] == 48 * MiB
            and g["bytes_by_owner"] == {"pytorch": 48 * MiB} and g["instantiations"] == 1, f"graph: {g}")
     expect(g["instantiate_cost_bytes"] == 0, "the simulated driver charges nothing to instantiate")
+
+
+HOLDER = """
+import ctypes, sys
+cu = ctypes.CDLL(sys.argv[1])
+dev, ctx, ptr = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_uint64()
+assert cu.cuInit(0) == 0 and cu.cuDeviceGet(ctypes.byref(dev), 0) == 0
+assert cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0 and cu.cuCtxSetCurrent(ctx) == 0
+assert cu.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(int(sys.argv[2]))) == 0
+print("holding", flush=True)
+sys.stdin.read()
+"""
+
+
+def case_process_figure(tmp):
+    """Another process on the same simulated node holds 256 MiB: cuMemGetInfo counts it, NVML's per-process
+    figure does not, so a step tells this process's memory from its neighbours'."""
+    node = f"owners-{os.getpid()}"
+    env = dict(os.environ, CUMEMAUDIT_SIM_NODE=node)
+    driver = os.path.join(os.environ["CUMEMAUDIT_SIM_DIR"], "libcuda.so.1")
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, driver, str(256 * MiB)], env=env, text=True,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        expect(holder.stdout.readline().strip() == "holding", "the neighbour allocated")
+        os.environ["CUMEMAUDIT_SIM_NODE"] = node
+        rep, _ = job(tmp, "steady")
+    finally:
+        os.environ.pop("CUMEMAUDIT_SIM_NODE", None)
+        holder.communicate("", timeout=30)
+        if os.path.exists(f"/dev/shm/cumemaudit-sim-{node}"):
+            os.unlink(f"/dev/shm/cumemaudit-sim-{node}")
+    for n, s in numbered(rep).items():
+        tracked = sum(s["by_owner"].values())
+        expect(s["process_used_bytes"] == tracked, f"step {n}: NVML's figure is this process's alone: {s}")
+        expect(s["driver_used_bytes"] == tracked + 256 * MiB, f"step {n}: cuMemGetInfo sees the neighbour: {s}")
 
 
 def case_owner_rules(tmp):

@@ -1,0 +1,149 @@
+// The simulated NVML, libnvidia-ml.so.1: the few calls that read per-process device memory, answered from
+// the simulated driver's node (so processes of one CUMEMAUDIT_SIM_NODE see each other, as nvidia-smi
+// lists every process on a GPU). Loaded beside the simulated libcuda.so.1; the real NVML's ABI: versioned
+// names, nvmlProcessInfo_v2_t, NVML_ERROR_* codes.
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <mutex>
+
+namespace {
+
+enum : int {
+    kSuccess = 0,
+    kUninitialized = 1,
+    kInvalidArgument = 2,
+    kNotFound = 6,
+    kInsufficientSize = 7,
+    kLibraryNotFound = 12,
+    kUnknown = 999,
+};
+
+struct ProcessInfo {  // nvmlProcessInfo_v2_t
+    unsigned int pid;
+    unsigned long long usedGpuMemory;
+    unsigned int gpuInstanceId;
+    unsigned int computeInstanceId;
+};
+
+constexpr int kMaxDevices = 64;
+constexpr int kFirstPciBus = 0x18;  // the simulated driver's cuDeviceGetPCIBusId: bus 0x18 + ordinal
+struct Device {
+    int index;
+};
+Device g_devices[kMaxDevices];
+
+using Processes = int (*)(int, unsigned int*, int*, unsigned long long*);
+struct Driver {
+    Processes processes = nullptr;
+    int devices = 0;
+};
+std::mutex g_mu;
+Driver g_driver;
+int g_inits = 0;
+
+int load_driver() {
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) return kLibraryNotFound;
+    auto processes = reinterpret_cast<Processes>(dlsym(lib, "cumemaudit_sim_processes"));
+    auto init = reinterpret_cast<int (*)(unsigned)>(dlsym(lib, "cuInit"));
+    auto count = reinterpret_cast<int (*)(int*)>(dlsym(lib, "cuDeviceGetCount"));
+    if (processes == nullptr || init == nullptr || count == nullptr) return kLibraryNotFound;  // not the simulated one
+    int n = 0;
+    if (init(0) != 0 || count(&n) != 0) return kUnknown;
+    g_driver = Driver{processes, n < kMaxDevices ? n : kMaxDevices};
+    for (int i = 0; i < kMaxDevices; ++i) g_devices[i].index = i;
+    return kSuccess;
+}
+
+Device* device_of(void* handle) {
+    auto* d = static_cast<Device*>(handle);
+    return d >= g_devices && d < g_devices + g_driver.devices ? d : nullptr;
+}
+
+}  // namespace
+
+extern "C" {
+
+__attribute__((visibility("default"))) int nvmlInit_v2() {
+    std::lock_guard lock(g_mu);
+    if (g_inits == 0) {
+        if (const int r = load_driver(); r != kSuccess) return r;
+    }
+    ++g_inits;
+    return kSuccess;
+}
+
+__attribute__((visibility("default"))) int nvmlShutdown() {
+    std::lock_guard lock(g_mu);
+    if (g_inits == 0) return kUninitialized;
+    --g_inits;
+    return kSuccess;
+}
+
+__attribute__((visibility("default"))) const char* nvmlErrorString(int r) {
+    switch (r) {
+        case kSuccess: return "Success";
+        case kUninitialized: return "Uninitialized";
+        case kInvalidArgument: return "Invalid Argument";
+        case kNotFound: return "Not Found";
+        case kInsufficientSize: return "Insufficient Size";
+        case kLibraryNotFound: return "NVML Shared Library Not Found";
+        default: return "Unknown Error";
+    }
+}
+
+__attribute__((visibility("default"))) int nvmlDeviceGetCount_v2(unsigned int* count) {
+    std::lock_guard lock(g_mu);
+    if (g_inits == 0) return kUninitialized;
+    if (count == nullptr) return kInvalidArgument;
+    *count = static_cast<unsigned int>(g_driver.devices);
+    return kSuccess;
+}
+
+__attribute__((visibility("default"))) int nvmlDeviceGetHandleByIndex_v2(unsigned int index, void** device) {
+    std::lock_guard lock(g_mu);
+    if (g_inits == 0) return kUninitialized;
+    if (device == nullptr || index >= static_cast<unsigned int>(g_driver.devices)) return kInvalidArgument;
+    *device = &g_devices[index];
+    return kSuccess;
+}
+
+// Accepts "0000:19:00.0" and NVML's own "00000000:19:00.0".
+__attribute__((visibility("default"))) int nvmlDeviceGetHandleByPciBusId_v2(const char* bus_id, void** device) {
+    std::lock_guard lock(g_mu);
+    if (g_inits == 0) return kUninitialized;
+    unsigned domain = 0, bus = 0, dev = 0, fn = 0;
+    if (bus_id == nullptr || device == nullptr || std::sscanf(bus_id, "%x:%x:%x.%x", &domain, &bus, &dev, &fn) != 4)
+        return kInvalidArgument;
+    const int index = static_cast<int>(bus) - kFirstPciBus;
+    if (domain != 0 || dev != 0 || fn != 0 || index < 0 || index >= g_driver.devices) return kNotFound;
+    *device = &g_devices[index];
+    return kSuccess;
+}
+
+__attribute__((visibility("default"))) int nvmlDeviceGetComputeRunningProcesses_v3(void* device, unsigned int* count,
+                                                                                    ProcessInfo* infos) {
+    Processes processes = nullptr;
+    Device* d = nullptr;
+    {
+        std::lock_guard lock(g_mu);
+        if (g_inits == 0) return kUninitialized;
+        d = device_of(device);
+        processes = g_driver.processes;
+    }
+    if (d == nullptr || count == nullptr) return kInvalidArgument;
+    int pids[256];
+    unsigned long long bytes[256];
+    unsigned int n = 256;
+    if (const int r = processes(d->index, &n, pids, bytes); r != kSuccess) return r;
+    const unsigned int room = *count;
+    *count = n;
+    if (n > room) return kInsufficientSize;
+    if (n != 0 && infos == nullptr) return kInvalidArgument;
+    for (unsigned int i = 0; i < n; ++i)
+        infos[i] = ProcessInfo{static_cast<unsigned int>(pids[i]), bytes[i], ~0u, ~0u};
+    return kSuccess;
+}
+
+}  // extern "C"
