@@ -262,7 +262,7 @@ def part_ranks(s):
     """Issue 6 on the GPU: two processes, a POSIX fd over a Unix socket; the importer's unreleased import
     pins the exporter's memory, and the merge says so, matching cuMemGetInfo."""
     d = tempfile.mkdtemp()
-    rc, out, err = s.audited([os.path.join(s.build, "tests", "gpu", "fd_share"), "--gib", "2"], d)
+    rc, out, err = s.audited([os.path.join(s.build, "tests", "ranks", "fd_share"), "--gib", "2"], d)
     m = re.search(r"pinned_drop=(\d+)", out)
     rc2, mout, merr = s.sh([s.cli, "merge", d, "-o", os.path.join(d, "job.json")])
     job = json.load(open(os.path.join(d, "job.json"))) if os.path.exists(os.path.join(d, "job.json")) else {}

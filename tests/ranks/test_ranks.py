@@ -248,8 +248,31 @@ def case_report_dir(tmp, node):
     expect(f"p{rep['process']['pid']}/" in found[0] and f"rank0-{rep['process']['host']}/" in found[0], f"path {found[0]}")
 
 
+def case_fd_share(tmp, node):
+    """POSIX fds across processes: rank 0 exports an fd, passes it over a Unix socket (SCM_RIGHTS), releases
+    and closes everything; rank 1 imports, maps, unmaps, frees the range but keeps its import reference.
+    The memory stays allocated though nothing can use it: the merge names rank 1 as pinning rank 0's 1 GiB,
+    equal to the node's free-memory drop rank 0 measures."""
+    env = {**os.environ, "CUMEMAUDIT_SIM_NODE": node}
+    proc = subprocess.run([CLI, "run", "--sim", "--report-dir", os.path.join(tmp, "reports"), "--fail-on", "none",
+                           "--", os.environ["FD_SHARE"], "--gib", "1"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    expect(proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    m = re.search(r"pinned_drop=(\d+)", proc.stdout)
+    expect(m is not None and int(m.group(1)) == 1 << 30, f"the node lost 1 GiB while nothing could use it:\n{proc.stdout}")
+    reps = rank_reports(tmp)
+    expect(sorted(reps) == [0, 1], f"ranks reported: {sorted(reps)}")
+    expect(reps[0]["summary"]["leaked_bytes"] == 0, f"the exporter released all it took: {reps[0]['summary']}")
+    rows = [(l["class"], l["site"]["api"], l["bytes"], l["handle_type"]) for l in reps[1]["leaks"]]
+    expect(rows == [("unreachable", "cuMemImportFromShareableHandle", 1 << 30, "posix_fd")], f"importer's leaks: {rows}")
+    job, text = merge(tmp)
+    pin = [(p["importer_rank"], p["exporter_rank"], p["bytes"]) for p in job["pinning"]]
+    expect(pin == [(1, 0, 1 << 30)], f"pinning: {job['pinning']}")
+    expect("rank 1's imports pin 1.0 GiB of rank 0's memory" in text, f"text:\n{text}")
+
+
 CASES = {"leak": case_leak, "fixed": case_fixed, "killed": case_killed, "merge-problems": case_merge_problems,
-         "report-dir": case_report_dir}
+         "report-dir": case_report_dir, "fd-share": case_fd_share}
 
 
 def main():
