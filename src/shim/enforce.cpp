@@ -136,6 +136,22 @@ std::optional<CUresult> enforce_before(ev::Properties, Call& call, CUmemAllocati
     return std::nullopt;
 }
 
+std::optional<CUresult> enforce_before(ev::MapArray, Call& call, CUarrayMapInfo*& list, unsigned int& count, CUstream&) {
+    if (list == nullptr || count == 0) return std::nullopt;  // the driver's own answer
+    // The driver reads the list during the call (the mapping itself is stream-ordered), so a per-thread
+    // copy lives long enough.
+    thread_local std::vector<CUarrayMapInfo> copy;
+    copy.assign(list, list + count);
+    for (CUarrayMapInfo& m : copy) {
+        if (m.memOperationType != CU_MEM_OPERATION_TYPE_MAP || m.memHandleType != CU_MEM_HANDLE_TYPE_GENERIC) continue;
+        const auto real = real_of(m.memHandle.memHandle);
+        if (!real) return refuse(call, "cuMemMapArrayAsync");
+        m.memHandle.memHandle = *real;
+    }
+    list = copy.data();
+    return std::nullopt;
+}
+
 void enforce_after(ev::Create, CUresult r, CUmemGenericAllocationHandle* handle, size_t, const CUmemAllocationProp*,
                    unsigned long long) {
     if (r == CUDA_SUCCESS && handle != nullptr) *handle = hand_out(*handle, true);

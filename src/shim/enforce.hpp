@@ -29,6 +29,8 @@ std::optional<CUresult> enforce_before(ev::Map, Call&, CUdeviceptr&, size_t&, si
 std::optional<CUresult> enforce_before(ev::Export, Call&, void*&, CUmemGenericAllocationHandle&,
                                        CUmemAllocationHandleType&, unsigned long long&);
 std::optional<CUresult> enforce_before(ev::Properties, Call&, CUmemAllocationProp*&, CUmemGenericAllocationHandle&);
+// Points the list at a translated copy (the program's own list is never written).
+std::optional<CUresult> enforce_before(ev::MapArray, Call&, CUarrayMapInfo*&, unsigned int&, CUstream&);
 
 // After the driver call and its record: hand out virtual handles, reclaim what became unreachable.
 template <typename Event, typename... A>

@@ -11,6 +11,7 @@ namespace cumemaudit::shim {
 namespace ev {
 struct Count {};  // counted, nothing to record
 struct Properties {};  // cuMemGetAllocationPropertiesFromHandle: counted; enforce mode translates its handle
+struct MapArray {};    // cuMemMapArrayAsync (sparse arrays): counted, not modelled; enforce mode translates its handles
 struct Create {};
 struct Release {};
 struct Retain {};
@@ -41,6 +42,8 @@ template <typename... A>
 void record(ev::Count, Call&, CUresult, A...) {}
 template <typename... A>
 void record(ev::Properties, Call&, CUresult, A...) {}
+template <typename... A>
+void record(ev::MapArray, Call&, CUresult, A...) {}
 
 // What a call does before the driver runs. A call that ends a value's life holds the value's stripe across
 // the driver call (see order_stripe); instantiating a graph samples driver-used memory first; the rest

@@ -98,4 +98,27 @@ CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp* prop, CUmem
     });
 }
 
+// Sparse arrays are not simulated (there is no cuArrayCreate here): the list and its handles are checked as
+// the real driver checks them, so a stale or made-up handle gets CUDA_ERROR_INVALID_VALUE, and a list that
+// passes is answered CUDA_ERROR_NOT_SUPPORTED with nothing mapped.
+static CUresult map_array(CUarrayMapInfo* list, unsigned int count, CUstream stream) {
+    if (list == nullptr || count == 0) return CUDA_ERROR_INVALID_VALUE;
+    SimState& s = SimState::get();
+    if (CUresult r = s.stream_check(stream); r != CUDA_SUCCESS) return r;
+    for (unsigned int i = 0; i < count; ++i) {
+        const CUarrayMapInfo& m = list[i];
+        if (m.memOperationType != CU_MEM_OPERATION_TYPE_MAP || m.memHandleType != CU_MEM_HANDLE_TYPE_GENERIC) continue;
+        CUmemAllocationProp prop{};
+        if (s.properties(&prop, m.memHandle.memHandle) != CUDA_SUCCESS) return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+CUresult cuMemMapArrayAsync(CUarrayMapInfo* mapInfoList, unsigned int count, CUstream hStream) {
+    return guarded([&] { return map_array(mapInfoList, count, hStream); });
+}
+CUresult cuMemMapArrayAsync_ptsz(CUarrayMapInfo* mapInfoList, unsigned int count, CUstream hStream) {
+    return guarded([&] { return map_array(mapInfoList, count, hStream); });
+}
+
 }  // extern "C"

@@ -272,6 +272,45 @@ int async_growth() {
     return 0;
 }
 
+const char* result_name(CUresult r) {
+    const char* name = nullptr;
+    cuGetErrorName(r, &name);
+    return name != nullptr ? name : "?";
+}
+
+// cuMemMapArrayAsync takes handles inside a list: with a live handle the simulated driver answers
+// NOT_SUPPORTED (it has no sparse arrays), with a made-up one INVALID_VALUE. Then the handle's only mapping
+// goes and its range is freed while the reference is held (what enforce mode reclaims), and the list is
+// tried again. Prints each answer and whether the program's list came back untouched.
+int map_array() {
+    init();
+    CUmemAllocationProp p = props();
+    CUmemGenericAllocationHandle h = 0;
+    OK(cuMemCreate(&h, kGran, &p, 0));
+    CUarrayMapInfo m{};
+    m.resourceType = CU_RESOURCE_TYPE_ARRAY;
+    m.subresourceType = CU_ARRAY_SPARSE_SUBRESOURCE_TYPE_MIPTAIL;
+    m.memOperationType = CU_MEM_OPERATION_TYPE_MAP;
+    m.memHandleType = CU_MEM_HANDLE_TYPE_GENERIC;
+    m.memHandle.memHandle = h;
+    m.deviceBitMask = 1;
+    const CUresult live = cuMemMapArrayAsync(&m, 1, nullptr);
+    const bool intact = m.memHandle.memHandle == h;
+    m.memHandle.memHandle = h ^ 0x5a5a0000u;
+    const CUresult madeup = cuMemMapArrayAsync(&m, 1, nullptr);
+    m.memHandle.memHandle = h;
+    CUdeviceptr va = 0;
+    OK(cuMemAddressReserve(&va, kGran, 0, 0, 0));
+    OK(cuMemMap(va, kGran, 0, h, 0));
+    OK(cuMemUnmap(va, kGran));
+    OK(cuMemAddressFree(va, kGran));
+    const CUresult after = cuMemMapArrayAsync(&m, 1, nullptr);
+    OK(cuMemRelease(h));
+    std::printf("map_array: live=%s madeup=%s intact=%d after_unreachable=%s\n", result_name(live),
+                result_name(madeup), intact ? 1 : 0, result_name(after));
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -287,7 +326,8 @@ int main(int argc, char** argv) {
     if (what == "deepbind" && argc > 2) return deepbind(argv[2]);
     if (what == "checkpoint") return checkpoint_then_vanish();
     if (what == "async-growth") return async_growth();
+    if (what == "map-array") return map_array();
     if (what == "none") return 0;
-    std::fprintf(stderr, "usage: audit_scenarios misuse|reuse|open-export|threads|fork|exit N|wait|classic|deepbind LIB|checkpoint|async-growth|none\n");
+    std::fprintf(stderr, "usage: audit_scenarios misuse|reuse|open-export|threads|fork|exit N|wait|classic|deepbind LIB|checkpoint|async-growth|map-array|none\n");
     return 2;
 }

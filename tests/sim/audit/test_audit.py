@@ -406,6 +406,21 @@ def case_enforce_misuse(tmp):
     expect(top_frame(rows["cuMemCreate"])["line"] == marker_line(SCEN_SRC, "reuse_second"), "the second creation leaked")
 
 
+def case_enforce_map_array(tmp):
+    """cuMemMapArrayAsync under enforce: the handles inside the program's list are translated on a copy (the
+    driver sees the live handle, the list comes back untouched), a made-up handle gets the driver's own
+    answer, and a handle enforce reclaimed is refused with a message instead of passed on as garbage."""
+    audit = run([SCENARIOS, "map-array"], tmp, rc=0)
+    expect("live=CUDA_ERROR_NOT_SUPPORTED madeup=CUDA_ERROR_INVALID_VALUE intact=1 "
+           "after_unreachable=CUDA_ERROR_NOT_SUPPORTED" in audit.stdout, f"audit mode passes the list on:\n{audit.stdout}")
+    d = tempfile.mkdtemp(dir=tmp)
+    proc = run([SCENARIOS, "map-array"], d, flags=["--option", "mode=enforce"], rc=0)
+    expect("live=CUDA_ERROR_NOT_SUPPORTED madeup=CUDA_ERROR_INVALID_VALUE intact=1 "
+           "after_unreachable=CUDA_ERROR_INVALID_VALUE" in proc.stdout, f"enforce translates, then refuses:\n{proc.stdout}")
+    expect("mode=enforce: cuMemMapArrayAsync of a handle this process does not hold" in proc.stderr, proc.stderr)
+    expect(only_report(d)["summary"]["leaked_bytes"] == 0, "the late release was answered; nothing leaked")
+
+
 def case_no_cuda(tmp):
     proc = run(["bash", "-c", "true"], tmp, rc=0)
     expect(reports(tmp) == {} and proc.stderr == "", f"a process without CUDA writes nothing: {proc.stderr}")
