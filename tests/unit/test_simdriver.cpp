@@ -529,7 +529,7 @@ TEST_CASE("every catalog row is exported and cuGetProcAddress hands out exactly 
         }
         ++rows;
     }
-    CHECK(rows == 54);
+    CHECK(rows == 56);
     // The executable holds a copy of the data symbol (copy relocation); compare the strings it points to.
     auto* exported_version = static_cast<const char* const*>(::dlsym(lib, "cumemaudit_sim_driver_version"));
     REQUIRE(exported_version != nullptr);
@@ -629,4 +629,47 @@ TEST_CASE("concurrent create/map/unmap/release from several threads balances exa
     for (auto& th : threads) th.join();
     CHECK(failures == std::vector<int>{0, 0, 0, 0});
     CHECK(free_bytes() == start);
+}
+
+TEST_CASE("the simulated NVML charges this process what it holds, found by the device's PCI bus id") {
+    setup();
+    char bus[32] = {};
+    REQUIRE(cuDeviceGetPCIBusId(bus, sizeof bus, 0) == CUDA_SUCCESS);
+    CHECK(std::string(bus) == "0000:18:00.0");
+    CHECK(cuDeviceGetPCIBusId(bus, sizeof bus, 99) == CUDA_ERROR_INVALID_DEVICE);
+
+    void* nvml = ::dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);  // beside libcuda.so.1 on the path
+    REQUIRE(nvml != nullptr);
+    struct Info {
+        unsigned int pid;
+        unsigned long long used;
+        unsigned int gi, ci;
+    };
+    auto init = reinterpret_cast<int (*)()>(::dlsym(nvml, "nvmlInit_v2"));
+    auto by_bus = reinterpret_cast<int (*)(const char*, void**)>(::dlsym(nvml, "nvmlDeviceGetHandleByPciBusId_v2"));
+    auto procs = reinterpret_cast<int (*)(void*, unsigned int*, Info*)>(::dlsym(nvml, "nvmlDeviceGetComputeRunningProcesses_v3"));
+    REQUIRE((init && by_bus && procs));
+    void* dev = nullptr;
+    unsigned int n = 0;
+    CHECK(by_bus(bus, &dev) == 1);  // NVML_ERROR_UNINITIALIZED before nvmlInit
+    REQUIRE(init() == 0);
+    CHECK(by_bus("0000:77:00.0", &dev) == 6);  // NVML_ERROR_NOT_FOUND
+    CHECK(by_bus("not a bus id", &dev) == 2);  // NVML_ERROR_INVALID_ARGUMENT
+    REQUIRE(by_bus("00000000:18:00.0", &dev) == 0);  // NVML's own 8-digit domain form
+
+    CUdeviceptr p = 0;
+    REQUIRE(cuMemAlloc(&p, 64 * MiB) == CUDA_SUCCESS);
+    const std::size_t used = 80 * GiB - free_bytes();  // every byte of this process's device (a private node)
+    CHECK(procs(dev, &n, nullptr) == 7);  // NVML_ERROR_INSUFFICIENT_SIZE, with the count needed
+    CHECK(n == 1);
+    Info info[4] = {};
+    n = 4;
+    REQUIRE(procs(dev, &n, info) == 0);
+    REQUIRE(n == 1);
+    CHECK(info[0].pid == static_cast<unsigned int>(::getpid()));
+    CHECK(info[0].used == used);
+    REQUIRE(cuMemFree(p) == CUDA_SUCCESS);
+    n = 4;
+    REQUIRE(procs(dev, &n, info) == 0);
+    CHECK(info[0].used == used - 64 * MiB);
 }
