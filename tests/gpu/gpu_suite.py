@@ -11,6 +11,7 @@ import glob
 import json
 import os
 import re
+import statistics
 import shutil
 import subprocess
 import sys
@@ -245,7 +246,7 @@ def part_timeline(s):
         table.append({"step": x["step"], "driver_used": used, "pytorch_allocated": pt_alloc,
                       "pytorch_cached_free": pt_reserved - pt_alloc, "others": others,
                       "unattributed": x["unattributed_bytes"], "tracked_pytorch": x["by_owner"].get("pytorch", 0),
-                      "parts_vs_used_pct": round(err_pct, 3)})
+                      "process_used": x.get("process_used_bytes", 0), "parts_vs_used_pct": round(err_pct, 3)})
     owners = sorted({o["owner"] for o in rep["owners"]})
     s.facts["timeline_steps"] = table
     s.facts["timeline_graphs"] = rep.get("graphs", [])
@@ -253,6 +254,9 @@ def part_timeline(s):
     s.facts["timeline_alarms"] = rep.get("alarms", [])
     s.check("training loop: every step's parts add up to driver-used within 1%", steps and worst <= 1.0,
             steps=len(steps), worst_pct=round(worst, 3), rc=rc)
+    nvml = [(x["step"], x["process_used"], x["driver_used"]) for x in table]
+    s.check("training loop: NVML's figure for this process in every step, at most driver-used",
+            bool(nvml) and all(0 < p <= u for _, p, u in nvml), first_steps=nvml[:3])
     s.check("training loop: owners pytorch and nccl named", {"pytorch", "nccl"} <= set(owners), owners=owners)
     s.check("training loop: the CUDA graph and its instantiate cost listed",
             bool(rep.get("graphs")) and rep["graphs"][0]["instantiations"] >= 1, graphs=rep.get("graphs"))
@@ -429,11 +433,11 @@ def render(results):
         lines += ["## Training loop with torch_step marks (expandable segments, a CUDA graph, NCCL)", "",
                   f"Owners: {', '.join(f.get('timeline_owners', []))}. Bytes per step; parts = PyTorch reserved "
                   "(allocated + cached free) + other owners + unattributed.", "",
-                  "| step | driver used | PyTorch allocated | PyTorch cached free | other owners | unattributed | parts vs used |",
-                  "|---|---|---|---|---|---|---|"]
+                  "| step | driver used | this process (NVML) | PyTorch allocated | PyTorch cached free | other owners | unattributed | parts vs used |",
+                  "|---|---|---|---|---|---|---|---|"]
         for x in f["timeline_steps"]:
-            lines.append(f"| {x['step']} | {x['driver_used']} | {x['pytorch_allocated']} | {x['pytorch_cached_free']} | "
-                         f"{x['others']} | {x['unattributed']} | {x['parts_vs_used_pct']:+.3f}% |")
+            lines.append(f"| {x['step']} | {x['driver_used']} | {x.get('process_used', '—')} | {x['pytorch_allocated']} | "
+                         f"{x['pytorch_cached_free']} | {x['others']} | {x['unattributed']} | {x['parts_vs_used_pct']:+.3f}% |")
         for g in f.get("timeline_graphs", []):
             lines.append(f"\nCUDA graph {g['id']}: {g['bytes']} bytes allocated during capture "
                          f"({g['bytes_by_owner']}), instantiated {g['instantiations']}×, instantiate cost "
@@ -464,6 +468,18 @@ def render(results):
         lines += ["## Pool growth vs release-and-reallocate (POSIX fds)", "", "```", f["pool_bench"].strip(), "```", ""]
     if "calls_table" in f:
         lines += ["## Added cost per call (same binary, same inputs)", "", f["calls_table"], ""]
+    if "calls_rounds" in f:
+        lines += ["## Added cost per call, plain vs cumemaudit only, 5 interleaved rounds", "",
+                  "Every round's figure (ns per call), so the spread between rounds shows; best and median each.", "",
+                  "| pattern | threads | plain | cumemaudit | added (best) | added (median) |", "|---|---|---|---|---|---|"]
+        for key, r in sorted(f["calls_rounds"].items()):
+            pattern, threads = key.split()
+            p, c = r["plain"], r["cumemaudit"]
+            best = (min(c) / min(p) - 1) * 100
+            med = (statistics.median(c) / statistics.median(p) - 1) * 100
+            lines.append(f"| {CALL_PATTERNS.get(pattern, pattern)} | {threads} | {', '.join(f'{x:.0f}' for x in p)} | "
+                         f"{', '.join(f'{x:.0f}' for x in c)} | {best:+.1f}% ({min(c) - min(p):+.0f} ns) | {med:+.1f}% |")
+        lines.append("")
     passed = sum(c["ok"] for c in checks)
     lines += [f"## Checks: {passed} passed, {len(checks) - passed} failed", "", "| check | result | details |",
               "|---|---|---|"]
