@@ -92,6 +92,7 @@ Report full_report() {
     step.label = "capture:begin";
     step.by_kind = {{"classic", 15}};
     step.driver_total_bytes = 141 * GiB;
+    step.process_used_bytes = 7 * GiB - 9 * (1u << 20);
     step.pytorch_allocated_bytes = 8;
     step.pytorch_reserved_bytes = 10;
     step.graph_mem_used_bytes = 3;
@@ -133,6 +134,7 @@ TEST_CASE("report JSON round trip keeps every field, with the contract's names")
     CHECK(j["suppressions"][0]["hits"] == 3);
     CHECK(j["steps"][0]["label"] == "capture:begin");
     CHECK(j["steps"][0]["async_pool_reserved_bytes"] == 64);
+    CHECK(j["steps"][0]["process_used_bytes"] == 7 * GiB - 9 * (1u << 20));
     CHECK(j["owners"][1]["live_by_kind"]["vmm_physical"] == GiB);
     CHECK(j["alarms"][0]["owner"] == "nccl");
     CHECK(j["graphs"][0]["instantiate_cost_bytes"] == 310);
