@@ -1,5 +1,7 @@
 #include "merge_cmd.hpp"
 
+#include "report_files.hpp"
+
 #include "report/job.hpp"
 #include "report/report.hpp"
 #include "report/text.hpp"
@@ -27,24 +29,10 @@ constexpr std::size_t kWorstRanks = 5;
 constexpr std::size_t kTextPinningRows = 24;  // enough to show 3 ranks' peers on an 8-GPU node
 
 std::vector<std::string> expand(const std::vector<std::string>& paths, std::vector<json>& problems) {
-    std::vector<std::string> files;
-    for (const std::string& p : paths) {
-        std::error_code ec;
-        if (!fs::is_directory(p, ec)) {
-            files.push_back(p);
-            continue;
-        }
-        std::vector<std::string> found;
-        for (const auto& e : fs::directory_iterator(p, ec)) {
-            const std::string name = e.path().filename().string();
-            if (name.rfind("cumemaudit.", 0) == 0 && name.size() > 16 && name.compare(name.size() - 5, 5, ".json") == 0)
-                found.push_back(e.path().string());
-        }
-        if (found.empty()) problems.push_back({{"file", p}, {"what", "no cumemaudit.*.json reports in this directory"}});
-        std::sort(found.begin(), found.end());
-        files.insert(files.end(), found.begin(), found.end());
-    }
-    return files;
+    ReportFiles r = expand_reports(paths);
+    for (const std::string& d : r.empty_dirs)
+        problems.push_back({{"file", d}, {"what", "no cumemaudit.*.json reports in this directory"}});
+    return std::move(r.files);
 }
 
 // Frames without their pc, which ASLR makes differ between ranks running the same code.

@@ -1,5 +1,7 @@
 #include "reports_cmd.hpp"
 
+#include "report_files.hpp"
+
 #include "report/gate.hpp"
 #include "report/job.hpp"
 #include "report/report.hpp"
@@ -8,38 +10,19 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>  // fmt::join
 
-#include <algorithm>
 #include <cstdio>
-#include <filesystem>
 
 namespace cumemaudit::cli {
-namespace fs = std::filesystem;
 namespace {
 
-bool is_report_name(const std::string& name) {
-    return name.rfind("cumemaudit.", 0) == 0 && name.size() > 16 && name.compare(name.size() - 5, 5, ".json") == 0;
-}
-
-// Directories expand to their reports, sorted; an empty directory is an error, as a missing file is.
+// An empty directory is an error, as a missing file is.
 std::vector<std::string> expand(const std::vector<std::string>& paths, bool& bad) {
-    std::vector<std::string> files;
-    for (const std::string& p : paths) {
-        std::error_code ec;
-        if (!fs::is_directory(p, ec)) {
-            files.push_back(p);
-            continue;
-        }
-        std::vector<std::string> found;
-        for (const auto& e : fs::directory_iterator(p, ec))
-            if (is_report_name(e.path().filename().string())) found.push_back(e.path().string());
-        if (found.empty()) {
-            std::fprintf(stderr, "cumemaudit: %s: no cumemaudit.*.json reports in this directory\n", p.c_str());
-            bad = true;
-        }
-        std::sort(found.begin(), found.end());
-        files.insert(files.end(), found.begin(), found.end());
+    ReportFiles r = expand_reports(paths);
+    for (const std::string& d : r.empty_dirs) {
+        std::fprintf(stderr, "cumemaudit: %s: no cumemaudit.*.json reports in this directory\n", d.c_str());
+        bad = true;
     }
-    return files;
+    return std::move(r.files);
 }
 
 }  // namespace
