@@ -15,9 +15,12 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -245,27 +248,20 @@ struct Options {
 
 Options parse(int argc, char** argv) {
     Options o;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        auto value = [&]() -> std::string {
-            if (i + 1 >= argc) die("missing value after " + a);
-            return argv[++i];
-        };
-        if (a == "--steps") o.steps = std::atoi(value().c_str());
-        else if (a == "--size-mib") o.size_mib = std::strtoull(value().c_str(), nullptr, 10);
-        else if (a == "--fixed") o.fixed = true;
-        else if (a == "--door") o.door = value();
-        else if (a == "--expect-drop") o.expect_drop = std::atoll(value().c_str());
-        else if (a == "--handle") {
-            const std::string h = value();
-            if (h == "fabric") o.handle = CU_MEM_HANDLE_TYPE_FABRIC;
-            else if (h == "posix") o.handle = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-            else die("--handle takes fabric or posix, not '" + h + "'");
-        } else {
-            die("unknown option '" + a + "' (see the comment at the top of deepep_fabric_leak.cpp)");
-        }
+    CLI::App app{"The DeepEP/HybridEP fabric allocator leak (see the comment at the top)", "deepep_fabric_leak"};
+    const std::map<std::string, CUmemAllocationHandleType> handles{
+        {"fabric", CU_MEM_HANDLE_TYPE_FABRIC}, {"posix", CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR}};
+    app.add_option("--steps", o.steps, "growth steps")->check(CLI::Range(1, 1 << 20));
+    app.add_option("--size-mib", o.size_mib, "bytes of the first buffer, in MiB")->check(CLI::Range(1, 1 << 20));
+    app.add_flag("--fixed", o.fixed, "add the three missing cuMemRelease calls");
+    app.add_option("--door", o.door, "how the driver is reached: direct, dlsym, procaddress-v1, procaddress-v2, cudart");
+    app.add_option("--expect-drop", o.expect_drop, "exit 1 unless free memory drops by exactly this");
+    app.add_option("--handle", o.handle, "fabric or posix")->transform(CLI::CheckedTransformer(handles));
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        std::exit(app.exit(e) == 0 ? 0 : 2);
     }
-    if (o.steps < 1 || o.size_mib < 1) die("--steps and --size-mib must be at least 1");
     return o;
 }
 

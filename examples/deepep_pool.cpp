@@ -8,10 +8,12 @@
 //   deepep_pool [--steps N] [--size-mib M] [--handle fabric|posix] [--va-gib G] [--expect-drop BYTES]
 #include "cumemaudit/fabric_pool.hpp"
 
+#include <CLI/CLI.hpp>
 #include <cuda.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -34,26 +36,19 @@ struct Options {
 
 Options parse(int argc, char** argv) {
     Options o;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        auto value = [&]() -> std::string {
-            if (i + 1 >= argc) die("missing value after " + a);
-            return argv[++i];
-        };
-        if (a == "--steps") o.steps = std::atoi(value().c_str());
-        else if (a == "--size-mib") o.size_mib = std::strtoull(value().c_str(), nullptr, 10);
-        else if (a == "--va-gib") o.va_gib = std::strtoull(value().c_str(), nullptr, 10);
-        else if (a == "--expect-drop") o.expect_drop = std::atoll(value().c_str());
-        else if (a == "--handle") {
-            const std::string h = value();
-            if (h == "fabric") o.handle = pool::HandleKind::fabric;
-            else if (h == "posix") o.handle = pool::HandleKind::posix_fd;
-            else die("--handle takes fabric or posix, not '" + h + "'");
-        } else {
-            die("unknown option '" + a + "' (see the comment at the top of deepep_pool.cpp)");
-        }
+    CLI::App app{"The DeepEP allocator sequence on the pooled allocator (see the comment at the top)", "deepep_pool"};
+    const std::map<std::string, pool::HandleKind> handles{{"fabric", pool::HandleKind::fabric},
+                                                           {"posix", pool::HandleKind::posix_fd}};
+    app.add_option("--steps", o.steps, "growth steps")->check(CLI::Range(1, 1 << 20));
+    app.add_option("--size-mib", o.size_mib, "bytes of the first buffer, in MiB")->check(CLI::Range(1, 1 << 20));
+    app.add_option("--va-gib", o.va_gib, "the buffer's one reservation, in GiB")->check(CLI::Range(1, 1 << 20));
+    app.add_option("--expect-drop", o.expect_drop, "exit 1 unless free memory drops by exactly this");
+    app.add_option("--handle", o.handle, "fabric or posix")->transform(CLI::CheckedTransformer(handles));
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        std::exit(app.exit(e) == 0 ? 0 : 2);
     }
-    if (o.steps < 1 || o.size_mib < 1 || o.va_gib < 1) die("--steps, --size-mib and --va-gib must be at least 1");
     return o;
 }
 

@@ -8,6 +8,7 @@
 // --hang-rank R: rank R stops after the last barrier and prints "hanging" (a test kills it there).
 //
 //   RANK=r WORLD_SIZE=n LOCAL_RANK=l deepep_ranks --dir DIR [--growths N] [--size-mib M] [--fixed] [--hang-rank R]
+#include <CLI/CLI.hpp>
 #include <cuda.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -183,20 +184,17 @@ int main(int argc, char** argv) {
     int growths = 3, hang_rank = -1;
     std::size_t size_mib = 2;
     bool fixed = false;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        auto value = [&]() -> std::string {
-            if (i + 1 >= argc) die("missing value after " + a);
-            return argv[++i];
-        };
-        if (a == "--dir") job.dir = value();
-        else if (a == "--growths") growths = std::atoi(value().c_str());
-        else if (a == "--size-mib") size_mib = std::strtoull(value().c_str(), nullptr, 10);
-        else if (a == "--fixed") fixed = true;
-        else if (a == "--hang-rank") hang_rank = std::atoi(value().c_str());
-        else die("unknown option '" + a + "'");
+    CLI::App app{"One rank of the DeepEP growth sequence on a simulated node", "deepep_ranks"};
+    app.add_option("--dir", job.dir, "exchange directory shared by the ranks")->required();
+    app.add_option("--growths", growths, "buffer growths")->check(CLI::Range(1, 1 << 20));
+    app.add_option("--size-mib", size_mib, "bytes of the first buffer, in MiB")->check(CLI::Range(1, 1 << 20));
+    app.add_flag("--fixed", fixed, "release every reference");
+    app.add_option("--hang-rank", hang_rank, "this rank stops before finishing (to be killed)");
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e) == 0 ? 0 : 2;
     }
-    if (job.dir.empty() || growths < 1 || size_mib < 1) die("--dir is required; --growths and --size-mib at least 1");
 
     check(cuInit(0), "cuInit");
     CUcontext ctx = nullptr;

@@ -8,12 +8,14 @@
 //   bench_pool_growth [--steps N] [--size-mib M] [--handle fabric|posix] [--reps R]
 #include "cumemaudit/fabric_pool.hpp"
 
+#include <CLI/CLI.hpp>
 #include <cuda.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -150,26 +152,21 @@ Result measure(const Options& o, F run) {
 
 Options parse(int argc, char** argv) {
     Options o;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        auto value = [&]() -> std::string {
-            if (i + 1 >= argc) die("missing value after " + a);
-            return argv[++i];
-        };
-        if (a == "--steps") o.steps = std::atoi(value().c_str());
-        else if (a == "--size-mib") o.size_mib = std::strtoull(value().c_str(), nullptr, 10);
-        else if (a == "--reps") o.reps = std::atoi(value().c_str());
-        else if (a == "--handle") {
-            const std::string h = value();
-            if (h == "fabric") o.handle = pool::HandleKind::fabric;
-            else if (h == "posix") o.handle = pool::HandleKind::posix_fd;
-            else die("--handle takes fabric or posix");
-        } else {
-            die("unknown option '" + a + "'");
-        }
+    CLI::App app{"Pool growth against release-and-reallocate", "bench_pool_growth"};
+    const std::map<std::string, pool::HandleKind> handles{{"fabric", pool::HandleKind::fabric},
+                                                           {"posix", pool::HandleKind::posix_fd}};
+    app.add_option("--steps", o.steps, "growth steps")->check(CLI::Range(1, 1 << 20));
+    app.add_option("--size-mib", o.size_mib, "growth per step in MiB, a multiple of 2")
+        ->check(CLI::Range(1, 1 << 20) & CLI::Validator([](std::string& v) {
+            return std::stoull(v) % 2 == 0 ? std::string() : std::string("not a multiple of 2");
+        }, "EVEN"));
+    app.add_option("--reps", o.reps, "repetitions; the median is printed")->check(CLI::Range(1, 1 << 20));
+    app.add_option("--handle", o.handle, "fabric or posix")->transform(CLI::CheckedTransformer(handles));
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        std::exit(app.exit(e) == 0 ? 0 : 2);
     }
-    if (o.steps < 1 || o.size_mib < 2 || o.size_mib % 2 != 0 || o.reps < 1)
-        die("--steps and --reps at least 1, --size-mib a multiple of 2");
     return o;
 }
 
