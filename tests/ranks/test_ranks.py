@@ -5,6 +5,7 @@ job report and the node's lost memory (rank 0's cuMemGetInfo over all devices, t
 still alive) must agree exactly.
 
 Usage: test_ranks.py CASE (paths come from the environment meson sets: CLI, DEEPEP_RANKS)."""
+import contextlib
 import glob
 import json
 import os
@@ -12,9 +13,11 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from cases import expect, main, named_cases  # noqa: E402
 
 CLI = os.environ["CLI"]
 DEEPEP_RANKS = os.environ["DEEPEP_RANKS"]
@@ -25,15 +28,6 @@ GROWTHS = 3
 # The buffers of one rank: 2, 4 and 6 MiB, each left behind by the unfixed sequence.
 OWN = sum(SIZE_MIB * MiB * (g + 1) for g in range(GROWTHS))
 APIS = {"cuMemCreate", "cuMemRetainAllocationHandle", "cuMemImportFromShareableHandle"}
-
-
-class Failure(Exception):
-    pass
-
-
-def expect(cond, what):
-    if not cond:
-        raise Failure(what)
 
 
 def start_ranks(tmp, node, extra=(), flags=()):
@@ -271,24 +265,18 @@ def case_fd_share(tmp, node):
     expect("rank 1's imports pin 1.0 GiB of rank 0's memory" in text, f"text:\n{text}")
 
 
-CASES = {"leak": case_leak, "fixed": case_fixed, "killed": case_killed, "merge-problems": case_merge_problems,
-         "report-dir": case_report_dir, "fd-share": case_fd_share}
+CASES = named_cases(globals())
 
 
-def main():
-    name = sys.argv[1]
+@contextlib.contextmanager
+def fresh_node(name):
+    """A simulated node of the case's own, unlinked afterwards whatever happened."""
     node = f"test-{name}-{uuid.uuid4().hex[:12]}"
-    with tempfile.TemporaryDirectory(prefix=f"ranks-{name}-") as tmp:
-        try:
-            CASES[name](tmp, node)
-        except Failure as e:
-            print(f"FAIL ranks {name}: {e}")
-            return 1
-        finally:
-            unlink_node(node)
-    print(f"PASS ranks {name}")
-    return 0
+    try:
+        yield node
+    finally:
+        unlink_node(node)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(CASES, around=fresh_node))

@@ -15,6 +15,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "support"))
+from cases import Failure, expect, main, named_cases  # noqa: E402
+
 CLI = os.environ["CLI"]
 SCENARIOS = os.environ["SCENARIOS"]
 DEEPEP = os.environ["DEEPEP"]
@@ -24,15 +27,6 @@ MiB = 1 << 20
 REAL = os.environ.get("AUDIT_DRIVER", "sim") == "real"
 BACKEND = os.environ.get("AUDIT_BACKEND", "")  # tests/gpu runs the cases again with the CUPTI backend
 HANDLE = "posix" if REAL else "fabric"
-
-
-class Failure(Exception):
-    pass
-
-
-def expect(cond, what):
-    if not cond:
-        raise Failure(what)
 
 
 def run(argv, report_dir, flags=(), env=None, rc=0, timeout=120):
@@ -428,27 +422,10 @@ def case_no_cuda(tmp):
     expect(reports(tmp) == {}, "python without CUDA writes nothing")
 
 
-CASES = {name[5:].replace("_", "-"): fn for name, fn in globals().items() if name.startswith("case_")}
+CASES = named_cases(globals())
 for door in ("direct", "dlsym", "procaddress-v1", "procaddress-v2", "cudart"):
     CASES["door-" + door] = make_door_case(door)
 
 
-def main():
-    if len(sys.argv) == 2 and sys.argv[1] == "--list":
-        print("\n".join(sorted(CASES)))
-        return 0
-    if len(sys.argv) != 2 or sys.argv[1] not in CASES:
-        print(f"usage: {sys.argv[0]} {'|'.join(sorted(CASES))}", file=sys.stderr)
-        return 2
-    with tempfile.TemporaryDirectory() as tmp:
-        try:
-            CASES[sys.argv[1]](tmp)
-        except Failure as e:
-            print(f"FAIL {sys.argv[1]}: {e}", file=sys.stderr)
-            return 1
-    print(f"ok {sys.argv[1]}")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(CASES))

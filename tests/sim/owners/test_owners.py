@@ -11,20 +11,14 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "support"))
+from cases import Failure, expect, main, named_cases  # noqa: E402
+
 CLI = os.environ["CLI"]
 JOB = os.environ["OWNERS_JOB"]
 LIBS = os.environ["STANDIN_LIBS"].split(":")
 SRC = os.path.join(os.environ["SOURCE_ROOT"], "tests", "sim", "owners", "standin_lib.cpp")
 MiB = 1 << 20
-
-
-class Failure(Exception):
-    pass
-
-
-def expect(cond, what):
-    if not cond:
-        raise Failure(what)
 
 
 def job(tmp, mode, options=(), rc=0):
@@ -118,6 +112,7 @@ def case_graph(tmp):
 
 HOLDER = """
 import ctypes, sys
+
 cu = ctypes.CDLL(sys.argv[1])
 dev, ctx, ptr = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_uint64()
 assert cu.cuInit(0) == 0 and cu.cuDeviceGet(ctypes.byref(dev), 0) == 0
@@ -157,22 +152,8 @@ def case_owner_rules(tmp):
     expect({"comms", "moe", "pytorch"} <= owners and "nccl" not in owners, f"user rules first: {sorted(owners)}")
 
 
-CASES = {name[5:].replace("_", "-"): fn for name, fn in globals().items() if name.startswith("case_")}
-
-
-def main():
-    if len(sys.argv) != 2 or sys.argv[1] not in CASES:
-        print(f"usage: {sys.argv[0]} {'|'.join(sorted(CASES))}", file=sys.stderr)
-        return 2
-    with tempfile.TemporaryDirectory() as tmp:
-        try:
-            CASES[sys.argv[1]](tmp)
-        except Failure as e:
-            print(f"FAIL {sys.argv[1]}: {e}", file=sys.stderr)
-            return 1
-    print(f"ok {sys.argv[1]}")
-    return 0
+CASES = named_cases(globals())
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(CASES))
