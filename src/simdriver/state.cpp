@@ -642,13 +642,21 @@ CUresult SimState::stream_create(CUstream* out) {
     return CUDA_SUCCESS;
 }
 
+namespace {
+// Streams, graphs and executable graphs are plain objects the driver hands out: destroying one it does not
+// know is the driver's `unknown` answer. Called with the state's mutex held.
+template <typename Set, typename T>
+CUresult destroy_object(bool initialized, Set& set, T* object, CUresult unknown) {
+    if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    if (set.erase(object) == 0) return unknown;
+    delete object;
+    return CUDA_SUCCESS;
+}
+}  // namespace
+
 CUresult SimState::stream_destroy(CUstream st) {
     std::lock_guard lock(impl_->mu);
-    Impl& s = *impl_;
-    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.streams.erase(st) == 0) return CUDA_ERROR_INVALID_HANDLE;
-    delete st;
-    return CUDA_SUCCESS;
+    return destroy_object(impl_->initialized, impl_->streams, st, CUDA_ERROR_INVALID_HANDLE);
 }
 
 CUresult SimState::stream_check(CUstream st) const {
@@ -709,20 +717,12 @@ CUresult SimState::graph_instantiate(CUgraphExec* out, CUgraph g) {
 
 CUresult SimState::graph_destroy(CUgraph g) {
     std::lock_guard lock(impl_->mu);
-    Impl& s = *impl_;
-    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.graphs.erase(g) == 0) return CUDA_ERROR_INVALID_VALUE;
-    delete g;
-    return CUDA_SUCCESS;
+    return destroy_object(impl_->initialized, impl_->graphs, g, CUDA_ERROR_INVALID_VALUE);
 }
 
 CUresult SimState::graph_exec_destroy(CUgraphExec e) {
     std::lock_guard lock(impl_->mu);
-    Impl& s = *impl_;
-    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.execs.erase(e) == 0) return CUDA_ERROR_INVALID_VALUE;
-    delete e;
-    return CUDA_SUCCESS;
+    return destroy_object(impl_->initialized, impl_->execs, e, CUDA_ERROR_INVALID_VALUE);
 }
 
 }  // namespace cumemaudit::sim
