@@ -41,7 +41,6 @@ DriverMemory driver_memory(CUcontext fallback, WithNvml nvml) {
         driver_fn<CUresult(CUDAAPI*)(CUdevice, CUgraphMem_attribute, void*)>("cuDeviceGetGraphMemAttribute");
     CUdevice dev = 0;
     if (device_of == nullptr || device_of(&dev) != CUDA_SUCCESS) return m;
-    m.device = dev;
     if (graph_attr != nullptr) {
         cuuint64_t v = 0;
         if (graph_attr(dev, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &v) == CUDA_SUCCESS) m.graph_used = v;

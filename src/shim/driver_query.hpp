@@ -13,7 +13,6 @@ struct DriverMemory {
     bool known = false;
     std::uint64_t used = 0, total = 0;
     std::uint64_t graph_used = 0, graph_reserved = 0;  // cuDeviceGetGraphMemAttribute, where the driver has it
-    CUdevice device = -1;                              // the current context's device
     std::uint64_t process_used = 0;                    // NVML's figure for this process (0: unknown)
 };
 
