@@ -286,7 +286,38 @@ struct PoolStats {
 
 namespace detail {
 struct PoolCore;
-}
+
+// Chunks mapped back to back from one offset of a reservation, each with its mapping: a Buffer's contents
+// inside its own reservation, and a DevicePool segment's inside the device's shared one. Chunks come from
+// and go back to a PoolCore (its cache, or the driver past the cache's bound). Not thread-safe.
+class ChunkRun {
+public:
+    ChunkRun() noexcept = default;
+    ChunkRun(ChunkRun&& other) noexcept;
+    ChunkRun& operator=(ChunkRun&& other) noexcept;  // releases what this run held first, never recycled
+    ChunkRun(const ChunkRun&) = delete;
+    ChunkRun& operator=(const ChunkRun&) = delete;
+    ~ChunkRun() = default;  // owners shrink_to(0) first so the chunks reach the cache
+
+    // Maps chunks at `va` offset `offset + mapped()` until at least `bytes` are mapped, none past `limit`
+    // bytes from `offset`. On a failure the run keeps what it mapped before the failing chunk and rethrows.
+    void grow_to(PoolCore& core, const Reservation& va, std::size_t offset, std::size_t limit, int device,
+                 HandleKind kind, std::size_t bytes);
+    // Unmaps whole chunks from the end while what stays mapped still covers `bytes`; they go back to `core`.
+    void shrink_to(PoolCore* core, std::size_t bytes) noexcept;
+    std::size_t mapped() const noexcept { return mapped_; }
+    std::size_t count() const noexcept { return pieces_.size(); }
+    const PhysicalChunk& chunk(std::size_t i) const { return pieces_.at(i).chunk; }
+
+private:
+    struct Piece {
+        PhysicalChunk chunk;  // declared first: destroyed after its mapping
+        Mapping mapping;
+    };
+    std::vector<Piece> pieces_;
+    std::size_t mapped_ = 0;
+};
+}  // namespace detail
 
 class FabricPool;
 
@@ -303,7 +334,7 @@ public:
 
     explicit operator bool() const noexcept { return static_cast<bool>(va_); }
     CUdeviceptr ptr() const noexcept { return va_.base(); }
-    std::size_t size() const noexcept { return mapped_; }       // mapped bytes (>= what was asked)
+    std::size_t size() const noexcept { return run_.mapped(); }  // mapped bytes (>= what was asked)
     std::size_t capacity() const noexcept { return va_.size(); }
     int device() const noexcept { return device_; }
     HandleKind kind() const noexcept { return kind_; }
@@ -315,21 +346,16 @@ public:
     void shrink_to(std::size_t bytes);
 
     // The chunks, in address order, for export (SymmetricBuffer uses these).
-    std::size_t chunk_count() const noexcept { return segments_.size(); }
-    const PhysicalChunk& chunk(std::size_t i) const { return segments_.at(i).chunk; }
+    std::size_t chunk_count() const noexcept { return run_.count(); }
+    const PhysicalChunk& chunk(std::size_t i) const { return run_.chunk(i); }
 
 private:
     friend class FabricPool;
-    struct Segment {
-        PhysicalChunk chunk;  // declared first: destroyed after its mapping
-        Mapping mapping;
-    };
     void release_all() noexcept;
 
     std::shared_ptr<detail::PoolCore> core_;  // keeps the cache alive for as long as any buffer lives
-    Reservation va_;                          // declared before segments_: freed after every unmap
-    std::vector<Segment> segments_;
-    std::size_t mapped_ = 0;
+    Reservation va_;                          // declared before run_: freed after every unmap
+    detail::ChunkRun run_;
     int device_ = 0;
     HandleKind kind_ = HandleKind::fabric;
 };

@@ -27,6 +27,7 @@ public:
     std::optional<PhysicalChunk> put(PhysicalChunk&& chunk);
     std::vector<PhysicalChunk> drain();
     std::size_t bytes() const noexcept { return bytes_; }
+    void set_limit(std::size_t limit) noexcept { limit_ = limit; }  // later puts obey it; drain() for what is kept
 
 private:
     std::size_t limit_;

@@ -32,19 +32,15 @@ Buffer FabricPool::create_buffer(std::size_t bytes, BufferOptions options) {
 }
 
 Buffer::Buffer(Buffer&& other) noexcept
-    : core_(std::move(other.core_)), va_(std::move(other.va_)), segments_(std::move(other.segments_)),
-      mapped_(std::exchange(other.mapped_, 0)), device_(other.device_), kind_(other.kind_) {
-    other.segments_.clear();
-}
+    : core_(std::move(other.core_)), va_(std::move(other.va_)), run_(std::move(other.run_)), device_(other.device_),
+      kind_(other.kind_) {}
 
 Buffer& Buffer::operator=(Buffer&& other) noexcept {
     if (this != &other) {
         release_all();
         core_ = std::move(other.core_);
         va_ = std::move(other.va_);
-        segments_ = std::move(other.segments_);
-        other.segments_.clear();
-        mapped_ = std::exchange(other.mapped_, 0);
+        run_ = std::move(other.run_);
         device_ = other.device_;
         kind_ = other.kind_;
     }
@@ -60,33 +56,10 @@ void Buffer::release_all() noexcept {
 
 void Buffer::grow_to(std::size_t bytes) {
     if (!va_) throw PoolError(CUDA_ERROR_INVALID_VALUE, "Buffer::grow_to (empty buffer)");
-    if (bytes <= mapped_) return;
     if (bytes > va_.size()) throw PoolError(CUDA_ERROR_OUT_OF_MEMORY, "Buffer::grow_to (beyond the reserved capacity)");
-    const std::size_t g = core_->granularity(device_, kind_);
-    const std::size_t max_chunk = std::max(core_->options.max_chunk, g);
-    for (std::size_t size : detail::split_growth(bytes - mapped_, g, max_chunk)) {
-        PhysicalChunk chunk = core_->acquire(device_, size, kind_);
-        Mapping m;
-        try {
-            m = Mapping::create(va_, mapped_, chunk, {}, &core_->counter);
-        } catch (...) {
-            core_->recycle(std::move(chunk));  // the buffer keeps what it mapped before this chunk
-            throw;
-        }
-        segments_.push_back(Segment{std::move(chunk), std::move(m)});
-        mapped_ += size;
-    }
+    run_.grow_to(*core_, va_, 0, va_.size(), device_, kind_, bytes);
 }
 
-void Buffer::shrink_to(std::size_t bytes) {
-    while (!segments_.empty() && mapped_ - segments_.back().chunk.size() >= bytes) {
-        Segment s = std::move(segments_.back());
-        segments_.pop_back();
-        mapped_ -= s.chunk.size();
-        if (!core_) continue;  // moved-from: nothing is ever here
-        if (s.mapping.reset()) core_->recycle(std::move(s.chunk));
-        else core_->forget(s.chunk.size());  // released with `s`, never cached: it is not reusable
-    }
-}
+void Buffer::shrink_to(std::size_t bytes) { run_.shrink_to(core_.get(), bytes); }
 
 }  // namespace cumemaudit::pool

@@ -52,6 +52,16 @@ std::size_t PoolCore::trim() noexcept {
     return n;
 }
 
+void PoolCore::set_cache_limit(std::size_t bytes) noexcept {
+    bool over = false;
+    {
+        std::lock_guard lock(mu_);
+        cache_.set_limit(bytes);
+        over = cache_.bytes() > bytes;
+    }
+    if (over) trim();
+}
+
 std::size_t PoolCore::granularity(int device, HandleKind kind) {
     {
         std::lock_guard lock(mu_);

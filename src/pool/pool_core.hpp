@@ -24,6 +24,9 @@ struct PoolCore {
     // A chunk the buffer could not unmap: no longer live, never cached (it is released by its owner).
     void forget(std::size_t bytes) noexcept;
     std::size_t trim() noexcept;
+    // A new bound for the cache; what it holds beyond the bound is released (all of it: the cache keeps
+    // no order by age to choose from).
+    void set_cache_limit(std::size_t bytes) noexcept;
     std::size_t granularity(int device, HandleKind kind);
     PoolStats stats() const;
 
