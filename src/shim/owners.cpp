@@ -24,6 +24,7 @@ constexpr std::array kRules = {
     Rule{"libc10*", "pytorch"},      Rule{"libnccl*", "nccl"},          Rule{"libnvshmem*", "nvshmem"},
     Rule{"*deep_ep*", "deepep"},     Rule{"libcublas*", "cublas"},      Rule{"libcudnn*", "cudnn"},
     Rule{"*triton*", "triton"},      Rule{"libcufft*", "cufft"},        Rule{"libcusparse*", "cusparse"},
+    Rule{"libcumemaudit_pool*", "cumemaudit_pool"},  // the pool's own calls, also when PyTorch drives it
 };
 
 // Objects that only pass memory on for somebody else; the owner is whoever called them.
