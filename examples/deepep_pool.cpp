@@ -5,7 +5,12 @@
 // and re-allocated, and every reference belongs to one object, so at the end cuMemGetInfo's free figure
 // is back where it started: drop=0, on the simulated driver and on a GPU alike.
 //
-//   deepep_pool [--steps N] [--size-mib M] [--handle fabric|posix] [--va-gib G] [--expect-drop BYTES]
+// --adapter runs DeepEP's own sequence instead (free and close_handle the old buffer set, then allocate,
+// get_handle, open_handle a larger one) through PoolFabricAllocator (include/cumemaudit/deepep_adapter.hpp),
+// the one-line switch for code written against DeepEP's allocator: the same drop=0.
+//
+//   deepep_pool [--steps N] [--size-mib M] [--handle fabric|posix] [--va-gib G] [--adapter] [--expect-drop BYTES]
+#include "cumemaudit/deepep_adapter.hpp"
 #include "cumemaudit/fabric_pool.hpp"
 
 #include <CLI/CLI.hpp>
@@ -32,6 +37,7 @@ struct Options {
     pool::HandleKind handle = pool::HandleKind::fabric;
     std::size_t va_gib = 64;
     long long expect_drop = 0;
+    bool adapter = false;
 };
 
 Options parse(int argc, char** argv) {
@@ -43,6 +49,7 @@ Options parse(int argc, char** argv) {
     app.add_option("--size-mib", o.size_mib, "bytes of the first buffer, in MiB")->check(CLI::Range(1, 1 << 20));
     app.add_option("--va-gib", o.va_gib, "the buffer's one reservation, in GiB")->check(CLI::Range(1, 1 << 20));
     app.add_option("--expect-drop", o.expect_drop, "exit 1 unless free memory drops by exactly this");
+    app.add_flag("--adapter", o.adapter, "DeepEP's release-and-reallocate sequence through PoolFabricAllocator");
     app.add_option("--handle", o.handle, "fabric or posix")->transform(CLI::CheckedTransformer(handles));
     try {
         app.parse(argc, argv);
@@ -58,11 +65,45 @@ std::size_t free_now() {
     return f;
 }
 
+void print_calls(const pool::PoolStats& s) {
+    std::printf("driver calls:");
+    for (std::size_t i = 0; i < pool::kApiCount; ++i)
+        std::printf(" %s=%llu", pool::api_name(static_cast<pool::Api>(i)), static_cast<unsigned long long>(s.calls.n[i]));
+    std::printf("\n");
+}
+
+// DeepEP's update_buffer on each new high, method for method, on the adapter.
+void run_adapter(const Options& o, pool::FabricPool& fabric) {
+    pool::PoolFabricAllocator alloc(fabric);
+    void* local = nullptr;
+    void* peer = nullptr;
+    for (int step = 0; step < o.steps; ++step) {
+        if (local != nullptr) {
+            alloc.free(local);
+            alloc.close_handle(peer);
+        }
+        local = alloc.allocate((o.size_mib << 20) * static_cast<std::size_t>(step + 1));
+        peer = alloc.open_handle(alloc.get_handle(local));  // the handles are closed once imported
+        std::printf("step %d: allocate, get_handle, open_handle of %zu MiB through the adapter; free now %zu MiB\n",
+                    step, (o.size_mib * static_cast<std::size_t>(step + 1)), free_now() >> 20);
+    }
+    alloc.free(local);
+    alloc.close_handle(peer);
+}
+
 void run(const Options& o) {
     pool::PoolOptions po;
     po.kind = o.handle;
     po.va_capacity = o.va_gib << 30;
     pool::FabricPool fabric(po);
+    if (o.adapter) {
+        run_adapter(o, fabric);
+        const std::size_t trimmed = fabric.trim();
+        std::printf("teardown: free + close_handle of the last set, trim released %zu MiB (peak %zu MiB)\n",
+                    trimmed >> 20, fabric.stats().peak_bytes >> 20);
+        print_calls(fabric.stats());
+        return;
+    }
     const std::size_t total = o.size_mib << 20;  // step s wants (s + 1) * total, like deepep_fabric_leak
     pool::SymmetricBuffer sym(fabric, total, /*peers=*/1);
     const CUdeviceptr base = sym.local().ptr();
@@ -79,10 +120,7 @@ void run(const Options& o) {
     const pool::PoolStats s = fabric.stats();
     std::printf("teardown: peer views unmapped and imports released, buffer returned to the pool, trim released "
                 "%zu MiB (peak %zu MiB)\n", trimmed >> 20, s.peak_bytes >> 20);
-    std::printf("driver calls:");
-    for (std::size_t i = 0; i < pool::kApiCount; ++i)
-        std::printf(" %s=%llu", pool::api_name(static_cast<pool::Api>(i)), static_cast<unsigned long long>(s.calls.n[i]));
-    std::printf("\n");
+    print_calls(s);
 }
 
 }  // namespace

@@ -3,7 +3,11 @@
 sequence ported onto the pool) runs under `cumemaudit run --sim` exactly as tests/sim/audit/test_audit.py
 runs programs, and its JSON report must show zero leaks, zero misuse, exit 0, for either handle kind.
 
-Usage: test_pool_audit.py fabric|posix   (paths from the environment meson sets: CLI, DEEPEP_POOL)."""
+With `adapter` as a second argument the program runs DeepEP's own release-and-reallocate sequence through
+PoolFabricAllocator (deepep_pool --adapter): the same clean report, and the same peak, since each larger
+buffer reuses the chunks the smaller ones gave back.
+
+Usage: test_pool_audit.py fabric|posix [adapter]   (paths from the environment meson sets: CLI, DEEPEP_POOL)."""
 import glob
 import json
 import os
@@ -24,13 +28,14 @@ def fail(what):
 
 
 def main():
-    if len(sys.argv) != 2 or sys.argv[1] not in ("fabric", "posix"):
-        print(f"usage: {sys.argv[0]} fabric|posix", file=sys.stderr)
+    if len(sys.argv) not in (2, 3) or sys.argv[1] not in ("fabric", "posix") or sys.argv[2:] not in ([], ["adapter"]):
+        print(f"usage: {sys.argv[0]} fabric|posix [adapter]", file=sys.stderr)
         return 2
     handle = sys.argv[1]
+    extra = ["--adapter"] if sys.argv[2:] == ["adapter"] else []
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [CLI, "run", "--sim", "--report-dir", tmp, "--",
-               DEEPEP_POOL, "--handle", handle, "--steps", str(STEPS), "--size-mib", str(SIZE_MIB)]
+               DEEPEP_POOL, "--handle", handle, "--steps", str(STEPS), "--size-mib", str(SIZE_MIB), *extra]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         if proc.returncode != 0:
             fail(f"{' '.join(cmd)}: exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
