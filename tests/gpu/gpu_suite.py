@@ -295,6 +295,30 @@ def part_pool(s):
     s.save()
 
 
+def part_mempool(s):
+    """Issue 17 on the GPU: capture-time temporaries in the default pool vs in a cumemaudit pool MemPool
+    (tests/gpu/pool_capture.py, about 3 minutes), side by side, each mode also under the auditor."""
+    out = os.path.join(s.out, "mempool.json")
+    rc, text, err = s.sh([sys.executable, f"{HERE}/pool_capture.py", "bench", "--cli", s.cli,
+                          "--pool-lib", os.path.join(s.build, "src", "pool", "libcumemaudit_pool.so"),
+                          "--json-out", out], timeout=300)
+    s.say(text[-4000:])
+    if not os.path.exists(out):
+        s.check("mempool: the capture benchmark ran", False, rc=rc, err=err[-600:])
+        return
+    res = json.load(open(out))
+    s.facts["mempool"] = res
+    s.save()
+    for mode, m in res["modes"].items():
+        a = m["audit"]
+        s.check(f"mempool {mode}: captures under the auditor with zero leaks and zero misuse",
+                a["rc"] == 0 and a["leaked_bytes"] == 0 and a["misuse_events"] == 0 and a["reports"] == 1, **a)
+    c = res["modes"]["cumemaudit"]
+    s.check("mempool cumemaudit: every warm-up segment back to the driver after the captures",
+            (c["free"].get("pool") or {}).get("reserved_bytes") == 0 and c["free"].get("failed_at") is None,
+            pool=c["free"].get("pool"), failed_at=c["free"].get("failed_at"), error=c["free"].get("error"))
+
+
 def part_enforce(s):
     """Issue 7's enforce mode on the GPU: the unfixed DeepEP sequence (POSIX fds, 1+2+3 GiB) keeps free memory
     flat under mode=enforce, where audit mode shows it falling."""
@@ -464,6 +488,11 @@ def render(results):
         lines += ["", f"torch.profiler beside each backend: {f.get('cupti_profiler')}", "",
                   f"Stream-ordered pool per step (step, reserved, used) from CUPTI activity records: "
                   f"{f.get('cupti_pool_steps')}", ""]
+    if "mempool" in f:
+        sys.path.insert(0, HERE)
+        import pool_capture
+        lines += ["## Capture-time temporaries: default pool vs cumemaudit pool (tests/gpu/pool_capture.py)", "",
+                  pool_capture.table(f["mempool"]), ""]
     if "pool_bench" in f:
         lines += ["## Pool growth vs release-and-reallocate (POSIX fds)", "", "```", f["pool_bench"].strip(), "```", ""]
     if "calls_table" in f:
@@ -497,7 +526,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--build", required=True)
     p.add_argument("--out", required=True)
-    p.add_argument("--parts", default="env,audit,torch,timeline,ranks,pool,enforce,cupti,overhead,detect")
+    p.add_argument("--parts", default="env,audit,torch,timeline,ranks,pool,mempool,enforce,cupti,overhead,detect")
     a = p.parse_args()
     os.makedirs(a.out, exist_ok=True)
     for k, v in {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}.items():
@@ -507,7 +536,7 @@ def main():
         t0 = time.time()
         try:
             {"env": part_env, "audit": part_audit, "torch": part_torch, "timeline": part_timeline,
-             "ranks": part_ranks, "pool": part_pool, "enforce": part_enforce, "cupti": part_cupti,
+             "ranks": part_ranks, "pool": part_pool, "mempool": part_mempool, "enforce": part_enforce, "cupti": part_cupti,
              "overhead": part_overhead,
              "detect": part_detect}[part](s)
         except Exception as e:  # one part's failure must not lose the others' results
