@@ -301,7 +301,7 @@ def part_mempool(s):
     out = os.path.join(s.out, "mempool.json")
     rc, text, err = s.sh([sys.executable, f"{HERE}/pool_capture.py", "bench", "--cli", s.cli,
                           "--pool-lib", os.path.join(s.build, "src", "pool", "libcumemaudit_pool.so"),
-                          "--json-out", out], timeout=300)
+                          "--json-out", out], timeout=600)
     s.say(text[-4000:])
     if not os.path.exists(out):
         s.check("mempool: the capture benchmark ran", False, rc=rc, err=err[-600:])

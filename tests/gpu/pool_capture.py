@@ -207,16 +207,15 @@ def bench(args):
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.join(ROOT, "tools", "python"), env.get("PYTHONPATH")]))
     env["CUMEMAUDIT_POOL_LIB"] = os.path.abspath(args.pool_lib)
     env.pop("PYTORCH_CUDA_ALLOC_CONF", None)  # expandable segments off: the seed's default pool
-    deadline = time.time() + args.budget_s
     common = ["--hidden", str(args.hidden), "--tokens", str(args.tokens), "--temps", str(args.temps),
               "--fixed-gib", str(args.fixed_gib), "--seed", str(args.seed)]
 
-    def one(mode, sizes, free_gib, prefix=()):
+    def one(mode, sizes, free_gib, prefix=(), timeout=120):
         cmd = [*prefix, sys.executable, os.path.abspath(__file__), "run", "--mode", mode, "--sizes",
                ",".join(map(str, sizes)), "--free-gib", str(free_gib), *common]
         t0 = time.time()
         try:
-            p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=max(10, min(120, deadline - time.time())))
+            p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
             rc, out, err = p.returncode, p.stdout, p.stderr
         except subprocess.TimeoutExpired:
             rc, out, err = 124, "", "timed out"
@@ -231,6 +230,7 @@ def bench(args):
     out = {"sizes": sizes, "free_gib": args.free_gib, "fixed_gib": args.fixed_gib, "hidden": args.hidden,
            "tokens": args.tokens, "temps": args.temps, "date": time.strftime("%Y-%m-%d"), "modes": {}}
     for mode in ("default", "cumemaudit"):
+        deadline = time.time() + args.budget_s / 2  # each mode its half; the audited run is outside it
         m = out["modes"][mode] = {}
         print(f"{mode}: unconstrained", flush=True)
         m["free"] = one(mode, sizes, 0)
@@ -238,9 +238,9 @@ def bench(args):
         # search over where the sequence starts (smaller starts need less memory).
         print(f"{mode}: largest starting batch with {args.free_gib} GiB free", flush=True)
         lo, hi, best, tries = 0, len(sizes) - 1, None, []
-        while lo <= hi and time.time() < deadline - 60:
+        while lo <= hi and deadline - time.time() > 30:
             mid = (lo + hi) // 2
-            r = one(mode, sizes[mid:], args.free_gib)
+            r = one(mode, sizes[mid:], args.free_gib, timeout=max(20, deadline - time.time()))
             ok = r.get("rc") == 0 and r.get("failed_at") is None and len(r.get("captured", [])) == len(sizes) - mid
             tries.append((sizes[mid], ok))
             if ok:
@@ -310,7 +310,7 @@ def main():
                    help="default mode: skip torch.cuda.empty_cache() after each warm-up")
     p.add_argument("--cli", help="bench: the cumemaudit CLI")
     p.add_argument("--pool-lib", help="bench: libcumemaudit_pool.so")
-    p.add_argument("--budget-s", type=float, default=170)
+    p.add_argument("--budget-s", type=float, default=150, help="bench: seconds for both modes' runs before the audited ones")
     p.add_argument("--json-out")
     a = p.parse_args()
     if a.what == "bench" and not (a.cli and a.pool_lib):
