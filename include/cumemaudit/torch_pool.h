@@ -37,6 +37,15 @@ extern "C" {
 void* cumemaudit_pool_alloc(ssize_t size, int device, CUstream stream);
 void cumemaudit_pool_free(void* ptr, ssize_t size, int device, CUstream stream);
 
+/* Beyond PyTorch's two: a segment grown in place to at least `size` bytes (1; its address stays), or not
+ * (0: the address space after it is taken, nothing changed; -1: not a segment or the driver refused, with
+ * a message), and shrunk from its end to the chunks still covering `size` (0, or -1 for a non-segment).
+ * Both change only mapped memory, so the caller orders them against GPU work on the segment. */
+int cumemaudit_pool_grow(void* ptr, size_t size, int device);
+int cumemaudit_pool_shrink(void* ptr, size_t size, int device);
+/* The mapped bytes of the segment starting at `ptr`; 0 for anything else. */
+size_t cumemaudit_pool_size_of(void* ptr, int device);
+
 /* Options for `device`'s pool: 0 on success. cache_limit applies at any time (what is cached beyond it is
  * released); va_capacity (0: twice the device's memory) only before the pool's first use, else -2.
  * -1: device out of range [0, 64). */

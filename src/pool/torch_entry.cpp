@@ -171,6 +171,35 @@ void cumemaudit_pool_free(void* ptr, ssize_t /*size: the pool knows its segments
     drain_deferred(*s, *pool);
 }
 
+int cumemaudit_pool_grow(void* ptr, size_t size, int device) {
+    DevicePool* pool = pool_for(device);
+    if (pool == nullptr) return -1;
+    try {
+        return pool->grow(reinterpret_cast<CUdeviceptr>(ptr), size) ? 1 : 0;
+    } catch (const std::exception& e) {
+        set_error(std::string("cumemaudit_pool_grow: ") + e.what());
+        return -1;
+    }
+}
+
+int cumemaudit_pool_shrink(void* ptr, size_t size, int device) {
+    DevicePool* pool = pool_for(device);
+    if (pool == nullptr) return -1;
+    try {
+        pool->shrink(reinterpret_cast<CUdeviceptr>(ptr), size);
+        return 0;
+    } catch (const std::exception& e) {
+        set_error(std::string("cumemaudit_pool_shrink: ") + e.what());
+        return -1;
+    }
+}
+
+size_t cumemaudit_pool_size_of(void* ptr, int device) {
+    Slot* s = slot_for(device);
+    DevicePool* pool = s == nullptr ? nullptr : s->pool.load(std::memory_order_acquire);
+    return pool == nullptr ? 0 : pool->size_of(reinterpret_cast<CUdeviceptr>(ptr));
+}
+
 int cumemaudit_pool_configure(int device, size_t cache_limit, size_t va_capacity) {
     Slot* s = slot_for(device);
     if (s == nullptr) return -1;

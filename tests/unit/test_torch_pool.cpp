@@ -1,7 +1,7 @@
 // The pluggable-allocator entry points (include/cumemaudit/torch_pool.h) on the simulated driver, called
 // the way PyTorch's CUDAPluggableAllocator calls them: through function pointers of its std::function types
 // (void*(size_t, int, cudaStream_t) and void(void*, size_t, int, cudaStream_t)), the free given back the
-// size, device and stream of the alloc. Device 0's pool is process-wide, so each case works from the
+// size, device and stream of the alloc; and the grow/shrink/size_of extras. Device 0's pool is process-wide, so each case works from the
 // figures it found on entry.
 #include "cumemaudit/torch_pool.h"
 
@@ -195,4 +195,33 @@ TEST_CASE("four threads on two devices at once: every segment back, nothing left
         CHECK(calls(t, "cuMemRelease") == calls(t, "cuMemCreate"));
     }
     REQUIRE(cuCtxSetCurrent(ctx[0]) == CUDA_SUCCESS);
+}
+
+TEST_CASE("grow and shrink in place through the C entry points: the address stays", "[torch_pool]") {
+    setup();
+    REQUIRE(cumemaudit_pool_configure(0, 0, 0) == 0);  // no cache: each figure is the driver's at once
+    const std::size_t start = free_bytes();
+    void* a = torch_alloc(2 * MiB, 0, nullptr);
+    REQUIRE(a != nullptr);
+    CHECK(cumemaudit_pool_grow(a, 10 * MiB, 0) == 1);
+    CHECK(cumemaudit_pool_size_of(a, 0) == 10 * MiB);
+    CHECK(taken_since(start) == static_cast<long long>(10 * MiB));
+    void* b = torch_alloc(2 * MiB, 0, nullptr);
+    CHECK(static_cast<char*>(b) == static_cast<char*>(a) + 10 * MiB);
+    CHECK(cumemaudit_pool_grow(a, 12 * MiB, 0) == 0);  // b is right after it
+    CHECK(cumemaudit_pool_size_of(a, 0) == 10 * MiB);
+    CHECK(cumemaudit_pool_shrink(a, 3 * MiB, 0) == 0);  // chunks of 2 and 8 MiB: the 8 is still needed for 3
+    CHECK(cumemaudit_pool_size_of(a, 0) == 10 * MiB);
+    CHECK(cumemaudit_pool_shrink(a, 2 * MiB, 0) == 0);  // now the 8 MiB chunk goes
+    CHECK(cumemaudit_pool_size_of(a, 0) == 2 * MiB);
+    CHECK(taken_since(start) == static_cast<long long>(4 * MiB));
+    int on_stack = 0;
+    CHECK(cumemaudit_pool_grow(&on_stack, 4 * MiB, 0) == -1);
+    CHECK(std::string(cumemaudit_pool_last_error()).find("not a segment of this pool") != std::string::npos);
+    CHECK(cumemaudit_pool_shrink(&on_stack, 0, 0) == -1);
+    CHECK(cumemaudit_pool_size_of(&on_stack, 0) == 0);
+    torch_free(a, 2 * MiB, 0, nullptr);
+    torch_free(b, 2 * MiB, 0, nullptr);
+    CHECK(taken_since(start) == 0);
+    REQUIRE(cumemaudit_pool_configure(0, std::size_t{1} << 30, 0) == 0);
 }
