@@ -1,8 +1,8 @@
 // The pluggable-allocator entry points (include/cumemaudit/torch_pool.h) on the simulated driver, called
 // the way PyTorch's CUDAPluggableAllocator calls them: through function pointers of its std::function types
 // (void*(size_t, int, cudaStream_t) and void(void*, size_t, int, cudaStream_t)), the free given back the
-// size, device and stream of the alloc; and the grow/shrink/size_of extras. Device 0's pool is process-wide, so each case works from the
-// figures it found on entry.
+// size, device and stream of the alloc; and the grow/shrink/size_of extras. Device 0's pool is
+// process-wide, so each case works from the figures it found on entry.
 #include "cumemaudit/torch_pool.h"
 
 #include <catch2/catch.hpp>
