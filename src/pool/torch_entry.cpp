@@ -7,7 +7,6 @@
 
 #include <array>
 #include <atomic>
-#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <string>
