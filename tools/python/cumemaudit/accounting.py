@@ -48,6 +48,12 @@ _api = _resolve()
 _SITE_BYTES = 4096
 
 
+def available():
+    """True when the shim's C API is in the process. Starts nothing: a process that never marks or touches
+    CUDA (pytest-xdist's controller) writes no report."""
+    return _api is not None
+
+
 def leak_mark() -> Optional[_Mark]:
     """A mark to measure from, or None when the shim is not loaded."""
     if _api is None:

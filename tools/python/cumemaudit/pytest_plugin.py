@@ -37,7 +37,7 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     config.addinivalue_line("markers", "cumemaudit(max_leaked_bytes=0, warmups=0, fail_on='leaks,misuse'): "
                                        "limits of the CUDA memory audit for this test (with --cumemaudit)")
-    if config.getoption("cumemaudit") and accounting.leak_mark() is None:
+    if config.getoption("cumemaudit") and not accounting.available():
         _reexec_under_shim(config)
 
 
@@ -105,7 +105,7 @@ def _verdict(nodeid, held, limits):
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_pyfuncitem(pyfuncitem):
+def pytest_pyfunc_call(pyfuncitem):
     if not pyfuncitem.config.getoption("cumemaudit"):
         yield
         return
