@@ -39,6 +39,9 @@ def _audit_variables(options, sim):
     # entries that hold a libcuda.so.1.
     drivers = [d for d in _entries(env.get("LD_LIBRARY_PATH")) if os.path.exists(os.path.join(d, "libcuda.so.1"))]
     if sim:
+        if _layout.sim_dir() is None:
+            raise RuntimeError("cumemaudit.enable_in_children(sim=True): no simulated driver came with this "
+                               "package (CUMEMAUDIT_SIM_DIR unset)")
         drivers = [_layout.sim_dir()] + drivers
     if drivers:
         out["LD_LIBRARY_PATH"] = ":".join(dict.fromkeys(drivers))
