@@ -81,8 +81,9 @@ class Wheel(unittest.TestCase):
     def tearDownClass(cls):
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
-    def venv_run(self, *cmd, timeout=180):
-        env = {"PATH": os.path.join(self.venv, "bin") + ":/usr/bin:/bin", "HOME": self.tmp, "LANG": "C.UTF-8"}
+    def venv_run(self, *cmd, timeout=180, extra_env=None):
+        env = {"PATH": os.path.join(self.venv, "bin") + ":/usr/bin:/bin", "HOME": self.tmp, "LANG": "C.UTF-8",
+               **(extra_env or {})}
         return sh(list(cmd), timeout=timeout, env=env, cwd=self.work)
 
     def dir(self, name):
@@ -163,6 +164,15 @@ class Wheel(unittest.TestCase):
         self.assertEqual(merged.returncode, 0, merged.stdout + merged.stderr)
         self.assertIn("SUMMARY: cumemaudit job: 8388608 bytes leaked in 3 allocations", merged.stdout)
         self.assertEqual(json.loads(read(self.dir("job.json")))["schema"], "cumemaudit/job/v1")
+
+    def test_pytest_reexecutes_at_most_once(self):
+        # As if the session had already re-executed itself and the shim still were not there: a usage error
+        # (pytest's exit 4) naming what happened, never a second exec.
+        p = self.venv_run("python", "-m", "pytest", "-p", "no:cacheprovider", "--cumemaudit", "session_sample.py",
+                          extra_env={"CUMEMAUDIT_PYTEST_REEXEC": "1"})
+        self.assertEqual(p.returncode, 4, p.stdout + p.stderr)
+        self.assertIn("--cumemaudit: re-executed with LD_PRELOAD=, yet the shim's C API is not in the process",
+                      p.stderr)
 
     def test_pytest_without_the_flag_is_inert(self):
         p = self.venv_run("python", "-m", "pytest", "-p", "no:cacheprovider", "session_sample.py")
