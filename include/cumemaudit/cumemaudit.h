@@ -4,6 +4,7 @@
 #ifndef CUMEMAUDIT_CUMEMAUDIT_H
 #define CUMEMAUDIT_CUMEMAUDIT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -22,6 +23,29 @@ void cumemaudit_mark(const char* label);
 /* A step mark carrying PyTorch's own figures (torch.cuda.memory_allocated / memory_reserved), so the step
  * splits driver-used memory into PyTorch allocated, PyTorch cached-but-free, other owners, unattributed. */
 void cumemaudit_torch_step(uint64_t step, uint64_t allocated_bytes, uint64_t reserved_bytes);
+
+/* Per-test accounting (the pytest plugin's gate): a mark, then what allocations made since it still hold. */
+typedef struct cumemaudit_leak_mark_t {
+    uint64_t epoch;          /* allocations made from here on are counted */
+    uint64_t misuse_events;  /* misuse recorded before the mark */
+} cumemaudit_leak_mark_t;
+
+typedef struct cumemaudit_held_t {
+    uint64_t leaked_bytes;         /* references held, nothing mapped, no export fd: nothing can free it */
+    uint64_t leaked_allocations;
+    uint64_t leaked_references;
+    uint64_t unfreed_bytes;        /* classic allocations (cuMemAlloc*, cudaMalloc, ...) still live */
+    uint64_t unfreed_allocations;
+    uint64_t misuse_events;        /* misuse recorded since the mark */
+} cumemaudit_held_t;
+
+/* Fills `mark` with now. Returns 0, or -1 when the audit could not start (then `mark` is zeroed). */
+int cumemaudit_leak_mark(cumemaudit_leak_mark_t* mark);
+
+/* Fills `held` with what allocations made since `mark` still hold and, when site_size > 0, `site` with the
+ * largest leaking site as one NUL-terminated line ("" when nothing leaked), truncated to site_size. Returns
+ * 0, or -1 when the audit could not start. Scans live allocations: for test boundaries, not hot loops. */
+int cumemaudit_held_since(const cumemaudit_leak_mark_t* mark, cumemaudit_held_t* held, char* site, size_t site_size);
 
 #ifdef __cplusplus
 }

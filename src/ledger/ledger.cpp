@@ -183,6 +183,32 @@ std::vector<std::pair<Site, std::uint64_t>> Ledger::unreachable_sites(std::uint6
     return by_site(std::move(items));
 }
 
+Ledger::Held Ledger::held_since(std::uint32_t since) const {
+    Held held;
+    std::vector<std::pair<Site, std::uint64_t>> items;
+    state_->vmm.for_each_live([&](const Site&, std::uint64_t size, std::uint32_t epoch, std::size_t refs,
+                                  std::uint32_t mappings, std::size_t fds, const std::vector<Site>& ref_sites) {
+        if (epoch < since || refs == 0 || mappings != 0 || fds != 0) return;
+        held.leaked_bytes += size;
+        ++held.leaked_allocations;
+        held.leaked_references += refs;
+        for (const Site& s : ref_sites) items.emplace_back(s, size);
+    });
+    state_->classic.for_each([&](std::uint64_t, const detail::ClassicRecord& r) {
+        if (r.epoch < since) return;
+        held.unfreed_bytes += r.size;
+        ++held.unfreed_allocations;
+    });
+    held.sites = by_site(std::move(items));
+    return held;
+}
+
+std::uint64_t Ledger::misuse_events() const {
+    std::uint64_t n = 0;
+    for (const MisuseRow& m : state_->misuse.rows()) n += m.count;
+    return n;
+}
+
 Snapshot Ledger::snapshot(Moment moment, const ExportProbe& still_open) const {
     Snapshot snap;
     detail::LeakRows rows;

@@ -163,6 +163,18 @@ public:
     // first, and its total. Scans the VMM allocations only (each at least one 2 MiB granule).
     std::vector<std::pair<Site, std::uint64_t>> unreachable_sites(std::uint64_t* total_bytes) const;
 
+    // What allocations made in epoch `since` or later still hold now: per-test accounting (the C API's
+    // cumemaudit_held_since). Leaked as at a checkpoint: references held, nothing mapped, no export fd.
+    // Scans the allocations; called once a test.
+    struct Held {
+        std::uint64_t leaked_bytes = 0, leaked_allocations = 0, leaked_references = 0;
+        std::uint64_t unfreed_bytes = 0, unfreed_allocations = 0;  // classic allocations still live
+        std::vector<std::pair<Site, std::uint64_t>> sites;         // leaked bytes by reference site, largest first
+    };
+    Held held_since(std::uint32_t since) const;
+    // Misuse events recorded so far (each rejected call once).
+    std::uint64_t misuse_events() const;
+
     // Asks still_open about every exported fd not yet seen closed (under the VMM lock; an empty probe means
     // "open"); allocations whose last pin was such an fd are forgotten here, which is why live bytes may
     // drop across a snapshot.

@@ -3,6 +3,9 @@
 #include "cumemaudit/cumemaudit.h"
 
 #include "auditor.hpp"
+#include "site_text.hpp"
+
+#include <cstring>
 
 using cumemaudit::shim::Auditor;
 
@@ -22,6 +25,39 @@ __attribute__((visibility("default"))) void cumemaudit_mark(const char* label) {
 
 __attribute__((visibility("default"))) void cumemaudit_torch_step(uint64_t step, uint64_t allocated, uint64_t reserved) {
     if (Auditor::enter()) Auditor::get().step(step, nullptr, allocated, reserved);
+}
+
+__attribute__((visibility("default"))) int cumemaudit_leak_mark(cumemaudit_leak_mark_t* mark) {
+    if (mark == nullptr) return -1;
+    *mark = {};
+    if (!Auditor::enter()) return -1;
+    auto& ledger = Auditor::get().ledger();
+    mark->misuse_events = ledger.misuse_events();
+    mark->epoch = ledger.begin_epoch();
+    return 0;
+}
+
+__attribute__((visibility("default"))) int cumemaudit_held_since(const cumemaudit_leak_mark_t* mark,
+                                                                  cumemaudit_held_t* held, char* site,
+                                                                  size_t site_size) {
+    if (mark == nullptr || held == nullptr) return -1;
+    *held = {};
+    if (site_size > 0) site[0] = '\0';
+    if (!Auditor::enter()) return -1;
+    try {
+        const auto& ledger = Auditor::get().ledger();
+        const auto now = ledger.held_since(static_cast<std::uint32_t>(mark->epoch));
+        *held = {now.leaked_bytes, now.leaked_allocations, now.leaked_references, now.unfreed_bytes,
+                 now.unfreed_allocations, ledger.misuse_events() - mark->misuse_events};
+        if (site_size > 0 && !now.sites.empty()) {
+            const std::string text = cumemaudit::shim::describe_stack(now.sites.front().first, 8);
+            const std::size_t n = std::min(text.size(), site_size - 1);
+            std::memcpy(site, text.data(), n);
+            site[n] = '\0';
+        }
+    } catch (...) {  // no exception crosses into the program; the counts filled so far stand
+    }
+    return 0;
 }
 
 }

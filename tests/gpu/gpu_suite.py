@@ -519,6 +519,49 @@ def render(results):
     return "\n".join(lines) + "\n"
 
 
+def part_wheel(s):
+    """The wheel (scripts/wheel; carried in dist/ or named by CUMEMAUDIT_WHEEL) pip-installed into a venv made
+    with --system-site-packages, then `pytest --cumemaudit` over torch_pytest.py from that venv: exactly
+    test_cuda_python_leak fails, with the test, the bytes and the site in its message."""
+    wheels = [os.environ["CUMEMAUDIT_WHEEL"]] if os.environ.get("CUMEMAUDIT_WHEEL") else \
+        sorted(glob.glob(os.path.join(ROOT, "dist", "cumemaudit-*.whl")))
+    if not wheels:
+        s.check("wheel: a wheel to install (dist/cumemaudit-*.whl)", False, why="none; build it with scripts/wheel")
+        return
+    venv = tempfile.mkdtemp(prefix="cumemaudit-venv.")
+    rc, out, err = s.sh([sys.executable, "-m", "venv", "--system-site-packages", venv])
+    if rc != 0:  # no ensurepip in the image: the system's pip, seen through the system site packages, installs
+        rc, out, err = s.sh([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", venv])
+    py = os.path.join(venv, "bin", "python")
+    rc, out, err = s.sh([py, "-m", "pip", "install", "--no-index", "--no-deps", "--disable-pip-version-check", wheels[-1]])
+    s.check("wheel: pip install into a --system-site-packages venv", rc == 0, wheel=os.path.basename(wheels[-1]),
+            tail=(out + err)[-300:])
+    if rc != 0:
+        return
+    reports = os.path.join(s.out, "wheel-reports")
+    shutil.rmtree(reports, ignore_errors=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "PYTHONPATH", "CUMEMAUDIT_OPTIONS")}
+    env["PATH"] = os.path.join(venv, "bin") + ":" + env.get("PATH", "/usr/bin:/bin")
+    t0 = time.time()
+    p = subprocess.run([py, "-m", "pytest", "-p", "no:cacheprovider", "-v", "--cumemaudit", "--cumemaudit-dir", reports,
+                        os.path.join(HERE, "torch_pytest.py")], capture_output=True, text=True, timeout=600, env=env,
+                       cwd=venv)
+    s.log.write(f"$ pytest --cumemaudit torch_pytest.py [rc {p.returncode}, {time.time() - t0:.1f}s]\n{p.stdout}\n{p.stderr[-4000:]}\n")
+    outcome = dict(re.findall(r"::(test_\w+) (PASSED|FAILED|ERROR)", p.stdout))
+    expected = {"test_clean_training_step": "PASSED", "test_cuda_python_leak": "FAILED",
+                "test_expandable_segments_and_graph": "PASSED"}
+    s.check("wheel: pytest --cumemaudit fails exactly test_cuda_python_leak", outcome == expected and p.returncode == 1,
+            outcome=outcome, rc=p.returncode, seconds=round(time.time() - t0, 1))
+    message = re.search(r"cumemaudit: \S+::test_cuda_python_leak: .*", p.stdout)
+    s.check("wheel: the failure names the test, 67108864 bytes, 1 reference and the cuMemCreate site",
+            bool(message) and ": 67108864 bytes leaked in 1 allocation(s) (1 unreleased reference(s)), 0 allowed; "
+            "leaking site: cuMemCreate in " in message.group(0), message=message.group(0)[:400] if message else None)
+    reps = Suite.report(reports)
+    s.check("wheel: one session report holding the 64 MiB leak", len(reps) == 1 and
+            reps[0]["summary"]["leaked_bytes"] == 64 * MiB,
+            reports=len(reps), leaked=[r["summary"]["leaked_bytes"] for r in reps])
+
+
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--render":
         sys.stdout.write(render(json.load(open(sys.argv[2]))))
@@ -537,7 +580,7 @@ def main():
         try:
             {"env": part_env, "audit": part_audit, "torch": part_torch, "timeline": part_timeline,
              "ranks": part_ranks, "pool": part_pool, "mempool": part_mempool, "enforce": part_enforce, "cupti": part_cupti,
-             "overhead": part_overhead,
+             "overhead": part_overhead, "wheel": part_wheel,
              "detect": part_detect}[part](s)
         except Exception as e:  # one part's failure must not lose the others' results
             s.check(f"part {part} crashed", False, why=repr(e))

@@ -344,3 +344,42 @@ TEST_CASE("a live classic allocation costs at most 160 bytes of ledger heap") {
     INFO("bytes per live classic allocation: " << per);
     CHECK(per <= 160);
 }
+
+TEST_CASE("held_since counts only what allocations made since the mark still hold") {
+    Ledger l;
+    // Before the mark: one leak and one live classic allocation, which a later test must not be blamed for.
+    l.created(1, 4 * MiB, HandleType::none, site("cuMemCreate", 1));
+    l.allocated(0x1000, 4096, Kind::classic, site("cuMemAlloc_v2", 2));
+    const std::uint32_t mark = l.begin_epoch();
+    // Since the mark: a create+retain never released (leaked, two references), a mapped allocation (in use),
+    // a balanced create/release, and a classic allocation still live.
+    const std::uint64_t va = 0x7f0000000000;
+    l.created(2, 2 * MiB, HandleType::posix_fd, site("cuMemCreate", 3));
+    l.reserved(va, 2 * MiB, site("cuMemAddressReserve", 4));
+    l.mapped(va, 2 * MiB, 2, true, "CUDA_SUCCESS", site("cuMemMap", 5));
+    l.retained(2, va, site("cuMemRetainAllocationHandle", 6));
+    l.unmapped(va, 2 * MiB, true, "CUDA_SUCCESS", site("cuMemUnmap", 7));
+    l.created(3, 8 * MiB, HandleType::none, site("cuMemCreate", 8));
+    l.mapped(va, 8 * MiB, 3, true, "CUDA_SUCCESS", site("cuMemMap", 5));
+    l.created(4, 2 * MiB, HandleType::none, site("cuMemCreate", 9));
+    l.released(4, true, "CUDA_SUCCESS", site("cuMemRelease", 10));
+    l.allocated(0x2000, 512, Kind::classic, site("cuMemAlloc_v2", 11));
+    const std::uint64_t misuse_before = l.misuse_events();
+    l.released(4, false, "CUDA_ERROR_INVALID_VALUE", site("cuMemRelease", 12));
+
+    const Ledger::Held held = l.held_since(mark);
+    CHECK(held.leaked_bytes == 2 * MiB);
+    CHECK(held.leaked_allocations == 1);
+    CHECK(held.leaked_references == 2);
+    CHECK(held.unfreed_bytes == 512);
+    CHECK(held.unfreed_allocations == 1);
+    CHECK(l.misuse_events() - misuse_before == 1);
+    REQUIRE(held.sites.size() == 2);  // one row a reference site, each charged the allocation's bytes
+    CHECK(std::string(held.sites[0].first.api) == "cuMemCreate");
+    CHECK(held.sites[0].first.trace == 3);
+    CHECK(held.sites[0].second == 2 * MiB);
+    CHECK(std::string(held.sites[1].first.api) == "cuMemRetainAllocationHandle");
+    // From the start everything counts: the old leak too.
+    CHECK(l.held_since(0).leaked_bytes == 6 * MiB);
+    CHECK(l.held_since(0).unfreed_bytes == 4096 + 512);
+}

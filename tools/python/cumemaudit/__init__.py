@@ -15,7 +15,8 @@ the marks can stay in a training script that also runs without the audit.
 import contextlib
 import ctypes
 
-__all__ = ["active", "step", "mark", "phase", "checkpoint", "torch_step"]
+__all__ = ["active", "step", "mark", "phase", "checkpoint", "torch_step",
+           "leak_mark", "held_since", "enable_in_children", "shim_path"]
 
 
 def _resolve():
@@ -92,3 +93,10 @@ def torch_step(n):
     if _api:
         allocated, reserved = _torch_figures()
         _api["torch_step"](int(n), allocated, reserved)
+
+
+# Per-test accounting, children, and where the shim that came with this package is (the wheel's, or an
+# installation's): modules of their own.
+from .accounting import Held, held_since, leak_mark  # noqa: E402
+from .children import enable_in_children  # noqa: E402
+from ._layout import shim as shim_path  # noqa: E402
