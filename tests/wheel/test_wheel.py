@@ -115,10 +115,12 @@ class Wheel(unittest.TestCase):
         for cmd in (["cumemaudit", "--version"], ["python", "-m", "cumemaudit", "--version"]):
             p = self.venv_run(*cmd)
             self.assertEqual((p.returncode, p.stdout.strip()), (0, "cumemaudit 0.1.0"), p.stderr)
-        p = self.venv_run("python", "-c", "import cumemaudit; print(cumemaudit.__file__); print(cumemaudit.shim_path())")
-        module, shim = p.stdout.split()
+        p = self.venv_run("python", "-c", "import cumemaudit, cumemaudit.pool; print(cumemaudit.__file__); "
+                          "print(cumemaudit.shim_path()); print(cumemaudit.pool.library_path())")
+        module, shim, pool = p.stdout.split()
         self.assertTrue(module.startswith(self.venv + "/"), module)
         self.assertEqual(shim, os.path.join(os.path.dirname(module), "_native", "lib", "libcumemaudit.so"))
+        self.assertEqual(pool, os.path.join(os.path.dirname(module), "_native", "lib", "libcumemaudit_pool.so"))
 
     def test_demo(self):
         p = self.venv_run("cumemaudit", "demo")

@@ -31,6 +31,11 @@ def sim_dir():
     return _find("CUMEMAUDIT_SIM_DIR", "LIBDIR", "cumemaudit", "sim")
 
 
+def pool_library():
+    """Path of libcumemaudit_pool.so (the pool and its PyTorch pluggable-allocator entry points), or None."""
+    return _installed_path("LIBDIR", "libcumemaudit_pool.so")
+
+
 def cli():
     """Path of the native ``cumemaudit`` command-line tool, or None."""
     return _find("CUMEMAUDIT_CLI", "BINDIR", "cumemaudit")

@@ -11,11 +11,13 @@ default pool (include/cumemaudit/torch_pool.h holds the C side and its stream se
     cumemaudit.pool.stats()                       # reserved, live, cached bytes, driver calls
 
 The library is ``libcumemaudit_pool.so``: found through ``CUMEMAUDIT_POOL_LIB`` (a path), next to this
-package (``cumemaudit/lib/``), or by the dynamic loader's own search. torch is imported only by
+package (where the wheel or ``meson install`` put it), or by the dynamic loader's own search. torch is imported only by
 ``torch_mempool``; everything else works without it.
 """
 import ctypes
 import os
+
+from . import _layout
 
 __all__ = ["library_path", "configure", "stats", "trim", "torch_mempool", "ALLOC_FN", "FREE_FN"]
 
@@ -39,13 +41,13 @@ def library_path():
         if not os.path.isfile(explicit):
             raise OSError(f"CUMEMAUDIT_POOL_LIB={explicit}: no such file")
         return explicit
-    beside = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib", _SONAME)
-    if os.path.isfile(beside):
+    beside = _layout.pool_library()  # the copy installed with this package (wheel or meson install)
+    if beside:
         return beside
     try:
         ctypes.CDLL(_SONAME)  # the loader's search: LD_LIBRARY_PATH, its cache, the default directories
     except OSError as e:
-        raise OSError(f"{_SONAME} not found: set CUMEMAUDIT_POOL_LIB to its path (looked at {beside} and in the "
+        raise OSError(f"{_SONAME} not found: set CUMEMAUDIT_POOL_LIB to its path (looked beside this package and in the "
                       f"dynamic loader's search path: {e})") from None
     return _SONAME  # loading it again by this name finds the same file
 
