@@ -23,6 +23,14 @@ void cumemaudit_mark(const char* label);
  * splits driver-used memory into PyTorch allocated, PyTorch cached-but-free, other owners, unattributed. */
 void cumemaudit_torch_step(uint64_t step, uint64_t allocated_bytes, uint64_t reserved_bytes);
 
+/* PyTorch's own view of one memory pool ("default", or a CUDA graph pool), staged for the next
+ * cumemaudit_torch_step or cumemaudit_torch_oom: bytes in live tensors and bytes the pool reserved. */
+void cumemaudit_torch_pool(const char* pool, uint64_t allocated_bytes, uint64_t reserved_bytes);
+
+/* PyTorch raised OutOfMemoryError for `requested_bytes` (its out-of-memory observer): the staged pools join
+ * the report's latest `oom` record, and the report is written. */
+void cumemaudit_torch_oom(uint64_t requested_bytes);
+
 #ifdef __cplusplus
 }
 #endif

@@ -174,13 +174,34 @@ std::vector<std::pair<Site, std::uint64_t>> Ledger::unreachable_sites(std::uint6
     std::vector<std::pair<Site, std::uint64_t>> items;
     std::uint64_t total = 0;
     state_->vmm.for_each_live([&](const Site&, std::uint64_t size, std::uint32_t, std::size_t refs, std::uint32_t mappings,
-                                  std::size_t fds, const std::vector<Site>& ref_sites) {
+                                  std::size_t fds, const std::vector<Site>& ref_sites, Kind) {
         if (refs == 0 || mappings != 0 || fds != 0) return;
         total += size;
         for (const Site& s : ref_sites) items.emplace_back(s, size);
     });
     if (total_bytes != nullptr) *total_bytes = total;
     return by_site(std::move(items));
+}
+
+std::vector<Ledger::OriginBytes> Ledger::unreachable_by_origin() const {
+    std::vector<OriginBytes> out;
+    state_->vmm.for_each_live([&](const Site& origin, std::uint64_t size, std::uint32_t, std::size_t refs,
+                                  std::uint32_t mappings, std::size_t fds, const std::vector<Site>&, Kind kind) {
+        if (refs == 0 || mappings != 0 || fds != 0) return;
+        out.push_back({origin, kind, size});
+    });
+    // One row per (origin site, kind), largest first; ties in a fixed order.
+    auto key = [](const OriginBytes& o) {
+        return std::tuple(std::string_view(o.site.api), o.site.trace, o.site.owner, o.kind);
+    };
+    std::sort(out.begin(), out.end(), [&](const auto& a, const auto& b) { return key(a) < key(b); });
+    std::vector<OriginBytes> rows;
+    for (const OriginBytes& o : out) {
+        if (!rows.empty() && key(rows.back()) == key(o)) rows.back().bytes += o.bytes;
+        else rows.push_back(o);
+    }
+    std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.bytes > b.bytes; });
+    return rows;
 }
 
 Snapshot Ledger::snapshot(Moment moment, const ExportProbe& still_open) const {

@@ -3,6 +3,7 @@
 #include "cumemaudit/cumemaudit.h"
 
 #include "auditor.hpp"
+#include "oom.hpp"
 
 using cumemaudit::shim::Auditor;
 
@@ -22,6 +23,20 @@ __attribute__((visibility("default"))) void cumemaudit_mark(const char* label) {
 
 __attribute__((visibility("default"))) void cumemaudit_torch_step(uint64_t step, uint64_t allocated, uint64_t reserved) {
     if (Auditor::enter()) Auditor::get().step(step, nullptr, allocated, reserved);
+}
+
+}
+
+extern "C" {
+
+__attribute__((visibility("default"))) void cumemaudit_torch_pool(const char* pool, uint64_t allocated, uint64_t reserved) {
+    if (!Auditor::enter()) return;
+    Auditor::get().oom_log().stage_pool({pool != nullptr ? pool : "", allocated, reserved,
+                                         reserved > allocated ? reserved - allocated : 0});
+}
+
+__attribute__((visibility("default"))) void cumemaudit_torch_oom(uint64_t requested_bytes) {
+    if (Auditor::enter()) cumemaudit::shim::torch_out_of_memory(requested_bytes);
 }
 
 }

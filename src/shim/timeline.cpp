@@ -16,11 +16,6 @@ std::uint64_t now_ns() {
 
 std::string mib(std::uint64_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
 
-// Kinds whose bytes live on the device and count in the driver's used memory.
-bool on_device(ledger::Kind k) {
-    return k == ledger::Kind::vmm_physical || k == ledger::Kind::classic || k == ledger::Kind::async_pool;
-}
-
 // The owner whose growth is PyTorch's own business (its allocator stats see it), not an alarm.
 constexpr std::string_view kPyTorch = "pytorch";
 
@@ -37,6 +32,7 @@ void Timeline::mark(const Mark& m) {
     s.pytorch_reserved_bytes = m.torch_reserved;
     s.async_pool_reserved_bytes = m.pool_reserved;
     s.async_pool_used_bytes = m.pool_used;
+    s.pytorch_pools = m.torch_pools;
     std::uint64_t tracked_on_device = 0;
     for (const ledger::OwnerRow& o : owners) {
         s.by_owner[o.name] = o.live_bytes;
@@ -44,7 +40,7 @@ void Timeline::mark(const Mark& m) {
             const auto kind = static_cast<ledger::Kind>(k);
             if (o.live_by_kind[k] == 0) continue;
             s.by_kind[ledger::to_string(kind)] += o.live_by_kind[k];
-            if (on_device(kind)) tracked_on_device += o.live_by_kind[k];
+            if (counts_on_device(kind)) tracked_on_device += o.live_by_kind[k];
         }
     }
     if (m.driver.known) {
@@ -146,6 +142,11 @@ std::vector<report::AlarmInput> Timeline::alarms() const {
 std::vector<report::Graph> Timeline::graphs() const {
     std::lock_guard lock(mu_);
     return graphs_;
+}
+
+std::uint64_t Timeline::last_step() const {
+    std::lock_guard lock(mu_);
+    return last_step_;
 }
 
 void Timeline::reset() {

@@ -20,12 +20,18 @@
 
 namespace cumemaudit::shim {
 
+// Kinds whose bytes live on the device and count in the driver's used memory.
+inline bool counts_on_device(ledger::Kind k) {
+    return k == ledger::Kind::vmm_physical || k == ledger::Kind::classic || k == ledger::Kind::async_pool;
+}
+
 struct Mark {
     std::uint64_t step = 0;
     std::string label;
     std::uint64_t torch_allocated = 0, torch_reserved = 0;
     DriverMemory driver;
     std::uint64_t pool_reserved = 0, pool_used = 0;  // stream-ordered pools (CUPTI backend)
+    std::vector<report::TorchPool> torch_pools;      // PyTorch's pools, from the Python helper
 };
 
 class Timeline {
@@ -45,6 +51,8 @@ public:
     std::vector<report::Step> steps() const;
     std::vector<report::AlarmInput> alarms() const;
     std::vector<report::Graph> graphs() const;
+
+    std::uint64_t last_step() const;  // the last numbered step marked (0 before any)
 
     void reset();  // a fork child starts afresh
 
