@@ -125,6 +125,7 @@ template <class V> void fields(V& v, Graph& g) {
     v.req("bytes_by_owner", g.bytes_by_owner);
     v.req("instantiations", g.instantiations);
     v.req("instantiate_cost_bytes", g.instantiate_cost_bytes);
+    v.opt("held_instantiate_bytes", g.held_instantiate_bytes);
 }
 template <class V> void fields(V& v, Export& e) {
     v.req("key", e.key);

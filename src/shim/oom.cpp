@@ -3,6 +3,7 @@
 #include "auditor.hpp"
 #include "cupti_backend.hpp"
 #include "driver_query.hpp"
+#include "export_key.hpp"
 #include "timeline.hpp"
 
 #include <algorithm>
@@ -59,8 +60,8 @@ report::OomInput oom_breakdown(const ledger::Ledger& book, const std::vector<rep
         }
     }
     for (const report::Graph& g : graphs)
-        if (g.instantiate_cost_bytes > 0)
-            add({"graph", "", "", g.id, static_cast<std::uint64_t>(g.instantiate_cost_bytes), {}});
+        if (g.held_instantiate_bytes > 0)
+            add({"graph", "", "", g.id, static_cast<std::uint64_t>(g.held_instantiate_bytes), {}});
     if (pool_reserved > pool_used) add({"async_pool_idle", "", "", 0, pool_reserved - pool_used, {}});
     const std::uint64_t named = std::accumulate(parts.begin(), parts.end(), std::uint64_t{0},
                                                 [](std::uint64_t s, const report::OomPart& p) { return s + p.bytes; });
@@ -163,6 +164,10 @@ namespace {
 // The moment itself: the driver's figures first (closest to the refusal), then the ledger's.
 report::OomInput take_moment(Auditor& a, const char* api, const char* result, std::uint64_t bytes) {
     const DriverMemory m = driver_memory();
+    // Exported fds the program closed since are learnt first: memory whose last pin was one is free, and
+    // memory they no longer pin is unreachable. The snapshot does that (and is otherwise discarded).
+    (void)a.ledger().snapshot(ledger::Moment::checkpoint,
+                              [](int fd, const ledger::ExportKey& key) { return fd_still_open(fd, key); });
     const PoolFigures pools = cupti_pool_figures();
     report::OomInput in = oom_breakdown(a.ledger(), a.timeline().graphs(), m.known ? m.used : 0, pools.reserved, pools.used);
     in.oom.time_ns = now_ns();

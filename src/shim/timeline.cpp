@@ -120,13 +120,23 @@ void Timeline::captured(ledger::OwnerId owner, std::uint64_t bytes) {
     g.bytes_by_owner[ledger_.owner_name(owner)] += bytes;
 }
 
-void Timeline::instantiated(const void* graph, std::int64_t delta) {
+void Timeline::instantiated(const void* graph, const void* exec, std::int64_t delta) {
     std::lock_guard lock(mu_);
     auto it = by_graph_.find(graph);
     if (it == by_graph_.end()) return;  // a graph built by hand, not captured: not one of ours
     report::Graph& g = graphs_[it->second];
     ++g.instantiations;
     g.instantiate_cost_bytes += delta;
+    g.held_instantiate_bytes += delta;
+    execs_[exec] = {it->second, delta};
+}
+
+void Timeline::exec_destroyed(const void* exec) {
+    std::lock_guard lock(mu_);
+    auto it = execs_.find(exec);
+    if (it == execs_.end()) return;
+    graphs_[it->second.first].held_instantiate_bytes -= it->second.second;
+    execs_.erase(it);
 }
 
 std::vector<report::Step> Timeline::steps() const {
@@ -160,6 +170,7 @@ void Timeline::reset() {
     graphs_.clear();
     capturing_.clear();
     by_graph_.clear();
+    execs_.clear();
     active_captures_ = 0;
 }
 

@@ -45,7 +45,8 @@ public:
     void capture_began(const void* stream);
     void capture_ended(const void* stream, const void* graph);  // graph null: capture failed
     void captured(ledger::OwnerId, std::uint64_t bytes);        // an allocation during capture
-    void instantiated(const void* graph, std::int64_t driver_used_delta);
+    void instantiated(const void* graph, const void* exec, std::int64_t driver_used_delta);
+    void exec_destroyed(const void* exec);  // its instantiate cost is no longer held
 
     // Copies for a report (the report build symbolizes the alarm sites).
     std::vector<report::Step> steps() const;
@@ -72,6 +73,7 @@ private:
     std::vector<report::Graph> graphs_;
     std::map<const void*, std::size_t> capturing_;  // stream → index into graphs_
     std::map<const void*, std::size_t> by_graph_;   // CUgraph → index into graphs_
+    std::map<const void*, std::pair<std::size_t, std::int64_t>> execs_;  // CUgraphExec → (graph, its cost)
     static inline std::atomic<int> active_captures_{0};
 };
 
