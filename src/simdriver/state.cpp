@@ -208,6 +208,7 @@ CUresult SimState::init() {
         return CUDA_ERROR_OPERATING_SYSTEM;
     }
     s.config = s.node->config();  // a node's first process set its shape
+    s.config.graph_exec_bytes = cfg.config.graph_exec_bytes;  // each process's own: its graphs are its own
     const auto n = static_cast<std::size_t>(s.config.devices);
     for (std::size_t d = 0; d < n; ++d) s.contexts.push_back(std::make_unique<CUctx_st>(CUctx_st{static_cast<int>(d)}));
     s.ctx_retains.assign(n, 0);
