@@ -107,6 +107,7 @@ struct Graph {
     std::uint64_t instantiations = 0;
     std::int64_t instantiate_cost_bytes = 0;         // driver-used delta across cuGraphInstantiate
     std::int64_t held_instantiate_bytes = 0;         // of that, what executables not yet destroyed hold
+    std::uint64_t time_ns = 0;                       // when its capture began (0: unknown)
 };
 
 // One share of driver-used memory at an out-of-memory moment. The parts of one Oom add up to its

@@ -126,6 +126,7 @@ template <class V> void fields(V& v, Graph& g) {
     v.req("instantiations", g.instantiations);
     v.req("instantiate_cost_bytes", g.instantiate_cost_bytes);
     v.opt("held_instantiate_bytes", g.held_instantiate_bytes);
+    v.opt("time_ns", g.time_ns);
 }
 template <class V> void fields(V& v, Export& e) {
     v.req("key", e.key);

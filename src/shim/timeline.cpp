@@ -95,6 +95,7 @@ void Timeline::capture_began(const void* stream) {
     report::Graph g;
     g.id = graphs_.size() + 1;
     g.step = last_step_;
+    g.time_ns = now_ns();
     graphs_.push_back(std::move(g));
     if (capturing_.insert_or_assign(stream, graphs_.size() - 1).second) active_captures_.fetch_add(1);
 }
