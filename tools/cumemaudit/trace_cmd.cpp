@@ -99,8 +99,6 @@ void add_report(const report::Report& r, int pid, std::uint64_t origin, json& li
                    {{"id", g.id}, {"step", g.step}, {"new_bytes", c.new_bytes},
                     {"earlier_graphs_bytes", c.shareable_bytes}, {"instantiate_cost_bytes", c.instantiate_bytes},
                     {"cumulative_bytes", c.cumulative_bytes}});
-        ev.counter("graphs cumulative", g.time_ns != 0 ? g.time_ns : end_ns,
-                   static_cast<std::uint64_t>(std::max<std::int64_t>(c.cumulative_bytes, 0)));
     }
     // Leaks are what is left at the end: they sit at the report's last moment.
     for (const report::Leak& l : r.leaks) {
