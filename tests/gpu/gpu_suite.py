@@ -497,6 +497,26 @@ def render(results):
                   "|---|---|---|---|",
                   f"| {', '.join(f'{x:.0f}' for x in t['plain'])} | {', '.join(f'{x:.0f}' for x in t['cumemaudit'])} | "
                   f"{(med['cumemaudit'] / med['plain'] - 1) * 100:+.2f}% | {spread:.1f}% |", ""]
+    if "oom_record" in f:
+        o = f["oom_record"]
+        lines += ["## The out-of-memory moment (VMM buffer outside PyTorch, filled GPU, graph capture loop)", "",
+                  f"Refused: `{o['api']}` of {fmt_bytes(o['requested_bytes'])} ({o['result']}) at step {o['step']}; "
+                  f"driver used {fmt_bytes(o['driver_used_bytes'])}, free {fmt_bytes(o['driver_free_bytes'])}; "
+                  f"recovered: {o['recovered']}; {f.get('oom_records', 0)} oom rows.", "",
+                  "| part | owner | kind | graph | bytes |", "|---|---|---|---|---|"]
+        lines += [f"| {w} | {ow} | {k} | {g or ''} | {fmt_bytes(b)} |" for w, ow, k, g, b in f.get("oom_parts", [])]
+        lines += ["", "| PyTorch pool at the OOM | allocated | reserved | reserved but unallocated |", "|---|---|---|---|"]
+        lines += [f"| {p['pool']} | {fmt_bytes(p['allocated_bytes'])} | {fmt_bytes(p['reserved_bytes'])} | "
+                  f"{fmt_bytes(p['fragmentation_bytes'])} |" for p in f.get("oom_pytorch_pools", [])]
+        captured = f.get("oom_program", {}).get("captured", [])
+        lines += ["", "| graph | batch | shim: new during capture | shim: instantiate cost | PyTorch graph pools reserved after it |",
+                  "|---|---|---|---|---|"]
+        for i, g in enumerate(f.get("oom_graphs", [])):
+            c = captured[i] if i < len(captured) else {}
+            pool = sum(p["reserved_bytes"] for p in c.get("pools", []) if p["pool"] != "default") if c else None
+            lines.append(f"| {g['id']} | {c.get('batch', '—')} | {fmt_bytes(g['bytes'])} | "
+                         f"{fmt_bytes(g['instantiate_cost_bytes'])} | {fmt_bytes(pool)} |")
+        lines.append("")
     if "timeline_steps" in f:
         lines += ["## Training loop with torch_step marks (expandable segments, a CUDA graph, NCCL)", "",
                   f"Owners: {', '.join(f.get('timeline_owners', []))}. Bytes per step; parts = PyTorch reserved "
