@@ -56,7 +56,7 @@ class Driver:
         self.ok(self.cu.cuMemMap(va, ctypes.c_size_t(size), ctypes.c_size_t(0), handle, ctypes.c_ulonglong(0)), "cuMemMap")
         access = Access(Location(1, dev), 3)  # read-write
         self.ok(self.cu.cuMemSetAccess(va, ctypes.c_size_t(size), ctypes.byref(access), ctypes.c_size_t(1)), "cuMemSetAccess")
-        return va.value
+        return va.value  # va stays a c_uint64 in the calls above: a bare int would pass as a 32-bit C int
 
     def fill(self, leave):
         free, _ = self.mem_info()
