@@ -144,6 +144,14 @@ def case_graph_loop(tmp):
                     ("3", "16.0 MiB", "128.0 MiB", "0 B", "240.0 MiB")], f"graph table rows {rows} in:\n{text}")
 
 
+def case_bad_graph_exec(tmp):
+    """A CUMEMAUDIT_SIM_GRAPH_EXEC that is not a size: cuInit refuses, with one line naming variable and value."""
+    proc = run([PROGRAM, "graph-loop"], tmp, "256MiB", env={"CUMEMAUDIT_SIM_GRAPH_EXEC": "48 apples"}, rc=99)
+    expect("cumemaudit-sim: CUMEMAUDIT_SIM_GRAPH_EXEC='48 apples' is not a size (expected e.g. 2MiB, 0 or a byte count)"
+           in proc.stderr, proc.stderr)
+    expect("cuInit(0) returned 1, expected CUDA_SUCCESS" in proc.stderr, proc.stderr)
+
+
 def case_rate_limit(tmp):
     """Five refusals in a row, then _exit: with oom_interval_s=3600 only the first wrote a report (the one on
     disk holds one record) and one block reached stderr; with 0 every refusal wrote."""
