@@ -46,6 +46,13 @@ int cumemaudit_leak_mark(cumemaudit_leak_mark_t* mark);
  * largest leaking site as one NUL-terminated line ("" when nothing leaked), truncated to site_size. Returns
  * 0, or -1 when the audit could not start. Scans live allocations: for test boundaries, not hot loops. */
 int cumemaudit_held_since(const cumemaudit_leak_mark_t* mark, cumemaudit_held_t* held, char* site, size_t site_size);
+/* PyTorch's own view of one memory pool ("default", or a CUDA graph pool), staged for the next
+ * cumemaudit_torch_step or cumemaudit_torch_oom: bytes in live tensors and bytes the pool reserved. */
+void cumemaudit_torch_pool(const char* pool, uint64_t allocated_bytes, uint64_t reserved_bytes);
+
+/* PyTorch raised OutOfMemoryError for `requested_bytes` (its out-of-memory observer): the staged pools join
+ * the report's latest `oom` record, and the report is written. */
+void cumemaudit_torch_oom(uint64_t requested_bytes);
 
 #ifdef __cplusplus
 }

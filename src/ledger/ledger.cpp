@@ -174,7 +174,7 @@ std::vector<std::pair<Site, std::uint64_t>> Ledger::unreachable_sites(std::uint6
     std::vector<std::pair<Site, std::uint64_t>> items;
     std::uint64_t total = 0;
     state_->vmm.for_each_live([&](const Site&, std::uint64_t size, std::uint32_t, std::size_t refs, std::uint32_t mappings,
-                                  std::size_t fds, const std::vector<Site>& ref_sites) {
+                                  std::size_t fds, const std::vector<Site>& ref_sites, Kind) {
         if (refs == 0 || mappings != 0 || fds != 0) return;
         total += size;
         for (const Site& s : ref_sites) items.emplace_back(s, size);
@@ -187,7 +187,7 @@ Ledger::Held Ledger::held_since(std::uint32_t since) const {
     Held held;
     std::vector<std::pair<Site, std::uint64_t>> items;
     state_->vmm.for_each_live([&](const Site&, std::uint64_t size, std::uint32_t epoch, std::size_t refs,
-                                  std::uint32_t mappings, std::size_t fds, const std::vector<Site>& ref_sites) {
+                                  std::uint32_t mappings, std::size_t fds, const std::vector<Site>& ref_sites, Kind) {
         if (epoch < since || refs == 0 || mappings != 0 || fds != 0) return;
         held.leaked_bytes += size;
         ++held.leaked_allocations;
@@ -207,6 +207,27 @@ std::uint64_t Ledger::misuse_events() const {
     std::uint64_t n = 0;
     for (const MisuseRow& m : state_->misuse.rows()) n += m.count;
     return n;
+}
+
+std::vector<Ledger::OriginBytes> Ledger::unreachable_by_origin() const {
+    std::vector<OriginBytes> out;
+    state_->vmm.for_each_live([&](const Site& origin, std::uint64_t size, std::uint32_t, std::size_t refs,
+                                  std::uint32_t mappings, std::size_t fds, const std::vector<Site>&, Kind kind) {
+        if (refs == 0 || mappings != 0 || fds != 0) return;
+        out.push_back({origin, kind, size});
+    });
+    // One row per (origin site, kind), largest first; ties in a fixed order.
+    auto key = [](const OriginBytes& o) {
+        return std::tuple(std::string_view(o.site.api), o.site.trace, o.site.owner, o.kind);
+    };
+    std::sort(out.begin(), out.end(), [&](const auto& a, const auto& b) { return key(a) < key(b); });
+    std::vector<OriginBytes> rows;
+    for (const OriginBytes& o : out) {
+        if (!rows.empty() && key(rows.back()) == key(o)) rows.back().bytes += o.bytes;
+        else rows.push_back(o);
+    }
+    std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.bytes > b.bytes; });
+    return rows;
 }
 
 Snapshot Ledger::snapshot(Moment moment, const ExportProbe& still_open) const {

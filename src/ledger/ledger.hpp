@@ -174,6 +174,14 @@ public:
     Held held_since(std::uint32_t since) const;
     // Misuse events recorded so far (each rejected call once).
     std::uint64_t misuse_events() const;
+    // Unreachable VMM memory by the site that created (or first imported) it, each allocation counted once,
+    // so the shares of an out-of-memory breakdown add up; largest first. Scans the VMM allocations only.
+    struct OriginBytes {
+        Site site;
+        Kind kind = Kind::vmm_physical;
+        std::uint64_t bytes = 0;
+    };
+    std::vector<OriginBytes> unreachable_by_origin() const;
 
     // Asks still_open about every exported fd not yet seen closed (under the VMM lock; an empty probe means
     // "open"); allocations whose last pin was such an fd are forgotten here, which is why live bytes may

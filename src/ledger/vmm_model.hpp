@@ -42,7 +42,7 @@ public:
     template <class F>
     void for_each_live(F&& f) const {
         std::lock_guard lock(mu_);
-        for (const auto& [id, a] : allocs_) f(a.origin, a.size, a.epoch, a.refs.size(), a.mappings, a.fds.size(), a.refs);
+        for (const auto& [id, a] : allocs_) f(a.origin, a.size, a.epoch, a.refs.size(), a.mappings, a.fds.size(), a.refs, a.kind);
     }
 
     // Exports of live allocations and imports of other processes' allocations (see Snapshot).

@@ -57,6 +57,13 @@ Report build(const BuildInput& in) {
         r.alarms.push_back(a.alarm);
         r.alarms.back().site = make_site(a.site, in, frames_by_trace);
     }
+    for (const OomInput& o : in.oom) {
+        Oom& out = r.oom.emplace_back(o.oom);
+        out.site = make_site(o.site, in, frames_by_trace);
+        for (std::size_t i = 0; i < out.parts.size() && i < o.part_sites.size(); ++i)
+            if (o.part_sites[i].api[0] != '\0') out.parts[i].site = make_site(o.part_sites[i], in, frames_by_trace);
+    }
+    r.summary.oom_events = in.oom_events;
     const ledger::Summary& snap = in.snapshot.summary;
     Summary& sum = r.summary;
     sum.intercepted_calls = in.intercepted_calls;

@@ -21,6 +21,14 @@ struct ReclaimInput {
     ledger::Site site;
 };
 
+// An out-of-memory moment as the shim recorded it: its site and the leaked parts' sites still ledger sites
+// (part_sites parallel to oom.parts; a part without a site has an empty one).
+struct OomInput {
+    Oom oom;
+    ledger::Site site;
+    std::vector<ledger::Site> part_sites;
+};
+
 struct BuildInput {
     ProcessInfo process{};
     DriverInfo driver{};
@@ -33,6 +41,8 @@ struct BuildInput {
     std::vector<AlarmInput> alarms{};
     std::vector<ReclaimInput> reclaimed{};
     std::vector<Graph> graphs{};
+    std::vector<OomInput> oom{};
+    std::uint64_t oom_events = 0;
     std::map<std::string, std::string> options{};
     bool checkpoint = false;
     std::uint64_t time_ns = 0;

@@ -53,6 +53,15 @@ struct Owner {
     std::map<std::string, std::uint64_t> live_by_kind;  // kind ("vmm_physical", "classic", …) → live bytes
 };
 
+// One PyTorch memory pool as its caching allocator sees it (the default pool, or one CUDA graph pool), from
+// the Python helper: torch.cuda.memory_snapshot() segments summed by pool.
+struct TorchPool {
+    std::string pool;                      // "default", or "graph (1, 3)" (PyTorch's pool id)
+    std::uint64_t allocated_bytes = 0;     // in live tensors
+    std::uint64_t reserved_bytes = 0;      // segments cudaMalloc'ed by the pool
+    std::uint64_t fragmentation_bytes = 0; // reserved but not allocated
+};
+
 // One mark on the timeline: a training step, a named phase, a SIGUSR2 or a periodic sample.
 struct Step {
     std::uint64_t step = 0, time_ns = 0;
@@ -69,6 +78,7 @@ struct Step {
     std::uint64_t graph_mem_reserved_bytes = 0;
     std::uint64_t async_pool_reserved_bytes = 0;     // stream-ordered pools, from CUPTI activity records
     std::uint64_t async_pool_used_bytes = 0;         // (backend=cupti|both; 0 otherwise)
+    std::vector<TorchPool> pytorch_pools;             // from cumemaudit.torch_step under PyTorch (empty otherwise)
 };
 
 // Memory outside PyTorch grew past growth_alarm over one step (or unreachable VMM memory grew).
@@ -96,6 +106,38 @@ struct Graph {
     std::map<std::string, std::uint64_t> bytes_by_owner;
     std::uint64_t instantiations = 0;
     std::int64_t instantiate_cost_bytes = 0;         // driver-used delta across cuGraphInstantiate
+    std::int64_t held_instantiate_bytes = 0;         // of that, what executables not yet destroyed hold
+    std::uint64_t time_ns = 0;                       // when its capture began (0: unknown)
+};
+
+// One share of driver-used memory at an out-of-memory moment. The parts of one Oom add up to its
+// driver_used_bytes exactly: live memory per owner and kind (less what is leaked), leaked (unreachable) VMM
+// memory per site that created it, each graph's instantiate cost, idle async-pool memory, and the rest.
+struct OomPart {
+    std::string what;        // "live" | "leaked" | "graph" | "async_pool_idle" | "unattributed"
+    std::string owner;       // live, leaked
+    std::string kind;        // live, leaked: the ledger kind, e.g. "vmm_physical"
+    std::uint64_t graph = 0; // graph: its id in `graphs`
+    std::uint64_t bytes = 0;
+    Site site;               // leaked: the call that created the memory
+};
+
+// A wrapped allocation entry point answered CUDA_ERROR_OUT_OF_MEMORY: the request, who held the device at
+// that instant, and whether a later retry of the same request succeeded.
+struct Oom {
+    std::uint64_t time_ns = 0, step = 0;
+    std::string api;                       // e.g. "cuMemCreate", or "torch" when PyTorch raised alone
+    std::string result;                    // the driver's answer, "CUDA_ERROR_OUT_OF_MEMORY"
+    std::uint64_t requested_bytes = 0;     // 0 where the call names no size (graph instantiate)
+    std::string owner;                     // owner of the failing call's site
+    Site site;
+    std::uint64_t driver_free_bytes = 0, driver_total_bytes = 0, driver_used_bytes = 0;
+    std::uint64_t leaked_bytes = 0;        // unreachable VMM memory at that instant
+    std::uint64_t unattributed_bytes = 0;
+    std::vector<OomPart> parts;            // largest first; their bytes sum to driver_used_bytes
+    bool recovered = false;                // a later call of the same API for the same size succeeded
+    std::uint64_t recovered_time_ns = 0;
+    std::vector<TorchPool> pytorch_pools;  // PyTorch's view at its OutOfMemoryError (the helper's observer)
 };
 
 // A shareable handle this process exported, or imported from another process. `key` is the same text in
@@ -144,6 +186,7 @@ struct Summary {
     std::uint64_t unfreed_allocations = 0, mapped_at_exit_bytes = 0, live_bytes = 0;
     std::uint64_t suppressed_leaks = 0, suppressed_misuse = 0;  // rows removed by suppression rules
     std::uint64_t reclaimed_bytes = 0;                          // released by mode=enforce
+    std::uint64_t oom_events = 0;                               // refused allocations, also those past `oom` rows kept
 };
 
 struct SuppressionUse {
@@ -168,6 +211,7 @@ struct Report {
     std::map<std::string, std::string> options;  // the options in effect, echoed
     std::vector<Export> exports;
     std::vector<Import> imports;
+    std::vector<Oom> oom;                        // out-of-memory moments, oldest first
     bool checkpoint = false;                     // written while running, not at exit
     std::uint64_t time_ns = 0;                   // CLOCK_REALTIME when written
 };

@@ -68,6 +68,39 @@ template <class V> void fields(V& v, Step& s) {
     v.opt("graph_mem_reserved_bytes", s.graph_mem_reserved_bytes);
     v.opt("async_pool_reserved_bytes", s.async_pool_reserved_bytes);
     v.opt("async_pool_used_bytes", s.async_pool_used_bytes);
+    v.opt("pytorch_pools", s.pytorch_pools);
+}
+template <class V> void fields(V& v, TorchPool& p) {
+    v.req("pool", p.pool);
+    v.req("allocated_bytes", p.allocated_bytes);
+    v.req("reserved_bytes", p.reserved_bytes);
+    v.req("fragmentation_bytes", p.fragmentation_bytes);
+}
+template <class V> void fields(V& v, OomPart& p) {
+    v.req("what", p.what);
+    v.opt("owner", p.owner);
+    v.opt("kind", p.kind);
+    v.opt("graph", p.graph);
+    v.req("bytes", p.bytes);
+    v.opt("site", p.site);
+}
+template <class V> void fields(V& v, Oom& o) {
+    v.req("time_ns", o.time_ns);
+    v.req("step", o.step);
+    v.req("api", o.api);
+    v.req("result", o.result);
+    v.req("requested_bytes", o.requested_bytes);
+    v.req("owner", o.owner);
+    v.req("site", o.site);
+    v.req("driver_free_bytes", o.driver_free_bytes);
+    v.req("driver_total_bytes", o.driver_total_bytes);
+    v.req("driver_used_bytes", o.driver_used_bytes);
+    v.req("leaked_bytes", o.leaked_bytes);
+    v.req("unattributed_bytes", o.unattributed_bytes);
+    v.req("parts", o.parts);
+    v.req("recovered", o.recovered);
+    v.opt("recovered_time_ns", o.recovered_time_ns);
+    v.opt("pytorch_pools", o.pytorch_pools);
 }
 template <class V> void fields(V& v, Alarm& a) {
     v.req("step", a.step);
@@ -92,6 +125,8 @@ template <class V> void fields(V& v, Graph& g) {
     v.req("bytes_by_owner", g.bytes_by_owner);
     v.req("instantiations", g.instantiations);
     v.req("instantiate_cost_bytes", g.instantiate_cost_bytes);
+    v.opt("held_instantiate_bytes", g.held_instantiate_bytes);
+    v.opt("time_ns", g.time_ns);
 }
 template <class V> void fields(V& v, Export& e) {
     v.req("key", e.key);
@@ -136,6 +171,7 @@ template <class V> void fields(V& v, Summary& s) {
     v.opt("suppressed_leaks", s.suppressed_leaks);
     v.opt("suppressed_misuse", s.suppressed_misuse);
     v.opt("reclaimed_bytes", s.reclaimed_bytes);
+    v.opt("oom_events", s.oom_events);
 }
 template <class V> void fields(V& v, SuppressionUse& s) {
     v.req("rule", s.rule);
@@ -157,6 +193,7 @@ template <class V> void fields(V& v, Report& r) {
     v.opt("options", r.options);
     v.opt("exports", r.exports);
     v.opt("imports", r.imports);
+    v.opt("oom", r.oom);
     v.opt("checkpoint", r.checkpoint);
     v.opt("time_ns", r.time_ns);
 }

@@ -1,5 +1,8 @@
 #include "text.hpp"
 
+#include "graph_cost.hpp"
+#include "oom_text.hpp"
+
 #include <fmt/format.h>
 
 namespace cumemaudit::report {
@@ -63,6 +66,13 @@ std::string text_summary(const Report& r, int max_frames) {
                        c.bytes, human_bytes(c.bytes), c.allocations, c.references, c.site.api);
         frames(out, c.site, max_frames);
     }
+    // The last few out-of-memory moments: the first is usually the cause, the latest the state at the end.
+    constexpr std::size_t kOomShown = 3;
+    for (std::size_t i = r.oom.size() > kOomShown ? r.oom.size() - kOomShown : 0; i < r.oom.size(); ++i)
+        out += oom_text(r.oom[i]);
+    if (r.summary.oom_events > kOomShown)
+        fmt::format_to(it, "  ({} out-of-memory answers in all)\n", r.summary.oom_events);
+    out += graph_table(r);
     for (const SuppressionUse& s : r.suppressions)
         if (s.hits) fmt::format_to(it, "\nSuppressed {} rows by {}", s.hits, s.rule);
     if (r.summary.suppressed_leaks + r.summary.suppressed_misuse) out += '\n';

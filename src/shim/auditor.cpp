@@ -10,6 +10,7 @@
 #include "process_info.hpp"
 #include "report/build.hpp"
 #include "report/gate.hpp"
+#include "report/oom_text.hpp"
 #include "report/report.hpp"
 #include "report/suppressions.hpp"
 #include "report/symbolizer.hpp"
@@ -134,6 +135,7 @@ void Auditor::after_fork_in_child() {
     served_ = 0;
     usr2_requests_ = 0;
     timeline_.reset();
+    oom_.reset();
     reset_enforcer();
     if (wake_fd_ >= 0) close(wake_fd_);  // shared with the parent: the child needs its own
     start_background();
@@ -182,18 +184,20 @@ void Auditor::checkpoint(const char* why) {
     write_report(ledger::Moment::checkpoint, nullptr, false);
 }
 
+void Auditor::oom_checkpoint() { write_report(ledger::Moment::checkpoint, nullptr, false, true); }
+
 void Auditor::step(std::uint64_t step, const char* label, std::uint64_t torch_allocated, std::uint64_t torch_reserved) {
     ShimScope busy;
     if (CUcontext ctx = current_context()) program_context_ = ctx;
     const PoolFigures pools = cupti_pool_figures();
     timeline_.mark(Mark{step, label != nullptr ? label : "", torch_allocated, torch_reserved, driver_memory(nullptr, WithNvml::yes),
-                        pools.reserved, pools.used});
+                        pools.reserved, pools.used, oom_.take_pools()});
 }
 
 void Auditor::sample(const char* label) {
     ShimScope busy;
     const PoolFigures pools = cupti_pool_figures();
-    timeline_.mark(Mark{0, label, 0, 0, driver_memory(program_context_.load(), WithNvml::yes), pools.reserved, pools.used});
+    timeline_.mark(Mark{0, label, 0, 0, driver_memory(program_context_.load(), WithNvml::yes), pools.reserved, pools.used, {}});
 }
 
 std::string Auditor::report_path() const {
@@ -202,7 +206,7 @@ std::string Auditor::report_path() const {
                                getpid(), id.rank);
 }
 
-void Auditor::write_report(ledger::Moment moment, const int* exit_code, bool final) {
+void Auditor::write_report(ledger::Moment moment, const int* exit_code, bool final, bool print_oom) {
     std::lock_guard lock(g_report_mutex);
     ShimScope busy;
     try {
@@ -230,6 +234,8 @@ void Auditor::write_report(ledger::Moment moment, const int* exit_code, bool fin
         in.steps = timeline_.steps();
         in.alarms = timeline_.alarms();
         in.graphs = timeline_.graphs();
+        in.oom = oom_.records();
+        in.oom_events = oom_.events();
         in.reclaimed = reclaimed();
         const report::Report rep = report::build(in);
         const std::string path = report_path();
@@ -237,6 +243,10 @@ void Auditor::write_report(ledger::Moment moment, const int* exit_code, bool fin
         std::filesystem::create_directories(path.substr(0, path.rfind('/') + 1), ignored);
         if (auto err = report::write_atomic(path, rep); !err.empty())
             log_warning("could not write the report: {}", err);
+        if (print_oom && !rep.oom.empty()) {
+            const std::string text = report::oom_text(rep.oom.back());
+            std::fprintf(stderr, "==%d== cumemaudit:%s  report: %s\n", static_cast<int>(getpid()), text.c_str(), path.c_str());
+        }
         if (!final) return;
         if (options_.summary) {
             std::fflush(stdout);  // exit would flush it anyway; first, so the summary comes last

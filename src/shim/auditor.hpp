@@ -7,6 +7,7 @@
 
 #include "ledger/ledger.hpp"
 #include "driver_query.hpp"
+#include "oom.hpp"
 #include "options.hpp"
 #include "report/symbolizer.hpp"
 #include "timeline.hpp"
@@ -34,6 +35,10 @@ public:
     // Changes when the ledger is rebuilt (a fork child): caches of its trace ids check it.
     std::uint64_t generation() const { return generation_.load(std::memory_order_relaxed); }
 
+    OomLog& oom_log() { return oom_; }
+    // Writes the report now, from the thread whose allocation was refused, and prints the OOM block.
+    void oom_checkpoint();
+
     // Writes the report now; `why` goes to the log at info level. Safe from any thread.
     void checkpoint(const char* why);
     // A mark from a program thread (the C API): live bytes per owner and kind now (O(owners)) and the
@@ -47,7 +52,7 @@ public:
 private:
     Auditor();
     void start_background();  // checkpoint thread and signal handlers, in this process
-    void write_report(ledger::Moment, const int* exit_code, bool print_summary_and_gate);
+    void write_report(ledger::Moment, const int* exit_code, bool print_summary_and_gate, bool print_oom = false);
     void exit_handler(int status);
     void after_fork_in_child();
     std::string report_path() const;
@@ -59,6 +64,7 @@ private:
     ledger::Ledger ledger_;
     report::Symbolizer symbolizer_;
     Timeline timeline_{ledger_, options_};
+    OomLog oom_;
     std::atomic<CUcontext> program_context_{nullptr};  // lent to the checkpoint thread for its samples
     std::atomic<std::uint64_t> usr2_requests_{0};
     // Intercepted calls, striped per thread so threads never write one cache line; summed for reports.

@@ -6,6 +6,7 @@
 #include "site_text.hpp"
 
 #include <cstring>
+#include "oom.hpp"
 
 using cumemaudit::shim::Auditor;
 
@@ -58,6 +59,20 @@ __attribute__((visibility("default"))) int cumemaudit_held_since(const cumemaudi
     } catch (...) {  // no exception crosses into the program; the counts filled so far stand
     }
     return 0;
+}
+
+}
+
+extern "C" {
+
+__attribute__((visibility("default"))) void cumemaudit_torch_pool(const char* pool, uint64_t allocated, uint64_t reserved) {
+    if (!Auditor::enter()) return;
+    Auditor::get().oom_log().stage_pool({pool != nullptr ? pool : "", allocated, reserved,
+                                         reserved > allocated ? reserved - allocated : 0});
+}
+
+__attribute__((visibility("default"))) void cumemaudit_torch_oom(uint64_t requested_bytes) {
+    if (Auditor::enter()) cumemaudit::shim::torch_out_of_memory(requested_bytes);
 }
 
 }

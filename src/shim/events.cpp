@@ -189,12 +189,16 @@ OrderHold before(ev::Instantiate, CUgraphExec*, CUgraph, unsigned long long) {
     return {};
 }
 
-void record(ev::Instantiate, Call&, CUresult r, CUgraphExec*, CUgraph graph, unsigned long long) {
+void record(ev::Instantiate, Call&, CUresult r, CUgraphExec* exec, CUgraph graph, unsigned long long) {
     const std::int64_t before = t_used_before_instantiate;
     t_used_before_instantiate = -1;
-    if (r != CUDA_SUCCESS || before < 0) return;
+    if (r != CUDA_SUCCESS || before < 0 || exec == nullptr) return;
     const DriverMemory m = driver_memory();
-    if (m.known) Auditor::get().timeline().instantiated(graph, static_cast<std::int64_t>(m.used) - before);
+    if (m.known) Auditor::get().timeline().instantiated(graph, *exec, static_cast<std::int64_t>(m.used) - before);
+}
+
+void record(ev::ExecDestroy, Call&, CUresult r, CUgraphExec exec) {
+    if (r == CUDA_SUCCESS) Auditor::get().timeline().exec_destroyed(exec);
 }
 
 const char* result_name(CUresult r) {

@@ -36,6 +36,7 @@ struct IpcClose {};
 struct CaptureBegin {};
 struct CaptureEnd {};
 struct Instantiate {};
+struct ExecDestroy {};
 }  // namespace ev
 
 template <typename... A>
@@ -85,6 +86,7 @@ void record(ev::IpcClose, Call&, CUresult, CUdeviceptr);
 void record(ev::CaptureBegin, Call&, CUresult, CUstream, CUstreamCaptureMode);
 void record(ev::CaptureEnd, Call&, CUresult, CUstream, CUgraph*);
 void record(ev::Instantiate, Call&, CUresult, CUgraphExec*, CUgraph, unsigned long long);
+void record(ev::ExecDestroy, Call&, CUresult, CUgraphExec);
 
 // The name of a CUresult without asking the driver (the shim makes no CUDA call of its own).
 const char* result_name(CUresult);

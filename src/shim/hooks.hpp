@@ -6,6 +6,7 @@
 #include "call.hpp"
 #include "enforce.hpp"
 #include "events.hpp"
+#include "oom.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -77,6 +78,7 @@ struct DriverHook<Id, Event, CUresult(A...)> {
         }
         ShimScope busy;
         record(Event{}, call, r, a...);
+        watch_oom(Event{}, call, r, a...);  // an allocation refused for lack of memory, or its retry
         if (enforcing()) enforce_after(Event{}, r, a...);
         return r;
     }

@@ -16,11 +16,6 @@ std::uint64_t now_ns() {
 
 std::string mib(std::uint64_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
 
-// Kinds whose bytes live on the device and count in the driver's used memory.
-bool on_device(ledger::Kind k) {
-    return k == ledger::Kind::vmm_physical || k == ledger::Kind::classic || k == ledger::Kind::async_pool;
-}
-
 // The owner whose growth is PyTorch's own business (its allocator stats see it), not an alarm.
 constexpr std::string_view kPyTorch = "pytorch";
 
@@ -37,6 +32,7 @@ void Timeline::mark(const Mark& m) {
     s.pytorch_reserved_bytes = m.torch_reserved;
     s.async_pool_reserved_bytes = m.pool_reserved;
     s.async_pool_used_bytes = m.pool_used;
+    s.pytorch_pools = m.torch_pools;
     std::uint64_t tracked_on_device = 0;
     for (const ledger::OwnerRow& o : owners) {
         s.by_owner[o.name] = o.live_bytes;
@@ -44,7 +40,7 @@ void Timeline::mark(const Mark& m) {
             const auto kind = static_cast<ledger::Kind>(k);
             if (o.live_by_kind[k] == 0) continue;
             s.by_kind[ledger::to_string(kind)] += o.live_by_kind[k];
-            if (on_device(kind)) tracked_on_device += o.live_by_kind[k];
+            if (counts_on_device(kind)) tracked_on_device += o.live_by_kind[k];
         }
     }
     if (m.driver.known) {
@@ -99,6 +95,7 @@ void Timeline::capture_began(const void* stream) {
     report::Graph g;
     g.id = graphs_.size() + 1;
     g.step = last_step_;
+    g.time_ns = now_ns();
     graphs_.push_back(std::move(g));
     if (capturing_.insert_or_assign(stream, graphs_.size() - 1).second) active_captures_.fetch_add(1);
 }
@@ -124,13 +121,23 @@ void Timeline::captured(ledger::OwnerId owner, std::uint64_t bytes) {
     g.bytes_by_owner[ledger_.owner_name(owner)] += bytes;
 }
 
-void Timeline::instantiated(const void* graph, std::int64_t delta) {
+void Timeline::instantiated(const void* graph, const void* exec, std::int64_t delta) {
     std::lock_guard lock(mu_);
     auto it = by_graph_.find(graph);
     if (it == by_graph_.end()) return;  // a graph built by hand, not captured: not one of ours
     report::Graph& g = graphs_[it->second];
     ++g.instantiations;
     g.instantiate_cost_bytes += delta;
+    g.held_instantiate_bytes += delta;
+    execs_[exec] = {it->second, delta};
+}
+
+void Timeline::exec_destroyed(const void* exec) {
+    std::lock_guard lock(mu_);
+    auto it = execs_.find(exec);
+    if (it == execs_.end()) return;
+    graphs_[it->second.first].held_instantiate_bytes -= it->second.second;
+    execs_.erase(it);
 }
 
 std::vector<report::Step> Timeline::steps() const {
@@ -148,6 +155,11 @@ std::vector<report::Graph> Timeline::graphs() const {
     return graphs_;
 }
 
+std::uint64_t Timeline::last_step() const {
+    std::lock_guard lock(mu_);
+    return last_step_;
+}
+
 void Timeline::reset() {
     steps_.clear();
     alarms_.clear();
@@ -159,6 +171,7 @@ void Timeline::reset() {
     graphs_.clear();
     capturing_.clear();
     by_graph_.clear();
+    execs_.clear();
     active_captures_ = 0;
 }
 

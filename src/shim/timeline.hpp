@@ -20,12 +20,18 @@
 
 namespace cumemaudit::shim {
 
+// Kinds whose bytes live on the device and count in the driver's used memory.
+inline bool counts_on_device(ledger::Kind k) {
+    return k == ledger::Kind::vmm_physical || k == ledger::Kind::classic || k == ledger::Kind::async_pool;
+}
+
 struct Mark {
     std::uint64_t step = 0;
     std::string label;
     std::uint64_t torch_allocated = 0, torch_reserved = 0;
     DriverMemory driver;
     std::uint64_t pool_reserved = 0, pool_used = 0;  // stream-ordered pools (CUPTI backend)
+    std::vector<report::TorchPool> torch_pools;      // PyTorch's pools, from the Python helper
 };
 
 class Timeline {
@@ -39,12 +45,15 @@ public:
     void capture_began(const void* stream);
     void capture_ended(const void* stream, const void* graph);  // graph null: capture failed
     void captured(ledger::OwnerId, std::uint64_t bytes);        // an allocation during capture
-    void instantiated(const void* graph, std::int64_t driver_used_delta);
+    void instantiated(const void* graph, const void* exec, std::int64_t driver_used_delta);
+    void exec_destroyed(const void* exec);  // its instantiate cost is no longer held
 
     // Copies for a report (the report build symbolizes the alarm sites).
     std::vector<report::Step> steps() const;
     std::vector<report::AlarmInput> alarms() const;
     std::vector<report::Graph> graphs() const;
+
+    std::uint64_t last_step() const;  // the last numbered step marked (0 before any)
 
     void reset();  // a fork child starts afresh
 
@@ -64,6 +73,7 @@ private:
     std::vector<report::Graph> graphs_;
     std::map<const void*, std::size_t> capturing_;  // stream → index into graphs_
     std::map<const void*, std::size_t> by_graph_;   // CUgraph → index into graphs_
+    std::map<const void*, std::pair<std::size_t, std::int64_t>> execs_;  // CUgraphExec → (graph, its cost)
     static inline std::atomic<int> active_captures_{0};
 };
 

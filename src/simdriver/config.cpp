@@ -64,8 +64,17 @@ std::optional<std::uint64_t> parse_size(std::string_view text) {
     return static_cast<std::uint64_t>(std::floor(value));
 }
 
-ConfigResult read_config(const char* memory, const char* devices) {
+ConfigResult read_config(const char* memory, const char* devices, const char* graph_exec) {
     ConfigResult out;
+    if (graph_exec != nullptr && std::string_view(graph_exec) != "0") {
+        if (auto v = parse_size(graph_exec)) {
+            out.config.graph_exec_bytes = *v;
+        } else {
+            out.error = std::string("cumemaudit-sim: CUMEMAUDIT_SIM_GRAPH_EXEC='") + graph_exec +
+                        "' is not a size (expected e.g. 2MiB, 0 or a byte count)";
+            return out;
+        }
+    }
     if (memory != nullptr) {
         if (auto v = parse_size(memory)) {
             out.config.memory_per_device = *v;

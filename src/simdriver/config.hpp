@@ -14,6 +14,10 @@ inline constexpr int kSimFirstPciBus = 0x18;  // device d sits on PCI bus 0x18 +
 struct Config {
     std::uint64_t memory_per_device = 80ull << 30;  // an H100/H200-class 80 GiB by default
     int devices = 8;                                // one HGX node
+    // Device memory each instantiated graph holds until its executable is destroyed (kernel parameters,
+    // launch descriptors in the real driver). 0 by default, so figures of other tests stay exact; set it to
+    // make cuGraphInstantiate cost memory and fail with CUDA_ERROR_OUT_OF_MEMORY when the device is full.
+    std::uint64_t graph_exec_bytes = 0;
 };
 
 // A byte count: plain digits ("1073741824"), or a number (fraction allowed) followed by a unit:
@@ -26,7 +30,8 @@ struct ConfigResult {
     std::string error;  // empty when valid; otherwise the one line to print, naming variable and value
 };
 
-// Reads the environment (null means unset, i.e. the default).
-ConfigResult read_config(const char* memory, const char* devices);
+// Reads the environment (null means unset, i.e. the default): CUMEMAUDIT_SIM_MEMORY, CUMEMAUDIT_SIM_DEVICES,
+// CUMEMAUDIT_SIM_GRAPH_EXEC (a size, as for the memory; "0" allowed).
+ConfigResult read_config(const char* memory, const char* devices, const char* graph_exec = nullptr);
 
 }  // namespace cumemaudit::sim

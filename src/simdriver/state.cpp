@@ -35,7 +35,8 @@ struct CUgraph_st {
     int unused;
 };
 struct CUgraphExec_st {
-    int unused;
+    int device;
+    std::uint64_t charged;  // device memory it holds (Config::graph_exec_bytes at instantiation)
 };
 
 namespace cumemaudit::sim {
@@ -192,7 +193,8 @@ CUresult SimState::init() {
     std::lock_guard lock(impl_->mu);
     Impl& s = *impl_;
     if (s.initialized) return CUDA_SUCCESS;
-    const ConfigResult cfg = read_config(std::getenv("CUMEMAUDIT_SIM_MEMORY"), std::getenv("CUMEMAUDIT_SIM_DEVICES"));
+    const ConfigResult cfg = read_config(std::getenv("CUMEMAUDIT_SIM_MEMORY"), std::getenv("CUMEMAUDIT_SIM_DEVICES"),
+                                             std::getenv("CUMEMAUDIT_SIM_GRAPH_EXEC"));
     if (!cfg.error.empty()) {
         if (!s.config_reported) std::fprintf(stderr, "%s\n", cfg.error.c_str());
         s.config_reported = true;
@@ -206,6 +208,7 @@ CUresult SimState::init() {
         return CUDA_ERROR_OPERATING_SYSTEM;
     }
     s.config = s.node->config();  // a node's first process set its shape
+    s.config.graph_exec_bytes = cfg.config.graph_exec_bytes;  // each process's own: its graphs are its own
     const auto n = static_cast<std::size_t>(s.config.devices);
     for (std::size_t d = 0; d < n; ++d) s.contexts.push_back(std::make_unique<CUctx_st>(CUctx_st{static_cast<int>(d)}));
     s.ctx_retains.assign(n, 0);
@@ -709,7 +712,15 @@ CUresult SimState::graph_instantiate(CUgraphExec* out, CUgraph g) {
     Impl& s = *impl_;
     if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
     if (s.graphs.count(g) == 0) return CUDA_ERROR_INVALID_VALUE;
-    auto* e = new CUgraphExec_st{0};
+    int dev = 0;
+    if (CUresult r = s.current_device(&dev); r != CUDA_SUCCESS) return r;
+    const std::uint64_t charged = s.config.graph_exec_bytes;
+    if (charged != 0) {
+        SimNode::Lock node(*s.node);
+        s.reap_all();
+        if (!s.node->charge_classic(dev, charged)) return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    auto* e = new CUgraphExec_st{dev, charged};
     s.execs.insert(e);
     *out = e;
     return CUDA_SUCCESS;
@@ -722,7 +733,12 @@ CUresult SimState::graph_destroy(CUgraph g) {
 
 CUresult SimState::graph_exec_destroy(CUgraphExec e) {
     std::lock_guard lock(impl_->mu);
-    return destroy_object(impl_->initialized, impl_->execs, e, CUDA_ERROR_INVALID_VALUE);
+    Impl& s = *impl_;
+    if (s.initialized && s.execs.count(e) != 0 && e->charged != 0) {
+        SimNode::Lock node(*s.node);
+        s.node->uncharge_classic(e->device, e->charged);
+    }
+    return destroy_object(s.initialized, s.execs, e, CUDA_ERROR_INVALID_VALUE);
 }
 
 }  // namespace cumemaudit::sim

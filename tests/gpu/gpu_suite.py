@@ -262,6 +262,74 @@ def part_timeline(s):
             bool(rep.get("graphs")) and rep["graphs"][0]["instantiations"] >= 1, graphs=rep.get("graphs"))
 
 
+def part_oom(s):
+    """Issue 14: the out-of-memory moment on a real GPU. A VMM buffer outside PyTorch, the GPU filled by a
+    plain allocation, graphs captured over growing batch sizes into one pool until PyTorch raises: the oom
+    record names the failed request, the outside buffer's owner, PyTorch's pools and every graph's cost,
+    and its parts add up to driver-used memory within 1%."""
+    d = tempfile.mkdtemp()
+    env = {"PYTHONPATH": f"{ROOT}/tools/python"}
+    rc, out, err = s.audited([sys.executable, f"{HERE}/oom_workload.py"], d, env=env, timeout=180,
+                             flags=["--fail-on", "none", "--option", "owner_rules=libffi*=outside_vmm,_ctypes*=outside_vmm"])
+    reps = s.report(d)
+    try:
+        seen = json.loads(out.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        seen = {}
+    if not reps or not reps[0].get("oom"):
+        s.check("oom: the program met an OutOfMemoryError and the report has an oom record", False, rc=rc,
+                err=err[-1500:], out=out[-500:])
+        return
+    rep = reps[0]
+    ooms = rep["oom"]
+    joined = [o for o in ooms if o.get("pytorch_pools")]
+    o = joined[-1] if joined else ooms[-1]
+    parts_sum = sum(p["bytes"] for p in o["parts"])
+    used = o["driver_used_bytes"]
+    pct = abs(parts_sum - used) / used * 100 if used else 100.0
+    outside = [p for p in o["parts"] if p.get("owner") == "outside_vmm" and p.get("kind") == "vmm_physical"]
+    graphs = rep.get("graphs", [])
+    s.facts["oom_record"] = {k: o[k] for k in ("api", "result", "requested_bytes", "driver_used_bytes",
+                                                "driver_free_bytes", "driver_total_bytes", "leaked_bytes",
+                                                "unattributed_bytes", "recovered", "step")}
+    s.facts["oom_parts"] = [(p["what"], p.get("owner", ""), p.get("kind", ""), p.get("graph", 0), p["bytes"]) for p in o["parts"]]
+    s.facts["oom_pytorch_pools"] = o.get("pytorch_pools", [])
+    s.facts["oom_graphs"] = [{k: g.get(k) for k in ("id", "bytes", "allocations", "instantiate_cost_bytes", "held_instantiate_bytes")}
+                             for g in graphs]
+    s.facts["oom_program"] = seen
+    s.facts["oom_records"] = len(ooms)
+    s.say("oom record:", json.dumps(s.facts["oom_record"]))
+    for part in s.facts["oom_parts"]:
+        s.say("  part", part)
+    s.say("  PyTorch pools at the OOM:", json.dumps(s.facts["oom_pytorch_pools"]))
+    # Per graph: what the shim saw reserved during each capture beside PyTorch's own graph-pool growth.
+    prev = 0
+    for i, g in enumerate(graphs):
+        pools = seen.get("captured", [])[i]["pools"] if i < len(seen.get("captured", [])) else []
+        graph_pool = sum(p["reserved_bytes"] for p in pools if p["pool"] != "default")
+        s.say(f"  graph {g['id']}: shim new {fmt_bytes(g['bytes'])}, instantiate {fmt_bytes(g['instantiate_cost_bytes'])}; "
+              f"PyTorch graph pools reserved {fmt_bytes(graph_pool)} (+{fmt_bytes(max(graph_pool - prev, 0))})")
+        prev = graph_pool or prev
+    s.check("oom: the record names the failed request (an allocation API, bytes asked, CUDA_ERROR_OUT_OF_MEMORY)",
+            o["result"] == "CUDA_ERROR_OUT_OF_MEMORY" and o["requested_bytes"] > 0 and o["api"].startswith("cu"),
+            api=o["api"], requested=o["requested_bytes"], free=o["driver_free_bytes"], error=seen.get("error"))
+    s.check("oom: the outside VMM buffer is a part, under its owner, at its size",
+            len(outside) == 1 and outside[0]["bytes"] == 1024 * MiB, outside=outside)
+    s.check("oom: PyTorch's pools joined the record (default and a graph pool, allocated <= reserved)",
+            bool(joined) and {"default"} < {p["pool"] for p in o["pytorch_pools"]}
+            and all(p["allocated_bytes"] <= p["reserved_bytes"] for p in o["pytorch_pools"]),
+            pools=o.get("pytorch_pools"))
+    s.check("oom: every captured graph listed with its capture bytes and instantiate cost",
+            len(graphs) >= len(seen.get("captured", [])) >= 2 and all(g["instantiations"] >= 1 for g in graphs[:len(seen["captured"])]),
+            graphs=len(graphs), captured=len(seen.get("captured", [])))
+    s.check("oom: the parts add up to driver-used memory within 1%", pct <= 1.0, parts=parts_sum, used=used,
+            pct=round(pct, 4), unattributed=o["unattributed_bytes"])
+    after = seen.get("after_error", {})
+    if after:
+        s.say(f"  cuMemGetInfo after the error: used {fmt_bytes(after['total'] - after['free'])}; record: {fmt_bytes(used)}")
+    s.check("oom: the OOM block reached stderr", "Out of memory:" in err, tail=err[-600:])
+
+
 def part_ranks(s):
     """Issue 6 on the GPU: two processes, a POSIX fd over a Unix socket; the importer's unreleased import
     pins the exporter's memory, and the merge says so, matching cuMemGetInfo."""
@@ -453,6 +521,26 @@ def render(results):
                   "|---|---|---|---|",
                   f"| {', '.join(f'{x:.0f}' for x in t['plain'])} | {', '.join(f'{x:.0f}' for x in t['cumemaudit'])} | "
                   f"{(med['cumemaudit'] / med['plain'] - 1) * 100:+.2f}% | {spread:.1f}% |", ""]
+    if "oom_record" in f:
+        o = f["oom_record"]
+        lines += ["## The out-of-memory moment (VMM buffer outside PyTorch, filled GPU, graph capture loop)", "",
+                  f"Refused: `{o['api']}` of {fmt_bytes(o['requested_bytes'])} ({o['result']}) at step {o['step']}; "
+                  f"driver used {fmt_bytes(o['driver_used_bytes'])}, free {fmt_bytes(o['driver_free_bytes'])}; "
+                  f"recovered: {o['recovered']}; {f.get('oom_records', 0)} oom rows.", "",
+                  "| part | owner | kind | graph | bytes |", "|---|---|---|---|---|"]
+        lines += [f"| {w} | {ow} | {k} | {g or ''} | {fmt_bytes(b)} |" for w, ow, k, g, b in f.get("oom_parts", [])]
+        lines += ["", "| PyTorch pool at the OOM | allocated | reserved | reserved but unallocated |", "|---|---|---|---|"]
+        lines += [f"| {p['pool']} | {fmt_bytes(p['allocated_bytes'])} | {fmt_bytes(p['reserved_bytes'])} | "
+                  f"{fmt_bytes(p['fragmentation_bytes'])} |" for p in f.get("oom_pytorch_pools", [])]
+        captured = f.get("oom_program", {}).get("captured", [])
+        lines += ["", "| graph | batch | shim: new during capture | shim: instantiate cost | PyTorch graph pools reserved after it |",
+                  "|---|---|---|---|---|"]
+        for i, g in enumerate(f.get("oom_graphs", [])):
+            c = captured[i] if i < len(captured) else {}
+            pool = sum(p["reserved_bytes"] for p in c.get("pools", []) if p["pool"] != "default") if c else None
+            lines.append(f"| {g['id']} | {c.get('batch', '—')} | {fmt_bytes(g['bytes'])} | "
+                         f"{fmt_bytes(g['instantiate_cost_bytes'])} | {fmt_bytes(pool)} |")
+        lines.append("")
     if "timeline_steps" in f:
         lines += ["## Training loop with torch_step marks (expandable segments, a CUDA graph, NCCL)", "",
                   f"Owners: {', '.join(f.get('timeline_owners', []))}. Bytes per step; parts = PyTorch reserved "
@@ -569,7 +657,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--build", required=True)
     p.add_argument("--out", required=True)
-    p.add_argument("--parts", default="env,audit,torch,timeline,ranks,pool,mempool,enforce,cupti,overhead,detect")
+    p.add_argument("--parts", default="env,audit,torch,timeline,ranks,pool,mempool,enforce,cupti,oom,overhead,detect")
     a = p.parse_args()
     os.makedirs(a.out, exist_ok=True)
     for k, v in {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}.items():
@@ -580,7 +668,7 @@ def main():
         try:
             {"env": part_env, "audit": part_audit, "torch": part_torch, "timeline": part_timeline,
              "ranks": part_ranks, "pool": part_pool, "mempool": part_mempool, "enforce": part_enforce, "cupti": part_cupti,
-             "overhead": part_overhead, "wheel": part_wheel,
+             "overhead": part_overhead, "wheel": part_wheel, "oom": part_oom,
              "detect": part_detect}[part](s)
         except Exception as e:  # one part's failure must not lose the others' results
             s.check(f"part {part} crashed", False, why=repr(e))

@@ -109,6 +109,19 @@ std::string memory_chart_svg(const report::Report& r, const report::Timeline& t)
         line("driver", "driver used (cuMemGetInfo); the gap above the areas is unattributed",
              [](const report::TimelinePoint& p) { return p.step->driver_used_bytes; });
 
+    // Out-of-memory moments at the last point of their step: the refusal came after that mark.
+    for (const report::Oom& o : r.oom) {
+        for (std::size_t i = n; i-- > 0;) {
+            if (t.points[i].step->step != o.step) continue;
+            const double ox = n == 1 ? kLeft + kPlotW / 2 : x(i);
+            s += fmt::format("<g class=\"oom\"><line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\"/>"
+                             "<title>out of memory after {3}: {4} of {5} refused, {6} used, {7} leaked</title></g>\n",
+                             ox, kTop, kTop + kPlotH, html_escape(t.points[i].name), html_escape(o.api),
+                             report::human_bytes(o.requested_bytes), report::human_bytes(o.driver_used_bytes),
+                             report::human_bytes(o.leaked_bytes));
+            break;
+        }
+    }
     // Alarms at the first point of their step: the moment growth was first seen.
     for (const report::Alarm& a : r.alarms) {
         for (std::size_t i = 0; i < n; ++i) {

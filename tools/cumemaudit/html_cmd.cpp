@@ -32,6 +32,7 @@ svg .area:hover{opacity:1}svg .driver{fill:none;stroke:#111;stroke-width:2}
 svg .torch{fill:none;stroke:#111;stroke-width:1.5;stroke-dasharray:4 3}
 svg .hover{fill:transparent}svg .hover:hover{fill:rgba(0,0,0,.06)}
 svg .alarm line{stroke:#c62828;stroke-dasharray:3 3}svg .alarm path{fill:#c62828}
+svg .oom line{stroke:#6a1b9a;stroke-width:3}
 )";
 
 // Sorting by a click on a column head; the last line tells a test (and a person) the script ran to the end.
@@ -73,12 +74,14 @@ std::string section(const report::Report& r, const std::string& file, std::size_
          card("unfreed at exit", report::human_bytes(m.unfreed_bytes)) +
          card("peak tracked", report::human_bytes(m.peak_tracked_bytes)) +
          card("misuse events", std::to_string(m.misuse_events), m.misuse_events != 0) +
-         card("steps", std::to_string(r.steps.size())) + card("alarms", std::to_string(r.alarms.size()), !r.alarms.empty()) +
+         card("steps", std::to_string(r.steps.size())) +
+         (r.oom.empty() ? "" : card("out of memory", std::to_string(r.summary.oom_events), true)) + card("alarms", std::to_string(r.alarms.size()), !r.alarms.empty()) +
          "</div>\n";
     s += "<h3>Memory per owner over steps</h3>\n";
     s += t.points.empty() ? "<p class=\"none\">No steps recorded: mark them with cumemaudit_step() or the Python "
                             "helper's cumemaudit.step(n).</p>\n"
                           : memory_chart_svg(r, t);
+    if (!r.oom.empty()) s += "<h3>Out of memory</h3>\n" + oom_table(r);
     s += "<h3>Leaks</h3>\n" + leaks_table(r);
     s += "<h3>Growth alarms</h3>\n" + alarms_table(r);
     s += "<h3>CUDA graphs</h3>\n" + graphs_table(r);

@@ -1,6 +1,8 @@
 #include "html_tables.hpp"
 
 #include "html_escape.hpp"
+#include "report/graph_cost.hpp"
+#include "report/oom_text.hpp"
 #include "report/text.hpp"
 #include "site_text.hpp"
 
@@ -100,14 +102,41 @@ std::string alarms_table(const report::Report& r) {
 
 std::string graphs_table(const report::Report& r) {
     std::string rows;
-    for (const report::Graph& g : r.graphs) {
+    for (const report::GraphCost& c : report::graph_costs(r)) {
+        const report::Graph& g = *c.graph;
         rows += "<tr>" + num_cell(g.id) + num_cell(g.step) + num_cell(g.allocations) + bytes_cell(g.bytes) +
                 "<td>" + by_map(g.bytes_by_owner) + "</td>" + num_cell(g.instantiations) +
-                signed_bytes_cell(g.instantiate_cost_bytes) + "</tr>\n";
+                signed_bytes_cell(g.instantiate_cost_bytes) + bytes_cell(c.shareable_bytes) +
+                signed_bytes_cell(c.cumulative_bytes) + "</tr>\n";
     }
     return table("graphs",
-                 {"graph", "step", "allocations", "bytes in capture", "by owner", "instantiations", "instantiate cost"},
+                 {"graph", "step", "allocations", "bytes in capture", "by owner", "instantiations", "instantiate cost",
+                  "reserved by earlier graphs", "cumulative"},
                  rows, "No CUDA graphs captured.");
+}
+
+std::string oom_table(const report::Report& r) {
+    std::string s;
+    for (const report::Oom& o : r.oom) {
+        s += fmt::format("<p><b>Out of memory: {} of {}</b> returned {} at step {}{} · driver {} used of {}, {} free; "
+                         "{} leaked</p>\n",
+                         html_escape(o.api), report::human_bytes(o.requested_bytes), html_escape(o.result), o.step,
+                         o.recovered ? " · recovered by a later retry" : "", report::human_bytes(o.driver_used_bytes),
+                         report::human_bytes(o.driver_total_bytes), report::human_bytes(o.driver_free_bytes),
+                         report::human_bytes(o.leaked_bytes));
+        std::string rows;
+        for (const report::OomPart& p : o.parts)
+            rows += "<tr>" + text_cell(report::part_label(p)) + bytes_cell(p.bytes) + frames_cell(p.site) + "</tr>\n";
+        s += table("oom", {"held by", "bytes", "site"}, rows, "");
+        std::string pools;
+        for (const report::TorchPool& p : o.pytorch_pools)
+            pools += "<tr>" + text_cell(p.pool) + bytes_cell(p.allocated_bytes) + bytes_cell(p.reserved_bytes) +
+                     bytes_cell(p.fragmentation_bytes) + "</tr>\n";
+        if (!pools.empty())
+            s += table("oom-pytorch", {"PyTorch pool", "allocated", "reserved", "reserved but unallocated"}, pools, "");
+        s += table("oom-site", {"refused call"}, "<tr>" + frames_cell(o.site) + "</tr>\n", "");
+    }
+    return s.empty() ? "<p class=\"none\">No allocation was refused for lack of memory.</p>\n" : s;
 }
 
 std::string steps_table(const report::Timeline& t) {

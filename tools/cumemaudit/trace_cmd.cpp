@@ -1,6 +1,8 @@
 #include "trace_cmd.hpp"
 
 #include "load_all.hpp"
+#include "report/graph_cost.hpp"
+#include "report/oom_text.hpp"
 #include "report/text.hpp"
 #include "report/timeline.hpp"
 #include "site_text.hpp"
@@ -74,6 +76,29 @@ void add_report(const report::Report& r, int pid, std::uint64_t origin, json& li
         ev.instant("alarm: " + a.what + " " + a.owner + " +" + report::human_bytes(a.bytes), "alarm", a.time_ns,
                    {{"owner", a.owner}, {"bytes", a.bytes}, {"live_bytes", a.live_bytes}, {"step", a.step},
                     {"site", site_text(a.site)}});
+    }
+    for (const report::Oom& o : r.oom) {
+        json parts = json::object();
+        for (const report::OomPart& p : o.parts) parts[report::part_label(p)] = p.bytes;
+        json pools = json::object();
+        for (const report::TorchPool& p : o.pytorch_pools)
+            pools[p.pool] = {{"allocated_bytes", p.allocated_bytes}, {"reserved_bytes", p.reserved_bytes},
+                             {"fragmentation_bytes", p.fragmentation_bytes}};
+        ev.instant("OOM: " + o.api + " of " + report::human_bytes(o.requested_bytes), "oom", o.time_ns,
+                   {{"api", o.api}, {"requested_bytes", o.requested_bytes}, {"step", o.step},
+                    {"driver_used_bytes", o.driver_used_bytes}, {"driver_free_bytes", o.driver_free_bytes},
+                    {"leaked_bytes", o.leaked_bytes}, {"recovered", o.recovered}, {"parts", std::move(parts)},
+                    {"pytorch_pools", std::move(pools)},
+                    {"site", o.site.frames.empty() ? o.site.api : frame_text(o.site.frames.front())}});
+    }
+    // Each graph at its capture, with what it and all before it cost: "how big is one graph".
+    for (const report::GraphCost& c : report::graph_costs(r)) {
+        const report::Graph& g = *c.graph;
+        ev.instant("graph " + std::to_string(g.id) + ": +" + report::human_bytes(c.new_bytes), "graph",
+                   g.time_ns != 0 ? g.time_ns : end_ns,
+                   {{"id", g.id}, {"step", g.step}, {"new_bytes", c.new_bytes},
+                    {"earlier_graphs_bytes", c.shareable_bytes}, {"instantiate_cost_bytes", c.instantiate_bytes},
+                    {"cumulative_bytes", c.cumulative_bytes}});
     }
     // Leaks are what is left at the end: they sit at the report's last moment.
     for (const report::Leak& l : r.leaks) {

@@ -16,7 +16,7 @@ import contextlib
 import ctypes
 
 __all__ = ["active", "step", "mark", "phase", "checkpoint", "torch_step",
-           "leak_mark", "held_since", "enable_in_children", "shim_path"]
+           "leak_mark", "held_since", "enable_in_children", "shim_path"]  # torch_view: PyTorch's pools and OOM observer
 
 
 def _resolve():
@@ -26,19 +26,24 @@ def _resolve():
     try:
         scope = ctypes.CDLL(None)
         fns = {name: getattr(scope, "cumemaudit_" + name)
-               for name in ("step", "mark", "checkpoint", "torch_step")}
+               for name in ("step", "mark", "checkpoint", "torch_step", "torch_pool", "torch_oom")}
     except (OSError, AttributeError):
         return None
     fns["step"].argtypes = [ctypes.c_uint64]
     fns["mark"].argtypes = [ctypes.c_char_p]
     fns["checkpoint"].argtypes = []
     fns["torch_step"].argtypes = [ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64]
+    fns["torch_pool"].argtypes = [ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint64]
+    fns["torch_oom"].argtypes = [ctypes.c_uint64]
     for f in fns.values():
         f.restype = None
     return fns
 
 
 _api = _resolve()
+if _api:
+    from . import torch_view
+    torch_view.attach(_api)  # PyTorch's OOM observer, when torch is already imported
 
 
 def active():
@@ -81,15 +86,21 @@ def _torch_figures():
         import torch
         if not torch.cuda.is_available():
             return 0, 0
-        return int(torch.cuda.memory_allocated()), int(torch.cuda.memory_reserved())
+        figures = int(torch.cuda.memory_allocated()), int(torch.cuda.memory_reserved())
     except Exception:  # no torch, or no CUDA in it: the step is still worth recording
         return 0, 0
+    try:
+        torch_view.attach(_api)
+        torch_view.stage_pools(_api, torch)  # per-pool figures join this step
+    except Exception:  # a torch without memory_snapshot: the totals alone
+        pass
+    return figures
 
 
 def torch_step(n):
     """Like ``step(n)``, and records PyTorch's allocated and reserved bytes (0 and 0 without torch), so the
     step splits driver-used memory into PyTorch allocated, PyTorch cached but free, other owners and
-    unattributed."""
+    unattributed; with torch, also each pool's allocated and reserved bytes (default pool, graph pools)."""
     if _api:
         allocated, reserved = _torch_figures()
         _api["torch_step"](int(n), allocated, reserved)

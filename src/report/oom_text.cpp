@@ -1,0 +1,59 @@
+#include "oom_text.hpp"
+
+#include "text.hpp"
+
+#include <fmt/format.h>
+
+namespace cumemaudit::report {
+
+std::string part_label(const OomPart& p) {
+    if (p.what == "graph") return fmt::format("graph {} (instantiate)", p.graph);
+    if (p.what == "live") return fmt::format("{} {}", p.owner, p.kind);
+    if (p.what == "leaked") {
+        std::string s = fmt::format("LEAKED {} {}", p.owner, p.kind);
+        if (!p.site.api.empty()) s += " from " + p.site.api;
+        if (!p.site.frames.empty() && !p.site.frames.front().file.empty())
+            s += fmt::format(" at {}:{}", p.site.frames.front().file, p.site.frames.front().line);
+        return s;
+    }
+    if (p.what == "async_pool_idle") return "async pools, reserved but unused";
+    if (p.what == "unattributed") return "unattributed (context, modules, other processes)";
+    return p.what;
+}
+
+std::string oom_text(const Oom& o, int max_parts) {
+    std::string out;
+    auto it = std::back_inserter(out);
+    fmt::format_to(it, "\nOut of memory: {} of {} bytes ({}) returned {} at step {}{} [{}]\n", o.api,
+                   o.requested_bytes, human_bytes(o.requested_bytes), o.result, o.step,
+                   o.recovered ? ", recovered by a later retry" : "", o.owner);
+    if (!o.site.frames.empty()) {
+        const Frame& f = o.site.frames.front();
+        fmt::format_to(it, "    at {}", f.symbol.empty() ? "??" : f.symbol);
+        if (!f.file.empty()) fmt::format_to(it, " {}:{}", f.file, f.line);
+        out += '\n';
+    }
+    fmt::format_to(it, "  driver: {} used of {}, {} free; {} of it leaked (unreachable VMM memory)\n",
+                   human_bytes(o.driver_used_bytes), human_bytes(o.driver_total_bytes), human_bytes(o.driver_free_bytes),
+                   human_bytes(o.leaked_bytes));
+    int shown = 0;
+    std::uint64_t rest = 0;
+    std::size_t rest_parts = 0;
+    for (const OomPart& p : o.parts) {
+        if (shown == max_parts) {
+            rest += p.bytes;
+            ++rest_parts;
+            continue;
+        }
+        ++shown;
+        const double pct = o.driver_used_bytes ? 100.0 * static_cast<double>(p.bytes) / o.driver_used_bytes : 0.0;
+        fmt::format_to(it, "  {:>10} {:5.1f}%  {}\n", human_bytes(p.bytes), pct, part_label(p));
+    }
+    if (rest_parts) fmt::format_to(it, "  {:>10}         ... {} more parts\n", human_bytes(rest), rest_parts);
+    for (const TorchPool& p : o.pytorch_pools)
+        fmt::format_to(it, "  PyTorch pool {}: {} allocated, {} reserved, {} reserved but unallocated\n", p.pool,
+                       human_bytes(p.allocated_bytes), human_bytes(p.reserved_bytes), human_bytes(p.fragmentation_bytes));
+    return out;
+}
+
+}  // namespace cumemaudit::report

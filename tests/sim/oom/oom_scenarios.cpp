@@ -1,0 +1,184 @@
+// Out-of-memory scenarios for the `oom` record, one subcommand each, run under `cumemaudit run --sim` with a
+// small CUMEMAUDIT_SIM_MEMORY. Each drives the device into a refusal the way real programs meet one, checks
+// the driver's answers, and prints `used=` (cuMemGetInfo at the refusal) and `request=` for the test to
+// compare with the report. Sites the tests look for are marked `// site:NAME`.
+#include <cuda.h>
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+constexpr size_t kMiB = 1 << 20;
+
+#define CHECK(call, expected)                                                                          \
+    do {                                                                                               \
+        CUresult r_ = (call);                                                                          \
+        if (r_ != (expected)) {                                                                        \
+            std::fprintf(stderr, "%s:%d: %s returned %d, expected %s\n", __FILE__, __LINE__, #call,    \
+                         static_cast<int>(r_), #expected);                                             \
+            std::exit(99);                                                                             \
+        }                                                                                              \
+    } while (0)
+#define OK(call) CHECK(call, CUDA_SUCCESS)
+
+void init() {
+    OK(cuInit(0));
+    CUdevice dev;
+    OK(cuDeviceGet(&dev, 0));
+    CUcontext ctx;
+    OK(cuDevicePrimaryCtxRetain(&ctx, dev));
+    OK(cuCtxSetCurrent(ctx));
+}
+
+size_t used_bytes() {
+    size_t free = 0, total = 0;
+    OK(cuMemGetInfo(&free, &total));
+    return total - free;
+}
+
+void step(unsigned long long n) {
+    auto fn = reinterpret_cast<void (*)(uint64_t)>(dlsym(RTLD_DEFAULT, "cumemaudit_step"));
+    if (fn != nullptr) fn(n);
+}
+
+CUmemAllocationProp device_prop() {
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = 0;
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    return prop;
+}
+
+// DeepEP's buffer, as REFERENCE.md lists its calls: allocate = create → reserve → map → set access,
+// get_handle = retain → export, free = retain → unmap → address free → release (its own retain only).
+struct Buffer {
+    CUdeviceptr va = 0;
+    size_t size = 0;
+};
+
+__attribute__((noinline)) CUresult create_buffer(CUmemGenericAllocationHandle* h, size_t size) {
+    const CUmemAllocationProp prop = device_prop();
+    return cuMemCreate(h, size, &prop, 0);  // site:deepep_create
+}
+
+CUresult allocate(Buffer& b, size_t size) {
+    CUmemGenericAllocationHandle h;
+    if (CUresult r = create_buffer(&h, size); r != CUDA_SUCCESS) return r;
+    OK(cuMemAddressReserve(&b.va, size, 0, 0, 0));
+    OK(cuMemMap(b.va, size, 0, h, 0));
+    CUmemAccessDesc access{};
+    access.location = device_prop().location;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    OK(cuMemSetAccess(b.va, size, &access, 1));
+    CUmemGenericAllocationHandle retained;
+    OK(cuMemRetainAllocationHandle(&retained, reinterpret_cast<void*>(b.va)));  // get_handle's retain
+    int fd = -1;
+    OK(cuMemExportToShareableHandle(&fd, retained, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    close(fd);
+    b.size = size;
+    return CUDA_SUCCESS;
+}
+
+void free_buffer(Buffer& b) {
+    CUmemGenericAllocationHandle h;
+    OK(cuMemRetainAllocationHandle(&h, reinterpret_cast<void*>(b.va)));
+    OK(cuMemUnmap(b.va, b.size));
+    OK(cuMemAddressFree(b.va, b.size));
+    OK(cuMemRelease(h));  // the creation and get_handle references stay: the leak
+}
+
+// The buffer grows by 64 MiB on every step, freed the DeepEP way, until cuMemCreate is refused; a 32 MiB
+// classic allocation of the program lives beside it. Ends with _exit right after the refusal: the report
+// written at the refusal is all that is left.
+int deepep_leak() {
+    init();
+    CUdeviceptr side;
+    OK(cuMemAlloc(&side, 32 * kMiB));  // site:side_alloc
+    Buffer b;
+    for (unsigned long long s = 1;; ++s) {
+        const size_t size = 64 * kMiB * s;
+        if (b.size != 0) free_buffer(b);
+        const size_t used = used_bytes();
+        const CUresult r = allocate(b, size);
+        if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+            std::printf("step=%llu request=%zu used=%zu\n", s, size, used);
+            std::fflush(stdout);
+            _exit(3);
+        }
+        OK(r);
+        step(s);
+    }
+}
+
+// PyTorch's way with a refusal: free what is cached, retry the same request, which now succeeds.
+int alloc_recover() {
+    init();
+    CUdeviceptr cached, big;
+    OK(cuMemAlloc(&cached, 160 * kMiB));  // site:cached_alloc
+    step(1);
+    const size_t used = used_bytes();
+    CHECK(cuMemAlloc(&big, 128 * kMiB), CUDA_ERROR_OUT_OF_MEMORY);  // site:refused_alloc
+    std::printf("request=%zu used=%zu\n", 128 * kMiB, used);
+    OK(cuMemFree(cached));
+    OK(cuMemAlloc(&big, 128 * kMiB));  // site:retried_alloc
+    OK(cuMemFree(big));
+    return 0;
+}
+
+// vLLM's capture loop: batch sizes largest first, each graph allocating during capture (the first most,
+// the later ones only what the pool lacks), each instantiated; an instantiation is refused for memory.
+int graph_loop() {
+    init();
+    CUstream stream;
+    OK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    const size_t during_capture[] = {96 * kMiB, 32 * kMiB, 16 * kMiB};
+    std::vector<CUdeviceptr> kept;
+    for (size_t i = 0; i < 3; ++i) {
+        OK(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_RELAXED));
+        CUdeviceptr p;
+        OK(cuMemAlloc(&p, during_capture[i]));  // site:captured_alloc
+        kept.push_back(p);
+        CUgraph graph;
+        OK(cuStreamEndCapture(stream, &graph));
+        const size_t used = used_bytes();
+        CUgraphExec exec;
+        const CUresult r = cuGraphInstantiate(&exec, graph, 0);  // site:instantiate
+        if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+            std::printf("graph=%zu request=0 used=%zu\n", i + 1, used);
+            return 0;
+        }
+        OK(r);
+        std::printf("graph=%zu instantiated used=%zu\n", i + 1, used_bytes());
+    }
+    std::printf("no refusal\n");
+    return 1;
+}
+
+// The same request refused `n` times in a row, then _exit: the report on disk is the last one written.
+int storm(int n) {
+    init();
+    CUdeviceptr hog, p;
+    OK(cuMemAlloc(&hog, 200 * kMiB));
+    for (int i = 0; i < n; ++i) CHECK(cuMemAlloc(&p, 100 * kMiB), CUDA_ERROR_OUT_OF_MEMORY);
+    std::printf("refused=%d used=%zu\n", n, used_bytes());
+    std::fflush(stdout);
+    _exit(0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const char* cmd = argc > 1 ? argv[1] : "";
+    if (!std::strcmp(cmd, "deepep-leak")) return deepep_leak();
+    if (!std::strcmp(cmd, "alloc-recover")) return alloc_recover();
+    if (!std::strcmp(cmd, "graph-loop")) return graph_loop();
+    if (!std::strcmp(cmd, "storm") && argc > 2) return storm(std::atoi(argv[2]));
+    std::fprintf(stderr, "usage: oom_scenarios deepep-leak|alloc-recover|graph-loop|storm N\n");
+    return 2;
+}

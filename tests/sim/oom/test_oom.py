@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""The `oom` record on the simulated driver (issue 14): each case drives a program into
+CUDA_ERROR_OUT_OF_MEMORY under `cumemaudit run --sim` with a small CUMEMAUDIT_SIM_MEMORY and asserts the
+record exactly: the request, its site (file:line), the driver's figures at the refusal, and parts that add
+up to the simulated driver's used memory to the byte (the simulated driver has no context or module cost,
+so nothing is unattributed).
+
+Usage: test_oom.py CASE   (paths from the environment meson sets: CLI, OOM_SCENARIOS, SOURCE_ROOT)."""
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "support"))
+from cases import Failure, expect, main, named_cases  # noqa: E402
+
+CLI = os.environ["CLI"]
+PROGRAM = os.environ["OOM_SCENARIOS"]
+SOURCE_ROOT = os.environ["SOURCE_ROOT"]
+SOURCE = os.path.join(SOURCE_ROOT, "tests", "sim", "oom", "oom_scenarios.cpp")
+HERE = os.path.dirname(os.path.abspath(__file__))
+MiB = 1 << 20
+
+
+def run(argv, report_dir, memory, options=(), env=None, rc=0):
+    cmd = [CLI, "run", "--sim", "--report-dir", report_dir, *[f for o in options for f in ("--option", o)],
+           "--", *argv]
+    full_env = {**os.environ, "CUMEMAUDIT_SIM_MEMORY": memory, **(env or {})}
+    full_env.pop("CUMEMAUDIT_OPTIONS", None)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=100)
+    if proc.returncode != rc:
+        raise Failure(f"{' '.join(cmd)}: exit {proc.returncode}, expected {rc}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
+    return proc
+
+
+def only_report(report_dir):
+    files = glob.glob(os.path.join(report_dir, "cumemaudit.*.json"))
+    expect(len(files) == 1, f"expected one report in {report_dir}, found {files}")
+    with open(files[0]) as f:
+        return json.load(f)
+
+
+def figures(stdout):
+    return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", stdout)}
+
+
+def marker_line(name):
+    for number, text in enumerate(open(SOURCE), 1):
+        if re.search(rf"// site:{re.escape(name)}\b", text):
+            return number
+    raise Failure(f"site:{name} not found in {SOURCE}")
+
+
+def expect_site(site, api, name):
+    expect(site["api"] == api, f"site api {site['api']}, expected {api}")
+    top = site["frames"][0]
+    expect(os.path.basename(top["file"]) == "oom_scenarios.cpp" and top["line"] == marker_line(name),
+           f"site {top['file']}:{top['line']}, expected oom_scenarios.cpp:{marker_line(name)} ({name})")
+
+
+def expect_adds_up(oom, used):
+    """The parts sum to the driver's used memory at the refusal, exactly, and nothing is unattributed."""
+    total = sum(p["bytes"] for p in oom["parts"])
+    expect(oom["driver_used_bytes"] == used, f"driver_used_bytes {oom['driver_used_bytes']}, the driver said {used}")
+    expect(total == used, f"parts add up to {total}, driver used {used}: {oom['parts']}")
+    expect(oom["unattributed_bytes"] == 0, f"unattributed {oom['unattributed_bytes']} on the simulated driver")
+    expect(oom["driver_free_bytes"] + used == oom["driver_total_bytes"], f"free + used != total: {oom}")
+    sizes = [p["bytes"] for p in oom["parts"]]
+    expect(sizes == sorted(sizes, reverse=True), f"parts not largest first: {sizes}")
+
+
+def case_deepep_leak(tmp):
+    """A DeepEP-shaped buffer grows by 64 MiB a step and leaks each old one (creation and get_handle
+    references never released) until cuMemCreate is refused; the program _exits at once, so the report on
+    disk is the one written at the refusal. Its largest holder is the leak, named by its create site."""
+    proc = run([PROGRAM, "deepep-leak"], tmp, "1GiB", rc=3)
+    seen = figures(proc.stdout)
+    expect(seen["step"] == 6 and seen["request"] == 384 * MiB, f"program saw {seen}")
+    rep = only_report(tmp)
+    expect(rep["checkpoint"] is True, "the report on disk is the one written at the refusal")
+    expect(len(rep["oom"]) == 1 and rep["summary"]["oom_events"] == 1, f"oom rows: {rep['oom']}")
+    oom = rep["oom"][0]
+    expect((oom["api"], oom["result"], oom["requested_bytes"]) == ("cuMemCreate", "CUDA_ERROR_OUT_OF_MEMORY", 384 * MiB),
+           f"the failed request: {oom['api']} {oom['result']} {oom['requested_bytes']}")
+    expect(oom["step"] == 5, f"refused after step 5 was marked, got step {oom['step']}")
+    expect_site(oom["site"], "cuMemCreate", "deepep_create")
+    expect(oom["recovered"] is False, "nothing retried")
+    expect_adds_up(oom, seen["used"])
+    leaked = (64 + 128 + 192 + 256 + 320) * MiB
+    expect(oom["leaked_bytes"] == leaked, f"leaked {oom['leaked_bytes']}, expected {leaked}")
+    top = oom["parts"][0]
+    expect((top["what"], top["kind"], top["bytes"]) == ("leaked", "vmm_physical", leaked), f"largest holder: {top}")
+    expect_site(top["site"], "cuMemCreate", "deepep_create")
+    side = [p for p in oom["parts"] if p["what"] == "live"]
+    expect([(p["kind"], p["bytes"]) for p in side] == [("classic", 32 * MiB)], f"live parts: {side}")
+    block = proc.stderr
+    expect("Out of memory: cuMemCreate of 402653184 bytes (384.0 MiB) returned CUDA_ERROR_OUT_OF_MEMORY at step 5" in block,
+           f"stderr block:\n{block}")
+    expect(re.search(r"960\.0 MiB\s+96\.8%\s+LEAKED \S+ vmm_physical from cuMemCreate at \S*oom_scenarios.cpp:"
+                     + str(marker_line("deepep_create")), block), f"the leak leads the stderr block:\n{block}")
+
+
+def case_alloc_recover(tmp):
+    """cuMemAlloc refused while 160 MiB is cached; the program frees the cache and retries the same
+    request, which succeeds: the record says recovered, and its breakdown is the cache."""
+    proc = run([PROGRAM, "alloc-recover"], tmp, "256MiB", rc=0)
+    seen = figures(proc.stdout)
+    rep = only_report(tmp)
+    expect(rep["checkpoint"] is False, "the exit report")
+    expect(len(rep["oom"]) == 1, f"oom rows: {rep['oom']}")
+    oom = rep["oom"][0]
+    expect((oom["api"], oom["requested_bytes"]) == ("cuMemAlloc", seen["request"]), f"request: {oom}")
+    expect_site(oom["site"], "cuMemAlloc", "refused_alloc")
+    expect(oom["recovered"] is True and oom["recovered_time_ns"] >= oom["time_ns"], f"recovered: {oom}")
+    expect_adds_up(oom, seen["used"])
+    expect([(p["what"], p["kind"], p["bytes"]) for p in oom["parts"]] == [("live", "classic", 160 * MiB)],
+           f"parts: {oom['parts']}")
+    expect("recovered by a later retry" in proc.stderr, f"the exit summary says recovered:\n{proc.stderr}")
+
+
+def case_graph_loop(tmp):
+    """A capture loop over three batch sizes, largest first; each instantiation holds 48 MiB
+    (CUMEMAUDIT_SIM_GRAPH_EXEC) and the third is refused: the record lists each graph's instantiate cost,
+    and the graph table gives per-graph and cumulative cost."""
+    proc = run([PROGRAM, "graph-loop"], tmp, "256MiB", env={"CUMEMAUDIT_SIM_GRAPH_EXEC": "48MiB"}, rc=0)
+    seen = figures(proc.stdout)
+    expect(seen["graph"] == 3, f"the third instantiation is refused: {proc.stdout}")
+    rep = only_report(tmp)
+    oom = rep["oom"][0]
+    expect((oom["api"], oom["requested_bytes"]) == ("cuGraphInstantiateWithFlags", 0), f"request: {oom}")
+    expect_site(oom["site"], "cuGraphInstantiateWithFlags", "instantiate")
+    expect_adds_up(oom, seen["used"])
+    parts = sorted((p["what"], p.get("graph", 0), p["bytes"]) for p in oom["parts"])
+    expect(parts == [("graph", 1, 48 * MiB), ("graph", 2, 48 * MiB), ("live", 0, 144 * MiB)], f"parts: {parts}")
+    graphs = [(g["id"], g["bytes"], g["instantiate_cost_bytes"]) for g in rep["graphs"]]
+    expect(graphs == [(1, 96 * MiB, 48 * MiB), (2, 32 * MiB, 48 * MiB), (3, 16 * MiB, 0)], f"graphs: {graphs}")
+    text = subprocess.run([CLI, "report", glob.glob(os.path.join(tmp, "cumemaudit.*.json"))[0]],
+                          capture_output=True, text=True, check=True).stdout
+    rows = re.findall(r"^\s+(\d+)\s+\d+\s+(\S+ \S+)\s+(\S+ \S+)\s+(\S+ \S+)\s+(\S+ \S+)$", text, re.M)
+    expect(rows == [("1", "96.0 MiB", "0 B", "48.0 MiB", "144.0 MiB"),
+                    ("2", "32.0 MiB", "96.0 MiB", "48.0 MiB", "224.0 MiB"),
+                    ("3", "16.0 MiB", "128.0 MiB", "0 B", "240.0 MiB")], f"graph table rows {rows} in:\n{text}")
+
+
+def case_bad_graph_exec(tmp):
+    """A CUMEMAUDIT_SIM_GRAPH_EXEC that is not a size: cuInit refuses, with one line naming variable and value."""
+    proc = run([PROGRAM, "graph-loop"], tmp, "256MiB", env={"CUMEMAUDIT_SIM_GRAPH_EXEC": "48 apples"}, rc=99)
+    expect("cumemaudit-sim: CUMEMAUDIT_SIM_GRAPH_EXEC='48 apples' is not a size (expected e.g. 2MiB, 0 or a byte count)"
+           in proc.stderr, proc.stderr)
+    expect("cuInit(0) returned 1, expected CUDA_SUCCESS" in proc.stderr, proc.stderr)
+
+
+def case_rate_limit(tmp):
+    """Five refusals in a row, then _exit: with oom_interval_s=3600 only the first wrote a report (the one on
+    disk holds one record) and one block reached stderr; with 0 every refusal wrote."""
+    slow = os.path.join(tmp, "slow")
+    proc = run([PROGRAM, "storm", "5"], slow, "256MiB", options=["oom_interval_s=3600"])
+    rep = only_report(slow)
+    expect(len(rep["oom"]) == 1 and rep["summary"]["oom_events"] == 1, f"one written: {rep['summary']}")
+    expect(len(re.findall(r"cumemaudit:\nOut of memory", proc.stderr)) == 1, f"one block:\n{proc.stderr}")
+    fast = os.path.join(tmp, "fast")
+    proc = run([PROGRAM, "storm", "5"], fast, "256MiB", options=["oom_interval_s=0"])
+    rep = only_report(fast)
+    expect(len(rep["oom"]) == 5 and rep["summary"]["oom_events"] == 5, f"five written: {rep['summary']}")
+    expect(len(re.findall(r"cumemaudit:\nOut of memory", proc.stderr)) == 5, f"five blocks:\n{proc.stderr}")
+    for oom in rep["oom"]:
+        expect_adds_up(oom, figures(proc.stdout)["used"])
+
+
+def case_torch_observer(tmp):
+    """With a fake torch imported, the helper registers PyTorch's out-of-memory observer: the pools of
+    torch.cuda.memory_snapshot() join the oom record of the driver's refusal, and torch_step records them."""
+    env = {"PYTHONPATH": os.pathsep.join([os.path.join(SOURCE_ROOT, "tools", "python"), os.path.join(HERE, "fake_torch")])}
+    proc = run([sys.executable, os.path.join(HERE, "torch_oom_user.py")], tmp, "256MiB", env=env, rc=0)
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    expect(seen == {"observers": 1, "raised": True}, f"the helper attached one observer: {seen}")
+    rep = only_report(tmp)
+    want = [{"pool": "default", "allocated_bytes": 100 * MiB, "reserved_bytes": 160 * MiB, "fragmentation_bytes": 60 * MiB},
+            {"pool": "graph (1, 1)", "allocated_bytes": 2 * MiB, "reserved_bytes": 4 * MiB, "fragmentation_bytes": 2 * MiB}]
+    expect(rep["steps"][0]["pytorch_pools"] == want, f"torch_step pools: {rep['steps'][0].get('pytorch_pools')}")
+    expect(len(rep["oom"]) == 1, f"the observer joined the driver's record: {rep['oom']}")
+    oom = rep["oom"][0]
+    expect((oom["api"], oom["requested_bytes"]) == ("cuMemAlloc", 128 * MiB), f"request: {oom}")
+    expect(oom["pytorch_pools"] == want, f"oom pools: {oom['pytorch_pools']}")
+    expect("PyTorch pool default: 100.0 MiB allocated, 160.0 MiB reserved, 60.0 MiB reserved but unallocated"
+           in proc.stderr, proc.stderr)
+
+
+def case_views(tmp):
+    """`trace` puts the refusal on the timeline with its breakdown; `html` shows it and the graph table."""
+    run([PROGRAM, "graph-loop"], tmp, "256MiB", env={"CUMEMAUDIT_SIM_GRAPH_EXEC": "48MiB"}, rc=0)
+    path = glob.glob(os.path.join(tmp, "cumemaudit.*.json"))[0]
+    trace = os.path.join(tmp, "t.json")
+    subprocess.run([CLI, "trace", path, "-o", trace], check=True, capture_output=True)
+    events = json.load(open(trace))["traceEvents"]
+    ooms = [e for e in events if e.get("cat") == "oom"]
+    expect(len(ooms) == 1, f"one oom event: {ooms}")
+    expect(ooms[0]["name"] == "OOM: cuGraphInstantiateWithFlags of 0 B", ooms[0]["name"])
+    expect(ooms[0]["args"]["parts"]["graph 1 (instantiate)"] == 48 * MiB, f"{ooms[0]['args']}")
+    graphs = [e for e in events if e.get("cat") == "graph"]
+    expect([e["args"]["cumulative_bytes"] for e in graphs] == [144 * MiB, 224 * MiB, 240 * MiB], f"{graphs}")
+    html = os.path.join(tmp, "r.html")
+    subprocess.run([CLI, "html", path, "-o", html], check=True, capture_output=True)
+    page = open(html).read()
+    expect("Out of memory: cuGraphInstantiateWithFlags" in page, "the html names the refusal")
+    expect("graph 1 (instantiate)" in page and "240.0 MiB" in page, "the html shows the breakdown and graph table")
+
+
+if __name__ == "__main__":
+    sys.exit(main(named_cases(globals())))
