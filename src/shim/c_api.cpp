@@ -3,10 +3,10 @@
 #include "cumemaudit/cumemaudit.h"
 
 #include "auditor.hpp"
+#include "oom.hpp"
 #include "site_text.hpp"
 
 #include <cstring>
-#include "oom.hpp"
 
 using cumemaudit::shim::Auditor;
 
