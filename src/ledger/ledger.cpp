@@ -136,6 +136,10 @@ std::vector<Ledger::Unreachable> Ledger::unreachable_in(std::uint64_t va, std::u
     return state_->vmm.unreachable_in(va, size);
 }
 
+std::vector<Ledger::Unreachable> Ledger::still_unreachable(const std::vector<std::uint64_t>& ids) const {
+    return state_->vmm.still_unreachable(ids);
+}
+
 std::uint32_t Ledger::begin_epoch() {
     const std::uint32_t e = state_->epoch.fetch_add(1, std::memory_order_relaxed) + 1;
     state_->vmm.set_epoch(e);

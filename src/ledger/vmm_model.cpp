@@ -211,7 +211,9 @@ void VmmModel::collect(Moment moment, const ExportProbe& still_open, LeakRows& r
             for (const Site& s : a.refs) rows.add(LeakClass::mapped_at_exit, s, a.handle_type, a.kind, id, a.size, 1);
             continue;
         }
-        const LeakClass cls = a.fds.empty() ? LeakClass::unreachable : LeakClass::open_export;
+        // References nothing can release pin the memory whether or not an exported fd is open too; only
+        // an fd alone is open-export.
+        const LeakClass cls = a.refs.empty() ? LeakClass::open_export : LeakClass::unreachable;
         for (const Site& s : a.refs) rows.add(cls, s, a.handle_type, a.kind, id, a.size, 1);
         if (a.refs.empty())  // only the fd pins it: the export is the culprit
             for (const ExportFd& f : a.fds) rows.add(cls, f.site, a.handle_type, a.kind, id, a.size, 0);
@@ -235,17 +237,33 @@ void VmmModel::shares(std::vector<ShareRow>& exports, std::vector<ShareRow>& imp
     }
 }
 
+Ledger::Unreachable VmmModel::describe_unreachable(std::uint64_t id, const Allocation& a) const {
+    Ledger::Unreachable u;
+    u.id = id;
+    u.bytes = a.size;
+    for (const auto& [handle, entry] : handles_)
+        if (entry.alloc == id) u.handles.insert(u.handles.end(), entry.refs, handle);
+    u.sites = a.refs;
+    return u;
+}
+
 std::vector<Ledger::Unreachable> VmmModel::unreachable_in(std::uint64_t va, std::uint64_t size) const {
     std::lock_guard lock(mu_);
     std::vector<Ledger::Unreachable> out;
     for (const auto& [id, a] : allocs_) {
         if (a.refs.empty() || a.mappings != 0 || a.last_unmapped_va < va || a.last_unmapped_va >= va + size) continue;
-        Ledger::Unreachable u;
-        u.bytes = a.size;
-        for (const auto& [handle, entry] : handles_)
-            if (entry.alloc == id) u.handles.insert(u.handles.end(), entry.refs, handle);
-        u.sites = a.refs;
-        out.push_back(std::move(u));
+        out.push_back(describe_unreachable(id, a));
+    }
+    return out;
+}
+
+std::vector<Ledger::Unreachable> VmmModel::still_unreachable(const std::vector<std::uint64_t>& ids) const {
+    std::lock_guard lock(mu_);
+    std::vector<Ledger::Unreachable> out;
+    for (std::uint64_t id : ids) {
+        auto a = allocs_.find(id);  // gone: every reference released and the memory freed
+        if (a == allocs_.end() || a->second.refs.empty() || a->second.mappings != 0) continue;
+        out.push_back(describe_unreachable(id, a->second));
     }
     return out;
 }

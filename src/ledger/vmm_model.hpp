@@ -49,6 +49,7 @@ public:
     void shares(std::vector<ShareRow>& exports, std::vector<ShareRow>& imports) const;
 
     std::vector<Ledger::Unreachable> unreachable_in(std::uint64_t va, std::uint64_t size) const;
+    std::vector<Ledger::Unreachable> still_unreachable(const std::vector<std::uint64_t>& ids) const;
 
     void clear();
 
@@ -91,6 +92,7 @@ private:
     void forget_if_unpinned(std::uint64_t alloc_id);
     bool overlaps_mapping(std::uint64_t va, std::uint64_t size) const;
     const char* unknown_handle_what(std::uint64_t handle) const;
+    Ledger::Unreachable describe_unreachable(std::uint64_t id, const Allocation&) const;
 
     Owners& owners_;
     MisuseLog& misuse_;

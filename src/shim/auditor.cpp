@@ -179,6 +179,9 @@ void Auditor::checkpoint_loop() {
 
 void Auditor::checkpoint(const char* why) {
     if (why != nullptr) log_info("report written ({})", why);
+    // On the program's thread, asked for: safe to release for it. The periodic checkpoint thread never
+    // does, as it could race a release the program is making right then.
+    if (enforcing()) reclaim_pending(true);
     write_report(ledger::Moment::checkpoint, nullptr, false);
 }
 
@@ -264,6 +267,7 @@ void Auditor::write_report(ledger::Moment moment, const int* exit_code, bool fin
 
 void Auditor::exit_handler(int status) {
     ShimScope busy;
+    if (enforcing()) reclaim_pending(true);
     write_report(ledger::Moment::exit, &status, true);
 }
 

@@ -6,6 +6,10 @@
 #include "options_store.hpp"
 #include "site_text.hpp"
 
+#include <pthread.h>
+
+#include <algorithm>
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -31,6 +35,14 @@ struct SiteKey {
     }
 };
 
+// An allocation whose last mapped range was freed while references were held, and the thread that freed it.
+struct Pending {
+    std::uint64_t id;
+    std::uint64_t thread;
+};
+
+std::uint64_t this_thread() { return static_cast<std::uint64_t>(pthread_self()); }
+
 // VMM calls are rare and slow (tens of µs): one mutex keeps the two maps consistent.
 struct State {
     std::mutex mu;
@@ -38,6 +50,8 @@ struct State {
     std::unordered_map<std::uint64_t, Virtual> virtuals;  // virtual value → what it stands for
     std::unordered_map<std::uint64_t, std::uint64_t> current;  // live real value → its virtual value
     std::map<SiteKey, report::ReclaimInput> reclaimed;
+    std::vector<Pending> pending;          // allocations left unreachable by a range free, to look at again
+    std::atomic<bool> any_pending{false};  // read without the lock on every allocation
 };
 
 State& state() {
@@ -178,13 +192,40 @@ void enforce_after(ev::Release, CUresult r, CUmemGenericAllocationHandle real) {
     }
 }
 
+// Not reclaimed here: DeepEP's free() retains, unmaps, frees the range and only then releases its retain.
+// The allocations are remembered with the thread that freed the range and looked at again later.
 void enforce_after(ev::AddressFree, CUresult r, CUdeviceptr va, size_t size) {
     if (r != CUDA_SUCCESS) return;
+    std::vector<ledger::Ledger::Unreachable> found = Auditor::get().ledger().unreachable_in(va, size);
+    if (found.empty()) return;
+    State& s = state();
+    std::lock_guard lock(s.mu);
+    for (const auto& u : found) s.pending.push_back(Pending{u.id, this_thread()});
+    s.any_pending.store(true, std::memory_order_release);
+}
+
+void reclaim_pending(bool every_thread) {
+    State& s = state();
+    if (!s.any_pending.load(std::memory_order_acquire)) return;  // the allocation path's whole cost
+    std::vector<std::uint64_t> ids;
+    {
+        std::lock_guard lock(s.mu);
+        const std::uint64_t me = this_thread();
+        std::erase_if(s.pending, [&](const Pending& p) {
+            if (!every_thread && p.thread != me) return false;
+            ids.push_back(p.id);
+            return true;
+        });
+        s.any_pending.store(!s.pending.empty(), std::memory_order_release);
+    }
+    if (ids.empty()) return;
     Auditor& a = Auditor::get();
     using Release = CUresult(CUDAAPI*)(CUmemGenericAllocationHandle);
     auto release = reinterpret_cast<Release>(real_fn(HookId::cuMemRelease));
-    for (const ledger::Ledger::Unreachable& u : a.ledger().unreachable_in(va, size)) {
-        const ledger::Site culprit = u.sites.empty() ? ledger::Site{} : u.sites.front();
+    if (release == nullptr) return;
+    // The ledger's own view, asked now: only references still held with nothing mapped are reclaimed, the
+    // same ones the audit classes unreachable.
+    for (const ledger::Ledger::Unreachable& u : a.ledger().still_unreachable(ids)) {
         std::size_t released = 0;
         for (std::uint64_t real : u.handles) {
             CUresult rr;
@@ -195,7 +236,6 @@ void enforce_after(ev::AddressFree, CUresult r, CUdeviceptr va, size_t size) {
             a.ledger().released(real, rr == CUDA_SUCCESS, result_name(rr), ledger::Site{"cuMemRelease (enforce)", 0, 0});
             if (rr != CUDA_SUCCESS) continue;
             ++released;
-            State& s = state();
             std::lock_guard lock(s.mu);
             if (auto cur = s.current.find(real); cur != s.current.end()) {
                 ++s.virtuals[cur->second].reclaimed;
@@ -203,17 +243,30 @@ void enforce_after(ev::AddressFree, CUresult r, CUdeviceptr va, size_t size) {
                 if (s.virtuals[cur->second].reclaimed == s.virtuals[cur->second].refs) s.current.erase(cur);
             }
         }
+        // The ledger retires references LIFO: the ones released are the newest `released` sites.
+        const std::vector<ledger::Site> sites(u.sites.end() - static_cast<std::ptrdiff_t>(std::min(released, u.sites.size())),
+                                              u.sites.end());
+        std::string taken_by;
         {
-            State& s = state();
             std::lock_guard lock(s.mu);
-            report::ReclaimInput& row = s.reclaimed[SiteKey{culprit.api, culprit.trace, culprit.owner}];
-            row.site = culprit;
-            row.reclaim.bytes += u.bytes;
-            row.reclaim.allocations += 1;
-            row.reclaim.references += released;
+            std::map<SiteKey, std::uint32_t> refs_by_site;
+            for (const ledger::Site& site : sites) ++refs_by_site[SiteKey{site.api, site.trace, site.owner}];
+            for (const ledger::Site& site : sites) {
+                const SiteKey key{site.api, site.trace, site.owner};
+                auto n = refs_by_site.find(key);
+                if (n == refs_by_site.end()) continue;  // this site's row is done for this allocation
+                report::ReclaimInput& row = s.reclaimed[key];
+                row.site = site;
+                row.reclaim.bytes += u.bytes;
+                row.reclaim.allocations += 1;
+                row.reclaim.references += n->second;
+                row.members.push_back(ledger::HeldAllocation{u.id, u.bytes});
+                taken_by += (taken_by.empty() ? "" : "; ") + describe_site(site);
+                refs_by_site.erase(n);
+            }
         }
         log_warning("mode=enforce: reclaimed {} held by {} reference(s) nothing could release any more; taken by {}",
-                    mib(u.bytes), released, describe_site(culprit));
+                    mib(u.bytes), released, taken_by);
     }
 }
 
@@ -230,6 +283,8 @@ void reset_enforcer() {
     s.virtuals.clear();
     s.current.clear();
     s.reclaimed.clear();
+    s.pending.clear();
+    s.any_pending = false;
     s.next = 1;
 }
 

@@ -280,8 +280,9 @@ const char* result_name(CUresult r) {
 
 // cuMemMapArrayAsync takes handles inside a list: with a live handle the simulated driver answers
 // NOT_SUPPORTED (it has no sparse arrays), with a made-up one INVALID_VALUE. Then the handle's only mapping
-// goes and its range is freed while the reference is held (what enforce mode reclaims), and the list is
-// tried again. Prints each answer and whether the program's list came back untouched.
+// goes and its range is freed while the reference is held, the program allocates again (where enforce mode
+// reclaims what that range free left unreachable), and the list is tried again. Prints each answer and
+// whether the program's list came back untouched.
 int map_array() {
     init();
     CUmemAllocationProp p = props();
@@ -304,6 +305,9 @@ int map_array() {
     OK(cuMemMap(va, kGran, 0, h, 0));
     OK(cuMemUnmap(va, kGran));
     OK(cuMemAddressFree(va, kGran));
+    CUmemGenericAllocationHandle next = 0;
+    OK(cuMemCreate(&next, kGran, &p, 0));
+    OK(cuMemRelease(next));
     const CUresult after = cuMemMapArrayAsync(&m, 1, nullptr);
     OK(cuMemRelease(h));
     std::printf("map_array: live=%s madeup=%s intact=%d after_unreachable=%s\n", result_name(live),

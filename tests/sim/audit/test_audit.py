@@ -355,9 +355,15 @@ def case_deep_stacks(tmp):
         expect(any(f["symbol"] == "main" for f in frames), f"{api}: main on the stack: {[f['symbol'] for f in frames]}")
 
 
+def site_figures(rows):
+    """(api, innermost line) -> (bytes, allocations, references) of leak or reclaim rows."""
+    return {(r["site"]["api"], top_frame(r)["line"]): (r["bytes"], r["allocations"], r["references"]) for r in rows}
+
+
 def case_enforce_deepep(tmp):
     """The unfixed DeepEP sequence under mode=enforce: free memory stays flat, the program sees every call
-    succeed as without the shim, and the report lists what was reclaimed at the site the audit names."""
+    succeed as without the shim, and the report lists what was reclaimed, one row per site that took the
+    references, with exactly the figures the audit run reports as unreachable leaks."""
     proc = run([DEEPEP, "--handle", HANDLE], tmp, flags=["--option", "mode=enforce"], rc=0)
     expect(drop_of(proc.stdout) == 0, f"enforce keeps free memory flat:\n{proc.stdout}")
     frees = [int(x) for x in re.findall(r"free now (\d+) MiB", proc.stdout)]
@@ -366,15 +372,25 @@ def case_enforce_deepep(tmp):
     rep = only_report(tmp)
     s = rep["summary"]
     expect(s["leaked_bytes"] == 0 and s["misuse_events"] == 0, f"nothing leaked: {s}")
-    expect(s["reclaimed_bytes"] == (64 + 128 + 192) * MiB, f"reclaimed {s.get('reclaimed_bytes')}")
-    rows = rep["reclaimed"]
-    expect(len(rows) == 1 and rows[0]["allocations"] == 3 and rows[0]["references"] == 9 and
-           rows[0]["site"]["api"] == "cuMemCreate" and
-           rows[0]["site"]["frames"][0]["line"] == line_of(DEEPEP_SRC, r"r = d_\.cuMemCreate\("), f"reclaimed: {rows}")
-    expect(proc.stderr.count("mode=enforce: reclaimed") == 3, f"one log line per reclaim:\n{proc.stderr}")
+    expect((s["reclaimed_bytes"], s["reclaimed_allocations"], s["reclaimed_references"]) == ((64 + 128 + 192) * MiB, 3, 9),
+           f"reclaimed {s}")
+    sized = (64 + 128 + 192) * MiB
+    expect(site_figures(rep["reclaimed"]) == {
+        ("cuMemCreate", line_of(DEEPEP_SRC, r"r = d_\.cuMemCreate\(")): (sized, 3, 3),
+        ("cuMemRetainAllocationHandle", line_of(DEEPEP_SRC, r"r = d_\.cuMemRetainAllocationHandle\(")): (sized, 3, 3),
+        ("cuMemImportFromShareableHandle", line_of(DEEPEP_SRC, r"r = d_\.cuMemImportFromShareableHandle\(")): (sized, 3, 3),
+    }, f"reclaimed: {rep['reclaimed']}")
+    logged = [line for line in proc.stderr.splitlines() if "mode=enforce: reclaimed" in line]
+    expect(len(logged) == 3, f"one log line per reclaim:\n{proc.stderr}")
+    expect(all(re.search(r"taken by cuMemCreate .*; cuMemRetainAllocationHandle .*; cuMemImportFromShareableHandle ", line)
+               for line in logged), f"each log line names every site:\n{proc.stderr}")
     audit = tempfile.mkdtemp(dir=tmp)
     proc = run([DEEPEP, "--handle", HANDLE], audit, rc=23)
     expect(drop_of(proc.stdout) == (64 + 128 + 192) * MiB, "audit mode shows the same program losing memory")
+    audit_rep = only_report(audit)
+    expect(site_figures(audit_rep["leaks"]) == site_figures(rep["reclaimed"]) and
+           audit_rep["summary"]["leaked_references"] == s["reclaimed_references"],
+           f"enforce reclaims exactly what the audit reports: {audit_rep['leaks']}")
 
 
 def case_enforce_clean(tmp):
