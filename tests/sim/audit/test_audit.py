@@ -364,8 +364,11 @@ def case_enforce_deepep(tmp):
     """The unfixed DeepEP sequence under mode=enforce: free memory stays flat, the program sees every call
     succeed as without the shim, and the report lists what was reclaimed, one row per site that took the
     references, with exactly the figures the audit run reports as unreachable leaks."""
-    proc = run([DEEPEP, "--handle", HANDLE], tmp, flags=["--option", "mode=enforce"], rc=0)
+    proc = run([DEEPEP, "--handle", HANDLE], tmp, flags=["--option", "mode=enforce"], rc=23)
     expect(drop_of(proc.stdout) == 0, f"enforce keeps free memory flat:\n{proc.stdout}")
+    check = subprocess.run([CLI, "check", tmp], capture_output=True, text=True)
+    expect(check.returncode == 1 and "402653184 bytes reclaimed by mode=enforce in 3 allocations (9 references" in
+           check.stdout + check.stderr, f"the gate is not blind to what enforce reclaimed:\n{check.stdout}{check.stderr}")
     frees = [int(x) for x in re.findall(r"free now (\d+) MiB", proc.stdout)]
     expect(frees == sorted(frees, reverse=True) and frees[0] - frees[-1] == 128,
            f"each step holds only the current buffer (64, 128, 192 MiB): {frees}")
@@ -424,7 +427,7 @@ def case_enforce_map_array(tmp):
     expect("live=CUDA_ERROR_NOT_SUPPORTED madeup=CUDA_ERROR_INVALID_VALUE intact=1 "
            "after_unreachable=CUDA_ERROR_NOT_SUPPORTED" in audit.stdout, f"audit mode passes the list on:\n{audit.stdout}")
     d = tempfile.mkdtemp(dir=tmp)
-    proc = run([SCENARIOS, "map-array"], d, flags=["--option", "mode=enforce"], rc=0)
+    proc = run([SCENARIOS, "map-array"], d, flags=["--option", "mode=enforce"], rc=23)  # the gate: 1 reclaimed
     expect("live=CUDA_ERROR_NOT_SUPPORTED madeup=CUDA_ERROR_INVALID_VALUE intact=1 "
            "after_unreachable=CUDA_ERROR_INVALID_VALUE" in proc.stdout, f"enforce translates, then refuses:\n{proc.stdout}")
     expect("mode=enforce: cuMemMapArrayAsync of a handle this process does not hold" in proc.stderr, proc.stderr)
