@@ -119,6 +119,24 @@ int open_export() {
     return 0;
 }
 
+// An allocation pinned twice: its creation reference is never released and its exported fd stays open. The
+// reference alone would hold it (nothing can release it), so it is unreachable, not open-export.
+int held_export() {
+    init();
+    CUmemAllocationProp p = props(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    CUmemGenericAllocationHandle h = 0;
+    OK(cuMemCreate(&h, 3 * kGran, &p, 0));  // site:held_create
+    int fd = -1;
+    OK(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    CUdeviceptr va = 0;
+    OK(cuMemAddressReserve(&va, 3 * kGran, 0, 0, 0));
+    OK(cuMemMap(va, 3 * kGran, 0, h, 0));
+    OK(cuMemUnmap(va, 3 * kGran));
+    OK(cuMemAddressFree(va, 3 * kGran));
+    std::printf("held_export: fd=%d\n", fd);
+    return 0;
+}
+
 __attribute__((noinline)) void planted_leak(CUdeviceptr* out) {
     OK(cuMemAlloc(out, 3 * 4096));  // site:planted
 }
@@ -322,6 +340,7 @@ int main(int argc, char** argv) {
     if (what == "misuse") return misuse();
     if (what == "reuse") return reuse();
     if (what == "open-export") return open_export();
+    if (what == "held-export") return held_export();
     if (what == "threads") return threads();
     if (what == "fork") return fork_child();
     if (what == "exit") return exit_with(argc > 2 ? std::atoi(argv[2]) : 0);
@@ -332,6 +351,6 @@ int main(int argc, char** argv) {
     if (what == "async-growth") return async_growth();
     if (what == "map-array") return map_array();
     if (what == "none") return 0;
-    std::fprintf(stderr, "usage: audit_scenarios misuse|reuse|open-export|threads|fork|exit N|wait|classic|deepbind LIB|checkpoint|async-growth|map-array|none\n");
+    std::fprintf(stderr, "usage: audit_scenarios misuse|reuse|open-export|held-export|threads|fork|exit N|wait|classic|deepbind LIB|checkpoint|async-growth|map-array|none\n");
     return 2;
 }

@@ -184,6 +184,17 @@ def case_open_export(tmp):
     expect(rep["summary"]["leaked_bytes"] == 4 * MiB, f"the closed export is not a leak: {rep['summary']}")
 
 
+def case_held_export(tmp):
+    """References nothing can release and an open exported fd: the references pin it, so the class is
+    unreachable, named at the creation; open-export is only for memory an open fd alone holds."""
+    run([SCENARIOS, "held-export"], tmp, rc=23)
+    rep = only_report(tmp)
+    expect([(l["class"], l["site"]["api"], l["bytes"], l["references"]) for l in rep["leaks"]] ==
+           [("unreachable", "cuMemCreate", 6 * MiB, 1)], f"leaks: {rep['leaks']}")
+    expect(top_frame(rep["leaks"][0])["line"] == marker_line(SCEN_SRC, "held_create"), f"site {rep['leaks'][0]}")
+    expect(rep["summary"]["leaked_bytes"] == 6 * MiB and rep["summary"]["leaked_references"] == 1, f"{rep['summary']}")
+
+
 def case_threads(tmp):
     run([SCENARIOS, "threads"], tmp, rc=0)
     rep = only_report(tmp)
