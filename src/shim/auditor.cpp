@@ -243,7 +243,7 @@ void Auditor::write_report(ledger::Moment moment, const int* exit_code, bool fin
         if (!final) return;
         if (options_.summary) {
             std::fflush(stdout);  // exit would flush it anyway; first, so the summary comes last
-            const std::string text = report::text_summary(rep);
+            const std::string text = report::text_summary(rep, 8, options_.show_held);
             std::fprintf(stderr, "%s", text.c_str());
             std::fprintf(stderr, "cumemaudit: report: %s\n", path.c_str());
         }

@@ -136,6 +136,8 @@ int main(int argc, char** argv) {
     CLI::App* report_cmd = app.add_subcommand("report", "Print the text summary of report files");
     report_cmd->add_option("files", report_files, "Report files")->required();
     report_cmd->add_option("--max-frames", max_frames, "Frames shown per site")->check(CLI::Range(0, 1000));
+    bool show_held = false;
+    report_cmd->add_flag("--show-held", show_held, "Show unfreed and mapped-at-exit rows (held at exit, not leaks)");
 
     std::vector<std::string> check_paths;
     std::string fail_on = "leaks";
@@ -180,7 +182,7 @@ int main(int argc, char** argv) {
     }
     try {
         if (*run_cmd) return run_command(run);
-        if (*report_cmd) return report_command(report_files, max_frames);
+        if (*report_cmd) return report_command(report_files, max_frames, show_held);
         if (*merge_cmd) return merge_command(merge_paths, merge_out);
 
         if (*trace_cmd) return trace_command(trace_files, trace_out);

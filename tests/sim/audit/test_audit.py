@@ -298,6 +298,25 @@ def case_classic(tmp):
     expect(len(misuse) == 1 and misuse[0]["api"] == "cuMemFree", f"double free: {misuse}")
 
 
+def case_held_headings(tmp):
+    """Unfreed memory at exit is not called a leak: the summary folds it into one line (10 MiB in 4 rows),
+    show_held=1 or `report --show-held` lists it under its own heading, and fail_on=unfreed makes it a leak."""
+    proc = run([SCENARIOS, "classic"], tmp, rc=0)
+    expect("Leak of" not in proc.stderr and "\nHeld at exit, not leaks: 10485760 bytes (10.0 MiB) in 4 rows" in proc.stderr,
+           f"folded:\n{proc.stderr}")
+    path = next(iter(reports(tmp)))
+    shown = subprocess.run([CLI, "report", "--show-held", path], capture_output=True, text=True)
+    expect(shown.returncode == 0 and shown.stdout.count("\nHeld at exit, not a leak: ") == 4 and "Leak of" not in shown.stdout
+           and "Held at exit, not a leak: 1048576 bytes (1.0 MiB) in 1 allocations [unfreed, none, audit_scenarios] "
+               "taken by cuMemAlloc at:" in shown.stdout, f"report --show-held:\n{shown.stdout}{shown.stderr}")
+    d = tempfile.mkdtemp(dir=tmp)
+    proc = run([SCENARIOS, "classic"], d, flags=["--option", "show_held=1"], rc=0)
+    expect(proc.stderr.count("\nHeld at exit, not a leak: ") == 4, f"show_held=1:\n{proc.stderr}")
+    d = tempfile.mkdtemp(dir=tmp)
+    proc = run([SCENARIOS, "classic"], d, flags=["--fail-on", "leaks,unfreed"], rc=23)
+    expect(proc.stderr.count("\nLeak of ") == 4 and "Held at exit" not in proc.stderr, f"fail_on=unfreed:\n{proc.stderr}")
+
+
 def case_runtime(tmp):
     run([RUNTIME_USER], tmp, rc=0)
     rep = only_report(tmp)
