@@ -94,8 +94,13 @@ void Ledger::allocated(std::uint64_t ptr, std::uint64_t size, Kind kind, const S
 
 void Ledger::freed(std::uint64_t ptr, bool ok, const char* result, const Site& site) {
     if (!ok) {
+        // Only an argument error says the pointer is wrong; any other answer (a free during graph capture:
+        // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) is the driver's own reason, and the allocation stays live.
+        const bool bad_pointer = std::string_view(result) == "CUDA_ERROR_INVALID_VALUE";
         state_->misuse.record(site, result,
-                              state_->classic.contains(ptr) ? "driver rejected the call" : "free of an unknown pointer");
+                              state_->classic.contains(ptr) ? "free refused by the driver; the allocation stays live"
+                              : bad_pointer                 ? "free of an unknown pointer"
+                                                            : "free refused by the driver");
         return;
     }
     // An unknown pointer the driver accepted came from before we loaded (or is null): not misuse.

@@ -18,6 +18,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -30,6 +31,8 @@ struct CUctx_st {
 struct CUstream_st {
     CUcontext ctx;
     bool capturing;
+    CUstreamCaptureMode mode;  // of the capture under way
+    std::thread::id captor;    // the thread that began it
 };
 struct CUgraph_st {
     int unused;
@@ -667,7 +670,7 @@ CUresult SimState::stream_check(CUstream st) const {
     return s.streams.count(st) != 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
-CUresult SimState::stream_begin_capture(CUstream st) {
+CUresult SimState::stream_begin_capture(CUstream st, CUstreamCaptureMode mode) {
     std::lock_guard lock(impl_->mu);
     Impl& s = *impl_;
     if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
@@ -675,6 +678,19 @@ CUresult SimState::stream_begin_capture(CUstream st) {
     if (s.streams.count(st) == 0) return CUDA_ERROR_INVALID_HANDLE;
     if (st->capturing) return CUDA_ERROR_ILLEGAL_STATE;
     st->capturing = true;
+    st->mode = mode;
+    st->captor = std::this_thread::get_id();
+    return CUDA_SUCCESS;
+}
+
+// The CUDA programming guide's rule for "potentially unsafe" calls (a synchronous cuMemFree among them):
+// refused while any capture in global mode is under way, or one in thread-local mode begun by this thread.
+CUresult SimState::check_unsafe_during_capture() const {
+    std::lock_guard lock(impl_->mu);
+    for (CUstream st : impl_->streams)
+        if (st->capturing && (st->mode == CU_STREAM_CAPTURE_MODE_GLOBAL ||
+                              (st->mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL && st->captor == std::this_thread::get_id())))
+            return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     return CUDA_SUCCESS;
 }
 

@@ -280,6 +280,25 @@ TEST_CASE("classic allocations live at exit are unfreed; free of an unknown poin
     CHECK(live[0] == std::pair<OwnerId, std::uint64_t>{torch, 12288});
 }
 
+TEST_CASE("a free the driver refused for its own reason names that reason and leaves the allocation live") {
+    Ledger l;
+    l.allocated(0x1000, 4096, Kind::classic, site("cuMemAlloc_v2", 1));
+    l.freed(0x1000, false, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", site("cuMemFree_v2", 2));
+    l.freed(0x9000, false, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", site("cuMemFree_v2", 3));
+    Snapshot s = l.snapshot(Moment::exit, kAllOpen);
+    REQUIRE(s.misuse.size() == 2);
+    std::sort(s.misuse.begin(), s.misuse.end(), [](const MisuseRow& a, const MisuseRow& b) { return a.what < b.what; });
+    CHECK(s.misuse[0].what == "free refused by the driver");
+    CHECK(s.misuse[1].what == "free refused by the driver; the allocation stays live");
+    CHECK(std::string(s.misuse[1].result) == "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED");
+    REQUIRE(s.leaks.size() == 1);
+    CHECK((s.leaks[0].cls == LeakClass::unfreed && s.leaks[0].bytes == 4096));
+    l.freed(0x1000, true, "CUDA_SUCCESS", site("cuMemFree_v2", 4));  // after the capture: the free the program owed
+    const Snapshot after = l.snapshot(Moment::exit, kAllOpen);
+    CHECK(after.leaks.empty());
+    CHECK(after.misuse.size() == 2);
+}
+
 TEST_CASE("8 threads churning classic allocations: exactly the planted leaks") {
     Ledger l;
     constexpr int kThreads = 8, kIters = 20000;

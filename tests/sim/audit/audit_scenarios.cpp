@@ -137,6 +137,30 @@ int held_export() {
     return 0;
 }
 
+const char* result_name(CUresult r) {
+    const char* name = nullptr;
+    cuGetErrorName(r, &name);
+    return name != nullptr ? name : "?";
+}
+
+// cuBLAS under PyTorch graph capture: a synchronous cuMemFree while a stream captures in global mode is
+// refused (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) and the memory stays allocated; once capture ends the
+// same free succeeds. Prints the two answers.
+int capture_free() {
+    init();
+    CUdeviceptr d = 0;
+    OK(cuMemAlloc(&d, 5 * 4096));
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    const CUresult during = cuMemFree(d);  // site:capture_free
+    CUgraph g;
+    OK(cuStreamEndCapture(s, &g));
+    const CUresult after = cuMemFree(d);
+    std::printf("capture_free: during=%s after=%s\n", result_name(during), result_name(after));
+    return 0;
+}
+
 __attribute__((noinline)) void planted_leak(CUdeviceptr* out) {
     OK(cuMemAlloc(out, 3 * 4096));  // site:planted
 }
@@ -290,12 +314,6 @@ int async_growth() {
     return 0;
 }
 
-const char* result_name(CUresult r) {
-    const char* name = nullptr;
-    cuGetErrorName(r, &name);
-    return name != nullptr ? name : "?";
-}
-
 // cuMemMapArrayAsync takes handles inside a list: with a live handle the simulated driver answers
 // NOT_SUPPORTED (it has no sparse arrays), with a made-up one INVALID_VALUE. Then the handle's only mapping
 // goes and its range is freed while the reference is held, the program allocates again (where enforce mode
@@ -341,6 +359,7 @@ int main(int argc, char** argv) {
     if (what == "reuse") return reuse();
     if (what == "open-export") return open_export();
     if (what == "held-export") return held_export();
+    if (what == "capture-free") return capture_free();
     if (what == "threads") return threads();
     if (what == "fork") return fork_child();
     if (what == "exit") return exit_with(argc > 2 ? std::atoi(argv[2]) : 0);
@@ -351,6 +370,6 @@ int main(int argc, char** argv) {
     if (what == "async-growth") return async_growth();
     if (what == "map-array") return map_array();
     if (what == "none") return 0;
-    std::fprintf(stderr, "usage: audit_scenarios misuse|reuse|open-export|held-export|threads|fork|exit N|wait|classic|deepbind LIB|checkpoint|async-growth|map-array|none\n");
+    std::fprintf(stderr, "usage: audit_scenarios misuse|reuse|open-export|held-export|capture-free|threads|fork|exit N|wait|classic|deepbind LIB|checkpoint|async-growth|map-array|none\n");
     return 2;
 }

@@ -298,6 +298,19 @@ def case_classic(tmp):
     expect(len(misuse) == 1 and misuse[0]["api"] == "cuMemFree", f"double free: {misuse}")
 
 
+def case_capture_free(tmp):
+    """A free the driver refused for its own reason (graph capture) is recorded with that reason, not as a
+    free of an unknown pointer, and the allocation stays live until the free that succeeds after capture."""
+    proc = run([SCENARIOS, "capture-free"], tmp, flags=["--fail-on", "leaks,unfreed"], rc=0)
+    expect("during=CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED after=CUDA_SUCCESS" in proc.stdout, proc.stdout)
+    rep = only_report(tmp)
+    expect([(m["api"], m["result"], m["what"], m["count"]) for m in rep["misuse"]] ==
+           [("cuMemFree", "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", "free refused by the driver; the allocation stays live", 1)],
+           f"misuse: {rep['misuse']}")
+    expect(top_frame(rep["misuse"][0])["line"] == marker_line(SCEN_SRC, "capture_free"), f"{rep['misuse'][0]}")
+    expect(rep["leaks"] == [] and rep["summary"]["unfreed_bytes"] == 0, f"the later free ended it: {rep['leaks']}")
+
+
 def case_held_headings(tmp):
     """Unfreed memory at exit is not called a leak: the summary folds it into one line (10 MiB in 4 rows),
     show_held=1 or `report --show-held` lists it under its own heading, and fail_on=unfreed makes it a leak."""
