@@ -56,6 +56,11 @@ bool VmmModel::overlaps_mapping(std::uint64_t va, std::uint64_t size) const {
     return it->first + it->second.size > va;
 }
 
+bool VmmModel::inside_reservation(std::uint64_t va, std::uint64_t size) const {
+    auto r = reservations_.upper_bound(va);
+    return r != reservations_.begin() && va + size <= std::prev(r)->first + std::prev(r)->second;
+}
+
 const char* VmmModel::unknown_handle_what(std::uint64_t handle) const {
     return seen_handles_.count(handle) ? "a handle already released" : "a handle never created";
 }
@@ -160,6 +165,12 @@ void VmmModel::unmapped(std::uint64_t va, std::uint64_t size, bool ok, const cha
     auto it = mappings_.upper_bound(va);
     if (it != mappings_.begin() && std::prev(it)->first + std::prev(it)->second.size > va) --it;
     std::vector<std::uint64_t> touched;
+    if (it == mappings_.end() || it->first >= end) {
+        // The real driver accepts an unmap of a reserved range nothing maps (vLLM's free while asleep): the
+        // answer is success, the call still misuse. Outside our reservations it may predate the shim.
+        if (inside_reservation(va, size)) misuse_.record(site, result, "unmap of an unmapped range");
+        return;
+    }
     while (it != mappings_.end() && it->first < end) {
         touched.push_back(it->second.alloc);
         if (auto a = allocs_.find(it->second.alloc); a != allocs_.end()) a->second.last_unmapped_va = it->first;

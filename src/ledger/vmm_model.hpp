@@ -91,6 +91,7 @@ private:
     void learn_size(Allocation&, std::uint64_t size);
     void forget_if_unpinned(std::uint64_t alloc_id);
     bool overlaps_mapping(std::uint64_t va, std::uint64_t size) const;
+    bool inside_reservation(std::uint64_t va, std::uint64_t size) const;
     const char* unknown_handle_what(std::uint64_t handle) const;
     Ledger::Unreachable describe_unreachable(std::uint64_t id, const Allocation&) const;
 

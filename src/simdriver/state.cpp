@@ -494,7 +494,15 @@ CUresult SimState::unmap(CUdeviceptr ptr, std::size_t size) {
     if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
     if (size == 0) return CUDA_ERROR_INVALID_VALUE;
     auto tiles = s.tiling(ptr, size);  // whole mapped ranges only
-    if (tiles.empty()) return CUDA_ERROR_INVALID_VALUE;
+    if (tiles.empty()) {
+        // Measured on an H200 (docs/DRIVER.md): unmapping a reserved range that nothing maps any more is
+        // not refused. A partial range, or one outside every reservation, is (documented; probe pending).
+        const auto r = s.reservations.upper_bound(ptr);
+        const bool reserved = r != s.reservations.begin() && ptr + size <= std::prev(r)->first + std::prev(r)->second;
+        const auto m = s.mappings.lower_bound(ptr + size);
+        const bool overlaps = m != s.mappings.begin() && std::prev(m)->first + std::prev(m)->second.size > ptr;
+        return reserved && !overlaps ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    }
     std::vector<std::uint64_t> touched;
     SimNode::Lock node(*s.node);
     for (auto it : tiles) {
