@@ -155,7 +155,7 @@ int capture_free() {
     OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
     const CUresult during = cuMemFree(d);  // site:capture_free
     CUgraph g;
-    OK(cuStreamEndCapture(s, &g));
+    cuStreamEndCapture(s, &g);  // the real driver may answer that the refused call invalidated the capture
     const CUresult after = cuMemFree(d);
     std::printf("capture_free: during=%s after=%s\n", result_name(during), result_name(after));
     return 0;

@@ -311,6 +311,74 @@ def case_capture_free(tmp):
     expect(rep["leaks"] == [] and rep["summary"]["unfreed_bytes"] == 0, f"the later free ended it: {rep['leaks']}")
 
 
+def readelf_build_id(path):
+    out = subprocess.run(["readelf", "-n", path], capture_output=True, text=True).stdout
+    m = re.search(r"Build ID: ([0-9a-f]+)", out)
+    expect(m is not None, f"no build id in {path}:\n{out}")
+    return m.group(1)
+
+
+def as_written_without_libdw(path, report, object_path, build_id=None):
+    """The report a GPU host without libdw writes: frames keep object, offset and build id, nothing more;
+    the binary sat at object_path there."""
+    rep = json.load(open(report))
+    for leak in rep["leaks"]:
+        for f in leak["site"]["frames"]:
+            if f["object"] == path:
+                f.update(object=object_path, symbol="", file="", line=0)
+                if build_id:
+                    f["build_id"] = build_id
+    json.dump(rep, open(report, "w"))
+
+
+def case_symbolize(tmp):
+    """Offline symbolization: a report whose frames lost symbol, file and line (written where libdw is
+    missing, the binary at another path) regains them from the build id and offset, against a binary found
+    under --search or a debug file under --debug-dir, and the report is rewritten in place; a file with
+    another build id is never used."""
+    run([SCENARIOS, "classic"], tmp, rc=0)
+    report = next(iter(reports(tmp)))
+    original = json.load(open(report))
+    want = {l["site"]["api"]: dict(top_frame(l)) for l in original["leaks"]}
+    expect(want["cuMemAlloc"]["line"] == marker_line(SCEN_SRC, "classic_device"), f"{want['cuMemAlloc']}")
+    expect(want["cuMemAlloc"]["build_id"] == readelf_build_id(SCENARIOS), "the build id read from the loaded object")
+
+    def frames_now():
+        return {l["site"]["api"]: top_frame(l) for l in json.load(open(report))["leaks"]}
+
+    def same_as_original(tag):
+        for api, f in frames_now().items():
+            expect((f["symbol"], f["file"], f["line"]) == (want[api]["symbol"], want[api]["file"], want[api]["line"]),
+                   f"{tag}: {api}: {f} against {want[api]}")
+
+    host_path = "/gpu-host/opt/app/" + os.path.basename(SCENARIOS)
+    as_written_without_libdw(SCENARIOS, report, host_path)
+    expect(all(f["file"] == "" for f in frames_now().values()), "stripped")
+    p = subprocess.run([CLI, "symbolize", "--search", os.path.dirname(SCENARIOS), report], capture_output=True, text=True)
+    expect(p.returncode == 0 and f"{report}: 4 of " in p.stdout, f"symbolize --search:\n{p.stdout}{p.stderr}")
+    same_as_original("--search")
+    expect(only_report(tmp)["summary"] == original["summary"], "the rest of the report is unchanged")
+
+    # A debug file named by build id, next to nothing else (the binary itself is not on this host).
+    as_written_without_libdw(host_path, report, host_path)
+    dbg = os.path.join(tmp, "debug")
+    bid = want["cuMemAlloc"]["build_id"]
+    os.makedirs(os.path.join(dbg, ".build-id", bid[:2]))
+    subprocess.run(["objcopy", "--only-keep-debug", SCENARIOS, os.path.join(dbg, ".build-id", bid[:2], bid[2:] + ".debug")],
+                   check=True)
+    p = subprocess.run([CLI, "symbolize", "--debug-dir", dbg, report], capture_output=True, text=True)
+    expect(p.returncode == 0, f"symbolize --debug-dir:\n{p.stdout}{p.stderr}")
+    same_as_original("--debug-dir")
+
+    # Another build of the same name must not be used.
+    as_written_without_libdw(host_path, report, host_path, build_id="00" * 20)
+    p = subprocess.run([CLI, "symbolize", "--search", os.path.dirname(SCENARIOS), report], capture_output=True, text=True)
+    expect(p.returncode == 0 and f"no local file with debug info matches {host_path} (build id {'00' * 20})" in p.stdout
+           and all(f["file"] == "" for f in frames_now().values()), f"mismatched build id:\n{p.stdout}")
+    p = subprocess.run([CLI, "symbolize", os.path.join(tmp, "missing.json")], capture_output=True, text=True)
+    expect(p.returncode == 2 and "missing.json" in p.stderr, f"an unreadable report: {p.returncode} {p.stderr}")
+
+
 def case_held_headings(tmp):
     """Unfreed memory at exit is not called a leak: the summary folds it into one line (10 MiB in 4 rows),
     show_held=1 or `report --show-held` lists it under its own heading, and fail_on=unfreed makes it a leak."""
