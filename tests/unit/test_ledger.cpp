@@ -131,6 +131,52 @@ TEST_CASE("release while mapped, then unmap, frees at the unmap") {
     }
 }
 
+TEST_CASE("a range free leaves candidates; still_unreachable keeps only those still held and unmapped") {
+    // DeepEP's free(): retain, unmap, address free, then release the retain. Right after the range free the
+    // allocation looks orphaned with two references; once the retain is released only the creation's is.
+    Ledger l;
+    const std::uint64_t h = 7, va = 0x2000000, size = 2 * MiB;
+    l.created(h, size, HandleType::fabric, site("cuMemCreate", 1));
+    l.reserved(va, size, site("cuMemAddressReserve"));
+    l.mapped(va, size, h, true, "CUDA_SUCCESS", site("cuMemMap"));
+    l.retained(h, va, site("cuMemRetainAllocationHandle", 2));
+    l.unmapped(va, size, true, "CUDA_SUCCESS", site("cuMemUnmap"));
+    l.address_freed(va, size, true, "CUDA_SUCCESS", site("cuMemAddressFree"));
+    const auto at_free = l.unreachable_in(va, size);
+    REQUIRE(at_free.size() == 1);
+    CHECK(at_free[0].handles.size() == 2);
+    l.released(h, true, "CUDA_SUCCESS", site("cuMemRelease"));
+    const auto later = l.still_unreachable({at_free[0].id});
+    REQUIRE(later.size() == 1);
+    CHECK(later[0].handles == std::vector<std::uint64_t>{h});
+    REQUIRE(later[0].sites.size() == 1);
+    CHECK(std::string(later[0].sites[0].api) == "cuMemCreate");
+    CHECK(later[0].bytes == size);
+    l.released(h, true, "CUDA_SUCCESS", site("cuMemRelease"));
+    CHECK(l.still_unreachable({at_free[0].id}).empty());  // freed: nothing to reclaim
+}
+
+TEST_CASE("a held reference with an open exported fd is unreachable; the fd alone is open-export") {
+    Ledger l;
+    l.created(1, 2 * MiB, HandleType::posix_fd, site("cuMemCreate", 1));
+    l.exported(1, HandleType::posix_fd, ExportKey{1, 1}, 40, site("cuMemExportToShareableHandle", 2));
+    l.created(2, 4 * MiB, HandleType::posix_fd, site("cuMemCreate", 3));
+    l.exported(2, HandleType::posix_fd, ExportKey{2, 2}, 41, site("cuMemExportToShareableHandle", 4));
+    l.released(2, true, "CUDA_SUCCESS", site("cuMemRelease"));
+    const Snapshot s = l.snapshot(Moment::exit, kAllOpen);
+    REQUIRE(s.leaks.size() == 2);
+    for (const LeakRow& row : s.leaks) {
+        if (row.bytes == 2 * MiB) {
+            CHECK(row.cls == LeakClass::unreachable);
+            CHECK(api_of(row) == "cuMemCreate");
+        } else {
+            CHECK(row.cls == LeakClass::open_export);
+            CHECK(api_of(row) == "cuMemExportToShareableHandle");
+        }
+    }
+    CHECK(s.summary.leaked_bytes == 6 * MiB);
+}
+
 TEST_CASE("handle value reuse is attributed to the new site") {
     Ledger l;
     const std::uint64_t h = 0x42;
