@@ -145,6 +145,8 @@ std::vector<Ledger::Unreachable> Ledger::still_unreachable(const std::vector<std
     return state_->vmm.still_unreachable(ids);
 }
 
+std::uint32_t Ledger::references_through(std::uint64_t handle) const { return state_->vmm.references_through(handle); }
+
 std::uint32_t Ledger::begin_epoch() {
     const std::uint32_t e = state_->epoch.fetch_add(1, std::memory_order_relaxed) + 1;
     state_->vmm.set_epoch(e);

@@ -183,6 +183,8 @@ public:
     // Those of `ids` that still hold references and have no mapping now: exactly what the audit classes
     // unreachable, so what enforce reclaims equals what the audit would report.
     std::vector<Unreachable> still_unreachable(const std::vector<std::uint64_t>& ids) const;
+    // Outstanding references taken through this handle value (0: none, or a value the driver may reuse).
+    std::uint32_t references_through(std::uint64_t handle) const;
 
     TraceTree& traces() { return *traces_; }
     const TraceTree& traces() const { return *traces_; }

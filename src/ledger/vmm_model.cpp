@@ -279,6 +279,12 @@ std::vector<Ledger::Unreachable> VmmModel::still_unreachable(const std::vector<s
     return out;
 }
 
+std::uint32_t VmmModel::references_through(std::uint64_t handle) const {
+    std::lock_guard lock(mu_);
+    auto h = handles_.find(handle);
+    return h == handles_.end() ? 0 : h->second.refs;
+}
+
 void VmmModel::clear() {
     std::lock_guard lock(mu_);
     next_id_ = 1;

@@ -50,6 +50,7 @@ public:
 
     std::vector<Ledger::Unreachable> unreachable_in(std::uint64_t va, std::uint64_t size) const;
     std::vector<Ledger::Unreachable> still_unreachable(const std::vector<std::uint64_t>& ids) const;
+    std::uint32_t references_through(std::uint64_t handle) const;
 
     void clear();
 

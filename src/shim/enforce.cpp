@@ -18,11 +18,12 @@
 namespace cumemaudit::shim {
 namespace {
 
-// A handle value the program holds. `refs` counts the program's references through it; `reclaimed` those
-// the shim already released for it, which the program's own late releases use up.
+// A handle value the program holds. How many references stand behind it is the ledger's to count (one
+// refcount model); kept here is only the real value it stands for and `reclaimed`: references the shim
+// released for it, which the program's own late releases use up. It translates while it is its real
+// value's current virtual value.
 struct Virtual {
     std::uint64_t real = 0;
-    std::uint32_t refs = 0;
     std::uint32_t reclaimed = 0;
 };
 
@@ -64,29 +65,38 @@ constexpr std::uint64_t kVirtualBase = 0xC0DE000000000000ull;
 
 std::string mib(std::uint64_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
 
-// Hands `real` to the program: its current virtual value gains a reference (retain, or an import the
-// driver answered with a handle it already gave), or a fresh one is made.
+// Hands `real` to the program: its current virtual value (a retain, or an import the driver answered with
+// a handle it already gave), or a fresh one for a fresh creation.
 std::uint64_t hand_out(std::uint64_t real, bool fresh) {
     State& s = state();
     std::lock_guard lock(s.mu);
-    if (auto it = s.current.find(real); it != s.current.end() && !fresh) {
-        ++s.virtuals[it->second].refs;
-        return it->second;
-    }
+    if (auto it = s.current.find(real); it != s.current.end() && !fresh) return it->second;
     const std::uint64_t v = kVirtualBase + s.next++;
-    s.virtuals[v] = Virtual{real, 1, 0};
+    s.virtuals[v] = Virtual{real, 0};
     s.current[real] = v;
     return v;
 }
 
-// The real value behind `v` if the driver still knows it; nullopt for a value never handed out or one
-// whose references were all reclaimed.
+// The real value behind `v` while it is that value's current virtual one; nullopt for a value never handed
+// out, or one whose references are all gone (released, or reclaimed).
 std::optional<std::uint64_t> real_of(std::uint64_t v) {
     State& s = state();
     std::lock_guard lock(s.mu);
     auto it = s.virtuals.find(v);
-    if (it == s.virtuals.end() || it->second.refs == it->second.reclaimed) return std::nullopt;
+    if (it == s.virtuals.end()) return std::nullopt;
+    auto cur = s.current.find(it->second.real);
+    if (cur == s.current.end() || cur->second != v) return std::nullopt;
     return it->second.real;
+}
+
+// After a release of `real` (the program's or the shim's) was recorded: once the ledger counts no
+// reference through it, the driver may hand the value out again, and then it gets a new virtual value.
+// Called with the state lock held.
+void retire_if_released(State& s, std::uint64_t real) {
+    auto cur = s.current.find(real);
+    if (cur == s.current.end() || Auditor::get().ledger().references_through(real) > 0) return;
+    if (auto v = s.virtuals.find(cur->second); v != s.virtuals.end() && v->second.reclaimed == 0) s.virtuals.erase(v);
+    s.current.erase(cur);
 }
 
 // A handle the program passed that no driver would take is refused with the driver's own code, never
@@ -111,8 +121,7 @@ std::optional<CUresult> enforce_before(ev::Release, Call& call, CUmemGenericAllo
         auto it = s.virtuals.find(handle);
         if (it != s.virtuals.end() && it->second.reclaimed > 0) {
             // The shim released this reference already: the program's own release is the one it owed.
-            --it->second.reclaimed;
-            if (--it->second.refs == 0) s.virtuals.erase(it);
+            if (--it->second.reclaimed == 0 && !s.current.count(it->second.real)) s.virtuals.erase(it);
             return CUDA_SUCCESS;
         }
     }
@@ -183,13 +192,7 @@ void enforce_after(ev::Release, CUresult r, CUmemGenericAllocationHandle real) {
     if (r != CUDA_SUCCESS) return;
     State& s = state();
     std::lock_guard lock(s.mu);
-    auto cur = s.current.find(real);
-    if (cur == s.current.end()) return;
-    auto v = s.virtuals.find(cur->second);
-    if (v != s.virtuals.end() && --v->second.refs == 0) {
-        s.virtuals.erase(v);
-        s.current.erase(cur);  // the driver may hand this real value out again: it gets a new virtual one
-    }
+    retire_if_released(s, real);
 }
 
 // Not reclaimed here: DeepEP's free() retains, unmaps, frees the range and only then releases its retain.
@@ -237,11 +240,8 @@ void reclaim_pending(bool every_thread) {
             if (rr != CUDA_SUCCESS) continue;
             ++released;
             std::lock_guard lock(s.mu);
-            if (auto cur = s.current.find(real); cur != s.current.end()) {
-                ++s.virtuals[cur->second].reclaimed;
-                // Once every reference is reclaimed the real value is the driver's to reuse.
-                if (s.virtuals[cur->second].reclaimed == s.virtuals[cur->second].refs) s.current.erase(cur);
-            }
+            if (auto cur = s.current.find(real); cur != s.current.end()) ++s.virtuals[cur->second].reclaimed;
+            retire_if_released(s, real);
         }
         // The ledger retires references LIFO: the ones released are the newest `released` sites.
         const std::vector<ledger::Site> sites(u.sites.end() - static_cast<std::ptrdiff_t>(std::min(released, u.sites.size())),

@@ -145,7 +145,9 @@ TEST_CASE("a range free leaves candidates; still_unreachable keeps only those st
     const auto at_free = l.unreachable_in(va, size);
     REQUIRE(at_free.size() == 1);
     CHECK(at_free[0].handles.size() == 2);
+    CHECK(l.references_through(h) == 2);
     l.released(h, true, "CUDA_SUCCESS", site("cuMemRelease"));
+    CHECK(l.references_through(h) == 1);
     const auto later = l.still_unreachable({at_free[0].id});
     REQUIRE(later.size() == 1);
     CHECK(later[0].handles == std::vector<std::uint64_t>{h});
@@ -154,6 +156,7 @@ TEST_CASE("a range free leaves candidates; still_unreachable keeps only those st
     CHECK(later[0].bytes == size);
     l.released(h, true, "CUDA_SUCCESS", site("cuMemRelease"));
     CHECK(l.still_unreachable({at_free[0].id}).empty());  // freed: nothing to reclaim
+    CHECK(l.references_through(h) == 0);
 }
 
 TEST_CASE("a held reference with an open exported fd is unreachable; the fd alone is open-export") {
