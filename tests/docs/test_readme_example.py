@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The README's worked example against a real run: `cumemaudit run --sim -- build/examples/deepep_fabric_leak`
+"""The README's worked example against a real run (and no README link leaves the repository): `cumemaudit run --sim -- build/examples/deepep_fabric_leak`
 must print exactly the README's transcript and exit code, and its report must hold every figure the README's
 JSON excerpt shows. Only what differs between runs and machines is masked: pids, the host name, addresses,
 offsets and build ids, and the build directory's location.
@@ -36,7 +36,7 @@ def masked(text):
     return text
 
 
-failures = []
+failures = [f"README links outside the repository: {link}" for link in re.findall(r"\]\((\.\./[^)]*)\)", readme)]
 if not files:
     failures.append(f"the run wrote no report:\n{proc.stderr}")
 if proc.returncode != shown_rc:
