@@ -94,8 +94,13 @@ void Ledger::allocated(std::uint64_t ptr, std::uint64_t size, Kind kind, const S
 
 void Ledger::freed(std::uint64_t ptr, bool ok, const char* result, const Site& site) {
     if (!ok) {
+        // Only an argument error says the pointer is wrong; any other answer (a free during graph capture:
+        // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) is the driver's own reason, and the allocation stays live.
+        const bool bad_pointer = std::string_view(result) == "CUDA_ERROR_INVALID_VALUE";
         state_->misuse.record(site, result,
-                              state_->classic.contains(ptr) ? "driver rejected the call" : "free of an unknown pointer");
+                              state_->classic.contains(ptr) ? "free refused by the driver; the allocation stays live"
+                              : bad_pointer                 ? "free of an unknown pointer"
+                                                            : "free refused by the driver");
         return;
     }
     // An unknown pointer the driver accepted came from before we loaded (or is null): not misuse.
@@ -135,6 +140,12 @@ std::vector<OwnerRow> Ledger::owners_now() const {
 std::vector<Ledger::Unreachable> Ledger::unreachable_in(std::uint64_t va, std::uint64_t size) const {
     return state_->vmm.unreachable_in(va, size);
 }
+
+std::vector<Ledger::Unreachable> Ledger::still_unreachable(const std::vector<std::uint64_t>& ids) const {
+    return state_->vmm.still_unreachable(ids);
+}
+
+std::uint32_t Ledger::references_through(std::uint64_t handle) const { return state_->vmm.references_through(handle); }
 
 std::uint32_t Ledger::begin_epoch() {
     const std::uint32_t e = state_->epoch.fetch_add(1, std::memory_order_relaxed) + 1;

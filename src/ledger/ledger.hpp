@@ -189,15 +189,22 @@ public:
     Snapshot snapshot(Moment, const ExportProbe& still_open) const;
 
     // Enforce mode: physical allocations whose last mapping lay in [va, va + size), a range just freed,
-    // while the program still holds references — nothing can map them again through that range, and
-    // nothing releases them. Each with the handle values holding its references (one entry a reference)
-    // and the reference sites, oldest first.
+    // while the program still holds references — nothing can map them again through that range. Each with
+    // its allocation id, the handle values holding its references (one entry a reference) and the reference
+    // sites, oldest first. Enforce asks again later (still_unreachable) before it releases anything: a
+    // reference the program releases right after the range free (DeepEP's free()) was never orphaned.
     struct Unreachable {
+        std::uint64_t id = 0;
         std::uint64_t bytes = 0;
         std::vector<std::uint64_t> handles;  // one per outstanding reference
         std::vector<Site> sites;             // parallel to the references, oldest first
     };
     std::vector<Unreachable> unreachable_in(std::uint64_t va, std::uint64_t size) const;
+    // Those of `ids` that still hold references and have no mapping now: exactly what the audit classes
+    // unreachable, so what enforce reclaims equals what the audit would report.
+    std::vector<Unreachable> still_unreachable(const std::vector<std::uint64_t>& ids) const;
+    // Outstanding references taken through this handle value (0: none, or a value the driver may reuse).
+    std::uint32_t references_through(std::uint64_t handle) const;
 
     TraceTree& traces() { return *traces_; }
     const TraceTree& traces() const { return *traces_; }

@@ -56,6 +56,11 @@ bool VmmModel::overlaps_mapping(std::uint64_t va, std::uint64_t size) const {
     return it->first + it->second.size > va;
 }
 
+bool VmmModel::inside_reservation(std::uint64_t va, std::uint64_t size) const {
+    auto r = reservations_.upper_bound(va);
+    return r != reservations_.begin() && va + size <= std::prev(r)->first + std::prev(r)->second;
+}
+
 const char* VmmModel::unknown_handle_what(std::uint64_t handle) const {
     return seen_handles_.count(handle) ? "a handle already released" : "a handle never created";
 }
@@ -160,6 +165,12 @@ void VmmModel::unmapped(std::uint64_t va, std::uint64_t size, bool ok, const cha
     auto it = mappings_.upper_bound(va);
     if (it != mappings_.begin() && std::prev(it)->first + std::prev(it)->second.size > va) --it;
     std::vector<std::uint64_t> touched;
+    if (it == mappings_.end() || it->first >= end) {
+        // The real driver accepts an unmap of a reserved range nothing maps (vLLM's free while asleep): the
+        // answer is success, the call still misuse. Outside our reservations it may predate the shim.
+        if (inside_reservation(va, size)) misuse_.record(site, result, "unmap of an unmapped range");
+        return;
+    }
     while (it != mappings_.end() && it->first < end) {
         touched.push_back(it->second.alloc);
         if (auto a = allocs_.find(it->second.alloc); a != allocs_.end()) a->second.last_unmapped_va = it->first;
@@ -211,7 +222,9 @@ void VmmModel::collect(Moment moment, const ExportProbe& still_open, LeakRows& r
             for (const Site& s : a.refs) rows.add(LeakClass::mapped_at_exit, s, a.handle_type, a.kind, id, a.size, 1);
             continue;
         }
-        const LeakClass cls = a.fds.empty() ? LeakClass::unreachable : LeakClass::open_export;
+        // References nothing can release pin the memory whether or not an exported fd is open too; only
+        // an fd alone is open-export.
+        const LeakClass cls = a.refs.empty() ? LeakClass::open_export : LeakClass::unreachable;
         for (const Site& s : a.refs) rows.add(cls, s, a.handle_type, a.kind, id, a.size, 1);
         if (a.refs.empty())  // only the fd pins it: the export is the culprit
             for (const ExportFd& f : a.fds) rows.add(cls, f.site, a.handle_type, a.kind, id, a.size, 0);
@@ -235,19 +248,41 @@ void VmmModel::shares(std::vector<ShareRow>& exports, std::vector<ShareRow>& imp
     }
 }
 
+Ledger::Unreachable VmmModel::describe_unreachable(std::uint64_t id, const Allocation& a) const {
+    Ledger::Unreachable u;
+    u.id = id;
+    u.bytes = a.size;
+    for (const auto& [handle, entry] : handles_)
+        if (entry.alloc == id) u.handles.insert(u.handles.end(), entry.refs, handle);
+    u.sites = a.refs;
+    return u;
+}
+
 std::vector<Ledger::Unreachable> VmmModel::unreachable_in(std::uint64_t va, std::uint64_t size) const {
     std::lock_guard lock(mu_);
     std::vector<Ledger::Unreachable> out;
     for (const auto& [id, a] : allocs_) {
         if (a.refs.empty() || a.mappings != 0 || a.last_unmapped_va < va || a.last_unmapped_va >= va + size) continue;
-        Ledger::Unreachable u;
-        u.bytes = a.size;
-        for (const auto& [handle, entry] : handles_)
-            if (entry.alloc == id) u.handles.insert(u.handles.end(), entry.refs, handle);
-        u.sites = a.refs;
-        out.push_back(std::move(u));
+        out.push_back(describe_unreachable(id, a));
     }
     return out;
+}
+
+std::vector<Ledger::Unreachable> VmmModel::still_unreachable(const std::vector<std::uint64_t>& ids) const {
+    std::lock_guard lock(mu_);
+    std::vector<Ledger::Unreachable> out;
+    for (std::uint64_t id : ids) {
+        auto a = allocs_.find(id);  // gone: every reference released and the memory freed
+        if (a == allocs_.end() || a->second.refs.empty() || a->second.mappings != 0) continue;
+        out.push_back(describe_unreachable(id, a->second));
+    }
+    return out;
+}
+
+std::uint32_t VmmModel::references_through(std::uint64_t handle) const {
+    std::lock_guard lock(mu_);
+    auto h = handles_.find(handle);
+    return h == handles_.end() ? 0 : h->second.refs;
 }
 
 void VmmModel::clear() {

@@ -49,6 +49,8 @@ public:
     void shares(std::vector<ShareRow>& exports, std::vector<ShareRow>& imports) const;
 
     std::vector<Ledger::Unreachable> unreachable_in(std::uint64_t va, std::uint64_t size) const;
+    std::vector<Ledger::Unreachable> still_unreachable(const std::vector<std::uint64_t>& ids) const;
+    std::uint32_t references_through(std::uint64_t handle) const;
 
     void clear();
 
@@ -90,7 +92,9 @@ private:
     void learn_size(Allocation&, std::uint64_t size);
     void forget_if_unpinned(std::uint64_t alloc_id);
     bool overlaps_mapping(std::uint64_t va, std::uint64_t size) const;
+    bool inside_reservation(std::uint64_t va, std::uint64_t size) const;
     const char* unknown_handle_what(std::uint64_t handle) const;
+    Ledger::Unreachable describe_unreachable(std::uint64_t id, const Allocation&) const;
 
     Owners& owners_;
     MisuseLog& misuse_;

@@ -2,6 +2,7 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <set>
 #include <unordered_map>
 
 namespace cumemaudit::report {
@@ -48,10 +49,16 @@ Report build(const BuildInput& in) {
 
     Suppressions supp = in.suppressions ? *in.suppressions : Suppressions{};
     std::unordered_map<ledger::TraceId, std::vector<Frame>> frames_by_trace;
+    std::set<std::uint64_t> reclaimed_ids;
     for (const ReclaimInput& c : in.reclaimed) {
         r.reclaimed.push_back(c.reclaim);
         r.reclaimed.back().site = make_site(c.site, in, frames_by_trace);
-        r.summary.reclaimed_bytes += c.reclaim.bytes;
+        r.summary.reclaimed_references += c.reclaim.references;
+        for (const ledger::HeldAllocation& m : c.members)
+            if (reclaimed_ids.insert(m.id).second) {
+                r.summary.reclaimed_bytes += m.bytes;
+                ++r.summary.reclaimed_allocations;
+            }
     }
     for (const AlarmInput& a : in.alarms) {
         r.alarms.push_back(a.alarm);

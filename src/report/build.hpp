@@ -15,10 +15,12 @@ struct AlarmInput {
     ledger::Site site;
 };
 
-// A reclaim row as the shim keeps it, its site still a ledger site.
+// A reclaim row as the shim keeps it, its site still a ledger site; members name the allocations behind
+// it, so the summary counts an allocation reclaimed from several sites once.
 struct ReclaimInput {
     Reclaim reclaim;
     ledger::Site site;
+    std::vector<ledger::HeldAllocation> members{};
 };
 
 // An out-of-memory moment as the shim recorded it: its site and the leaked parts' sites still ledger sites

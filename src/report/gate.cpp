@@ -49,6 +49,12 @@ std::vector<std::string> gate_failures(const Report& r, const FailOn& f, std::op
         why.push_back(fmt::format("{} bytes leaked in {} allocations ({} references)", s.leaked_bytes,
                                   s.leaked_allocations, s.leaked_references));
     }
+    // mode=enforce released these for the program: the leak is still in the code, and a CI job run with
+    // enforce must not pass it.
+    if (f.leaks && (s.reclaimed_bytes > 0 || s.reclaimed_references > 0))
+        why.push_back(fmt::format("{} bytes reclaimed by mode=enforce in {} allocations ({} references the program "
+                                  "never released)",
+                                  s.reclaimed_bytes, s.reclaimed_allocations, s.reclaimed_references));
     if (f.unfreed && (s.unfreed_bytes > 0 || s.unfreed_allocations > 0))
         why.push_back(fmt::format("{} bytes unfreed at exit", s.unfreed_bytes));
     if (f.misuse && s.misuse_events > 0) why.push_back(fmt::format("{} misuse events", s.misuse_events));

@@ -92,7 +92,7 @@ struct Alarm {
 };
 
 // What enforce mode released for the program: references nothing could release any more, by the site
-// that took them.
+// that took them (one row a site, as the audit's leak rows; an allocation held from two sites is in both).
 struct Reclaim {
     std::uint64_t bytes = 0, allocations = 0, references = 0;
     Site site;
@@ -187,6 +187,7 @@ struct Summary {
     std::uint64_t suppressed_leaks = 0, suppressed_misuse = 0;  // rows removed by suppression rules
     std::uint64_t reclaimed_bytes = 0;                          // released by mode=enforce
     std::uint64_t oom_events = 0;                               // refused allocations, also those past `oom` rows kept
+    std::uint64_t reclaimed_allocations = 0, reclaimed_references = 0;
 };
 
 struct SuppressionUse {

@@ -172,6 +172,8 @@ template <class V> void fields(V& v, Summary& s) {
     v.opt("suppressed_misuse", s.suppressed_misuse);
     v.opt("reclaimed_bytes", s.reclaimed_bytes);
     v.opt("oom_events", s.oom_events);
+    v.opt("reclaimed_allocations", s.reclaimed_allocations);
+    v.opt("reclaimed_references", s.reclaimed_references);
 }
 template <class V> void fields(V& v, SuppressionUse& s) {
     v.req("rule", s.rule);

@@ -1,8 +1,9 @@
 #include "symbolizer.hpp"
 
-#include <cxxabi.h>
+#include "elf_build_id.hpp"
+#include "libdw_api.hpp"
+
 #include <dlfcn.h>
-#include <elfutils/libdwfl.h>  // types only: every function is looked up in the dlopen'ed libdw
 #include <unistd.h>
 
 #include <cstdio>
@@ -11,56 +12,6 @@
 #include <unordered_map>
 
 namespace cumemaudit::report {
-namespace {
-
-std::string demangle(const char* name) {
-    if (name == nullptr || *name == '\0') return {};
-    int status = 0;
-    char* out = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-    if (status != 0 || out == nullptr) return name;
-    std::string s(out);
-    std::free(out);
-    return s;
-}
-
-// The slice of libdw the symbolizer needs, resolved by name from libdw.so.1.
-struct Libdw {
-    void* lib = nullptr;
-    decltype(&::dwfl_begin) begin = nullptr;
-    decltype(&::dwfl_end) end = nullptr;
-    decltype(&::dwfl_report_begin) report_begin = nullptr;
-    decltype(&::dwfl_report_end) report_end = nullptr;
-    decltype(&::dwfl_linux_proc_report) proc_report = nullptr;
-    decltype(&::dwfl_linux_proc_find_elf) proc_find_elf = nullptr;
-    decltype(&::dwfl_standard_find_debuginfo) find_debuginfo = nullptr;
-    decltype(&::dwfl_addrmodule) addrmodule = nullptr;
-    decltype(&::dwfl_module_addrname) addrname = nullptr;
-    decltype(&::dwfl_module_getsrc) getsrc = nullptr;
-    decltype(&::dwfl_lineinfo) lineinfo = nullptr;
-    decltype(&::dwfl_module_build_id) build_id = nullptr;
-
-    bool open() {
-        lib = ::dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
-        if (!lib) return false;
-        const bool ok = sym(begin, "dwfl_begin") && sym(end, "dwfl_end") && sym(report_begin, "dwfl_report_begin") &&
-                        sym(report_end, "dwfl_report_end") && sym(proc_report, "dwfl_linux_proc_report") &&
-                        sym(proc_find_elf, "dwfl_linux_proc_find_elf") &&
-                        sym(find_debuginfo, "dwfl_standard_find_debuginfo") && sym(addrmodule, "dwfl_addrmodule") &&
-                        sym(addrname, "dwfl_module_addrname") && sym(getsrc, "dwfl_module_getsrc") &&
-                        sym(lineinfo, "dwfl_lineinfo") && sym(build_id, "dwfl_module_build_id");
-        if (!ok) {
-            ::dlclose(lib);
-            lib = nullptr;
-        }
-        return ok;
-    }
-    template <class F> bool sym(F& f, const char* name) {
-        f = reinterpret_cast<F>(::dlsym(lib, name));
-        return f != nullptr;
-    }
-};
-
-}  // namespace
 
 struct Symbolizer::Impl {
     std::mutex mu;
@@ -109,6 +60,8 @@ struct Symbolizer::Impl {
             f.symbol = demangle(info.dli_sname);
         }
         if (!tried) start();
+        // Read from the loaded object itself, so offline symbolization works on hosts without libdw.
+        if (!f.object.empty()) f.build_id = build_id_of_loaded(call);
         if (!dwfl) return f;
         Dwfl_Module* m = module_of(call);
         if (!m) return f;
@@ -120,14 +73,7 @@ struct Symbolizer::Impl {
                 f.line = lineno > 0 ? static_cast<std::uint32_t>(lineno) : 0;
             }
         }
-        const unsigned char* bits = nullptr;
-        GElf_Addr vaddr = 0;
-        const int n = dw.build_id(m, &bits, &vaddr);
-        for (int i = 0; i < n; ++i) {
-            char hex[3];
-            std::snprintf(hex, sizeof hex, "%02x", bits[i]);
-            f.build_id += hex;
-        }
+        if (f.build_id.empty()) f.build_id = dw.build_id_hex(m);
         return f;
     }
 };

@@ -1,5 +1,6 @@
 #include "text.hpp"
 
+#include "gate.hpp"
 #include "graph_cost.hpp"
 #include "oom_text.hpp"
 
@@ -23,6 +24,18 @@ void frames(std::string& out, const Site& site, int max_frames) {
     if (site.frames.empty()) out += "    (no stack captured)\n";
 }
 
+// Whether a row's class fails the gate the report was written under (its echoed fail_on; leaks when absent).
+bool fails_gate(const Report& r, const Leak& l) {
+    if (l.cls == "unreachable" || l.cls == "open-export") return true;
+    if (l.cls != "unfreed") return false;  // mapped-at-exit: memory in use until exit, never a gate failure
+    const auto it = r.options.find("fail_on");
+    try {
+        return it != r.options.end() && parse_fail_on(it->second).unfreed;
+    } catch (const GateError&) {
+        return false;
+    }
+}
+
 }  // namespace
 
 std::string human_bytes(std::uint64_t b) {
@@ -43,19 +56,35 @@ std::string summary_line(const Summary& s) {
         s.leaked_bytes, s.leaked_allocations, s.leaked_references, s.misuse_events, s.unfreed_bytes);
 }
 
-std::string text_summary(const Report& r, int max_frames) {
+std::string text_summary(const Report& r, int max_frames, bool show_held) {
     std::string out;
     auto it = std::back_inserter(out);
     fmt::format_to(it, "=={}== cumemaudit: {} (host {}", r.process.pid,
                    r.process.argv.empty() ? std::string("?") : r.process.argv.front(), r.process.host);
     if (r.process.rank >= 0) fmt::format_to(it, ", rank {} of {}", r.process.rank, r.process.world_size);
     fmt::format_to(it, "{})\n", r.checkpoint ? ", checkpoint" : "");
+    // Only what fails the gate is a "leak"; memory merely still held at exit (a workspace, a mapping never
+    // torn down) is folded into one line unless asked for, as valgrind folds "still reachable".
+    std::uint64_t held_bytes = 0, held_rows = 0;
     for (const Leak& l : r.leaks) {
-        fmt::format_to(it, "\nLeak of {} bytes ({}) in {} allocations ({} references) [{}, {}, {}] taken by {} at:\n",
-                       l.bytes, human_bytes(l.bytes), l.allocations,
-                       l.references, l.cls, l.handle_type, l.owner, l.site.api);
+        if (fails_gate(r, l)) {
+            fmt::format_to(it, "\nLeak of {} bytes ({}) in {} allocations ({} references) [{}, {}, {}] taken by {} at:\n",
+                           l.bytes, human_bytes(l.bytes), l.allocations, l.references, l.cls, l.handle_type, l.owner,
+                           l.site.api);
+        } else if (show_held) {
+            fmt::format_to(it, "\nHeld at exit, not a leak: {} bytes ({}) in {} allocations [{}, {}, {}] taken by {} at:\n",
+                           l.bytes, human_bytes(l.bytes), l.allocations, l.cls, l.handle_type, l.owner, l.site.api);
+        } else {
+            held_bytes += l.bytes;
+            ++held_rows;
+            continue;
+        }
         frames(out, l.site, max_frames);
     }
+    if (held_rows)
+        fmt::format_to(it, "\nHeld at exit, not leaks: {} bytes ({}) in {} rows (unfreed or mapped-at-exit); shown with "
+                           "show_held=1 or cumemaudit report --show-held\n",
+                       held_bytes, human_bytes(held_bytes), held_rows);
     for (const Misuse& m : r.misuse) {
         fmt::format_to(it, "\nMisuse: {} returned {} {} times: {} [{}] at:\n", m.api, m.result, m.count, m.what,
                        m.owner);

@@ -1,5 +1,6 @@
 // text: the human summary of a report, LSan-style — one block per leak site and per misuse with its top
-// frames, ending in one grep-able SUMMARY line. The shim prints it to stderr at exit; `cumemaudit report`
+// frames, ending in one grep-able SUMMARY line. Only rows that fail the report's gate are headed "Leak of";
+// unfreed and mapped-at-exit rows are folded into one line unless show_held asks for them. The shim prints it to stderr at exit; `cumemaudit report`
 // prints it for report files.
 #pragma once
 
@@ -9,7 +10,7 @@
 
 namespace cumemaudit::report {
 
-std::string text_summary(const Report&, int max_frames = 8);
+std::string text_summary(const Report&, int max_frames = 8, bool show_held = false);
 
 // The last line alone, exactly: "SUMMARY: cumemaudit: <leaked_bytes> bytes leaked in <leaked_allocations>
 // allocations (<leaked_references> references); <misuse_events> misuse events; <unfreed_bytes> bytes

@@ -181,6 +181,9 @@ void Auditor::checkpoint_loop() {
 
 void Auditor::checkpoint(const char* why) {
     if (why != nullptr) log_info("report written ({})", why);
+    // On the program's thread, asked for: safe to release for it. The periodic checkpoint thread never
+    // does, as it could race a release the program is making right then.
+    if (enforcing()) reclaim_pending(true);
     write_report(ledger::Moment::checkpoint, nullptr, false);
 }
 
@@ -250,7 +253,7 @@ void Auditor::write_report(ledger::Moment moment, const int* exit_code, bool fin
         if (!final) return;
         if (options_.summary) {
             std::fflush(stdout);  // exit would flush it anyway; first, so the summary comes last
-            const std::string text = report::text_summary(rep);
+            const std::string text = report::text_summary(rep, 8, options_.show_held);
             std::fprintf(stderr, "%s", text.c_str());
             std::fprintf(stderr, "cumemaudit: report: %s\n", path.c_str());
         }
@@ -274,6 +277,7 @@ void Auditor::write_report(ledger::Moment moment, const int* exit_code, bool fin
 
 void Auditor::exit_handler(int status) {
     ShimScope busy;
+    if (enforcing()) reclaim_pending(true);
     write_report(ledger::Moment::exit, &status, true);
 }
 

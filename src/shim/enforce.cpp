@@ -6,6 +6,10 @@
 #include "options_store.hpp"
 #include "site_text.hpp"
 
+#include <pthread.h>
+
+#include <algorithm>
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -14,11 +18,12 @@
 namespace cumemaudit::shim {
 namespace {
 
-// A handle value the program holds. `refs` counts the program's references through it; `reclaimed` those
-// the shim already released for it, which the program's own late releases use up.
+// A handle value the program holds. How many references stand behind it is the ledger's to count (one
+// refcount model); kept here is only the real value it stands for and `reclaimed`: references the shim
+// released for it, which the program's own late releases use up. It translates while it is its real
+// value's current virtual value.
 struct Virtual {
     std::uint64_t real = 0;
-    std::uint32_t refs = 0;
     std::uint32_t reclaimed = 0;
 };
 
@@ -31,6 +36,14 @@ struct SiteKey {
     }
 };
 
+// An allocation whose last mapped range was freed while references were held, and the thread that freed it.
+struct Pending {
+    std::uint64_t id;
+    std::uint64_t thread;
+};
+
+std::uint64_t this_thread() { return static_cast<std::uint64_t>(pthread_self()); }
+
 // VMM calls are rare and slow (tens of µs): one mutex keeps the two maps consistent.
 struct State {
     std::mutex mu;
@@ -38,6 +51,8 @@ struct State {
     std::unordered_map<std::uint64_t, Virtual> virtuals;  // virtual value → what it stands for
     std::unordered_map<std::uint64_t, std::uint64_t> current;  // live real value → its virtual value
     std::map<SiteKey, report::ReclaimInput> reclaimed;
+    std::vector<Pending> pending;          // allocations left unreachable by a range free, to look at again
+    std::atomic<bool> any_pending{false};  // read without the lock on every allocation
 };
 
 State& state() {
@@ -50,29 +65,38 @@ constexpr std::uint64_t kVirtualBase = 0xC0DE000000000000ull;
 
 std::string mib(std::uint64_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
 
-// Hands `real` to the program: its current virtual value gains a reference (retain, or an import the
-// driver answered with a handle it already gave), or a fresh one is made.
+// Hands `real` to the program: its current virtual value (a retain, or an import the driver answered with
+// a handle it already gave), or a fresh one for a fresh creation.
 std::uint64_t hand_out(std::uint64_t real, bool fresh) {
     State& s = state();
     std::lock_guard lock(s.mu);
-    if (auto it = s.current.find(real); it != s.current.end() && !fresh) {
-        ++s.virtuals[it->second].refs;
-        return it->second;
-    }
+    if (auto it = s.current.find(real); it != s.current.end() && !fresh) return it->second;
     const std::uint64_t v = kVirtualBase + s.next++;
-    s.virtuals[v] = Virtual{real, 1, 0};
+    s.virtuals[v] = Virtual{real, 0};
     s.current[real] = v;
     return v;
 }
 
-// The real value behind `v` if the driver still knows it; nullopt for a value never handed out or one
-// whose references were all reclaimed.
+// The real value behind `v` while it is that value's current virtual one; nullopt for a value never handed
+// out, or one whose references are all gone (released, or reclaimed).
 std::optional<std::uint64_t> real_of(std::uint64_t v) {
     State& s = state();
     std::lock_guard lock(s.mu);
     auto it = s.virtuals.find(v);
-    if (it == s.virtuals.end() || it->second.refs == it->second.reclaimed) return std::nullopt;
+    if (it == s.virtuals.end()) return std::nullopt;
+    auto cur = s.current.find(it->second.real);
+    if (cur == s.current.end() || cur->second != v) return std::nullopt;
     return it->second.real;
+}
+
+// After a release of `real` (the program's or the shim's) was recorded: once the ledger counts no
+// reference through it, the driver may hand the value out again, and then it gets a new virtual value.
+// Called with the state lock held.
+void retire_if_released(State& s, std::uint64_t real) {
+    auto cur = s.current.find(real);
+    if (cur == s.current.end() || Auditor::get().ledger().references_through(real) > 0) return;
+    if (auto v = s.virtuals.find(cur->second); v != s.virtuals.end() && v->second.reclaimed == 0) s.virtuals.erase(v);
+    s.current.erase(cur);
 }
 
 // A handle the program passed that no driver would take is refused with the driver's own code, never
@@ -97,8 +121,7 @@ std::optional<CUresult> enforce_before(ev::Release, Call& call, CUmemGenericAllo
         auto it = s.virtuals.find(handle);
         if (it != s.virtuals.end() && it->second.reclaimed > 0) {
             // The shim released this reference already: the program's own release is the one it owed.
-            --it->second.reclaimed;
-            if (--it->second.refs == 0) s.virtuals.erase(it);
+            if (--it->second.reclaimed == 0 && !s.current.count(it->second.real)) s.virtuals.erase(it);
             return CUDA_SUCCESS;
         }
     }
@@ -169,22 +192,43 @@ void enforce_after(ev::Release, CUresult r, CUmemGenericAllocationHandle real) {
     if (r != CUDA_SUCCESS) return;
     State& s = state();
     std::lock_guard lock(s.mu);
-    auto cur = s.current.find(real);
-    if (cur == s.current.end()) return;
-    auto v = s.virtuals.find(cur->second);
-    if (v != s.virtuals.end() && --v->second.refs == 0) {
-        s.virtuals.erase(v);
-        s.current.erase(cur);  // the driver may hand this real value out again: it gets a new virtual one
-    }
+    retire_if_released(s, real);
 }
 
+// Not reclaimed here: DeepEP's free() retains, unmaps, frees the range and only then releases its retain.
+// The allocations are remembered with the thread that freed the range and looked at again later.
 void enforce_after(ev::AddressFree, CUresult r, CUdeviceptr va, size_t size) {
     if (r != CUDA_SUCCESS) return;
+    std::vector<ledger::Ledger::Unreachable> found = Auditor::get().ledger().unreachable_in(va, size);
+    if (found.empty()) return;
+    State& s = state();
+    std::lock_guard lock(s.mu);
+    for (const auto& u : found) s.pending.push_back(Pending{u.id, this_thread()});
+    s.any_pending.store(true, std::memory_order_release);
+}
+
+void reclaim_pending(bool every_thread) {
+    State& s = state();
+    if (!s.any_pending.load(std::memory_order_acquire)) return;  // the allocation path's whole cost
+    std::vector<std::uint64_t> ids;
+    {
+        std::lock_guard lock(s.mu);
+        const std::uint64_t me = this_thread();
+        std::erase_if(s.pending, [&](const Pending& p) {
+            if (!every_thread && p.thread != me) return false;
+            ids.push_back(p.id);
+            return true;
+        });
+        s.any_pending.store(!s.pending.empty(), std::memory_order_release);
+    }
+    if (ids.empty()) return;
     Auditor& a = Auditor::get();
     using Release = CUresult(CUDAAPI*)(CUmemGenericAllocationHandle);
     auto release = reinterpret_cast<Release>(real_fn(HookId::cuMemRelease));
-    for (const ledger::Ledger::Unreachable& u : a.ledger().unreachable_in(va, size)) {
-        const ledger::Site culprit = u.sites.empty() ? ledger::Site{} : u.sites.front();
+    if (release == nullptr) return;
+    // The ledger's own view, asked now: only references still held with nothing mapped are reclaimed, the
+    // same ones the audit classes unreachable.
+    for (const ledger::Ledger::Unreachable& u : a.ledger().still_unreachable(ids)) {
         std::size_t released = 0;
         for (std::uint64_t real : u.handles) {
             CUresult rr;
@@ -195,25 +239,34 @@ void enforce_after(ev::AddressFree, CUresult r, CUdeviceptr va, size_t size) {
             a.ledger().released(real, rr == CUDA_SUCCESS, result_name(rr), ledger::Site{"cuMemRelease (enforce)", 0, 0});
             if (rr != CUDA_SUCCESS) continue;
             ++released;
-            State& s = state();
             std::lock_guard lock(s.mu);
-            if (auto cur = s.current.find(real); cur != s.current.end()) {
-                ++s.virtuals[cur->second].reclaimed;
-                // Once every reference is reclaimed the real value is the driver's to reuse.
-                if (s.virtuals[cur->second].reclaimed == s.virtuals[cur->second].refs) s.current.erase(cur);
+            if (auto cur = s.current.find(real); cur != s.current.end()) ++s.virtuals[cur->second].reclaimed;
+            retire_if_released(s, real);
+        }
+        // The ledger retires references LIFO: the ones released are the newest `released` sites.
+        const std::vector<ledger::Site> sites(u.sites.end() - static_cast<std::ptrdiff_t>(std::min(released, u.sites.size())),
+                                              u.sites.end());
+        std::string taken_by;
+        {
+            std::lock_guard lock(s.mu);
+            std::map<SiteKey, std::uint32_t> refs_by_site;
+            for (const ledger::Site& site : sites) ++refs_by_site[SiteKey{site.api, site.trace, site.owner}];
+            for (const ledger::Site& site : sites) {
+                const SiteKey key{site.api, site.trace, site.owner};
+                auto n = refs_by_site.find(key);
+                if (n == refs_by_site.end()) continue;  // this site's row is done for this allocation
+                report::ReclaimInput& row = s.reclaimed[key];
+                row.site = site;
+                row.reclaim.bytes += u.bytes;
+                row.reclaim.allocations += 1;
+                row.reclaim.references += n->second;
+                row.members.push_back(ledger::HeldAllocation{u.id, u.bytes});
+                taken_by += (taken_by.empty() ? "" : "; ") + describe_site(site);
+                refs_by_site.erase(n);
             }
         }
-        {
-            State& s = state();
-            std::lock_guard lock(s.mu);
-            report::ReclaimInput& row = s.reclaimed[SiteKey{culprit.api, culprit.trace, culprit.owner}];
-            row.site = culprit;
-            row.reclaim.bytes += u.bytes;
-            row.reclaim.allocations += 1;
-            row.reclaim.references += released;
-        }
         log_warning("mode=enforce: reclaimed {} held by {} reference(s) nothing could release any more; taken by {}",
-                    mib(u.bytes), released, describe_site(culprit));
+                    mib(u.bytes), released, taken_by);
     }
 }
 
@@ -230,6 +283,8 @@ void reset_enforcer() {
     s.virtuals.clear();
     s.current.clear();
     s.reclaimed.clear();
+    s.pending.clear();
+    s.any_pending = false;
     s.next = 1;
 }
 

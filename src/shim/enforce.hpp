@@ -1,9 +1,12 @@
 // enforce: mode=enforce, the opt-in half of the shim that changes what the program gets. Handle values the
 // program sees are virtual (never reused) and translated on every wrapped entry point that takes or returns
-// one. When a physical allocation becomes unreachable — its last mapping gone and that range freed while
-// references are still held — the shim releases those references itself, logs the site it reclaimed for
-// (the site the audit report would name), and answers the program's own late cuMemRelease of them with
-// success. In audit mode (the default) nothing here runs.
+// one. When the last mapped range of a physical allocation is freed while references are still held, the
+// allocation is remembered; at that thread's next allocation (so before any out-of-memory answer), or at
+// a checkpoint or the exit report, the ledger is asked again, and the references it still counts as
+// unreachable are released by the shim, logged with every site that took them (the sites the audit report
+// would name), and the program's own late cuMemRelease of them answered with success. A reference the
+// program releases right after the range free (DeepEP's free()) is never touched. In audit mode (the
+// default) nothing here runs.
 #pragma once
 
 #include "call.hpp"
@@ -12,6 +15,7 @@
 #include "report/build.hpp"
 
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 namespace cumemaudit::shim {
@@ -21,8 +25,24 @@ bool enforcing();
 
 // Before the driver call: translate virtual handles in place, or answer without the driver (a reclaimed
 // handle's release, an unknown handle). nullopt: go on to the driver.
+// Releases what the ledger still counts unreachable among the allocations remembered at range frees: those
+// remembered by the calling thread, or every thread's (checkpoint, exit).
+void reclaim_pending(bool every_thread);
+
+// The events that make an allocation, and the free-memory query: the calling thread's pending reclaims run
+// first.
+template <typename Event>
+inline constexpr bool kReclaimsFirst =
+    std::is_same_v<Event, ev::MemInfo> || std::is_same_v<Event, ev::Create> || std::is_same_v<Event, ev::Import> || std::is_same_v<Event, ev::AllocDevice> ||
+    std::is_same_v<Event, ev::AllocPitch> || std::is_same_v<Event, ev::AllocManaged> ||
+    std::is_same_v<Event, ev::AllocAsync> || std::is_same_v<Event, ev::AllocFromPool> ||
+    std::is_same_v<Event, ev::HostAlloc> || std::is_same_v<Event, ev::AllocHost> || std::is_same_v<Event, ev::IpcOpen>;
+
 template <typename Event, typename... A>
-std::optional<CUresult> enforce_before(Event, Call&, A&...) { return std::nullopt; }
+std::optional<CUresult> enforce_before(Event, Call&, A&...) {
+    if constexpr (kReclaimsFirst<Event>) reclaim_pending(false);
+    return std::nullopt;
+}
 std::optional<CUresult> enforce_before(ev::Release, Call&, CUmemGenericAllocationHandle&);
 std::optional<CUresult> enforce_before(ev::Map, Call&, CUdeviceptr&, size_t&, size_t&, CUmemGenericAllocationHandle&,
                                        unsigned long long&);

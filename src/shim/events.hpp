@@ -12,6 +12,7 @@ namespace ev {
 struct Count {};  // counted, nothing to record
 struct Properties {};  // cuMemGetAllocationPropertiesFromHandle: counted; enforce mode translates its handle
 struct MapArray {};    // cuMemMapArrayAsync (sparse arrays): counted, not modelled; enforce mode translates its handles
+struct MemInfo {};     // cuMemGetInfo: counted; enforce mode reclaims first, so the free figure is the one after
 struct Create {};
 struct Release {};
 struct Retain {};
@@ -45,6 +46,8 @@ template <typename... A>
 void record(ev::Properties, Call&, CUresult, A...) {}
 template <typename... A>
 void record(ev::MapArray, Call&, CUresult, A...) {}
+template <typename... A>
+void record(ev::MemInfo, Call&, CUresult, A...) {}
 
 // What a call does before the driver runs. A call that ends a value's life holds the value's stripe across
 // the driver call (see order_stripe); instantiating a graph samples driver-used memory first; the rest

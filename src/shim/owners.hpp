@@ -1,6 +1,7 @@
 // owners: who an allocation belongs to — the shared object of the first caller frame outside the shim,
-// libcuda and cudart, mapped by rules (libc10_cuda → pytorch, libnccl → nccl, …) or else named after the
-// object. Looked up by return address and cached per thread, so the hot path pays one compare.
+// libcuda and cudart, mapped by rules over its normalised path or its name (…/site-packages/torch/… →
+// pytorch, libnccl* → nccl, …), or else named after where it lives (its package under site-packages, <lib>
+// of a wheel's nvidia/<lib>/lib) or its name. Looked up by return address and cached per thread, so the hot path pays one compare.
 #pragma once
 
 #include "ledger/ledger.hpp"
@@ -11,7 +12,7 @@
 
 namespace cumemaudit::shim {
 
-// The owner name the built-in rules give an object file name (a path or a basename).
+// The owner name the rules give an object file (a path, normalised here, or a basename).
 std::string owner_name_for_object(std::string_view object);
 
 // The owner of a site whose frames are `pcs` (innermost first), registered in `ledger`.

@@ -38,7 +38,10 @@ CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
 }
 
 CUresult cuMemFree_v2(CUdeviceptr dptr) {
-    return guarded([&] { return SimState::get().device_free(dptr); });
+    return guarded([&] {
+        if (CUresult r = SimState::get().check_unsafe_during_capture(); r != CUDA_SUCCESS) return r;
+        return SimState::get().device_free(dptr);
+    });
 }
 
 CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t width, size_t height, unsigned int elementSize) {

@@ -113,6 +113,21 @@ CUresult cuDeviceGetPCIBusId(char* bus_id, int len, CUdevice dev) {
     });
 }
 
+// A fixed UUID per device, the same in every process (NCCL tells peers' GPUs apart by it). The v2 entry
+// point differs only for MIG instances, which the simulated GPUs are not.
+CUresult cuDeviceGetUuid(CUuuid* uuid, CUdevice dev) {
+    return guarded([&] {
+        if (uuid == nullptr) return CUDA_ERROR_INVALID_VALUE;
+        if (CUresult r = check_device(dev); r != CUDA_SUCCESS) return r;
+        static constexpr char kStem[15] = {'c', 'u', 'm', 'e', 'm', 'a', 'u', 'd', 'i', 't', '-', 's', 'i', 'm', '-'};
+        std::memcpy(uuid->bytes, kStem, sizeof kStem);
+        uuid->bytes[15] = static_cast<char>(dev);
+        return CUDA_SUCCESS;
+    });
+}
+
+CUresult cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice dev) { return cuDeviceGetUuid(uuid, dev); }
+
 CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
     return guarded([&] {
         if (bytes == nullptr) return CUDA_ERROR_INVALID_VALUE;

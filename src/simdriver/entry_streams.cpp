@@ -12,7 +12,7 @@ CUresult begin_capture(CUstream s, CUstreamCaptureMode mode) {
     if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL && mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
         mode != CU_STREAM_CAPTURE_MODE_RELAXED)
         return CUDA_ERROR_INVALID_VALUE;
-    return SimState::get().stream_begin_capture(s);
+    return SimState::get().stream_begin_capture(s, mode);
 }
 
 CUresult end_capture(CUstream s, CUgraph* g) {

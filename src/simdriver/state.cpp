@@ -18,6 +18,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -30,6 +31,8 @@ struct CUctx_st {
 struct CUstream_st {
     CUcontext ctx;
     bool capturing;
+    CUstreamCaptureMode mode;  // of the capture under way
+    std::thread::id captor;    // the thread that began it
 };
 struct CUgraph_st {
     int unused;
@@ -494,7 +497,15 @@ CUresult SimState::unmap(CUdeviceptr ptr, std::size_t size) {
     if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
     if (size == 0) return CUDA_ERROR_INVALID_VALUE;
     auto tiles = s.tiling(ptr, size);  // whole mapped ranges only
-    if (tiles.empty()) return CUDA_ERROR_INVALID_VALUE;
+    if (tiles.empty()) {
+        // Measured on an H200 (docs/DRIVER.md): unmapping a reserved range that nothing maps any more is
+        // not refused. A partial range, or one outside every reservation, is (documented; probe pending).
+        const auto r = s.reservations.upper_bound(ptr);
+        const bool reserved = r != s.reservations.begin() && ptr + size <= std::prev(r)->first + std::prev(r)->second;
+        const auto m = s.mappings.lower_bound(ptr + size);
+        const bool overlaps = m != s.mappings.begin() && std::prev(m)->first + std::prev(m)->second.size > ptr;
+        return reserved && !overlaps ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    }
     std::vector<std::uint64_t> touched;
     SimNode::Lock node(*s.node);
     for (auto it : tiles) {
@@ -670,7 +681,7 @@ CUresult SimState::stream_check(CUstream st) const {
     return s.streams.count(st) != 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
-CUresult SimState::stream_begin_capture(CUstream st) {
+CUresult SimState::stream_begin_capture(CUstream st, CUstreamCaptureMode mode) {
     std::lock_guard lock(impl_->mu);
     Impl& s = *impl_;
     if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
@@ -678,6 +689,19 @@ CUresult SimState::stream_begin_capture(CUstream st) {
     if (s.streams.count(st) == 0) return CUDA_ERROR_INVALID_HANDLE;
     if (st->capturing) return CUDA_ERROR_ILLEGAL_STATE;
     st->capturing = true;
+    st->mode = mode;
+    st->captor = std::this_thread::get_id();
+    return CUDA_SUCCESS;
+}
+
+// The CUDA programming guide's rule for "potentially unsafe" calls (a synchronous cuMemFree among them):
+// refused while any capture in global mode is under way, or one in thread-local mode begun by this thread.
+CUresult SimState::check_unsafe_during_capture() const {
+    std::lock_guard lock(impl_->mu);
+    for (CUstream st : impl_->streams)
+        if (st->capturing && (st->mode == CU_STREAM_CAPTURE_MODE_GLOBAL ||
+                              (st->mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL && st->captor == std::this_thread::get_id())))
+            return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     return CUDA_SUCCESS;
 }
 

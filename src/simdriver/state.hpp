@@ -65,7 +65,9 @@ public:
     CUresult stream_create(CUstream* out);
     CUresult stream_destroy(CUstream s);
     CUresult stream_check(CUstream s) const;  // the null and special streams are valid
-    CUresult stream_begin_capture(CUstream s);
+    CUresult stream_begin_capture(CUstream s, CUstreamCaptureMode mode);
+    // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED where a capture forbids a synchronising call from this thread.
+    CUresult check_unsafe_during_capture() const;
     CUresult stream_end_capture(CUstream s, CUgraph* out);
     CUresult stream_is_capturing(CUstream s, CUstreamCaptureStatus* out) const;
     CUresult graph_instantiate(CUgraphExec* out, CUgraph g);

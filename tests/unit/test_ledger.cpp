@@ -131,6 +131,55 @@ TEST_CASE("release while mapped, then unmap, frees at the unmap") {
     }
 }
 
+TEST_CASE("a range free leaves candidates; still_unreachable keeps only those still held and unmapped") {
+    // DeepEP's free(): retain, unmap, address free, then release the retain. Right after the range free the
+    // allocation looks orphaned with two references; once the retain is released only the creation's is.
+    Ledger l;
+    const std::uint64_t h = 7, va = 0x2000000, size = 2 * MiB;
+    l.created(h, size, HandleType::fabric, site("cuMemCreate", 1));
+    l.reserved(va, size, site("cuMemAddressReserve"));
+    l.mapped(va, size, h, true, "CUDA_SUCCESS", site("cuMemMap"));
+    l.retained(h, va, site("cuMemRetainAllocationHandle", 2));
+    l.unmapped(va, size, true, "CUDA_SUCCESS", site("cuMemUnmap"));
+    l.address_freed(va, size, true, "CUDA_SUCCESS", site("cuMemAddressFree"));
+    const auto at_free = l.unreachable_in(va, size);
+    REQUIRE(at_free.size() == 1);
+    CHECK(at_free[0].handles.size() == 2);
+    CHECK(l.references_through(h) == 2);
+    l.released(h, true, "CUDA_SUCCESS", site("cuMemRelease"));
+    CHECK(l.references_through(h) == 1);
+    const auto later = l.still_unreachable({at_free[0].id});
+    REQUIRE(later.size() == 1);
+    CHECK(later[0].handles == std::vector<std::uint64_t>{h});
+    REQUIRE(later[0].sites.size() == 1);
+    CHECK(std::string(later[0].sites[0].api) == "cuMemCreate");
+    CHECK(later[0].bytes == size);
+    l.released(h, true, "CUDA_SUCCESS", site("cuMemRelease"));
+    CHECK(l.still_unreachable({at_free[0].id}).empty());  // freed: nothing to reclaim
+    CHECK(l.references_through(h) == 0);
+}
+
+TEST_CASE("a held reference with an open exported fd is unreachable; the fd alone is open-export") {
+    Ledger l;
+    l.created(1, 2 * MiB, HandleType::posix_fd, site("cuMemCreate", 1));
+    l.exported(1, HandleType::posix_fd, ExportKey{1, 1}, 40, site("cuMemExportToShareableHandle", 2));
+    l.created(2, 4 * MiB, HandleType::posix_fd, site("cuMemCreate", 3));
+    l.exported(2, HandleType::posix_fd, ExportKey{2, 2}, 41, site("cuMemExportToShareableHandle", 4));
+    l.released(2, true, "CUDA_SUCCESS", site("cuMemRelease"));
+    const Snapshot s = l.snapshot(Moment::exit, kAllOpen);
+    REQUIRE(s.leaks.size() == 2);
+    for (const LeakRow& row : s.leaks) {
+        if (row.bytes == 2 * MiB) {
+            CHECK(row.cls == LeakClass::unreachable);
+            CHECK(api_of(row) == "cuMemCreate");
+        } else {
+            CHECK(row.cls == LeakClass::open_export);
+            CHECK(api_of(row) == "cuMemExportToShareableHandle");
+        }
+    }
+    CHECK(s.summary.leaked_bytes == 6 * MiB);
+}
+
 TEST_CASE("handle value reuse is attributed to the new site") {
     Ledger l;
     const std::uint64_t h = 0x42;
@@ -278,6 +327,25 @@ TEST_CASE("classic allocations live at exit are unfreed; free of an unknown poin
     const auto live = l.live_by_owner();
     REQUIRE(live.size() == 1);
     CHECK(live[0] == std::pair<OwnerId, std::uint64_t>{torch, 12288});
+}
+
+TEST_CASE("a free the driver refused for its own reason names that reason and leaves the allocation live") {
+    Ledger l;
+    l.allocated(0x1000, 4096, Kind::classic, site("cuMemAlloc_v2", 1));
+    l.freed(0x1000, false, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", site("cuMemFree_v2", 2));
+    l.freed(0x9000, false, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", site("cuMemFree_v2", 3));
+    Snapshot s = l.snapshot(Moment::exit, kAllOpen);
+    REQUIRE(s.misuse.size() == 2);
+    std::sort(s.misuse.begin(), s.misuse.end(), [](const MisuseRow& a, const MisuseRow& b) { return a.what < b.what; });
+    CHECK(s.misuse[0].what == "free refused by the driver");
+    CHECK(s.misuse[1].what == "free refused by the driver; the allocation stays live");
+    CHECK(std::string(s.misuse[1].result) == "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED");
+    REQUIRE(s.leaks.size() == 1);
+    CHECK((s.leaks[0].cls == LeakClass::unfreed && s.leaks[0].bytes == 4096));
+    l.freed(0x1000, true, "CUDA_SUCCESS", site("cuMemFree_v2", 4));  // after the capture: the free the program owed
+    const Snapshot after = l.snapshot(Moment::exit, kAllOpen);
+    CHECK(after.leaks.empty());
+    CHECK(after.misuse.size() == 2);
 }
 
 TEST_CASE("8 threads churning classic allocations: exactly the planted leaks") {

@@ -414,6 +414,39 @@ TEST_CASE("text summary: LSan-style blocks and the exact SUMMARY line") {
     CHECK(human_bytes(3 * 1024 * 1024 / 2) == "1.5 MiB");
 }
 
+TEST_CASE("text summary: only rows that fail the gate are headed Leak; held memory folds unless asked") {
+    Report r = full_report();
+    Leak workspace;  // a JAX job's cuBLAS workspace: live at exit, not a leak
+    workspace.cls = "unfreed";
+    workspace.bytes = 67291664;
+    workspace.allocations = 1;
+    workspace.handle_type = "none";
+    workspace.owner = "cublas";
+    workspace.site.api = "cuMemAlloc";
+    Leak mapped = workspace;
+    mapped.cls = "mapped-at-exit";
+    mapped.bytes = 2097152;
+    mapped.owner = "nccl";
+    mapped.site.api = "cuMemCreate";
+    r.leaks.push_back(workspace);
+    r.leaks.push_back(mapped);
+    const std::string folded = text_summary(r);
+    CHECK_THAT(folded, !Catch::Contains("Leak of 67291664") && !Catch::Contains("Leak of 2097152"));
+    CHECK_THAT(folded, Catch::Contains("\nHeld at exit, not leaks: 69388816 bytes (66.2 MiB) in 2 rows (unfreed or "
+                                       "mapped-at-exit); shown with show_held=1 or cumemaudit report --show-held\n"));
+    CHECK_THAT(folded, Catch::Contains("Leak of 1073741824 bytes"));
+    const std::string shown = text_summary(r, 8, true);
+    CHECK_THAT(shown, Catch::Contains("\nHeld at exit, not a leak: 67291664 bytes (64.2 MiB) in 1 allocations [unfreed, "
+                                      "none, cublas] taken by cuMemAlloc at:\n    (no stack captured)\n"));
+    CHECK_THAT(shown, Catch::Contains("\nHeld at exit, not a leak: 2097152 bytes (2.0 MiB) in 1 allocations "
+                                      "[mapped-at-exit, none, nccl] taken by cuMemCreate at:\n"));
+    CHECK_THAT(shown, !Catch::Contains("not leaks:"));
+    r.options["fail_on"] = "leaks,unfreed";  // the gate fails on unfreed memory: then it is a leak
+    CHECK_THAT(text_summary(r), Catch::Contains("\nLeak of 67291664 bytes (64.2 MiB) in 1 allocations (0 references) "
+                                                "[unfreed, none, cublas] taken by cuMemAlloc at:\n"));
+    CHECK_THAT(text_summary(r), Catch::Contains("Held at exit, not leaks: 2097152 bytes (2.0 MiB) in 1 rows"));
+}
+
 TEST_CASE("gate: fail_on words, combinations and the byte budget") {
     CHECK(parse_fail_on("leaks") == FailOn{true, false, false});
     CHECK(parse_fail_on("none") == FailOn{false, false, false});
@@ -449,4 +482,15 @@ TEST_CASE("gate: fail_on words, combinations and the byte budget") {
     unfreed_only.summary.unfreed_bytes = 1;
     CHECK_FALSE(gate_fails(unfreed_only, FailOn{}, std::nullopt));
     CHECK(gate_fails(unfreed_only, parse_fail_on("unfreed"), std::nullopt));
+
+    // A report written under mode=enforce: nothing left leaked, but the code leaked what enforce reclaimed.
+    Report enforced;
+    enforced.summary.reclaimed_bytes = 6 * 2 * 1024 * 1024;
+    enforced.summary.reclaimed_allocations = 6;
+    enforced.summary.reclaimed_references = 11;
+    CHECK(gate_failures(enforced, FailOn{}, std::nullopt) ==
+          std::vector<std::string>{"12582912 bytes reclaimed by mode=enforce in 6 allocations (11 references the program "
+                                   "never released)"});
+    CHECK_FALSE(gate_fails(enforced, parse_fail_on("unfreed,misuse"), std::nullopt));
+    CHECK(gate_fails(enforced, FailOn{}, GiB));  // a byte budget is for leaks left; reclaimed ones still fail
 }

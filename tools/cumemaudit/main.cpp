@@ -9,6 +9,7 @@
 #include "report/gate.hpp"
 #include "reports_cmd.hpp"
 #include "run_env.hpp"
+#include "symbolize_cmd.hpp"
 #include "trace_cmd.hpp"
 
 #include <CLI/CLI.hpp>
@@ -136,10 +137,21 @@ int main(int argc, char** argv) {
     CLI::App* report_cmd = app.add_subcommand("report", "Print the text summary of report files");
     report_cmd->add_option("files", report_files, "Report files")->required();
     report_cmd->add_option("--max-frames", max_frames, "Frames shown per site")->check(CLI::Range(0, 1000));
+    bool show_held = false;
+    report_cmd->add_flag("--show-held", show_held, "Show unfreed and mapped-at-exit rows (held at exit, not leaks)");
 
     std::vector<std::string> check_paths;
     std::string fail_on = "leaks";
     std::optional<std::uint64_t> max_leaked;
+    std::vector<std::string> symbolize_files, symbolize_search, symbolize_debug;
+    CLI::App* symbolize_cmd = app.add_subcommand(
+        "symbolize", "Resolve report frames offline from their build ids against local binaries and debug files, "
+                     "rewriting the reports");
+    symbolize_cmd->add_option("files", symbolize_files, "Report files")->required();
+    symbolize_cmd->add_option("--search", symbolize_search,
+                              "Directory searched (recursively) for binaries of the frames' names; repeatable");
+    symbolize_cmd->add_option("--debug-dir", symbolize_debug,
+                              "Directory holding .build-id/xx/….debug files (after it, /usr/lib/debug); repeatable");
     CLI::App* check_cmd = app.add_subcommand("check", "Gate on report files: exit 0 pass, 1 fail, 2 unusable");
     check_cmd->add_option("paths", check_paths, "Report files, or directories of cumemaudit.*.json")->required();
     check_cmd->add_option("--fail-on", fail_on, "leaks|unfreed|misuse|none, comma-separated (default leaks)");
@@ -180,8 +192,9 @@ int main(int argc, char** argv) {
     }
     try {
         if (*run_cmd) return run_command(run);
-        if (*report_cmd) return report_command(report_files, max_frames);
+        if (*report_cmd) return report_command(report_files, max_frames, show_held);
         if (*merge_cmd) return merge_command(merge_paths, merge_out);
+        if (*symbolize_cmd) return symbolize_command(symbolize_files, symbolize_search, symbolize_debug);
 
         if (*trace_cmd) return trace_command(trace_files, trace_out);
         if (*html_cmd) return html_command(html_files, html_out);

@@ -27,12 +27,12 @@ std::vector<std::string> expand(const std::vector<std::string>& paths, bool& bad
 
 }  // namespace
 
-int report_command(const std::vector<std::string>& files, int max_frames) {
+int report_command(const std::vector<std::string>& files, int max_frames, bool show_held) {
     int rc = 0;
     for (const std::string& f : files) {
         try {
             const report::Report r = report::load(f);
-            std::fputs(report::text_summary(r, max_frames).c_str(), stdout);
+            std::fputs(report::text_summary(r, max_frames, show_held).c_str(), stdout);
         } catch (const report::ReportError& e) {
             std::fprintf(stderr, "cumemaudit: %s\n", e.what());
             rc = 2;

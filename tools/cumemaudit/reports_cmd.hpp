@@ -10,7 +10,7 @@
 namespace cumemaudit::cli {
 
 // Prints the text summary of each report. 0, or 2 when a file cannot be read as a report.
-int report_command(const std::vector<std::string>& files, int max_frames);
+int report_command(const std::vector<std::string>& files, int max_frames, bool show_held);
 
 // One line per report; 0 all pass, 1 some fail the gate, 2 on an unreadable or malformed report or a bad
 // --fail-on. A directory stands for every cumemaudit.*.json in it.

@@ -119,6 +119,48 @@ int open_export() {
     return 0;
 }
 
+// An allocation pinned twice: its creation reference is never released and its exported fd stays open. The
+// reference alone would hold it (nothing can release it), so it is unreachable, not open-export.
+int held_export() {
+    init();
+    CUmemAllocationProp p = props(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    CUmemGenericAllocationHandle h = 0;
+    OK(cuMemCreate(&h, 3 * kGran, &p, 0));  // site:held_create
+    int fd = -1;
+    OK(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    CUdeviceptr va = 0;
+    OK(cuMemAddressReserve(&va, 3 * kGran, 0, 0, 0));
+    OK(cuMemMap(va, 3 * kGran, 0, h, 0));
+    OK(cuMemUnmap(va, 3 * kGran));
+    OK(cuMemAddressFree(va, 3 * kGran));
+    std::printf("held_export: fd=%d\n", fd);
+    return 0;
+}
+
+const char* result_name(CUresult r) {
+    const char* name = nullptr;
+    cuGetErrorName(r, &name);
+    return name != nullptr ? name : "?";
+}
+
+// cuBLAS under PyTorch graph capture: a synchronous cuMemFree while a stream captures in global mode is
+// refused (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) and the memory stays allocated; once capture ends the
+// same free succeeds. Prints the two answers.
+int capture_free() {
+    init();
+    CUdeviceptr d = 0;
+    OK(cuMemAlloc(&d, 5 * 4096));
+    CUstream s;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    const CUresult during = cuMemFree(d);  // site:capture_free
+    CUgraph g;
+    cuStreamEndCapture(s, &g);  // the real driver may answer that the refused call invalidated the capture
+    const CUresult after = cuMemFree(d);
+    std::printf("capture_free: during=%s after=%s\n", result_name(during), result_name(after));
+    return 0;
+}
+
 __attribute__((noinline)) void planted_leak(CUdeviceptr* out) {
     OK(cuMemAlloc(out, 3 * 4096));  // site:planted
 }
@@ -272,16 +314,11 @@ int async_growth() {
     return 0;
 }
 
-const char* result_name(CUresult r) {
-    const char* name = nullptr;
-    cuGetErrorName(r, &name);
-    return name != nullptr ? name : "?";
-}
-
 // cuMemMapArrayAsync takes handles inside a list: with a live handle the simulated driver answers
 // NOT_SUPPORTED (it has no sparse arrays), with a made-up one INVALID_VALUE. Then the handle's only mapping
-// goes and its range is freed while the reference is held (what enforce mode reclaims), and the list is
-// tried again. Prints each answer and whether the program's list came back untouched.
+// goes and its range is freed while the reference is held, the program allocates again (where enforce mode
+// reclaims what that range free left unreachable), and the list is tried again. Prints each answer and
+// whether the program's list came back untouched.
 int map_array() {
     init();
     CUmemAllocationProp p = props();
@@ -304,6 +341,9 @@ int map_array() {
     OK(cuMemMap(va, kGran, 0, h, 0));
     OK(cuMemUnmap(va, kGran));
     OK(cuMemAddressFree(va, kGran));
+    CUmemGenericAllocationHandle next = 0;
+    OK(cuMemCreate(&next, kGran, &p, 0));
+    OK(cuMemRelease(next));
     const CUresult after = cuMemMapArrayAsync(&m, 1, nullptr);
     OK(cuMemRelease(h));
     std::printf("map_array: live=%s madeup=%s intact=%d after_unreachable=%s\n", result_name(live),
@@ -318,6 +358,8 @@ int main(int argc, char** argv) {
     if (what == "misuse") return misuse();
     if (what == "reuse") return reuse();
     if (what == "open-export") return open_export();
+    if (what == "held-export") return held_export();
+    if (what == "capture-free") return capture_free();
     if (what == "threads") return threads();
     if (what == "fork") return fork_child();
     if (what == "exit") return exit_with(argc > 2 ? std::atoi(argv[2]) : 0);
@@ -328,6 +370,6 @@ int main(int argc, char** argv) {
     if (what == "async-growth") return async_growth();
     if (what == "map-array") return map_array();
     if (what == "none") return 0;
-    std::fprintf(stderr, "usage: audit_scenarios misuse|reuse|open-export|threads|fork|exit N|wait|classic|deepbind LIB|checkpoint|async-growth|map-array|none\n");
+    std::fprintf(stderr, "usage: audit_scenarios misuse|reuse|open-export|held-export|capture-free|threads|fork|exit N|wait|classic|deepbind LIB|checkpoint|async-growth|map-array|none\n");
     return 2;
 }

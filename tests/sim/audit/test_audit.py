@@ -184,6 +184,17 @@ def case_open_export(tmp):
     expect(rep["summary"]["leaked_bytes"] == 4 * MiB, f"the closed export is not a leak: {rep['summary']}")
 
 
+def case_held_export(tmp):
+    """References nothing can release and an open exported fd: the references pin it, so the class is
+    unreachable, named at the creation; open-export is only for memory an open fd alone holds."""
+    run([SCENARIOS, "held-export"], tmp, rc=23)
+    rep = only_report(tmp)
+    expect([(l["class"], l["site"]["api"], l["bytes"], l["references"]) for l in rep["leaks"]] ==
+           [("unreachable", "cuMemCreate", 6 * MiB, 1)], f"leaks: {rep['leaks']}")
+    expect(top_frame(rep["leaks"][0])["line"] == marker_line(SCEN_SRC, "held_create"), f"site {rep['leaks'][0]}")
+    expect(rep["summary"]["leaked_bytes"] == 6 * MiB and rep["summary"]["leaked_references"] == 1, f"{rep['summary']}")
+
+
 def case_threads(tmp):
     run([SCENARIOS, "threads"], tmp, rc=0)
     rep = only_report(tmp)
@@ -287,6 +298,106 @@ def case_classic(tmp):
     expect(len(misuse) == 1 and misuse[0]["api"] == "cuMemFree", f"double free: {misuse}")
 
 
+def case_capture_free(tmp):
+    """A free the driver refused for its own reason (graph capture) is recorded with that reason, not as a
+    free of an unknown pointer, and the allocation stays live until the free that succeeds after capture."""
+    proc = run([SCENARIOS, "capture-free"], tmp, flags=["--fail-on", "leaks,unfreed"], rc=0)
+    expect("during=CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED after=CUDA_SUCCESS" in proc.stdout, proc.stdout)
+    rep = only_report(tmp)
+    expect([(m["api"], m["result"], m["what"], m["count"]) for m in rep["misuse"]] ==
+           [("cuMemFree", "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", "free refused by the driver; the allocation stays live", 1)],
+           f"misuse: {rep['misuse']}")
+    expect(top_frame(rep["misuse"][0])["line"] == marker_line(SCEN_SRC, "capture_free"), f"{rep['misuse'][0]}")
+    expect(rep["leaks"] == [] and rep["summary"]["unfreed_bytes"] == 0, f"the later free ended it: {rep['leaks']}")
+
+
+def readelf_build_id(path):
+    out = subprocess.run(["readelf", "-n", path], capture_output=True, text=True).stdout
+    m = re.search(r"Build ID: ([0-9a-f]+)", out)
+    expect(m is not None, f"no build id in {path}:\n{out}")
+    return m.group(1)
+
+
+def as_written_without_libdw(path, report, object_path, build_id=None):
+    """The report a GPU host without libdw writes: frames keep object, offset and build id, nothing more;
+    the binary sat at object_path there."""
+    rep = json.load(open(report))
+    for leak in rep["leaks"]:
+        for f in leak["site"]["frames"]:
+            if f["object"] == path:
+                f.update(object=object_path, symbol="", file="", line=0)
+                if build_id:
+                    f["build_id"] = build_id
+    json.dump(rep, open(report, "w"))
+
+
+def case_symbolize(tmp):
+    """Offline symbolization: a report whose frames lost symbol, file and line (written where libdw is
+    missing, the binary at another path) regains them from the build id and offset, against a binary found
+    under --search or a debug file under --debug-dir, and the report is rewritten in place; a file with
+    another build id is never used."""
+    run([SCENARIOS, "classic"], tmp, rc=0)
+    report = next(iter(reports(tmp)))
+    original = json.load(open(report))
+    want = {l["site"]["api"]: dict(top_frame(l)) for l in original["leaks"]}
+    expect(want["cuMemAlloc"]["line"] == marker_line(SCEN_SRC, "classic_device"), f"{want['cuMemAlloc']}")
+    expect(want["cuMemAlloc"]["build_id"] == readelf_build_id(SCENARIOS), "the build id read from the loaded object")
+
+    def frames_now():
+        return {l["site"]["api"]: top_frame(l) for l in json.load(open(report))["leaks"]}
+
+    def same_as_original(tag):
+        for api, f in frames_now().items():
+            expect((f["symbol"], f["file"], f["line"]) == (want[api]["symbol"], want[api]["file"], want[api]["line"]),
+                   f"{tag}: {api}: {f} against {want[api]}")
+
+    host_path = "/gpu-host/opt/app/" + os.path.basename(SCENARIOS)
+    as_written_without_libdw(SCENARIOS, report, host_path)
+    expect(all(f["file"] == "" for f in frames_now().values()), "stripped")
+    p = subprocess.run([CLI, "symbolize", "--search", os.path.dirname(SCENARIOS), report], capture_output=True, text=True)
+    expect(p.returncode == 0 and f"{report}: 4 of " in p.stdout, f"symbolize --search:\n{p.stdout}{p.stderr}")
+    same_as_original("--search")
+    expect(only_report(tmp)["summary"] == original["summary"], "the rest of the report is unchanged")
+
+    # A debug file named by build id, next to nothing else (the binary itself is not on this host).
+    as_written_without_libdw(host_path, report, host_path)
+    dbg = os.path.join(tmp, "debug")
+    bid = want["cuMemAlloc"]["build_id"]
+    os.makedirs(os.path.join(dbg, ".build-id", bid[:2]))
+    subprocess.run(["objcopy", "--only-keep-debug", SCENARIOS, os.path.join(dbg, ".build-id", bid[:2], bid[2:] + ".debug")],
+                   check=True)
+    p = subprocess.run([CLI, "symbolize", "--debug-dir", dbg, report], capture_output=True, text=True)
+    expect(p.returncode == 0, f"symbolize --debug-dir:\n{p.stdout}{p.stderr}")
+    same_as_original("--debug-dir")
+
+    # Another build of the same name must not be used.
+    as_written_without_libdw(host_path, report, host_path, build_id="00" * 20)
+    p = subprocess.run([CLI, "symbolize", "--search", os.path.dirname(SCENARIOS), report], capture_output=True, text=True)
+    expect(p.returncode == 0 and f"no local file with debug info matches {host_path} (build id {'00' * 20})" in p.stdout
+           and all(f["file"] == "" for f in frames_now().values()), f"mismatched build id:\n{p.stdout}")
+    p = subprocess.run([CLI, "symbolize", os.path.join(tmp, "missing.json")], capture_output=True, text=True)
+    expect(p.returncode == 2 and "missing.json" in p.stderr, f"an unreadable report: {p.returncode} {p.stderr}")
+
+
+def case_held_headings(tmp):
+    """Unfreed memory at exit is not called a leak: the summary folds it into one line (10 MiB in 4 rows),
+    show_held=1 or `report --show-held` lists it under its own heading, and fail_on=unfreed makes it a leak."""
+    proc = run([SCENARIOS, "classic"], tmp, rc=0)
+    expect("Leak of" not in proc.stderr and "\nHeld at exit, not leaks: 10485760 bytes (10.0 MiB) in 4 rows" in proc.stderr,
+           f"folded:\n{proc.stderr}")
+    path = next(iter(reports(tmp)))
+    shown = subprocess.run([CLI, "report", "--show-held", path], capture_output=True, text=True)
+    expect(shown.returncode == 0 and shown.stdout.count("\nHeld at exit, not a leak: ") == 4 and "Leak of" not in shown.stdout
+           and "Held at exit, not a leak: 1048576 bytes (1.0 MiB) in 1 allocations [unfreed, none, audit_scenarios] "
+               "taken by cuMemAlloc at:" in shown.stdout, f"report --show-held:\n{shown.stdout}{shown.stderr}")
+    d = tempfile.mkdtemp(dir=tmp)
+    proc = run([SCENARIOS, "classic"], d, flags=["--option", "show_held=1"], rc=0)
+    expect(proc.stderr.count("\nHeld at exit, not a leak: ") == 4, f"show_held=1:\n{proc.stderr}")
+    d = tempfile.mkdtemp(dir=tmp)
+    proc = run([SCENARIOS, "classic"], d, flags=["--fail-on", "leaks,unfreed"], rc=23)
+    expect(proc.stderr.count("\nLeak of ") == 4 and "Held at exit" not in proc.stderr, f"fail_on=unfreed:\n{proc.stderr}")
+
+
 def case_runtime(tmp):
     run([RUNTIME_USER], tmp, rc=0)
     rep = only_report(tmp)
@@ -355,26 +466,111 @@ def case_deep_stacks(tmp):
         expect(any(f["symbol"] == "main" for f in frames), f"{api}: main on the stack: {[f['symbol'] for f in frames]}")
 
 
+def site_figures(rows):
+    """(api, innermost line) -> (bytes, allocations, references) of leak or reclaim rows."""
+    return {(r["site"]["api"], top_frame(r)["line"]): (r["bytes"], r["allocations"], r["references"]) for r in rows}
+
+
 def case_enforce_deepep(tmp):
     """The unfixed DeepEP sequence under mode=enforce: free memory stays flat, the program sees every call
-    succeed as without the shim, and the report lists what was reclaimed at the site the audit names."""
-    proc = run([DEEPEP, "--handle", HANDLE], tmp, flags=["--option", "mode=enforce"], rc=0)
+    succeed as without the shim, and the report lists what was reclaimed, one row per site that took the
+    references, with exactly the figures the audit run reports as unreachable leaks."""
+    proc = run([DEEPEP, "--handle", HANDLE], tmp, flags=["--option", "mode=enforce"], rc=23)
     expect(drop_of(proc.stdout) == 0, f"enforce keeps free memory flat:\n{proc.stdout}")
+    check = subprocess.run([CLI, "check", tmp], capture_output=True, text=True)
+    expect(check.returncode == 1 and "402653184 bytes reclaimed by mode=enforce in 3 allocations (9 references" in
+           check.stdout + check.stderr, f"the gate is not blind to what enforce reclaimed:\n{check.stdout}{check.stderr}")
     frees = [int(x) for x in re.findall(r"free now (\d+) MiB", proc.stdout)]
     expect(frees == sorted(frees, reverse=True) and frees[0] - frees[-1] == 128,
            f"each step holds only the current buffer (64, 128, 192 MiB): {frees}")
     rep = only_report(tmp)
     s = rep["summary"]
     expect(s["leaked_bytes"] == 0 and s["misuse_events"] == 0, f"nothing leaked: {s}")
-    expect(s["reclaimed_bytes"] == (64 + 128 + 192) * MiB, f"reclaimed {s.get('reclaimed_bytes')}")
-    rows = rep["reclaimed"]
-    expect(len(rows) == 1 and rows[0]["allocations"] == 3 and rows[0]["references"] == 9 and
-           rows[0]["site"]["api"] == "cuMemCreate" and
-           rows[0]["site"]["frames"][0]["line"] == line_of(DEEPEP_SRC, r"r = d_\.cuMemCreate\("), f"reclaimed: {rows}")
-    expect(proc.stderr.count("mode=enforce: reclaimed") == 3, f"one log line per reclaim:\n{proc.stderr}")
+    expect((s["reclaimed_bytes"], s["reclaimed_allocations"], s["reclaimed_references"]) == ((64 + 128 + 192) * MiB, 3, 9),
+           f"reclaimed {s}")
+    sized = (64 + 128 + 192) * MiB
+    expect(site_figures(rep["reclaimed"]) == {
+        ("cuMemCreate", line_of(DEEPEP_SRC, r"r = d_\.cuMemCreate\(")): (sized, 3, 3),
+        ("cuMemRetainAllocationHandle", line_of(DEEPEP_SRC, r"r = d_\.cuMemRetainAllocationHandle\(")): (sized, 3, 3),
+        ("cuMemImportFromShareableHandle", line_of(DEEPEP_SRC, r"r = d_\.cuMemImportFromShareableHandle\(")): (sized, 3, 3),
+    }, f"reclaimed: {rep['reclaimed']}")
+    logged = [line for line in proc.stderr.splitlines() if "mode=enforce: reclaimed" in line]
+    expect(len(logged) == 3, f"one log line per reclaim:\n{proc.stderr}")
+    expect(all(re.search(r"taken by cuMemCreate .*; cuMemRetainAllocationHandle .*; cuMemImportFromShareableHandle ", line)
+               for line in logged), f"each log line names every site:\n{proc.stderr}")
     audit = tempfile.mkdtemp(dir=tmp)
     proc = run([DEEPEP, "--handle", HANDLE], audit, rc=23)
     expect(drop_of(proc.stdout) == (64 + 128 + 192) * MiB, "audit mode shows the same program losing memory")
+    audit_rep = only_report(audit)
+    expect(site_figures(audit_rep["leaks"]) == site_figures(rep["reclaimed"]) and
+           audit_rep["summary"]["leaked_references"] == s["reclaimed_references"],
+           f"enforce reclaims exactly what the audit reports: {audit_rep['leaks']}")
+
+
+HEP_SRC = os.path.join(SOURCE_ROOT, "tests", "sim", "hybrid_ep", "allocator.cpp")
+VLLM_SRC = os.path.join(SOURCE_ROOT, "tests", "sim", "vllm_sleep.cpp")
+HEP_LEAKED = (2 + 8 + 16 + 24) * MiB  # the test buffer and three growths of the dispatch buffer
+
+
+def hybrid_ep(tmp, flags=(), fixed=False, rc=0):
+    argv = [os.environ["HYBRID_EP"], "--handle", HANDLE, "--buffers", "3", "--size-mib", "8"] + (["--fixed"] if fixed else [])
+    return run(argv, tmp, flags=flags, rc=rc)
+
+
+def case_hybrid_ep(tmp):
+    """HybridEP's allocator as shipped: each buffer keeps its creation and get_handle references (2 each, 4
+    buffers, 50 MiB), named at their lines inside the deepep module; free()'s own retain is never blamed.
+    Fixed, nothing leaks."""
+    proc = hybrid_ep(tmp, rc=23)
+    expect(drop_of(proc.stdout) == HEP_LEAKED, proc.stdout)
+    rep = only_report(tmp)
+    expect(site_figures(rep["leaks"]) == {
+        ("cuMemCreate", marker_line(HEP_SRC, "hep_create")): (HEP_LEAKED, 4, 4),
+        ("cuMemRetainAllocationHandle", marker_line(HEP_SRC, "hep_retain")): (HEP_LEAKED, 4, 4),
+    }, f"leaks: {rep['leaks']}")
+    expect({l["owner"] for l in rep["leaks"]} == {"deepep"}, f"owner from hybrid_ep_cpp.cpython-312-*.so: {rep['leaks']}")
+    expect(rep["summary"]["leaked_references"] == 8 and rep["misuse"] == [], f"{rep['summary']} {rep['misuse']}")
+    d = tempfile.mkdtemp(dir=tmp)
+    proc = hybrid_ep(d, fixed=True)
+    expect(drop_of(proc.stdout) == 0 and only_report(d)["leaks"] == [], f"fixed: {proc.stdout}")
+
+
+def case_enforce_hybrid_ep(tmp):
+    """Enforce on HybridEP: on the fixed allocator it reclaims nothing (free() releases its retain right
+    after the range free, and that release succeeds); on the shipped one it reclaims exactly the audit's
+    unreleasable references, site by site, and free memory comes back."""
+    proc = hybrid_ep(tmp, flags=["--option", "mode=enforce"], fixed=True)
+    rep = only_report(tmp)
+    expect(drop_of(proc.stdout) == 0 and rep.get("reclaimed", []) == [] and "mode=enforce: reclaimed" not in proc.stderr
+           and rep["misuse"] == [] and rep["leaks"] == [], f"fixed under enforce: {rep.get('reclaimed')}\n{proc.stderr}")
+    d = tempfile.mkdtemp(dir=tmp)
+    proc = hybrid_ep(d, flags=["--option", "mode=enforce"], rc=23)
+    rep = only_report(d)
+    expect(drop_of(proc.stdout) == 0, f"memory comes back: {proc.stdout}")
+    s = rep["summary"]
+    expect((s["reclaimed_bytes"], s["reclaimed_allocations"], s["reclaimed_references"], s["leaked_bytes"]) ==
+           (HEP_LEAKED, 4, 8, 0), f"reclaimed: {s}")
+    expect(site_figures(rep["reclaimed"]) == {
+        ("cuMemCreate", marker_line(HEP_SRC, "hep_create")): (HEP_LEAKED, 4, 4),
+        ("cuMemRetainAllocationHandle", marker_line(HEP_SRC, "hep_retain")): (HEP_LEAKED, 4, 4),
+    }, f"rows: {rep['reclaimed']}")
+
+
+def case_vllm_sleep(tmp):
+    """vLLM's free while asleep: the unmap of the unmapped range succeeds (as on the H200) and is recorded
+    as misuse with that answer, the release of the released handle is refused, and the wake that stops
+    after cuMemCreate leaves 128 MiB unreachable at the create line."""
+    proc = run([os.environ["VLLM_SLEEP"]], tmp, rc=23)
+    expect("free while asleep: unmap=CUDA_SUCCESS release=CUDA_ERROR_INVALID_VALUE" in proc.stdout and
+           f"wake: stale=CUDA_ERROR_INVALID_VALUE mapped=0 held={128 * MiB}" in proc.stdout, proc.stdout)
+    rep = only_report(tmp)
+    misuse = sorted((m["api"], m["result"], m["what"], m["count"], top_frame(m)["line"]) for m in rep["misuse"])
+    expect(misuse == [("cuMemRelease", "CUDA_ERROR_INVALID_VALUE", "release of a handle already released", 1,
+                       marker_line(VLLM_SRC, "vllm_release")),
+                      ("cuMemUnmap", "CUDA_SUCCESS", "unmap of an unmapped range", 1, marker_line(VLLM_SRC, "vllm_unmap"))],
+           f"misuse: {rep['misuse']}")
+    expect(site_figures(rep["leaks"]) == {("cuMemCreate", marker_line(VLLM_SRC, "vllm_create")): (128 * MiB, 1, 1)},
+           f"leaks: {rep['leaks']}")
 
 
 def case_enforce_clean(tmp):
@@ -408,7 +604,7 @@ def case_enforce_map_array(tmp):
     expect("live=CUDA_ERROR_NOT_SUPPORTED madeup=CUDA_ERROR_INVALID_VALUE intact=1 "
            "after_unreachable=CUDA_ERROR_NOT_SUPPORTED" in audit.stdout, f"audit mode passes the list on:\n{audit.stdout}")
     d = tempfile.mkdtemp(dir=tmp)
-    proc = run([SCENARIOS, "map-array"], d, flags=["--option", "mode=enforce"], rc=0)
+    proc = run([SCENARIOS, "map-array"], d, flags=["--option", "mode=enforce"], rc=23)  # the gate: 1 reclaimed
     expect("live=CUDA_ERROR_NOT_SUPPORTED madeup=CUDA_ERROR_INVALID_VALUE intact=1 "
            "after_unreachable=CUDA_ERROR_INVALID_VALUE" in proc.stdout, f"enforce translates, then refuses:\n{proc.stdout}")
     expect("mode=enforce: cuMemMapArrayAsync of a handle this process does not hold" in proc.stderr, proc.stderr)

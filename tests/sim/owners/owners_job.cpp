@@ -5,6 +5,8 @@
 // steady: pytorch churns 100 MiB a step and keeps 10 MiB per step; nccl takes 64 MiB once; deepep 32 MiB.
 // nccl-leak: nccl also keeps 300 MiB at each of steps 3, 4 and 5. vmm-leak: deepep leaks a 2 MiB VMM
 // buffer (unreachable) at steps 2 and 4. capture: pytorch allocates 48 MiB while a stream captures.
+//   owners_job layout LIB...
+// layout: the i-th library (from 0) allocates i + 1 MiB, so each owner's bytes say which files it got.
 #include <cuda.h>
 #include <dlfcn.h>
 
@@ -43,6 +45,18 @@ void step(uint64_t n) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    if (argc >= 3 && std::string(argv[1]) == "layout") {
+        cuInit(0);
+        CUdevice dev;
+        CUcontext ctx;
+        cuDeviceGet(&dev, 0);
+        cuDevicePrimaryCtxRetain(&ctx, dev);
+        cuCtxSetCurrent(ctx);
+        for (int i = 2; i < argc; ++i)
+            if (load(argv[i]).alloc(static_cast<size_t>(i - 1) * kMiB) == 0) return 1;
+        std::printf("owners_job: layout done\n");
+        return 0;
+    }
     if (argc != 5) {
         std::fprintf(stderr, "usage: owners_job steady|nccl-leak|vmm-leak|capture PYTORCH_LIB NCCL_LIB DEEPEP_LIB\n");
         return 2;

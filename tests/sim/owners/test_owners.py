@@ -7,6 +7,7 @@ import glob
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -150,6 +151,75 @@ def case_owner_rules(tmp):
     rep, _ = job(tmp, "steady", options=["owner_rules=libnccl*=comms,deep_ep*=moe"])
     owners = {o["owner"] for o in rep["owners"]}
     expect({"comms", "moe", "pytorch"} <= owners and "nccl" not in owners, f"user rules first: {sorted(owners)}")
+
+
+# Where real libraries live (a wheel's package directory, NVIDIA's nvidia/<lib>/lib, a system directory) and
+# the owner each must get. The stand-in library is copied to each path, so only the path differs.
+LAYOUT = [
+    ("site-packages/deep_ep/_C.cpython-312-x86_64-linux-gnu.so", "deepep"),
+    ("site-packages/torch/_C.cpython-312-x86_64-linux-gnu.so", "pytorch"),
+    ("site-packages/torch/lib/libc10_cuda.so", "pytorch"),
+    ("site-packages/hybrid_ep_cpp.cpython-312-x86_64-linux-gnu.so", "deepep"),
+    ("site-packages/cuda/bindings/_bindings/cydriver.cpython-312-x86_64-linux-gnu.so", "cuda-python"),
+    ("site-packages/cupy_backends/cuda/api/_driver.cpython-312-x86_64-linux-gnu.so", "cupy"),
+    ("site-packages/jax_plugins/xla_cuda12/xla_cuda_plugin.so", "jax"),
+    ("site-packages/vllm/cumem_allocator.abi3.so", "vllm"),
+    ("site-packages/nvidia/nvshmem/lib/libnvshmem_host.so.3", "nvshmem"),
+    ("dist-packages/nvidia/nccl/lib/libnccl.so.2", "nccl"),
+    ("site-packages/nvidia/cublas/lib/libcublasLt.so.12", "cublas"),
+    ("site-packages/nvidia/cudnn/lib/libcudnn_engines_precompiled.so.9", "cudnn"),
+    ("site-packages/triton/backends/nvidia/lib/cuda_utils.so", "triton"),
+    ("site-packages/mylib/_ext.cpython-312-x86_64-linux-gnu.so", "mylib"),
+    ("site-packages/nvidia/cufile/lib/libcufile.so.0", "cufile"),
+    ("site-packages/flat_module.cpython-312-x86_64-linux-gnu.so", "flat_module"),
+    ("usr/lib/libmystery.so.1", "libmystery.so.1"),
+]
+
+
+def layout_job(tmp, options=(), paths=None):
+    paths = paths or [p for p, _ in LAYOUT]
+    root = os.path.join(tmp, "venv")
+    argv = []
+    for rel in paths:
+        dest = os.path.join(root, "lib", "python3.12", rel) if "-packages/" in rel else os.path.join(root, rel)
+        os.makedirs(os.path.dirname(os.path.normpath(dest)), exist_ok=True)
+        os.makedirs(os.path.dirname(dest), exist_ok=True)  # "lib/../x.so" needs lib/ to exist
+        shutil.copy(LIBS[0], os.path.normpath(dest))
+        argv.append(dest)  # as written: dladdr reports it so, and the shim normalises it
+    flags = [x for o in options for x in ("--option", o)]
+    cmd = [CLI, "run", "--sim", "--report-dir", tmp, "--fail-on", "none", *flags, "--", JOB, "layout", *argv]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    expect(p.returncode == 0, f"{' '.join(cmd)}: exit {p.returncode}\n{p.stdout}\n{p.stderr}")
+    return {o["owner"]: o["live_bytes"] for o in only(tmp)["owners"] if o["live_bytes"]}
+
+
+def only(tmp):
+    files = glob.glob(os.path.join(tmp, "cumemaudit.*.json"))
+    expect(len(files) == 1, f"one report expected, found {files}")
+    return json.load(open(files[0]))
+
+
+def case_owner_layouts(tmp):
+    """The same library file, placed where real libraries live, gets the owner of that place: deep_ep/_C
+    and torch/_C differ only by directory. The i-th path allocates i + 1 MiB."""
+    want = {}
+    for i, (_, owner) in enumerate(LAYOUT):
+        want[owner] = want.get(owner, 0) + (i + 1) * MiB
+    got = layout_job(tmp)
+    expect(got == want, f"owners by path:\n got {sorted(got.items())}\nwant {sorted(want.items())}")
+
+
+def case_owner_path_rules(tmp):
+    """A user rule with a '/' matches the whole normalised path (no 'lib/../'), before the built-in rules;
+    a checkout named like a package does not capture the libraries inside its virtual environment."""
+    paths = ["site-packages/torch/lib/../_C.cpython-312-x86_64-linux-gnu.so", "site-packages/mylib/_ext.so",
+             "site-packages/torch/lib/libc10_cuda.so"]
+    got = layout_job(tmp, options=["owner_rules=*/site-packages/torch/_C.*=torch-python,*/mylib/*=mine"], paths=paths)
+    expect(got == {"torch-python": 1 * MiB, "mine": 2 * MiB, "pytorch": 3 * MiB}, f"user path rules: {got}")
+    d = os.path.join(tmp, "vllm")
+    os.makedirs(d)
+    got = layout_job(d, paths=["site-packages/torch/lib/libc10_cuda.so", "site-packages/vllm/_C.abi3.so"])
+    expect(got == {"pytorch": 1 * MiB, "vllm": 2 * MiB}, f"a checkout called vllm: {got}")
 
 
 CASES = named_cases(globals())

@@ -1,0 +1,177 @@
+// What the driver answers to each misuse the shim records, one case per forked child (a driver that
+// crashes on a case loses that case only; CUDA is initialised in the child, never in the parent). Prints
+// one line per case, "probe <case> <CUresult name>" or "probe <case> crashed-<signal>", so the real driver's
+// answers can be laid beside the simulated driver's (docs/DRIVER.md; tests/gpu/test_probe.py).
+//   misuse_probe [CASE...]   (all cases without arguments)
+#include <cuda.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr size_t kGran = size_t{2} << 20;
+
+CUmemAllocationProp props(CUmemAllocationHandleType type = CU_MEM_HANDLE_TYPE_NONE) {
+    CUmemAllocationProp p{};
+    p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    p.location.id = 0;
+    p.requestedHandleTypes = type;
+    return p;
+}
+
+// Set-up steps must succeed; the answer printed is the one of the misuse itself.
+#define MUST(call)                                                                      \
+    do {                                                                                \
+        if ((call) != CUDA_SUCCESS) {                                                   \
+            std::printf("probe %s setup-failed-at-line-%d\n", g_case, __LINE__);        \
+            std::fflush(stdout);                                                        \
+            _exit(1);                                                                   \
+        }                                                                               \
+    } while (0)
+
+const char* g_case = "";
+
+CUmemGenericAllocationHandle create(size_t size, CUmemAllocationHandleType type = CU_MEM_HANDLE_TYPE_NONE) {
+    CUmemAllocationProp p = props(type);
+    CUmemGenericAllocationHandle h = 0;
+    MUST(cuMemCreate(&h, size, &p, 0));
+    return h;
+}
+
+CUdeviceptr reserve(size_t size) {
+    CUdeviceptr va = 0;
+    MUST(cuMemAddressReserve(&va, size, 0, 0, 0));
+    return va;
+}
+
+struct Case {
+    const char* name;
+    std::function<CUresult()> run;
+};
+
+const std::vector<Case>& cases() {
+    static const std::vector<Case> all = {
+        {"unmap_unmapped", [] {  // vLLM's free while asleep
+             const CUdeviceptr va = reserve(kGran);
+             const auto h = create(kGran);
+             MUST(cuMemMap(va, kGran, 0, h, 0));
+             MUST(cuMemUnmap(va, kGran));
+             return cuMemUnmap(va, kGran);
+         }},
+        {"unmap_unreserved", [] {  // a range no reservation holds
+             const CUdeviceptr va = reserve(2 * kGran);
+             MUST(cuMemAddressFree(va, 2 * kGran));
+             return cuMemUnmap(va, kGran);
+         }},
+        {"partial_unmap", [] {
+             const CUdeviceptr va = reserve(2 * kGran);
+             const auto h = create(2 * kGran);
+             MUST(cuMemMap(va, 2 * kGran, 0, h, 0));
+             return cuMemUnmap(va, kGran);
+         }},
+        {"map_onto_mapped", [] {
+             const CUdeviceptr va = reserve(kGran);
+             const auto h = create(kGran), h2 = create(kGran);
+             MUST(cuMemMap(va, kGran, 0, h, 0));
+             return cuMemMap(va, kGran, 0, h2, 0);
+         }},
+        {"release_released", [] {
+             const auto h = create(kGran);
+             MUST(cuMemRelease(h));
+             return cuMemRelease(h);
+         }},
+        {"release_unknown", [] {  // a value never handed out: the handle of a fresh create, plus one
+             const auto h = create(kGran);
+             return cuMemRelease(h + 1);
+         }},
+        {"release_while_mapped", [] {  // accepted; the memory goes at the unmap (measured)
+             const CUdeviceptr va = reserve(kGran);
+             const auto h = create(kGran);
+             MUST(cuMemMap(va, kGran, 0, h, 0));
+             return cuMemRelease(h);
+         }},
+        {"address_free_mapped", [] {
+             const CUdeviceptr va = reserve(kGran);
+             const auto h = create(kGran);
+             MUST(cuMemMap(va, kGran, 0, h, 0));
+             return cuMemAddressFree(va, kGran);
+         }},
+        {"address_free_unknown", [] {  // a range freed already: no reservation there any more
+             const CUdeviceptr va = reserve(kGran);
+             MUST(cuMemAddressFree(va, kGran));
+             return cuMemAddressFree(va, kGran);
+         }},
+        {"address_free_partial", [] {
+             const CUdeviceptr va = reserve(2 * kGran);
+             return cuMemAddressFree(va, kGran);
+         }},
+        {"import_closed_fd", [] {
+             const auto h = create(kGran, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+             int fd = -1;
+             MUST(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+             close(fd);
+             CUmemGenericAllocationHandle imported = 0;
+             return cuMemImportFromShareableHandle(&imported, reinterpret_cast<void*>(static_cast<intptr_t>(fd)),
+                                                   CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+         }},
+        {"free_unknown", [] {  // cuMemFree of a pointer freed already
+             CUdeviceptr d = 0;
+             MUST(cuMemAlloc(&d, 4096));
+             MUST(cuMemFree(d));
+             return cuMemFree(d);
+         }},
+        {"free_during_capture", [] {  // cuBLAS's free under PyTorch graph capture
+             CUdeviceptr d = 0;
+             MUST(cuMemAlloc(&d, 4096));
+             CUstream s;
+             MUST(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+             MUST(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+             return cuMemFree(d);
+         }},
+    };
+    return all;
+}
+
+std::string name_of(CUresult r) {
+    const char* n = nullptr;
+    cuGetErrorName(r, &n);
+    return n != nullptr ? n : "CUresult-" + std::to_string(static_cast<int>(r));
+}
+
+void run_in_child(const Case& c) {
+    std::fflush(stdout);
+    const pid_t pid = fork();
+    if (pid == 0) {
+        g_case = c.name;
+        CUdevice dev;
+        CUcontext ctx;
+        MUST(cuInit(0));
+        MUST(cuDeviceGet(&dev, 0));
+        MUST(cuDevicePrimaryCtxRetain(&ctx, dev));
+        MUST(cuCtxSetCurrent(ctx));
+        std::printf("probe %s %s\n", c.name, name_of(c.run()).c_str());
+        std::fflush(stdout);
+        _exit(0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (WIFSIGNALED(status)) std::printf("probe %s crashed-%d\n", c.name, WTERMSIG(status));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    for (const Case& c : cases()) {
+        bool wanted = argc == 1;
+        for (int i = 1; i < argc; ++i) wanted |= std::strcmp(argv[i], c.name) == 0;
+        if (wanted) run_in_child(c);
+    }
+    return 0;
+}
