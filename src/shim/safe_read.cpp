@@ -14,6 +14,28 @@ bool safe_read(std::uintptr_t addr, void* out, std::size_t n) {
     return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(n);
 }
 
+int safe_read_spans(const ReadSpan* spans, int count) {
+    constexpr int kMax = 16;
+    if (count <= 0) return 0;
+    if (count > kMax) count = kMax;
+    iovec local[kMax], remote[kMax];
+    for (int i = 0; i < count; ++i) {
+        if (spans[i].addr == 0) {  // a null pointer ends the batch: read what comes before it
+            count = i;
+            break;
+        }
+        local[i] = {spans[i].out, spans[i].n};
+        remote[i] = {reinterpret_cast<void*>(spans[i].addr), spans[i].n};
+    }
+    if (count == 0) return 0;
+    // The transfer stops at the first element it cannot read whole.
+    ssize_t got = process_vm_readv(getpid(), local, static_cast<unsigned long>(count), remote,
+                                   static_cast<unsigned long>(count), 0);
+    int whole = 0;
+    for (; whole < count && got >= static_cast<ssize_t>(spans[whole].n); ++whole) got -= static_cast<ssize_t>(spans[whole].n);
+    return whole;
+}
+
 bool safe_read_available() {
     static const bool works = [] {
         static const int probe = 0x5eed;
