@@ -38,9 +38,10 @@ PythonFrame PythonFrames::frame(Pc pc) const {
 }
 
 void PythonFrames::reset() {
-    std::lock_guard lock(impl_->mu);
-    impl_->frames.clear();
-    impl_->index.clear();
+    // Called in a fork child, where another thread of the parent may have held the lock at fork: a fresh
+    // table instead of taking it (the old one is left behind, once per fork).
+    (void)impl_.release();
+    impl_ = std::make_unique<Impl>();
 }
 
 }  // namespace cumemaudit::ledger

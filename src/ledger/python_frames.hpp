@@ -33,6 +33,7 @@ public:
     // The frame a tagged pc names; an empty frame for a pc this table never gave out.
     PythonFrame frame(Pc) const;
 
+    // Forget every frame. Call with one thread alive (a fork child): it takes no lock.
     void reset();
 
 private:

@@ -101,8 +101,11 @@ struct CodeInfo {
 class CodeCache {
 public:
     // Copies the entry for `code` into `out` if its pointers still match.
+    // Neither call ever waits: a lock held elsewhere (or by a thread that vanished at fork) means no cache
+    // this time, never a stalled driver call.
     bool find(Addr code, const CodeInfo& probe, CodeInfo& out) {
-        std::lock_guard lock(mu_);
+        std::unique_lock lock(mu_, std::try_to_lock);
+        if (!lock) return false;
         auto it = map_.find(code);
         if (it == map_.end() || it->second.filename != probe.filename || it->second.qualname != probe.qualname ||
             it->second.linetable != probe.linetable || it->second.first_line != probe.first_line)
@@ -112,7 +115,8 @@ public:
     }
     void put(Addr code, const CodeInfo& info) {
         constexpr std::size_t kMaxEntries = 4096;  // bounded: a program that makes code objects forever
-        std::lock_guard lock(mu_);
+        std::unique_lock lock(mu_, std::try_to_lock);
+        if (!lock) return;
         if (map_.size() >= kMaxEntries) map_.clear();
         map_[code] = info;
     }
