@@ -142,7 +142,8 @@ def case_c_extension(tmp):
     rep, _, _ = run(tmp, [PYTHON, src("leak_cext.py")])
     rows = leak_rows(rep)
     path = src("leak_cext.py")
-    expect(set(rows) == {2 * MiB, 4 * MiB}, f"{rep['leaks']}")
+    expect(set(rows) == {2 * MiB, 4 * MiB, 8 * MiB}, f"{rep['leaks']}")
+    expect(not rows[8 * MiB]["site"].get("python_frames"), f"a native thread: {rows[8 * MiB]['site']}")
     expect(rows[2 * MiB]["site"]["python_frames"] == [py(path, line_of(path, "# WITH GIL"), "<module>")],
            f"with the GIL: {rows[2 * MiB]['site']}")
     expect(rows[4 * MiB]["site"]["python_frames"] == [py(path, line_of(path, "# WITHOUT GIL"), "<module>")],
@@ -195,6 +196,12 @@ def case_diff_and_merge(tmp):
     moved(a, b, 999)
     p = subprocess.run([CLI, "diff", a, b], capture_output=True, text=True)
     f0 = expected_ctypes_frames()[0]
+    page = os.path.join(tmp, "page.html")
+    h = subprocess.run([CLI, "html", a, "-o", page], capture_output=True, text=True)
+    expect(h.returncode == 0, f"html: {h.stderr}")
+    with open(page) as f:
+        html = f.read()
+    expect(f"<li>Driver.create {f0['file']}:{f0['line']}</li>" in html, "the html page lists the Python frames")
     old = f"from Driver.create {f0['file']}:{f0['line']}"
     new = f"from Driver.create {f0['file']}:999"
     expect(old in p.stdout and new in p.stdout, f"diff names both Python lines:\n{p.stdout}\n{p.stderr}")
