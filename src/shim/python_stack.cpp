@@ -10,12 +10,12 @@
 
 #include <algorithm>
 #include <array>
-#include <initializer_list>
-#include <mutex>
-#include <unordered_map>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 
 namespace cumemaudit::shim {
 namespace {
@@ -30,8 +30,8 @@ struct Interpreter {
 };
 
 // Found once, at the first capture (_PyRuntime too: without the interpreters list a sub-interpreter could
-// not be told apart). Python programs have these symbols from their start (in the
-// executable or its libpython); a program that loads libpython later, privately, gets no frames.
+// not be told apart). Python programs have these symbols from their start (in the executable or its
+// libpython); a program that loads libpython later, or privately, gets no frames.
 const Interpreter* interpreter() {
     static const Interpreter* found = []() -> const Interpreter* {
         auto sym = [](const char* name) { return reinterpret_cast<Addr>(real_dlsym(RTLD_DEFAULT, name)); };

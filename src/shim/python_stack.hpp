@@ -17,7 +17,7 @@ namespace cumemaudit::shim {
 // their tagged pcs to `out`; returns how many (0 outside Python).
 int python_stack(ledger::PythonFrames& table, ledger::Pc* out, int max);
 
-// The interpreter found, e.g. "3.11", or "" when python_stack gives nothing here, for the report's echo.
+// The interpreter version the walker reads, e.g. "3.11"; "" where python_stack gives nothing.
 const char* python_stack_support();
 
 }  // namespace cumemaudit::shim
