@@ -159,6 +159,25 @@ def case_unsupported_python(tmp):
     expect(set(rows) == {2 * MiB} and not rows[2 * MiB]["site"].get("python_frames"), f"{rep['leaks']}")
 
 
+def case_fork(tmp):
+    """Twenty forks after sites were captured: each child's report names the child's
+    line and the parent's names the parent's."""
+    env = dict(os.environ, PYTHONPATH=HERE, PYTHONDONTWRITEBYTECODE="1")
+    env.pop("CUMEMAUDIT_OPTIONS", None)
+    p = subprocess.run([CLI, "run", "--sim", "--report-dir", tmp, "--fail-on", "none", "--", PYTHON, src("leak_fork.py")],
+                       capture_output=True, text=True, env=env, timeout=120)
+    expect(p.returncode == 0, f"exit {p.returncode}\n{p.stderr}")
+    path = src("leak_fork.py")
+    reps = []
+    for name in glob.glob(os.path.join(tmp, "cumemaudit.*.json")):
+        with open(name) as f:
+            reps.append(json.load(f))
+    lines = sorted((r["bytes"], r["site"]["python_frames"][1]["line"]) for rep in reps for r in rep["leaks"]
+                   if r["class"] == "unreachable")
+    expect(len(reps) == 21, f"21 reports (parent and 20 children), got {len(reps)}")
+    expect(lines == [(2 * MiB, line_of(path, "# PARENT"))] + [(4 * MiB, line_of(path, "# CHILD"))] * 20, f"{lines}")
+
+
 def case_suppressions(tmp):
     for rule in [f"leak:leak_ctypes.py:{line_of(src('leak_ctypes.py'), '# GROW')}", "leak:Buffer.grow"]:
         supp = os.path.join(tmp, "supp.txt")
