@@ -57,7 +57,8 @@ struct Ledger::State {
     std::atomic<std::uint32_t> epoch{0};
 };
 
-Ledger::Ledger() : state_(std::make_unique<State>()), traces_(std::make_unique<TraceTree>()) {}
+Ledger::Ledger() : state_(std::make_unique<State>()), traces_(std::make_unique<TraceTree>()),
+      python_frames_(std::make_unique<PythonFrames>()) {}
 Ledger::~Ledger() = default;
 
 void Ledger::created(std::uint64_t handle, std::uint64_t size, HandleType ht, const Site& site) {
@@ -288,6 +289,7 @@ void Ledger::reset() {
     state_->misuse.clear();
     state_->owners.reset();
     traces_->reset();
+    python_frames_->reset();
 }
 
 }  // namespace cumemaudit::ledger

@@ -8,6 +8,7 @@
 // is keyed by handle and history by allocation id.
 #pragma once
 
+#include "python_frames.hpp"
 #include "trace_tree.hpp"
 
 #include <cstdint>
@@ -208,6 +209,9 @@ public:
 
     TraceTree& traces() { return *traces_; }
     const TraceTree& traces() const { return *traces_; }
+    // The Python frames the traces' tagged pcs name.
+    PythonFrames& python_frames() { return *python_frames_; }
+    const PythonFrames& python_frames() const { return *python_frames_; }
 
     // Forget everything (a fork child starts a fresh ledger) except owner names, whose ids the shim caches.
     // Not thread-safe: call with one thread alive.
@@ -217,6 +221,7 @@ private:
     struct State;
     std::unique_ptr<State> state_;
     std::unique_ptr<TraceTree> traces_;
+    std::unique_ptr<PythonFrames> python_frames_;
 };
 
 }  // namespace cumemaudit::ledger

@@ -8,24 +8,27 @@
 namespace cumemaudit::report {
 namespace {
 
-Site make_site(const ledger::Site& s, const BuildInput& in, std::unordered_map<ledger::TraceId, std::vector<Frame>>& seen) {
-    Site out;
-    out.api = s.api ? s.api : "";
+// A trace holds native frames and tagged pcs naming Python frames (ledger/python_frames.hpp).
+Site make_site(const ledger::Site& s, const BuildInput& in, std::unordered_map<ledger::TraceId, Site>& seen) {
     auto it = seen.find(s.trace);
     if (it == seen.end()) {
-        std::vector<Frame> frames;
+        Site site;
         for (const ledger::Pc pc : in.ledger.traces().frames(s.trace)) {
-            if (in.symbolizer) {
-                frames.push_back(in.symbolizer->resolve(pc));
+            if (ledger::is_python(pc)) {
+                ledger::PythonFrame p = in.ledger.python_frames().frame(pc);
+                site.python_frames.push_back(PythonFrame{std::move(p.file), p.line, std::move(p.function)});
+            } else if (in.symbolizer) {
+                site.frames.push_back(in.symbolizer->resolve(pc));
             } else {
                 Frame f;
                 f.pc = pc;
-                frames.push_back(std::move(f));
+                site.frames.push_back(std::move(f));
             }
         }
-        it = seen.emplace(s.trace, std::move(frames)).first;
+        it = seen.emplace(s.trace, std::move(site)).first;
     }
-    out.frames = it->second;
+    Site out = it->second;
+    out.api = s.api ? s.api : "";
     return out;
 }
 
@@ -48,7 +51,7 @@ Report build(const BuildInput& in) {
     r.time_ns = in.time_ns;
 
     Suppressions supp = in.suppressions ? *in.suppressions : Suppressions{};
-    std::unordered_map<ledger::TraceId, std::vector<Frame>> frames_by_trace;
+    std::unordered_map<ledger::TraceId, Site> frames_by_trace;
     std::set<std::uint64_t> reclaimed_ids;
     for (const ReclaimInput& c : in.reclaimed) {
         r.reclaimed.push_back(c.reclaim);

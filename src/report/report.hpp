@@ -26,9 +26,17 @@ struct Frame {
     std::string build_id;      // hex; empty if unknown
 };
 
+// A Python frame of the thread that made the call (addition to v1).
+struct PythonFrame {
+    std::string file;
+    std::uint32_t line = 0;  // 0: no line for the instruction
+    std::string function;    // qualified name, e.g. "Buffer.grow"
+};
+
 struct Site {
     std::string api;
     std::vector<Frame> frames;  // innermost first
+    std::vector<PythonFrame> python_frames = {};  // addition to v1: innermost first; empty outside Python
 };
 
 struct Leak {

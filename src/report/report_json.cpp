@@ -23,9 +23,15 @@ template <class V> void fields(V& v, Frame& f) {
     v.hex_opt("offset", f.offset);
     v.opt("build_id", f.build_id);
 }
+template <class V> void fields(V& v, PythonFrame& f) {
+    v.req("file", f.file);
+    v.req("line", f.line);
+    v.req("function", f.function);
+}
 template <class V> void fields(V& v, Site& s) {
     v.req("api", s.api);
     v.req("frames", s.frames);
+    v.opt("python_frames", s.python_frames);
 }
 template <class V> void fields(V& v, Leak& l) {
     v.req("class", l.cls);

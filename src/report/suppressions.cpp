@@ -28,6 +28,19 @@ bool matches(const std::string& pattern, const Frame& f) {
            glob(pattern, f.file) || glob(pattern, basename(f.file));
 }
 
+// A Python frame by its function, its file (path or basename) or basename:line, e.g. "train.py:42".
+bool matches(const std::string& pattern, const PythonFrame& f) {
+    return glob(pattern, f.function) || glob(pattern, f.file) || glob(pattern, basename(f.file)) ||
+           glob(pattern, std::string(basename(f.file)) + ":" + std::to_string(f.line));
+}
+
+template <typename Frames>
+bool any_matches(const std::string& pattern, const Frames& frames) {
+    for (const auto& f : frames)
+        if (matches(pattern, f)) return true;
+    return false;
+}
+
 }  // namespace
 
 Suppressions Suppressions::parse(std::string_view text, const std::string& source) {
@@ -73,11 +86,9 @@ Suppressions Suppressions::load(const std::string& path) {
 const Suppressions::Rule* Suppressions::match(Type type, const Site& site) {
     for (Rule& r : rules_) {
         if (r.type != type) continue;
-        for (const Frame& f : site.frames) {
-            if (matches(r.pattern, f)) {
-                ++r.hits;
-                return &r;
-            }
+        if (any_matches(r.pattern, site.frames) || any_matches(r.pattern, site.python_frames)) {
+            ++r.hits;
+            return &r;
         }
     }
     return nullptr;

@@ -1,6 +1,7 @@
 // suppressions: known leaks and misuse a team has decided to live with, LSan-style. One rule a line,
 // `leak:PATTERN` or `misuse:PATTERN`, where PATTERN is a glob matched against every frame's symbol, object
-// (path and basename) and file (path and basename). Each rule counts its hits, so a report says which rules
+// (path and basename) and file (path and basename), and every Python frame's function, file (path and
+// basename) and basename:line. Each rule counts its hits, so a report says which rules
 // are still needed.
 #pragma once
 

@@ -21,7 +21,11 @@ void frames(std::string& out, const Site& site, int max_frames) {
         if (!f.object.empty()) fmt::format_to(std::back_inserter(out), " ({}+{:#x})", f.object, f.offset);
         out += '\n';
     }
-    if (site.frames.empty()) out += "    (no stack captured)\n";
+    // The Python frames of the calling thread, innermost first, as a traceback names them.
+    int p = 0;
+    for (const PythonFrame& f : site.python_frames)
+        fmt::format_to(std::back_inserter(out), "    py#{} in {} {}:{}\n", p++, f.function, f.file, f.line);
+    if (site.frames.empty() && site.python_frames.empty()) out += "    (no stack captured)\n";
 }
 
 // Whether a row's class fails the gate the report was written under (its echoed fail_on; leaks when absent).

@@ -4,6 +4,7 @@
 #include "cupti_backend.hpp"
 #include "options_store.hpp"
 #include "owners.hpp"
+#include "python_stack.hpp"
 #include "unwind.hpp"
 
 #include <algorithm>
@@ -16,6 +17,7 @@ namespace {
 thread_local ThreadState t_state __attribute__((tls_model("initial-exec")));
 
 constexpr int kMaxDepth = 64;
+constexpr int kMaxPythonDepth = 64;
 constexpr int kOwnFrames = 8;  // frames of the shim itself above the caller, at most
 
 // Frames from the caller outwards, innermost first. One frame is the caller's return address, free;
@@ -72,7 +74,7 @@ RuntimeScope::~RuntimeScope() {
     t_state.runtime_caller = saved_caller_;
 }
 
-Call::Call(const char* api, void* caller) : api_(api), caller_(caller) {
+Call::Call(const char* api, void* caller, CallClass cls) : api_(api), caller_(caller), class_(cls) {
     recording_ = t_state.driver_depth == 0 && t_state.shim_depth == 0 && Auditor::enter();
     // backend=cupti: CUPTI records; the wrappers stand by unless it could not subscribe.
     static const bool cupti_only = current_options().backend == "cupti";
@@ -88,7 +90,11 @@ const ledger::Site& Call::site() {
         have_site_ = true;
         Auditor& a = Auditor::get();
         const auto pc = reinterpret_cast<ledger::Pc>(caller_);
-        if (a.options().stack_depth <= 1) {
+        const Options& o = a.options();
+        const bool vmm = class_ == CallClass::vmm;
+        const int depth = vmm ? o.vmm_stack_depth : o.stack_depth;
+        const bool python = o.python_frames == "all" || (vmm && o.python_frames == "vmm");
+        if (depth <= 1 && !python) {
             if (!t_sites) t_sites = std::make_unique<std::array<SiteCacheEntry, 256>>();
             SiteCacheEntry& e = (*t_sites)[(pc >> 2) % t_sites->size()];
             if (e.pc != pc || e.generation != a.generation()) {
@@ -98,10 +104,15 @@ const ledger::Site& Call::site() {
             site_ = ledger::Site{api_, e.trace, e.owner};
             return site_;
         }
-        std::array<ledger::Pc, kMaxDepth> pcs;
-        const int n = capture(caller_, a.options().stack_depth, pcs.data());
-        const std::span<const ledger::Pc> frames(pcs.data(), static_cast<std::size_t>(n));
-        site_ = ledger::Site{api_, a.ledger().traces().intern(frames), owner_of(frames, a.ledger())};
+        // Native frames, then the Python frames (tagged pcs): one trace, so a site is both together.
+        std::array<ledger::Pc, kMaxDepth + kMaxPythonDepth> pcs;
+        const int n = capture(caller_, depth, pcs.data());
+        const int py = python ? python_stack(a.ledger().python_frames(), pcs.data() + n,
+                                             std::clamp(o.python_depth, 0, kMaxPythonDepth))
+                              : 0;
+        const std::span<const ledger::Pc> native(pcs.data(), static_cast<std::size_t>(n));
+        const std::span<const ledger::Pc> frames(pcs.data(), static_cast<std::size_t>(n + py));
+        site_ = ledger::Site{api_, a.ledger().traces().intern(frames), owner_of(native, a.ledger())};
     }
     return site_;
 }

@@ -51,16 +51,21 @@ std::mutex& order_stripe(std::uint64_t value);
 using OrderHold = std::unique_lock<std::mutex>;
 inline OrderHold hold_order(std::uint64_t value) { return OrderHold(order_stripe(value)); }
 
+// VMM calls are rare and slow (tens of µs), so their sites get the deep native stack and the Python frames
+// by default; classic calls are frequent and cheap, so theirs keep one return address unless asked.
+enum class CallClass : std::uint8_t { classic, vmm };
+
 class Call {
 public:
-    Call(const char* api, void* caller);
+    Call(const char* api, void* caller, CallClass cls = CallClass::classic);
     Call(const Call&) = delete;
     Call& operator=(const Call&) = delete;
 
     bool recording() const { return recording_; }
     const char* api() const { return api_; }
-    // The site of this call: captured (stack_depth frames from the caller outwards) and interned on first
-    // use, so events that need none (a successful free) cost nothing for it.
+    // The site of this call: captured (stack_depth, or vmm_stack_depth at VMM calls, frames from the caller
+    // outwards, then the Python frames where python_frames asks) and interned on first use, so events that
+    // need none (a successful free) cost nothing for it.
     const ledger::Site& site();
     // A site with the API only, for events whose site the ledger does not keep.
     ledger::Site bare() const { return ledger::Site{api_, 0, 0}; }
@@ -68,6 +73,7 @@ public:
 private:
     const char* api_;
     void* caller_;
+    CallClass class_;
     bool recording_;
     bool have_site_ = false;
     ledger::Site site_;

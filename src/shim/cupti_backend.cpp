@@ -61,7 +61,7 @@ void record_from_cupti(const char* api, CUresult r, A... a) {
     ThreadState& t = thread_state();
     t.in_cupti_callback = true;
     {
-        Call call(api, program_caller());
+        Call call(api, program_caller(), call_class(Event{}));
         if (call.recording()) {
             ShimScope busy;
             record(Event{}, call, r, a...);

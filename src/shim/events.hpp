@@ -40,6 +40,19 @@ struct Instantiate {};
 struct ExecDestroy {};
 }  // namespace ev
 
+// Which calls are VMM calls (Call's CallClass): the events of the VMM refcount model.
+template <typename Event>
+constexpr CallClass call_class(Event) { return CallClass::classic; }
+constexpr CallClass call_class(ev::Create) { return CallClass::vmm; }
+constexpr CallClass call_class(ev::Release) { return CallClass::vmm; }
+constexpr CallClass call_class(ev::Retain) { return CallClass::vmm; }
+constexpr CallClass call_class(ev::Export) { return CallClass::vmm; }
+constexpr CallClass call_class(ev::Import) { return CallClass::vmm; }
+constexpr CallClass call_class(ev::Map) { return CallClass::vmm; }
+constexpr CallClass call_class(ev::Unmap) { return CallClass::vmm; }
+constexpr CallClass call_class(ev::Reserve) { return CallClass::vmm; }
+constexpr CallClass call_class(ev::AddressFree) { return CallClass::vmm; }
+
 template <typename... A>
 void record(ev::Count, Call&, CUresult, A...) {}
 template <typename... A>

@@ -66,7 +66,7 @@ struct DriverHook<Id, Event, CUresult(A...)> {
         using Real = CUresult(CUDAAPI*)(A...);
         auto real = reinterpret_cast<Real>(real_fn(Id));
         if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;  // no driver loaded: what a missing libcuda gives
-        Call call(api, caller);
+        Call call(api, caller, call_class(Event{}));
         if (!call.recording()) return real(a...);
         if (enforcing())
             if (const auto answered = enforce_before(Event{}, call, a...)) return *answered;

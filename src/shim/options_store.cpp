@@ -34,6 +34,12 @@ void load() {
                                   "' in CUMEMAUDIT_OPTIONS is not preload, cupti or both; using preload");
         parsed.options.backend = "preload";
     }
+    if (parsed.options.python_frames != "vmm" && parsed.options.python_frames != "all" &&
+        parsed.options.python_frames != "none") {
+        parsed.warnings.push_back("option python_frames='" + parsed.options.python_frames +
+                                  "' in CUMEMAUDIT_OPTIONS is not vmm, all or none; using vmm");
+        parsed.options.python_frames = "vmm";
+    }
     set_log_level(parsed.options.log_level);
     for (const auto& w : parsed.warnings) log_warning("{}", w);
     g_options = new Options(std::move(parsed.options));  // never freed: read until _exit

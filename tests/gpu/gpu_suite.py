@@ -3,7 +3,7 @@
 Run by scripts/gpu on a machine with a GPU; writes results.json and RESULTS.md (a dated markdown table)
 into --out. Every check runs in its own subprocess with a timeout, so one failure never loses the rest.
 
-  gpu_suite.py --build BUILD_DIR --out DIR [--parts env,audit,torch,overhead,detect]
+  gpu_suite.py --build BUILD_DIR --out DIR [--parts env,audit,torch,overhead,pysites,detect]
 """
 import argparse
 import datetime
@@ -222,6 +222,50 @@ def part_overhead(s):
         s.facts[key] = times
         s.say(key, times)
     s.save()
+
+
+def part_pysites(s):
+    """Issue 11 points 1 and 2: leaks made through cuda-python name the Python line (cuda.bindings'
+    cuMemCreate never released; cuda.core's VirtualMemoryResource allocate/close), and what the new default
+    VMM sites cost (16 native frames and the Python frames) against plain and against the old default
+    (vmm_stack_depth=1:python_frames=none): a VMM cycle from C++ (bench_calls) and from Python (ctypes),
+    interleaved over 5 rounds."""
+    script = os.path.join(HERE, "python_sites.py")
+    lines = {w: next(i for i, t in enumerate(open(script), 1) if f"# {w.upper()} LEAK" in t) for w in ("bindings", "core")}
+    for what, expect_bytes in (("bindings", 64 * MiB), ("core", 4 * 64 * MiB)):
+        d = tempfile.mkdtemp()
+        rc, out, err = s.audited([sys.executable, script, what], d, flags=["--fail-on", "none"])
+        reps = s.report(d)
+        rows = [r for r in (reps[0]["leaks"] if reps else []) if r["class"] == "unreachable"]
+        named = [r for r in rows if any(f["file"] == script and f["line"] == lines[what]
+                                        for f in r["site"].get("python_frames", []))]
+        s.facts[f"pysites_{what}"] = {"rc": rc, "rows": [{"bytes": r["bytes"], "api": r["site"]["api"], "owner": r["owner"],
+                                                         "python_frames": r["site"].get("python_frames", [])[:3]}
+                                                        for r in rows]}
+        s.check(f"cuda-python {what}: the leak's site names {os.path.basename(script)}:{lines[what]}",
+                rc == 0 and sum(r["bytes"] for r in named) == expect_bytes,
+                rc=rc, leaked=[r["bytes"] for r in rows], named=[r["bytes"] for r in named], err=err[-300:])
+    old = "vmm_stack_depth=1:python_frames=none"
+    bench = os.path.join(s.build, "tests", "bench", "bench_calls")
+    modes = (("plain", None), ("old default", old), ("new default", ""))
+    native, python = {m: [] for m, _ in modes}, {m: [] for m, _ in modes}
+    for _ in range(5):
+        for label, opts in modes:
+            d = tempfile.mkdtemp()
+            pre = [] if opts is None else [s.cli, "run", "--report-dir", d, "--fail-on", "none", "--"]
+            env = {} if opts is None else {"CUMEMAUDIT_OPTIONS": "summary=0" + (":" + opts if opts else "")}
+            _, out, _ = s.sh(pre + [bench, "--child", "--iters", "20000", "--repeats", "1", "--depth", "40"], env=env)
+            m = re.search(r"^RESULT vmm 1 ([\d.]+)$", out, re.M)
+            if m:
+                native[label].append(float(m.group(1)) * 5 / 1000)  # ns per call, 5 calls a cycle -> us a cycle
+            _, out, _ = s.sh(pre + [sys.executable, script, "cycle", "--iters", "2000"], env=env)
+            m = re.search(r"cycle_us=([\d.]+)", out)
+            if m:
+                python[label].append(float(m.group(1)))
+    s.facts["pysites_cost"] = {"native": native, "python": python}
+    s.say("pysites cost (us per VMM cycle)", json.dumps(s.facts["pysites_cost"]))
+    s.check("VMM cycle timed in every mode, 5 rounds each",
+            all(len(v) == 5 for v in list(native.values()) + list(python.values())), cost=s.facts["pysites_cost"])
 
 
 def part_timeline(s):
@@ -618,6 +662,20 @@ def render(results):
             lines.append(f"| {CALL_PATTERNS.get(pattern, pattern)} | {threads} | {', '.join(f'{x:.0f}' for x in p)} | "
                          f"{', '.join(f'{x:.0f}' for x in c)} | {best:+.1f}% ({min(c) - min(p):+.0f} ns) | {med:+.1f}% |")
         lines.append("")
+    if "pysites_cost" in f:
+        lines += ["## Python frames and deep stacks at VMM calls (µs per create+map+access+unmap+release cycle)", "",
+                  "Old default: vmm_stack_depth=1, python_frames=none. New default: 16 native frames and up to 8 "
+                  "Python frames at VMM calls. 5 interleaved rounds; every round's figure, then the median.", "",
+                  "| driven from | plain | old default | new default | new vs plain (median) |", "|---|---|---|---|---|"]
+        for where, r in f["pysites_cost"].items():
+            med = {k: statistics.median(v) if v else 0 for k, v in r.items()}
+            cells = [", ".join(f"{x:.1f}" for x in r[k]) + f" (median {med[k]:.1f})" for k in ("plain", "old default", "new default")]
+            added = f"{(med['new default'] / med['plain'] - 1) * 100:+.1f}%" if med["plain"] else "—"
+            lines.append(f"| {'C++ (bench_calls)' if where == 'native' else 'Python (ctypes)'} | {' | '.join(cells)} | {added} |")
+        for what in ("bindings", "core"):
+            if f"pysites_{what}" in f:
+                lines.append(f"\ncuda-python {what}: {json.dumps(f[f'pysites_{what}'])[:600]}")
+        lines.append("")
     passed = sum(c["ok"] for c in checks)
     lines += [f"## Checks: {passed} passed, {len(checks) - passed} failed", "", "| check | result | details |",
               "|---|---|---|"]
@@ -671,6 +729,10 @@ def part_wheel(s):
             reports=len(reps), leaked=[r["summary"]["leaked_bytes"] for r in reps])
 
 
+# Every part_NAME function is the part NAME: a new part is one function, no list to keep in step.
+PARTS = {name[len("part_"):]: fn for name, fn in list(globals().items()) if name.startswith("part_")}
+
+
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--render":
         sys.stdout.write(render(json.load(open(sys.argv[2]))))
@@ -678,8 +740,11 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--build", required=True)
     p.add_argument("--out", required=True)
-    p.add_argument("--parts", default="env,probe,audit,torch,timeline,ranks,pool,mempool,enforce,cupti,oom,overhead,detect")
+    p.add_argument("--parts", default="env,probe,audit,torch,timeline,ranks,pool,mempool,enforce,cupti,oom,overhead,pysites,detect")
     a = p.parse_args()
+    unknown = [x for x in a.parts.split(",") if x not in PARTS]
+    if unknown:
+        p.error(f"unknown part(s) {', '.join(unknown)}; the parts are {', '.join(PARTS)}")
     os.makedirs(a.out, exist_ok=True)
     for k, v in {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}.items():
         os.environ[k] = v
@@ -687,10 +752,7 @@ def main():
     for part in a.parts.split(","):
         t0 = time.time()
         try:
-            {"env": part_env, "audit": part_audit, "torch": part_torch, "timeline": part_timeline,
-             "ranks": part_ranks, "pool": part_pool, "mempool": part_mempool, "enforce": part_enforce, "cupti": part_cupti,
-             "overhead": part_overhead, "wheel": part_wheel, "oom": part_oom, "probe": part_probe,
-             "detect": part_detect}[part](s)
+            PARTS[part](s)
         except Exception as e:  # one part's failure must not lose the others' results
             s.check(f"part {part} crashed", False, why=repr(e))
         s.say(f"part {part}: {time.time() - t0:.0f}s")

@@ -13,6 +13,9 @@ TEST_CASE("defaults come from the table") {
     CHECK(p.options.fail_on == "leaks");
     CHECK(p.options.exitcode == 23);
     CHECK(p.options.stack_depth == 1);
+    CHECK(p.options.vmm_stack_depth == 16);  // VMM calls are rare and slow: deep stacks by default
+    CHECK(p.options.python_frames == "vmm");
+    CHECK(p.options.python_depth == 8);
     CHECK(p.options.checkpoint_s == 60);
     CHECK(p.options.deepbind == "strip");
     CHECK(p.options.summary);
@@ -55,7 +58,7 @@ TEST_CASE("sizes take units") {
 
 TEST_CASE("the option table lists every option with its default and help") {
     const auto& t = cumemaudit::shim::option_table();
-    REQUIRE(t.size() == 17);
+    REQUIRE(t.size() == 20);
     for (const auto& o : t) {
         CHECK_FALSE(o.name.empty());
         CHECK_FALSE(o.help.empty());

@@ -36,6 +36,10 @@ std::string frames_cell(const report::Site& site) {
     }
     if (site.frames.size() > kFramesShown) s += fmt::format("<li class=\"more\">… {} more</li>", site.frames.size() - kFramesShown);
     if (!site.frames.empty()) s += "</ol>";
+    if (!site.python_frames.empty()) s += "<ol class=\"frames python\">";
+    for (std::size_t i = 0; i < site.python_frames.size() && i < kFramesShown; ++i)
+        s += "<li>" + html_escape(python_frame_text(site.python_frames[i])) + "</li>";
+    if (!site.python_frames.empty()) s += "</ol>";
     return s + "</td>";
 }
 

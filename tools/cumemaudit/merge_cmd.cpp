@@ -40,10 +40,16 @@ std::string site_key(const report::Leak& l) {
     std::string k = l.cls + '\n' + l.site.api + '\n' + l.handle_type + '\n' + l.owner;
     for (const report::Frame& f : l.site.frames)
         k += fmt::format("\n{}|{}|{}|{}|{:x}", f.object, f.symbol, f.file, f.line, f.offset);
+    for (const report::PythonFrame& f : l.site.python_frames) k += fmt::format("\npy|{}|{}|{}", f.file, f.line, f.function);
     return k;
 }
 
 std::string where(const report::Site& s) {
+    // A Python program's native frames are the interpreter's; its own line is the Python one.
+    if (!s.python_frames.empty()) {
+        const report::PythonFrame& p = s.python_frames.front();
+        return fmt::format("{}:{} ({})", fs::path(p.file).filename().string(), p.line, p.function);
+    }
     for (const report::Frame& f : s.frames) {
         if (!f.file.empty()) return fmt::format("{}:{}{}", fs::path(f.file).filename().string(), f.line,
                                                 f.symbol.empty() ? "" : " (" + f.symbol + ")");
@@ -340,6 +346,8 @@ std::string Merge::text() const {
             fr.symbol = f["symbol"];
             site.frames.push_back(fr);
         }
+        for (const auto& f : s["site"].value("python_frames", json::array()))
+            site.python_frames.push_back(report::PythonFrame{f["file"], f["line"], f["function"]});
         t += fmt::format("  {:>10}  {:<14} {} at {}  ranks: {} [{}]\n", human_bytes(s["bytes"]), s["class"].get<std::string>(),
                          site.api, where(site), s["ranks"].get<std::size_t>(), compact_ranks(s["rank_list"]));
     }

@@ -13,16 +13,26 @@ std::string frame_text(const report::Frame& f) {
     return fmt::format("{:#x}", f.pc);
 }
 
+std::string python_frame_text(const report::PythonFrame& f) { return fmt::format("{} {}:{}", f.function, f.file, f.line); }
+
 std::string site_text(const report::Site& s) {
-    return s.frames.empty() ? s.api : s.api + " at " + frame_text(s.frames.front());
+    std::string t = s.frames.empty() ? s.api : s.api + " at " + frame_text(s.frames.front());
+    if (!s.python_frames.empty()) t += " from " + python_frame_text(s.python_frames.front());
+    return t;
 }
 
 std::string site_key(const report::Site& s) {
-    if (s.frames.empty()) return s.api;
-    const report::Frame& f = s.frames.front();
-    // Without symbol and file only the object offset identifies the place; the pc never does.
-    if (f.symbol.empty() && f.file.empty()) return fmt::format("{}|{}+{:#x}", s.api, f.object, f.offset);
-    return fmt::format("{}|{}|{}:{}", s.api, f.symbol, f.file, f.line);
+    std::string key = s.api;
+    if (!s.frames.empty()) {
+        const report::Frame& f = s.frames.front();
+        // Without symbol and file only the object offset identifies the place; the pc never does.
+        key += f.symbol.empty() && f.file.empty() ? fmt::format("|{}+{:#x}", f.object, f.offset)
+                                                  : fmt::format("|{}|{}:{}", f.symbol, f.file, f.line);
+    }
+    // Every Python call reaches the driver through the same native frames (ctypes, Cython): the Python line
+    // is what tells two places apart.
+    if (!s.python_frames.empty()) key += "|py|" + python_frame_text(s.python_frames.front());
+    return key;
 }
 
 }  // namespace cumemaudit::cli
