@@ -70,7 +70,7 @@ struct DriverHook<Id, Event, CUresult(A...)> {
         if (enforcing())
             if (const auto answered = enforce_before(Event{}, call, a...)) return *answered;
         CUresult r;
-        const OrderHold order = before(Event{}, a...);
+        const OrderHold order = before(Event{}, call, a...);
         {
             DriverScope in_driver;  // calls the driver makes on itself are not the program's
             r = real(a...);
