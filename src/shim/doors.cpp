@@ -1,6 +1,7 @@
 #include "doors.hpp"
 
 #include "common/cuda_catalog.hpp"
+#include "fence.hpp"
 #include "hooks.hpp"
 #include "log.hpp"
 #include "options_store.hpp"
@@ -16,9 +17,9 @@
 extern "C" {
 __attribute__((visibility("hidden"))) void* cumemaudit_next_dlsym = nullptr;
 __attribute__((visibility("hidden"))) void* cumemaudit_next_dlopen = nullptr;
-__attribute__((visibility("hidden"))) void cumemaudit_resolve_loader();
-__attribute__((visibility("hidden"))) void* cumemaudit_dlsym_hook(void* handle, const char* name);
-__attribute__((visibility("hidden"))) int cumemaudit_dlopen_flags(const char* file, int flags);
+__attribute__((visibility("hidden"))) void cumemaudit_resolve_loader() noexcept;
+__attribute__((visibility("hidden"))) void* cumemaudit_dlsym_hook(void* handle, const char* name) noexcept;
+__attribute__((visibility("hidden"))) int cumemaudit_dlopen_flags(const char* file, int flags) noexcept;
 }
 
 // ---- door 2: dlsym and dlopen. Both depend on who calls them: dlsym(RTLD_NEXT) searches after the
@@ -115,35 +116,47 @@ void* symbol_in_loaded(std::string_view prefix, const char* name) {
     return p;
 }
 
-// The answer of cuGetProcAddress, swapped for our wrapper of the variant the driver returned.
-void answer(const char* symbol, int version, cuuint64_t flags, void** pfn) {
+// The answer of cuGetProcAddress, swapped for our wrapper of the variant the driver returned; when that
+// fails, the driver's own pointer (the calls through it then go unaudited).
+void answer(const char* symbol, int version, cuuint64_t flags, void** pfn) noexcept {
     if (symbol == nullptr || pfn == nullptr || *pfn == nullptr) return;
-    const auto r = cumemaudit::catalog::resolve(symbol, version, flags);
-    if (r.status == cumemaudit::catalog::Lookup::found) *pfn = cumemaudit::shim::swap_in(r.symbol, *pfn);
+    void* const theirs = *pfn;
+    void* ours = theirs;
+    cumemaudit::shim::guarded("cuGetProcAddress", [&] {
+        const auto r = cumemaudit::catalog::resolve(symbol, version, flags);
+        if (r.status == cumemaudit::catalog::Lookup::found) ours = cumemaudit::shim::swap_in(r.symbol, theirs);
+    });
+    *pfn = ours;
 }
 
 }  // namespace
 
-extern "C" void cumemaudit_resolve_loader() {
+extern "C" void cumemaudit_resolve_loader() noexcept {
     if (cumemaudit_next_dlsym == nullptr) cumemaudit_next_dlsym = versioned("dlsym");
     if (cumemaudit_next_dlopen == nullptr) cumemaudit_next_dlopen = versioned("dlopen");
 }
 
-extern "C" void* cumemaudit_dlsym_hook(void* handle, const char* name) {
+extern "C" void* cumemaudit_dlsym_hook(void* handle, const char* name) noexcept {
     void* p = cumemaudit::shim::real_dlsym(handle, name);
     if (p == nullptr || name == nullptr) return p;
-    return cumemaudit::shim::swap_in(name, p);
+    void* ours = p;
+    cumemaudit::shim::guarded("dlsym", [&] { ours = cumemaudit::shim::swap_in(name, p); });
+    return ours;
 }
 
-extern "C" int cumemaudit_dlopen_flags(const char* file, int flags) {
+extern "C" int cumemaudit_dlopen_flags(const char* file, int flags) noexcept {
     using namespace cumemaudit::shim;
-    if (current_options().deepbind == "keep") return flags;
-    static std::atomic<bool> warned{false};
-    if (!warned.exchange(true))
-        log_warning("dlopen(\"{}\", RTLD_DEEPBIND): flag removed so the audit sees the library's CUDA calls "
-                    "(deepbind=keep leaves it; warned once)",
-                    file != nullptr ? file : "(null)");
-    return flags & ~RTLD_DEEPBIND;
+    int out = flags;  // a failure below leaves the program's flags as they were
+    guarded("dlopen", [&] {
+        if (current_options().deepbind == "keep") return;
+        static std::atomic<bool> warned{false};
+        if (!warned.exchange(true))
+            log_warning("dlopen(\"{}\", RTLD_DEEPBIND): flag removed so the audit sees the library's CUDA calls "
+                        "(deepbind=keep leaves it; warned once)",
+                        file != nullptr ? file : "(null)");
+        out = flags & ~RTLD_DEEPBIND;
+    });
+    return out;
 }
 
 // ---- door 3: cuGetProcAddress. The real one answers first, with the caller's version and flags; then
@@ -155,8 +168,10 @@ cuGetProcAddress_v2(const char* symbol, void** pfn, int version, cuuint64_t flag
                     CUdriverProcAddressQueryResult* status) {
     using namespace cumemaudit::shim;
     using Real = CUresult(CUDAAPI*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
-    auto real = reinterpret_cast<Real>(real_fn(HookId::cuGetProcAddress_v2));
-    if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+    Real real = nullptr;
+    if (!guarded("cuGetProcAddress_v2", [&] { real = reinterpret_cast<Real>(real_fn(HookId::cuGetProcAddress_v2)); }) ||
+        real == nullptr)
+        return CUDA_ERROR_NOT_INITIALIZED;
     const CUresult r = real(symbol, pfn, version, flags, status);
     if (r == CUDA_SUCCESS) answer(symbol, version, flags, pfn);
     return r;
@@ -166,8 +181,10 @@ extern "C" __attribute__((visibility("default"))) CUresult CUDAAPI
 cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags) {
     using namespace cumemaudit::shim;
     using Real = CUresult(CUDAAPI*)(const char*, void**, int, cuuint64_t);
-    auto real = reinterpret_cast<Real>(real_fn(HookId::cuGetProcAddress));
-    if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+    Real real = nullptr;
+    if (!guarded("cuGetProcAddress", [&] { real = reinterpret_cast<Real>(real_fn(HookId::cuGetProcAddress)); }) ||
+        real == nullptr)
+        return CUDA_ERROR_NOT_INITIALIZED;
     const CUresult r = real(symbol, pfn, version, flags);
     if (r == CUDA_SUCCESS) answer(symbol, version, flags, pfn);
     return r;
