@@ -10,6 +10,7 @@
 #include <link.h>
 
 #include <atomic>
+#include <climits>
 #include <cstring>
 #include <string>
 
@@ -94,7 +95,7 @@ DlopenFn real_dlopen() {
 void* symbol_in_loaded(std::string_view prefix, const char* name) {
     struct Search {
         std::string_view prefix;
-        std::string path;
+        char path[PATH_MAX];
     } search{prefix, {}};
     dl_iterate_phdr(
         [](dl_phdr_info* info, size_t, void* data) {
@@ -104,12 +105,13 @@ void* symbol_in_loaded(std::string_view prefix, const char* name) {
             const char* slash = std::strrchr(path, '/');
             std::string_view base = slash != nullptr ? slash + 1 : path;
             if (base.substr(0, s->prefix.size()) != s->prefix) return 0;
-            s->path = path;
+            if (std::strlen(path) >= sizeof s->path) return 0;  // longer than any path open() takes
+            std::strcpy(s->path, path);
             return 1;
         },
         &search);
-    if (search.path.empty()) return nullptr;
-    void* handle = real_dlopen()(search.path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+    if (search.path[0] == '\0') return nullptr;
+    void* handle = real_dlopen()(search.path, RTLD_LAZY | RTLD_NOLOAD);
     if (handle == nullptr) return nullptr;
     void* p = cumemaudit::shim::real_dlsym(handle, name);
     dlclose(handle);  // balances the reference NOLOAD took; the object stays loaded
@@ -197,11 +199,11 @@ void* real_dlsym(void* handle, const char* name) {
     return reinterpret_cast<DlsymFn>(cumemaudit_next_dlsym)(handle, name);
 }
 
-void* next_symbol(std::string_view name) { return real_dlsym(RTLD_NEXT, std::string(name).c_str()); }
+void* next_symbol(const char* name) { return real_dlsym(RTLD_NEXT, name); }
 
-void* driver_symbol(std::string_view name) { return symbol_in_loaded("libcuda.so", std::string(name).c_str()); }
+void* driver_symbol(const char* name) { return symbol_in_loaded("libcuda.so", name); }
 
-void* runtime_symbol(std::string_view name) { return symbol_in_loaded("libcudart.so", std::string(name).c_str()); }
+void* runtime_symbol(const char* name) { return symbol_in_loaded("libcudart.so", name); }
 
 const char* simulated_driver_version() {
     void* p = symbol_in_loaded("libcuda.so", "cumemaudit_sim_driver_version");
