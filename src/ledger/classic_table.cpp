@@ -1,6 +1,19 @@
 #include "classic_table.hpp"
 
+#include <sched.h>
+
 namespace cumemaudit::ledger::detail {
+
+void ClassicTable::SpinLock::lock() noexcept {
+    for (int spins = 0; held_.exchange(true, std::memory_order_acquire); ++spins) {
+        while (held_.load(std::memory_order_relaxed)) {
+            if (spins++ >= 64) sched_yield();
+#if defined(__x86_64__)
+            else __builtin_ia32_pause();
+#endif
+        }
+    }
+}
 
 ClassicTable::ClassicTable() {
     for (Shard& s : shards_) {
