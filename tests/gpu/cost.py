@@ -51,6 +51,8 @@ def sh(cmd, env, timeout):
         return p.returncode, p.stdout, p.stderr
     except subprocess.TimeoutExpired:
         return 124, "", f"timed out after {timeout}s"
+    except OSError as e:  # a program that is not there (nvidia-smi on a dry run)
+        return 127, "", str(e)
 
 
 def main():
@@ -62,6 +64,7 @@ def main():
     ap.add_argument("--budget-s", type=float, default=360)
     ap.add_argument("--iters-scale", type=int, default=1, help="multiplies every pattern's iterations")
     ap.add_argument("--torch-steps", type=int, default=400)
+    ap.add_argument("--no-torch", action="store_true", help="leave the PyTorch row out (a dry run without a GPU)")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
     out = a.out or tempfile.mkdtemp(prefix="cumemaudit-cost-")
@@ -100,7 +103,7 @@ def main():
                 else:
                     per_round.setdefault((row, mode), []).append(float(m.group(1)) * calls)
         for mode in order:
-            if mode == "floor":
+            if mode == "floor" or a.no_torch:
                 continue
             prefix, env = modes[mode]
             wl = [sys.executable, os.path.join(HERE, "torch_workloads.py"), "train", "--steps", str(a.torch_steps)]
