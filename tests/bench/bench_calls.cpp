@@ -165,8 +165,12 @@ private:
     std::vector<unsigned char> buf_;
 };
 
-// The same calls as loop(), each after an eviction and timed alone: returns ns per iteration (all its calls).
+// The same calls as loop(), each after an eviction and timed alone: returns ns per iteration (all its
+// calls), the median over iterations — on a shared machine a preemption lands in some timed call, and a
+// mean would carry it. A batch's iteration is one of its calls, times two (an allocation and a free).
 __attribute__((noinline)) double cold_loop(Pattern p, long iters, Vmm& v, Evictor& ev) {
+    std::vector<double> per_iteration;
+    per_iteration.reserve(static_cast<std::size_t>(iters) * 2);
     double total = 0;
     auto timed = [&](auto&& call) {
         ev.walk();
@@ -174,18 +178,31 @@ __attribute__((noinline)) double cold_loop(Pattern p, long iters, Vmm& v, Evicto
         call();
         total += bench::now_ns() - t0;
     };
+    auto median = [&] {
+        std::sort(per_iteration.begin(), per_iteration.end());
+        return per_iteration[per_iteration.size() / 2];
+    };
     if (p == Pattern::batch) {
         std::vector<CUdeviceptr> live(static_cast<std::size_t>(kBatch));
         for (long done = 0; done < iters; done += kBatch) {
             const long n = std::min(kBatch, iters - done);
-            for (long i = 0; i < n; ++i) timed([&] { OK(cuMemAlloc_v2(&live[static_cast<std::size_t>(i)], kSmall)); });
-            for (long i = 0; i < n; ++i) timed([&] { OK(cuMemFree_v2(live[static_cast<std::size_t>(i)])); });
+            for (long i = 0; i < n; ++i) {
+                total = 0;
+                timed([&] { OK(cuMemAlloc_v2(&live[static_cast<std::size_t>(i)], kSmall)); });
+                per_iteration.push_back(2 * total);
+            }
+            for (long i = 0; i < n; ++i) {
+                total = 0;
+                timed([&] { OK(cuMemFree_v2(live[static_cast<std::size_t>(i)])); });
+                per_iteration.push_back(2 * total);
+            }
         }
-        return total / static_cast<double>(iters);
+        return median();
     }
     for (long i = 0; i < iters; ++i) {
         CUdeviceptr d = 0;
         CUmemGenericAllocationHandle h = 0;
+        total = 0;
         switch (p) {
         case Pattern::alloc_free:
             timed([&] { OK(cuMemAlloc_v2(&d, kSmall)); });
@@ -209,8 +226,9 @@ __attribute__((noinline)) double cold_loop(Pattern p, long iters, Vmm& v, Evicto
         case Pattern::batch:
             break;  // above
         }
+        per_iteration.push_back(total);
     }
-    return total / static_cast<double>(iters);
+    return median();
 }
 
 // `depth` frames of our own between the thread's start and the loop (not inlined, not tail calls).
@@ -252,29 +270,6 @@ double measure(const PatternInfo& pi, int threads, long iters, int depth) {
     return (last - t0) / static_cast<double>(iters * pi.calls);
 }
 
-// --cold children: per pattern, one thread, the hot figure ("RESULT", ns per call) and the cold one
-// ("COLD", ns per iteration), best of `repeats`.
-int cold_child(long iters, long cold_iters, int repeats, std::size_t evict_bytes) {
-    init_driver();
-    Evictor ev(evict_bytes);
-    for (const PatternInfo& pi : kPatterns) {
-        Vmm v;
-        if (pi.p == Pattern::vmm) v.setup();
-        loop(pi.p, iters / 100 + 100, v);  // warm-up, as deep() does
-        double hot = 1e300, cold = 1e300;
-        for (int r = 0; r < repeats; ++r) {
-            const double t0 = bench::now_ns();
-            loop(pi.p, iters, v);
-            hot = std::min(hot, (bench::now_ns() - t0) / static_cast<double>(iters * pi.calls));
-            cold = std::min(cold, cold_loop(pi.p, cold_iters, v, ev));
-        }
-        if (pi.p == Pattern::vmm) v.teardown();
-        std::printf("RESULT %s 1 %.2f\nCOLD %s %.2f\n", pi.name, hot, pi.name, cold);
-        std::fflush(stdout);
-    }
-    return 0;
-}
-
 // "a,b,c" as a list of numbers, or of names ("all": every pattern).
 std::vector<int> numbers(const char* list) {
     std::vector<int> out;
@@ -290,6 +285,30 @@ bool listed(const char* list, const char* name) {
     if (std::strcmp(list, "all") == 0) return true;
     const std::string l = std::string(",") + list + ",";
     return l.find(std::string(",") + name + ",") != std::string::npos;
+}
+
+// --cold children: per pattern, one thread, the hot figure ("RESULT", ns per call) and the cold one
+// ("COLD", ns per iteration), best of `repeats`.
+int cold_child(long iters, long cold_iters, int repeats, std::size_t evict_bytes, const char* patterns) {
+    init_driver();
+    Evictor ev(evict_bytes);
+    for (const PatternInfo& pi : kPatterns) {
+        if (!listed(patterns, pi.name)) continue;
+        Vmm v;
+        if (pi.p == Pattern::vmm) v.setup();
+        loop(pi.p, iters / 100 + 100, v);  // warm-up, as deep() does
+        double hot = 1e300, cold = 1e300;
+        for (int r = 0; r < repeats; ++r) {
+            const double t0 = bench::now_ns();
+            loop(pi.p, iters, v);
+            hot = std::min(hot, (bench::now_ns() - t0) / static_cast<double>(iters * pi.calls));
+            cold = std::min(cold, cold_loop(pi.p, cold_iters, v, ev));
+        }
+        if (pi.p == Pattern::vmm) v.teardown();
+        std::printf("RESULT %s 1 %.2f\nCOLD %s %.2f\n", pi.name, hot, pi.name, cold);
+        std::fflush(stdout);
+    }
+    return 0;
 }
 
 // Prints the best of the repeats, or their median (--median: on a GPU, where the driver's own time varies
@@ -347,7 +366,7 @@ int cold_main(int argc, char** argv, bool md) {
     bench::remove_tree(paths.report_dir);
     std::printf("bench_calls --cold: ns per iteration (a pair; the VMM cycle is 5 calls), one thread, best of %d "
                 "rounds x 2 repeats; hot: %ld iterations back to back; cold: %ld iterations, %d MiB written "
-                "before every call, each call timed alone; added = mode - off; floor = the minimal recorder "
+                "before every call, each call timed alone, median over iterations; added = mode - off; floor = the minimal recorder "
                 "(tests/bench/floor, it records no VMM map/unmap/access and does not see the table door)%s\n\n",
                 rounds, iters, cold_iters, evict_mib,
                 baseline.empty() ? "" : ("; baseline = the shim at " + baseline).c_str());
@@ -400,7 +419,8 @@ int main(int argc, char** argv) {
                      numbers(bench::flag_value(argc, argv, "--threads", "1,2")), bench::has_flag(argc, argv, "--median"));
     if (bench::has_flag(argc, argv, "--child-cold"))
         return cold_child(iters, std::atol(bench::flag_value(argc, argv, "--cold-iters", "400")), repeats,
-                          std::size_t(std::atoi(bench::flag_value(argc, argv, "--evict-mib", "8"))) << 20);
+                          std::size_t(std::atoi(bench::flag_value(argc, argv, "--evict-mib", "8"))) << 20,
+                          bench::flag_value(argc, argv, "--patterns", "all"));
     const bool md = bench::has_flag(argc, argv, "--markdown");
     if (bench::has_flag(argc, argv, "--cold")) return cold_main(argc, argv, md);
 
