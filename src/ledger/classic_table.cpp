@@ -135,7 +135,7 @@ bool ClassicTable::contains(std::uint64_t ptr) const {
 
 void ClassicTable::clear() {
     for (Shard& s : shards_) {
-        std::lock_guard lock(s.mu);
+        s.mu.reset();
         Slot* fresh = new Slot[kInitialSlots]();
         delete[] s.slots;
         s.slots = fresh;

@@ -66,7 +66,9 @@ public:
                 if (s.slots[i].ptr != 0) f(s.slots[i].ptr, record_of(s.slots[i]));
         }
     }
-    void clear();  // back to the initial size: a fork child should not inherit the parent's footprint
+    // Back to the initial size: a fork child should not inherit the parent's footprint. One thread alive
+    // (Ledger::reset): the locks are reset, not taken, since a thread gone with the fork may hold one.
+    void clear();
 
 private:
     struct Slot {
@@ -90,6 +92,8 @@ private:
     public:
         void lock() noexcept;
         void unlock() noexcept { held_.store(false, std::memory_order_release); }
+        // A fork child: the holder may be a thread that no longer exists.
+        void reset() noexcept { held_.store(false, std::memory_order_relaxed); }
 
     private:
         std::atomic<bool> held_{false};
