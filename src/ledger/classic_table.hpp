@@ -1,15 +1,23 @@
 // classic_table: live classic allocations (cuMemAlloc*, async, host, managed, IPC opens) by pointer.
-// This is the hot path of PyTorch-style programs, so it is sharded by pointer (64 shards, each a mutex and
-// a hash map) instead of one global lock, and a record is 32 bytes so a live allocation costs well under
-// 160 bytes with the hash map's node and bucket.
+// This is the hot path of PyTorch-style programs, and after a real driver call none of it is in cache, so
+// what it costs is the cache lines it touches, not instructions. An allocation or a free touches:
+//   1. its shard's line (the lock, the slot array's address, size and use count),
+//   2. its slot's line (one 32-byte slot: pointer, size, trace, epoch, owner, kind, api, freeing mark),
+//   3. for an allocation only, the hot line (the epoch and the first API names, read-mostly).
+// No hash node is allocated or freed (open addressing with linear probing and backward-shift deletion;
+// a shard's array doubles at half load, so growth is amortised and never in steady state), and no other
+// lock is taken: the order between "A frees p" and "B allocates p" that the driver's reuse of p demands is
+// carried by the slot (see mark_freeing). 64 shards keep threads apart; a slot is 32 bytes, so a live
+// allocation costs 64 to 128 bytes of table.
 #pragma once
 
 #include "ledger.hpp"
 
 #include <array>
+#include <atomic>
+#include <cstdint>
 #include <mutex>
 #include <optional>
-#include <unordered_map>
 
 namespace cumemaudit::ledger::detail {
 
@@ -22,33 +30,103 @@ struct ClassicRecord {
     std::uint32_t epoch;  // the step it was made in (growth alarms name the sites of a step's growth)
     Site site() const { return Site{api, trace, owner}; }
 };
-static_assert(sizeof(ClassicRecord) == 32);
 
 class ClassicTable {
 public:
-    // Returns the record the pointer had if it was still live (a free we never saw).
-    std::optional<ClassicRecord> insert(std::uint64_t ptr, const ClassicRecord&);
-    std::optional<ClassicRecord> erase(std::uint64_t ptr);
+    ClassicTable();
+    ~ClassicTable();
+    ClassicTable(const ClassicTable&) = delete;
+    ClassicTable& operator=(const ClassicTable&) = delete;
+
+    // Records ptr as live, made in the current epoch. Returns the record ptr had if one was still there: a
+    // free we never saw, or one in flight (marked) that the driver has already done, since it handed ptr
+    // out again. Whoever takes a record out of the table accounts for its bytes.
+    std::optional<ClassicRecord> insert(std::uint64_t ptr, std::uint64_t size, Kind, const Site&);
+
+    // Before the driver frees ptr: marks its record, so that if another thread is handed ptr again and
+    // records it before this free is recorded, its insert replaces the marked record (and the marked
+    // erase below leaves the new one alone). True if a record was marked by this call.
+    bool mark_freeing(std::uint64_t ptr);
+    // After the driver freed ptr. `marked`: mark_freeing(ptr) returned true for this free; then only the
+    // marked record is taken out (an unmarked one is a new allocation that replaced it). Unmarked: whatever
+    // record ptr has (a free seen only after the fact, as the CUPTI backend sees it).
+    std::optional<ClassicRecord> erase(std::uint64_t ptr, bool marked);
+    // After the driver refused to free ptr: clears this free's mark. Whether ptr has a record.
+    bool unmark(std::uint64_t ptr, bool marked);
     bool contains(std::uint64_t ptr) const;
+
+    void set_epoch(std::uint32_t e) { hot_.epoch.store(e, std::memory_order_relaxed); }
 
     // Visits every live record, one shard locked at a time (a snapshot, not an atomic view).
     template <class F>
     void for_each(F&& f) const {
         for (const Shard& s : shards_) {
             std::lock_guard lock(s.mu);
-            for (const auto& [ptr, rec] : s.map) f(ptr, rec);
+            for (std::uint32_t i = 0; i <= s.mask; ++i)
+                if (s.slots[i].ptr != 0) f(s.slots[i].ptr, record_of(s.slots[i]));
         }
     }
+    // Back to the initial size: a fork child should not inherit the parent's footprint. One thread alive
+    // (Ledger::reset): the locks are reset, not taken, since a thread gone with the fork may hold one.
     void clear();
 
 private:
-    static constexpr std::size_t kShards = 64;
-    struct alignas(64) Shard {  // own cache line: neighbouring shards' locks must not false-share
-        mutable std::mutex mu;
-        std::unordered_map<std::uint64_t, ClassicRecord> map;
+    struct Slot {
+        std::uint64_t ptr;  // 0: empty (the driver never hands out a null allocation)
+        std::uint64_t size;
+        TraceId trace;
+        std::uint32_t epoch;
+        OwnerId owner;
+        Kind kind;
+        std::uint8_t api;       // index into hot_.apis
+        std::uint32_t freeing;  // 1 while a marked free of ptr is in flight
     };
-    // Pointers are 256-byte or larger aligned: multiply and take the top bits so all shards get used.
-    static std::size_t shard_of(std::uint64_t ptr) { return (ptr * 0x9E3779B97F4A7C15ull) >> 58; }
+    static_assert(sizeof(Slot) == 32, "two slots a cache line");
+
+    static constexpr std::size_t kShards = 64;
+    static constexpr std::uint32_t kInitialSlots = 16;
+    // Held for a probe or two (tens of nanoseconds; a growth, rarely, for longer): a lock that takes one
+    // atomic exchange and releases with a plain store, where a mutex pays a second atomic to release. A
+    // waiter yields its core after a short spin, so a holder preempted on a busy machine gets it back.
+    class SpinLock {
+    public:
+        void lock() noexcept;
+        void unlock() noexcept { held_.store(false, std::memory_order_release); }
+        // A fork child: the holder may be a thread that no longer exists.
+        void reset() noexcept { held_.store(false, std::memory_order_relaxed); }
+
+    private:
+        std::atomic<bool> held_{false};
+    };
+    struct alignas(64) Shard {  // own cache line: neighbouring shards' locks must not false-share
+        mutable SpinLock mu;
+        Slot* slots = nullptr;
+        std::uint32_t mask = 0;  // slots - 1 (a power of two)
+        std::uint32_t used = 0;
+    };
+
+    // API names are static strings; a slot keeps a one-byte index. The epoch and the first seven names,
+    // which is every classic API most programs use, share one read-mostly line.
+    static constexpr std::size_t kApis = 255;
+    struct alignas(64) Hot {
+        std::atomic<std::uint32_t> epoch{0};
+        std::atomic<std::uint32_t> apis_used{0};
+        std::array<std::atomic<const char*>, kApis> apis{};
+    };
+
+    // Pointers are 256-byte or larger aligned: multiply, the top bits pick the shard, the next the slot.
+    static std::uint64_t mix(std::uint64_t ptr) { return ptr * 0x9E3779B97F4A7C15ull; }
+    static std::size_t shard_of(std::uint64_t ptr) { return mix(ptr) >> 58; }
+    static std::uint32_t home(const Shard& s, std::uint64_t ptr) { return static_cast<std::uint32_t>(mix(ptr) >> 26) & s.mask; }
+
+    Slot* find(const Shard&, std::uint64_t ptr) const;  // under the shard's lock
+    void remove(Shard&, Slot*);                         // backward-shift deletion, under the lock
+    void grow(Shard&);                                  // doubles, under the lock
+    std::uint8_t api_index(const char* api);
+    ClassicRecord record_of(const Slot&) const;
+
+    Hot hot_;
+    std::mutex api_mu_;  // registration of a new API name only
     std::array<Shard, kShards> shards_;
 };
 

@@ -87,25 +87,26 @@ void Ledger::address_freed(std::uint64_t va, std::uint64_t size, bool ok, const 
 }
 
 void Ledger::allocated(std::uint64_t ptr, std::uint64_t size, Kind kind, const Site& site) {
-    const auto old = state_->classic.insert(
-        ptr, detail::ClassicRecord{size, site.api, site.trace, site.owner, kind, state_->epoch.load(std::memory_order_relaxed)});
-    if (old) state_->owners.sub(old->owner, old->kind, old->size);  // its free went around us
+    const auto old = state_->classic.insert(ptr, size, kind, site);
+    if (old) state_->owners.sub(old->owner, old->kind, old->size);  // its free went around us, or is in flight
     state_->owners.add(site.owner, kind, size);
 }
 
-void Ledger::freed(std::uint64_t ptr, bool ok, const char* result, const Site& site) {
+bool Ledger::freeing(std::uint64_t ptr) { return state_->classic.mark_freeing(ptr); }
+
+void Ledger::freed(std::uint64_t ptr, bool ok, const char* result, const Site& site, bool marked) {
     if (!ok) {
         // Only an argument error says the pointer is wrong; any other answer (a free during graph capture:
         // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) is the driver's own reason, and the allocation stays live.
         const bool bad_pointer = std::string_view(result) == "CUDA_ERROR_INVALID_VALUE";
         state_->misuse.record(site, result,
-                              state_->classic.contains(ptr) ? "free refused by the driver; the allocation stays live"
+                              state_->classic.unmark(ptr, marked) ? "free refused by the driver; the allocation stays live"
                               : bad_pointer                 ? "free of an unknown pointer"
                                                             : "free refused by the driver");
         return;
     }
     // An unknown pointer the driver accepted came from before we loaded (or is null): not misuse.
-    if (const auto old = state_->classic.erase(ptr)) state_->owners.sub(old->owner, old->kind, old->size);
+    if (const auto old = state_->classic.erase(ptr, marked)) state_->owners.sub(old->owner, old->kind, old->size);
 }
 
 OwnerId Ledger::owner_id(std::string_view name) { return state_->owners.id(name); }
@@ -151,6 +152,7 @@ std::uint32_t Ledger::references_through(std::uint64_t handle) const { return st
 std::uint32_t Ledger::begin_epoch() {
     const std::uint32_t e = state_->epoch.fetch_add(1, std::memory_order_relaxed) + 1;
     state_->vmm.set_epoch(e);
+    state_->classic.set_epoch(e);
     return e;
 }
 
@@ -284,6 +286,7 @@ Snapshot Ledger::snapshot(Moment moment, const ExportProbe& still_open) const {
 void Ledger::reset() {
     state_->epoch = 0;
     state_->vmm.set_epoch(0);
+    state_->classic.set_epoch(0);
     state_->vmm.clear();
     state_->classic.clear();
     state_->misuse.clear();

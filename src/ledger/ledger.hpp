@@ -140,7 +140,11 @@ public:
 
     // ---- classic allocations (cuMemAlloc*, async, host, managed, IPC opens) and their frees.
     void allocated(std::uint64_t ptr, std::uint64_t size, Kind, const Site&);
-    void freed(std::uint64_t ptr, bool ok, const char* result, const Site&);
+    // Called before the driver frees ptr, by a caller that will pass the answer to freed(..., marked):
+    // the driver hands a freed value out again at once, and this keeps "A frees p, B is handed p" in that
+    // order in the table without a lock held across the driver call. Whether ptr's record was marked.
+    bool freeing(std::uint64_t ptr);
+    void freed(std::uint64_t ptr, bool ok, const char* result, const Site&, bool marked = false);
 
     // ---- owners: a small registry of names; id 0 is "unknown".
     OwnerId owner_id(std::string_view name);

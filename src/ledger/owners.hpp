@@ -1,6 +1,8 @@
 // owners: who holds device memory. Names are registered once (a few dozen at most); live and peak bytes
 // are atomic counters per owner and kind, so a step sample reads O(owners) numbers and never takes the
-// locks of the allocation tables.
+// locks of the allocation tables. A change touches two cache lines: its owner's (live, peak and the split
+// by kind, but for IPC opens, whose kind lies on the next line) and the totals'. Both are shared between
+// threads, because the peaks are exact: a peak is the maximum of one live figure every change moves.
 #pragma once
 
 #include "ledger.hpp"
@@ -25,7 +27,9 @@ public:
 
     std::uint64_t live(OwnerId o) const { return counters_[clamp(o)].live.load(std::memory_order_relaxed); }
     std::uint64_t peak(OwnerId o) const { return counters_[clamp(o)].peak.load(std::memory_order_relaxed); }
-    std::uint64_t live(OwnerId o, Kind k) const;  // sums the stripes
+    std::uint64_t live(OwnerId o, Kind k) const {
+        return counters_[clamp(o)].by_kind[static_cast<int>(k)].load(std::memory_order_relaxed);
+    }
     std::uint64_t total_live() const { return total_live_.load(std::memory_order_relaxed); }
     std::uint64_t total_peak() const { return total_peak_.load(std::memory_order_relaxed); }
 
@@ -33,27 +37,20 @@ public:
 
 private:
     // Cache-line aligned: threads allocating for different owners never share a line. Live and peak must
-    // be one exact figure for the peak to be exact, so threads changing one owner meet here.
+    // be one exact figure for the peak to be exact, so threads changing one owner meet here; the split by
+    // kind has no peak but rides on the same line, so a change costs no line of its own for it.
     struct alignas(64) Counters {
         std::atomic<std::uint64_t> live{0}, peak{0};
+        std::array<std::atomic<std::uint64_t>, kKinds> by_kind{};
     };
-    // The split by kind has no peak, so each thread adds into its own stripe (a free on another thread
-    // than its allocation leaves one stripe "negative": the sum, modulo 2^64, is still right). Two threads
-    // allocating for one owner then share only the live/peak line and the totals.
-    static constexpr int kKindStripes = 8;
-    struct alignas(64) KindStripe {
-        std::array<std::array<std::atomic<std::uint64_t>, kKinds>, kMaxOwners> by_owner{};
-    };
-    static int stripe();
-    // An id from another ledger (or a stale one after reset) must not index past the table.
-    OwnerId clamp(OwnerId o) const { return o < count() ? o : 0; }
+    // An id from another ledger must not index past the table (bounded by the table, not by count(), so a
+    // change reads no line of registration state).
+    static OwnerId clamp(OwnerId o) { return o < kMaxOwners ? o : 0; }
 
     mutable std::mutex mu_;  // registration only
     std::array<std::string, kMaxOwners> names_;
-    // Read on every change (clamp), written only at registration: kept off the lines changes write.
     alignas(64) std::atomic<std::size_t> count_{1};
-    alignas(64) std::array<Counters, kMaxOwners> counters_;
-    std::array<KindStripe, kKindStripes> kinds_;
+    std::array<Counters, kMaxOwners> counters_;
     alignas(64) std::atomic<std::uint64_t> total_live_{0}, total_peak_{0};
 };
 

@@ -92,16 +92,8 @@ bool Auditor::enter() {
         ShimScope busy;
         g_auditor->after_fork_in_child();
     }
-    static std::atomic<unsigned> next_stripe{0};
-    thread_local const unsigned stripe = next_stripe.fetch_add(1, std::memory_order_relaxed) % 16;
-    g_auditor->calls_[stripe].n.fetch_add(1, std::memory_order_relaxed);
+    count_call();
     return true;
-}
-
-std::uint64_t Auditor::calls() const {
-    std::uint64_t total = 0;
-    for (const CallCounter& c : calls_) total += c.n.load(std::memory_order_relaxed);
-    return total;
 }
 
 void Auditor::start_background() {
@@ -129,7 +121,7 @@ void Auditor::after_fork_in_child() {
     // One thread runs here (the child of fork), so the ledger is rebuilt without taking its locks.
     if (!g_forked.exchange(false)) return;
     ledger_.reset();
-    for (CallCounter& c : calls_) c.n = 0;
+    reset_calls_after_fork();
     generation_.fetch_add(1);
     requests_ = 0;
     served_ = 0;
@@ -228,7 +220,7 @@ void Auditor::write_report(ledger::Moment moment, const int* exit_code, bool fin
         if (exit_code != nullptr) in.process.exit_code = *exit_code;
         in.driver.version = driver_version();
         in.driver.simulated = simulated_driver_version() != nullptr;
-        in.intercepted_calls = calls();
+        in.intercepted_calls = calls_so_far();
         in.symbolizer = &symbolizer_;
         in.suppressions = &suppressions;
         in.options = option_values(options_);

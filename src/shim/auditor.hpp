@@ -67,12 +67,6 @@ private:
     OomLog oom_;
     std::atomic<CUcontext> program_context_{nullptr};  // lent to the checkpoint thread for its samples
     std::atomic<std::uint64_t> usr2_requests_{0};
-    // Intercepted calls, striped per thread so threads never write one cache line; summed for reports.
-    struct alignas(64) CallCounter {
-        std::atomic<std::uint64_t> n{0};
-    };
-    CallCounter calls_[16];
-    std::uint64_t calls() const;
     std::atomic<std::uint64_t> generation_{1};
     int wake_fd_ = -1;  // eventfd: a signal or a checkpoint request wakes the checkpoint thread
     std::atomic<std::uint64_t> requests_{0}, served_{0};

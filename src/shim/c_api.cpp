@@ -3,29 +3,41 @@
 #include "cumemaudit/cumemaudit.h"
 
 #include "auditor.hpp"
+#include "fence.hpp"
 #include "oom.hpp"
 #include "site_text.hpp"
 
 #include <cstring>
 
 using cumemaudit::shim::Auditor;
+using cumemaudit::shim::guarded;
+
+// Each body runs inside the fence (fence.hpp): the program calling these never sees an exception.
 
 extern "C" {
 
 __attribute__((visibility("default"))) void cumemaudit_checkpoint(void) {
-    if (Auditor::enter()) Auditor::get().checkpoint("cumemaudit_checkpoint()");
+    guarded("cumemaudit_checkpoint", [] {
+        if (Auditor::enter()) Auditor::get().checkpoint("cumemaudit_checkpoint()");
+    });
 }
 
 __attribute__((visibility("default"))) void cumemaudit_step(uint64_t step) {
-    if (Auditor::enter()) Auditor::get().step(step, nullptr);
+    guarded("cumemaudit_step", [&] {
+        if (Auditor::enter()) Auditor::get().step(step, nullptr);
+    });
 }
 
 __attribute__((visibility("default"))) void cumemaudit_mark(const char* label) {
-    if (Auditor::enter()) Auditor::get().step(0, label != nullptr && *label != '\0' ? label : "mark");
+    guarded("cumemaudit_mark", [&] {
+        if (Auditor::enter()) Auditor::get().step(0, label != nullptr && *label != '\0' ? label : "mark");
+    });
 }
 
 __attribute__((visibility("default"))) void cumemaudit_torch_step(uint64_t step, uint64_t allocated, uint64_t reserved) {
-    if (Auditor::enter()) Auditor::get().step(step, nullptr, allocated, reserved);
+    guarded("cumemaudit_torch_step", [&] {
+        if (Auditor::enter()) Auditor::get().step(step, nullptr, allocated, reserved);
+    });
 }
 
 __attribute__((visibility("default"))) int cumemaudit_leak_mark(cumemaudit_leak_mark_t* mark) {

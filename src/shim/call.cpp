@@ -7,11 +7,25 @@
 #include "python_stack.hpp"
 #include "unwind.hpp"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <array>
 #include <memory>
+#include <vector>
 
 namespace cumemaudit::shim {
+
+// One-frame sites, the default, repeat: the same call site allocates again and again. A per-thread cache
+// from return address to (trace, owner) spares the trace tree's lock and the owner's dladdr.
+struct SiteCacheEntry {
+    ledger::Pc pc = 0;
+    std::uint64_t generation = 0;  // ledger generation: a fork child's fresh ledger has new trace ids
+    ledger::TraceId trace = 0;
+    ledger::OwnerId owner = 0;
+};
+constexpr std::size_t kSiteCacheEntries = 256;
+
 namespace {
 
 thread_local ThreadState t_state __attribute__((tls_model("initial-exec")));
@@ -35,20 +49,60 @@ int capture(void* caller, int depth, ledger::Pc* out) {
     return k;
 }
 
-// One-frame sites, the default, repeat: the same call site allocates again and again. A per-thread cache
-// from return address to (trace, owner) spares the trace tree's lock and the owner's dladdr.
-struct SiteCacheEntry {
-    ledger::Pc pc = 0;
-    std::uint64_t generation = 0;  // ledger generation: a fork child's fresh ledger has new trace ids
-    ledger::TraceId trace = 0;
-    ledger::OwnerId owner = 0;
-};
-// On the heap, one per thread: in the TLS block itself it would overflow the static TLS a dlopen() may get.
-thread_local std::unique_ptr<std::array<SiteCacheEntry, 256>> t_sites;
+// The threads whose counters calls_so_far() sums, and what exited threads counted. A thread leaves the
+// list at its exit through a pthread key's destructor (initial-exec TLS runs no destructor of its own).
+std::mutex g_counted_mu;
+std::vector<ThreadState*>* g_counted = nullptr;  // never destroyed: threads may exit during static destruction
+std::uint64_t g_gone_calls = 0;
+pthread_key_t g_exit_key;
+
+void on_thread_exit(void* p) {
+    auto* ts = static_cast<ThreadState*>(p);
+    std::lock_guard lock(g_counted_mu);
+    g_gone_calls += ts->calls.load(std::memory_order_relaxed);
+    std::erase(*g_counted, ts);
+    ts->counted = false;
+    delete[] ts->sites;
+    ts->sites = nullptr;
+}
 
 }  // namespace
 
 ThreadState& thread_state() { return t_state; }
+
+void count_call() {
+    if (!t_state.counted) {
+        std::lock_guard lock(g_counted_mu);
+        static const bool key_made = [] {
+            g_counted = new std::vector<ThreadState*>();
+            return pthread_key_create(&g_exit_key, on_thread_exit) == 0;
+        }();
+        if (!key_made) return;  // no thread-exit hook: count nothing rather than read a dead thread later
+        g_counted->push_back(&t_state);  // may throw: the caller's fence degrades the call to pass-through
+        pthread_setspecific(g_exit_key, &t_state);
+        t_state.counted = true;
+    }
+    // One writer: a plain increment, no locked instruction.
+    t_state.calls.store(t_state.calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
+std::uint64_t calls_so_far() {
+    std::lock_guard lock(g_counted_mu);
+    std::uint64_t total = g_gone_calls;
+    if (g_counted != nullptr)
+        for (const ThreadState* ts : *g_counted) total += ts->calls.load(std::memory_order_relaxed);
+    return total;
+}
+
+void reset_calls_after_fork() {
+    // One thread alive and the lock possibly held by a thread that no longer exists: rebuild, do not lock.
+    new (&g_counted_mu) std::mutex();
+    g_gone_calls = 0;
+    t_state.calls.store(0, std::memory_order_relaxed);
+    if (g_counted == nullptr) return;
+    g_counted->clear();
+    if (t_state.counted) g_counted->push_back(&t_state);
+}
 
 std::mutex& order_stripe(std::uint64_t value) {
     struct alignas(64) Stripe {
@@ -95,8 +149,10 @@ const ledger::Site& Call::site() {
         const int depth = vmm ? o.vmm_stack_depth : o.stack_depth;
         const bool python = o.python_frames == "all" || (vmm && o.python_frames == "vmm");
         if (depth <= 1 && !python) {
-            if (!t_sites) t_sites = std::make_unique<std::array<SiteCacheEntry, 256>>();
-            SiteCacheEntry& e = (*t_sites)[(pc >> 2) % t_sites->size()];
+            // On the heap, one per thread (freed at its exit, on_thread_exit): in the TLS block itself it would
+            // overflow the static TLS a dlopen() may get.
+            if (t_state.sites == nullptr) t_state.sites = new SiteCacheEntry[kSiteCacheEntries]();
+            SiteCacheEntry& e = t_state.sites[(pc >> 2) % kSiteCacheEntries];
             if (e.pc != pc || e.generation != a.generation()) {
                 const ledger::Pc one[1] = {pc};
                 e = {pc, a.generation(), a.ledger().traces().intern(one), owner_of(one, a.ledger())};

@@ -6,19 +6,35 @@
 
 #include "ledger/ledger.hpp"
 
+#include <atomic>
+#include <cstdint>
 #include <mutex>
 
 namespace cumemaudit::shim {
 
+struct SiteCacheEntry;
+
 // Per-thread state, initial-exec TLS: the wrappers touch it on every call, and the shim is loaded at start.
-struct ThreadState {
+// One cache line holds all a recorded call reads or writes of its own thread: no __tls_get_addr, and the
+// call counter is this thread's, folded only when a report asks (calls_so_far).
+struct alignas(64) ThreadState {
     int driver_depth = 0;              // > 0 while a real driver call made by a wrapper runs
     int shim_depth = 0;                // > 0 while the shim does its own bookkeeping
     const char* runtime_api = nullptr;  // set by a runtime wrapper for its nested driver call
     void* runtime_caller = nullptr;
     bool in_cupti_callback = false;     // the CUPTI backend is recording this call
+    bool counted = false;               // `calls` is on the list calls_so_far() sums
+    std::atomic<std::uint64_t> calls{0};  // recorded calls of this thread (written by it alone)
+    SiteCacheEntry* sites = nullptr;    // one-frame site cache (call.cpp), on the heap, made at first use
 };
 ThreadState& thread_state();
+
+// Counts a recorded call on this thread's counter; the first call of a thread puts it on the list.
+void count_call();
+// Recorded calls of every thread, living or gone.
+std::uint64_t calls_so_far();
+// A fork child: only the calling thread is left; its count and the others' start from zero.
+void reset_calls_after_fork();
 
 class DriverScope {
 public:
@@ -69,6 +85,8 @@ public:
     const ledger::Site& site();
     // A site with the API only, for events whose site the ledger does not keep.
     ledger::Site bare() const { return ledger::Site{api_, 0, 0}; }
+    // A classic free marked its record before the driver ran (Ledger::freeing); its record says so.
+    bool marked_free = false;
 
 private:
     const char* api_;

@@ -9,6 +9,7 @@
 #include "call.hpp"
 #include "cupti_pools.hpp"
 #include "events.hpp"
+#include "fence.hpp"
 #include "log.hpp"
 #include "options_store.hpp"
 #include "unwind.hpp"
@@ -60,13 +61,13 @@ template <typename Event, typename... A>
 void record_from_cupti(const char* api, CUresult r, A... a) {
     ThreadState& t = thread_state();
     t.in_cupti_callback = true;
-    {
+    guarded(api, [&] {
         Call call(api, program_caller(), call_class(Event{}));
         if (call.recording()) {
             ShimScope busy;
             record(Event{}, call, r, a...);
         }
-    }
+    });
     t.in_cupti_callback = false;
 }
 
@@ -107,15 +108,17 @@ FlushAll g_flush_all = nullptr;
 // Activity buffers: CUPTI asks for one, fills it, hands it back from its own thread.
 constexpr size_t kActivityBuffer = 1 << 20;
 
-void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) noexcept {
     *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kActivityBuffer));
     *size = *buffer != nullptr ? kActivityBuffer : 0;
     *max_records = 0;
 }
 
-void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
-    CUpti_Activity* record = nullptr;
-    while (g_next_record != nullptr && g_next_record(buffer, valid, &record) == CUPTI_SUCCESS) absorb_activity(record);
+void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) noexcept {
+    guarded("CUPTI activity buffer", [&] {
+        CUpti_Activity* record = nullptr;
+        while (g_next_record != nullptr && g_next_record(buffer, valid, &record) == CUPTI_SUCCESS) absorb_activity(record);
+    });
     std::free(buffer);
 }
 
@@ -164,7 +167,7 @@ void* load_cupti() {
 
 }  // namespace
 
-void dispatch_cupti(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+void dispatch_cupti(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) noexcept {
     if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
     const auto* info = static_cast<const CUpti_CallbackData*>(data);
     if (info->callbackSite != CUPTI_API_EXIT || info->functionParams == nullptr || info->functionReturnValue == nullptr)
@@ -201,7 +204,18 @@ using namespace cumemaudit::shim;
 
 // Called by the driver at cuInit for CUDA_INJECTION64_PATH. Returns 1 (success) even when CUPTI is taken:
 // the preload backend then carries the audit, and the program must not notice either way.
+namespace {
+int initialize_injection();
+}
+
+// Noexcept through the fence: a failure here leaves the preload backend to carry the audit.
 extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
+    guarded("InitializeInjection", [] { initialize_injection(); });
+    return 1;
+}
+
+namespace {
+int initialize_injection() {
     if (current_options().backend == "preload") return 1;
     if (const std::string other = cupti_loaded_by_others(); !other.empty()) {
         log_warning("backend={}: {} was loaded before the driver started, so a profiler in this process may need "
@@ -242,3 +256,4 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     log_info("backend={}: subscribed to CUPTI's driver-API callbacks", current_options().backend);
     return 1;
 }
+}  // namespace

@@ -11,7 +11,7 @@
 namespace cumemaudit::shim {
 
 // One driver-API callback, as CUPTI delivers it (exposed for the unit test, which feeds recorded structs).
-void dispatch_cupti(CUpti_CallbackDomain, CUpti_CallbackId, const void* callback_data);
+void dispatch_cupti(CUpti_CallbackDomain, CUpti_CallbackId, const void* callback_data) noexcept;
 
 // CUPTI accepted our subscription: with backend=cupti the wrappers stand by.
 bool cupti_subscribed();

@@ -1,6 +1,7 @@
 #include "doors.hpp"
 
 #include "common/cuda_catalog.hpp"
+#include "fence.hpp"
 #include "hooks.hpp"
 #include "log.hpp"
 #include "options_store.hpp"
@@ -9,6 +10,7 @@
 #include <link.h>
 
 #include <atomic>
+#include <climits>
 #include <cstring>
 #include <string>
 
@@ -16,9 +18,9 @@
 extern "C" {
 __attribute__((visibility("hidden"))) void* cumemaudit_next_dlsym = nullptr;
 __attribute__((visibility("hidden"))) void* cumemaudit_next_dlopen = nullptr;
-__attribute__((visibility("hidden"))) void cumemaudit_resolve_loader();
-__attribute__((visibility("hidden"))) void* cumemaudit_dlsym_hook(void* handle, const char* name);
-__attribute__((visibility("hidden"))) int cumemaudit_dlopen_flags(const char* file, int flags);
+__attribute__((visibility("hidden"))) void cumemaudit_resolve_loader() noexcept;
+__attribute__((visibility("hidden"))) void* cumemaudit_dlsym_hook(void* handle, const char* name) noexcept;
+__attribute__((visibility("hidden"))) int cumemaudit_dlopen_flags(const char* file, int flags) noexcept;
 }
 
 // ---- door 2: dlsym and dlopen. Both depend on who calls them: dlsym(RTLD_NEXT) searches after the
@@ -93,7 +95,7 @@ DlopenFn real_dlopen() {
 void* symbol_in_loaded(std::string_view prefix, const char* name) {
     struct Search {
         std::string_view prefix;
-        std::string path;
+        char path[PATH_MAX];
     } search{prefix, {}};
     dl_iterate_phdr(
         [](dl_phdr_info* info, size_t, void* data) {
@@ -103,47 +105,60 @@ void* symbol_in_loaded(std::string_view prefix, const char* name) {
             const char* slash = std::strrchr(path, '/');
             std::string_view base = slash != nullptr ? slash + 1 : path;
             if (base.substr(0, s->prefix.size()) != s->prefix) return 0;
-            s->path = path;
+            if (std::strlen(path) >= sizeof s->path) return 0;  // longer than any path open() takes
+            std::strcpy(s->path, path);
             return 1;
         },
         &search);
-    if (search.path.empty()) return nullptr;
-    void* handle = real_dlopen()(search.path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+    if (search.path[0] == '\0') return nullptr;
+    void* handle = real_dlopen()(search.path, RTLD_LAZY | RTLD_NOLOAD);
     if (handle == nullptr) return nullptr;
     void* p = cumemaudit::shim::real_dlsym(handle, name);
     dlclose(handle);  // balances the reference NOLOAD took; the object stays loaded
     return p;
 }
 
-// The answer of cuGetProcAddress, swapped for our wrapper of the variant the driver returned.
-void answer(const char* symbol, int version, cuuint64_t flags, void** pfn) {
+// The answer of cuGetProcAddress, swapped for our wrapper of the variant the driver returned; when that
+// fails, the driver's own pointer (the calls through it then go unaudited).
+void answer(const char* symbol, int version, cuuint64_t flags, void** pfn) noexcept {
     if (symbol == nullptr || pfn == nullptr || *pfn == nullptr) return;
-    const auto r = cumemaudit::catalog::resolve(symbol, version, flags);
-    if (r.status == cumemaudit::catalog::Lookup::found) *pfn = cumemaudit::shim::swap_in(r.symbol, *pfn);
+    void* const theirs = *pfn;
+    void* ours = theirs;
+    cumemaudit::shim::guarded("cuGetProcAddress", [&] {
+        const auto r = cumemaudit::catalog::resolve(symbol, version, flags);
+        if (r.status == cumemaudit::catalog::Lookup::found) ours = cumemaudit::shim::swap_in(r.symbol, theirs);
+    });
+    *pfn = ours;
 }
 
 }  // namespace
 
-extern "C" void cumemaudit_resolve_loader() {
+extern "C" void cumemaudit_resolve_loader() noexcept {
     if (cumemaudit_next_dlsym == nullptr) cumemaudit_next_dlsym = versioned("dlsym");
     if (cumemaudit_next_dlopen == nullptr) cumemaudit_next_dlopen = versioned("dlopen");
 }
 
-extern "C" void* cumemaudit_dlsym_hook(void* handle, const char* name) {
+extern "C" void* cumemaudit_dlsym_hook(void* handle, const char* name) noexcept {
     void* p = cumemaudit::shim::real_dlsym(handle, name);
     if (p == nullptr || name == nullptr) return p;
-    return cumemaudit::shim::swap_in(name, p);
+    void* ours = p;
+    cumemaudit::shim::guarded("dlsym", [&] { ours = cumemaudit::shim::swap_in(name, p); });
+    return ours;
 }
 
-extern "C" int cumemaudit_dlopen_flags(const char* file, int flags) {
+extern "C" int cumemaudit_dlopen_flags(const char* file, int flags) noexcept {
     using namespace cumemaudit::shim;
-    if (current_options().deepbind == "keep") return flags;
-    static std::atomic<bool> warned{false};
-    if (!warned.exchange(true))
-        log_warning("dlopen(\"{}\", RTLD_DEEPBIND): flag removed so the audit sees the library's CUDA calls "
-                    "(deepbind=keep leaves it; warned once)",
-                    file != nullptr ? file : "(null)");
-    return flags & ~RTLD_DEEPBIND;
+    int out = flags;  // a failure below leaves the program's flags as they were
+    guarded("dlopen", [&] {
+        if (current_options().deepbind == "keep") return;
+        static std::atomic<bool> warned{false};
+        if (!warned.exchange(true))
+            log_warning("dlopen(\"{}\", RTLD_DEEPBIND): flag removed so the audit sees the library's CUDA calls "
+                        "(deepbind=keep leaves it; warned once)",
+                        file != nullptr ? file : "(null)");
+        out = flags & ~RTLD_DEEPBIND;
+    });
+    return out;
 }
 
 // ---- door 3: cuGetProcAddress. The real one answers first, with the caller's version and flags; then
@@ -155,8 +170,10 @@ cuGetProcAddress_v2(const char* symbol, void** pfn, int version, cuuint64_t flag
                     CUdriverProcAddressQueryResult* status) {
     using namespace cumemaudit::shim;
     using Real = CUresult(CUDAAPI*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
-    auto real = reinterpret_cast<Real>(real_fn(HookId::cuGetProcAddress_v2));
-    if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+    Real real = nullptr;
+    if (!guarded("cuGetProcAddress_v2", [&] { real = reinterpret_cast<Real>(real_fn(HookId::cuGetProcAddress_v2)); }) ||
+        real == nullptr)
+        return CUDA_ERROR_NOT_INITIALIZED;
     const CUresult r = real(symbol, pfn, version, flags, status);
     if (r == CUDA_SUCCESS) answer(symbol, version, flags, pfn);
     return r;
@@ -166,8 +183,10 @@ extern "C" __attribute__((visibility("default"))) CUresult CUDAAPI
 cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags) {
     using namespace cumemaudit::shim;
     using Real = CUresult(CUDAAPI*)(const char*, void**, int, cuuint64_t);
-    auto real = reinterpret_cast<Real>(real_fn(HookId::cuGetProcAddress));
-    if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+    Real real = nullptr;
+    if (!guarded("cuGetProcAddress", [&] { real = reinterpret_cast<Real>(real_fn(HookId::cuGetProcAddress)); }) ||
+        real == nullptr)
+        return CUDA_ERROR_NOT_INITIALIZED;
     const CUresult r = real(symbol, pfn, version, flags);
     if (r == CUDA_SUCCESS) answer(symbol, version, flags, pfn);
     return r;
@@ -180,11 +199,11 @@ void* real_dlsym(void* handle, const char* name) {
     return reinterpret_cast<DlsymFn>(cumemaudit_next_dlsym)(handle, name);
 }
 
-void* next_symbol(std::string_view name) { return real_dlsym(RTLD_NEXT, std::string(name).c_str()); }
+void* next_symbol(const char* name) { return real_dlsym(RTLD_NEXT, name); }
 
-void* driver_symbol(std::string_view name) { return symbol_in_loaded("libcuda.so", std::string(name).c_str()); }
+void* driver_symbol(const char* name) { return symbol_in_loaded("libcuda.so", name); }
 
-void* runtime_symbol(std::string_view name) { return symbol_in_loaded("libcudart.so", std::string(name).c_str()); }
+void* runtime_symbol(const char* name) { return symbol_in_loaded("libcudart.so", name); }
 
 const char* simulated_driver_version() {
     void* p = symbol_in_loaded("libcuda.so", "cumemaudit_sim_driver_version");

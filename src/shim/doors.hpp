@@ -13,12 +13,14 @@ namespace cumemaudit::shim {
 // never through a global look-up, which would find our own override and recurse.
 void* real_dlsym(void* handle, const char* name);
 
+// Look-ups a wrapper makes on its first call. They allocate nothing (the first call of an entry point must
+// reach the driver even when memory is short: fence.hpp), so names are NUL-terminated strings.
 // `name` as the next object after the shim defines it (RTLD_NEXT from here), or null.
-void* next_symbol(std::string_view name);
+void* next_symbol(const char* name);
 // `name` in the libcuda.so.1 already loaded in this process (however privately), or null.
-void* driver_symbol(std::string_view name);
+void* driver_symbol(const char* name);
 // `name` in the libcudart.so already loaded in this process, or null.
-void* runtime_symbol(std::string_view name);
+void* runtime_symbol(const char* name);
 // Whether the loaded libcuda.so.1 is cumemaudit's simulated driver; its version string if so.
 const char* simulated_driver_version();
 

@@ -40,11 +40,8 @@ const ledger::Site& site_if_failed(Call& call, bool ok, ledger::Site& bare) {
 
 void allocated(Call& call, CUresult r, std::uint64_t ptr, std::uint64_t size, Kind kind) {
     if (r != CUDA_SUCCESS) return;
-    const ledger::Site& site = call.site();  // captured outside the stripe: it may unwind
-    {
-        const OrderHold order = hold_order(ptr);
-        book().allocated(ptr, size, kind, site);
-    }
+    const ledger::Site& site = call.site();
+    book().allocated(ptr, size, kind, site);  // a free of ptr in flight was ordered by its mark (before())
     if (Timeline::capturing()) Auditor::get().timeline().captured(site.owner, size);
 }
 
@@ -54,10 +51,20 @@ void freed(Call& call, CUresult r, std::uint64_t ptr) {
     const bool ok = r == CUDA_SUCCESS;
     if (ok && ptr == 0) return;  // freeing null is a no-op the driver accepts
     ledger::Site bare;
-    book().freed(ptr, ok, result_name(r), site_if_failed(call, ok, bare));
+    book().freed(ptr, ok, result_name(r), site_if_failed(call, ok, bare), call.marked_free);
+}
+
+OrderHold mark_free(Call& call, std::uint64_t ptr) {
+    if (ptr != 0) call.marked_free = book().freeing(ptr);
+    return {};
 }
 
 }  // namespace
+
+OrderHold before(ev::Free, Call& call, CUdeviceptr p) { return mark_free(call, p); }
+OrderHold before(ev::FreeAsync, Call& call, CUdeviceptr p, CUstream) { return mark_free(call, p); }
+OrderHold before(ev::FreeHost, Call& call, void* p) { return mark_free(call, addr(p)); }
+OrderHold before(ev::IpcClose, Call& call, CUdeviceptr p) { return mark_free(call, p); }
 
 void record(ev::Create, Call& call, CUresult r, CUmemGenericAllocationHandle* handle, size_t size,
             const CUmemAllocationProp* prop, unsigned long long) {
@@ -182,7 +189,7 @@ void record(ev::CaptureEnd, Call&, CUresult r, CUstream stream, CUgraph* graph) 
     Auditor::get().timeline().capture_ended(stream, r == CUDA_SUCCESS && graph != nullptr ? *graph : nullptr);
 }
 
-OrderHold before(ev::Instantiate, CUgraphExec*, CUgraph, unsigned long long) {
+OrderHold before(ev::Instantiate, Call&, CUgraphExec*, CUgraph, unsigned long long) {
     // Instantiation is rare and slow (milliseconds): two cuMemGetInfo around it price the graph.
     const DriverMemory m = driver_memory();
     t_used_before_instantiate = m.known ? static_cast<std::int64_t>(m.used) : -1;

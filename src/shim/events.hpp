@@ -62,19 +62,21 @@ void record(ev::MapArray, Call&, CUresult, A...) {}
 template <typename... A>
 void record(ev::MemInfo, Call&, CUresult, A...) {}
 
-// What a call does before the driver runs. A call that ends a value's life holds the value's stripe across
-// the driver call (see order_stripe); instantiating a graph samples driver-used memory first; the rest
-// do nothing.
+// What a call does before the driver runs. A call that ends a value's life orders itself before the next
+// life of that value (the driver hands a freed pointer or released handle out again at once): a classic
+// free marks its record in the ledger's table (Call::marked_free); a VMM release, unmap or address free
+// holds the value's stripe across the driver call (see order_stripe). Instantiating a graph samples
+// driver-used memory first; the rest do nothing.
 template <typename Event, typename... A>
-OrderHold before(Event, A...) { return {}; }
-inline OrderHold before(ev::Release, CUmemGenericAllocationHandle h) { return hold_order(h); }
-inline OrderHold before(ev::Unmap, CUdeviceptr p, size_t) { return hold_order(p); }
-inline OrderHold before(ev::AddressFree, CUdeviceptr p, size_t) { return hold_order(p); }
-inline OrderHold before(ev::Free, CUdeviceptr p) { return hold_order(p); }
-inline OrderHold before(ev::FreeAsync, CUdeviceptr p, CUstream) { return hold_order(p); }
-inline OrderHold before(ev::FreeHost, void* p) { return hold_order(reinterpret_cast<std::uintptr_t>(p)); }
-inline OrderHold before(ev::IpcClose, CUdeviceptr p) { return hold_order(p); }
-OrderHold before(ev::Instantiate, CUgraphExec*, CUgraph, unsigned long long);
+OrderHold before(Event, Call&, A...) { return {}; }
+inline OrderHold before(ev::Release, Call&, CUmemGenericAllocationHandle h) { return hold_order(h); }
+inline OrderHold before(ev::Unmap, Call&, CUdeviceptr p, size_t) { return hold_order(p); }
+inline OrderHold before(ev::AddressFree, Call&, CUdeviceptr p, size_t) { return hold_order(p); }
+OrderHold before(ev::Free, Call&, CUdeviceptr);
+OrderHold before(ev::FreeAsync, Call&, CUdeviceptr, CUstream);
+OrderHold before(ev::FreeHost, Call&, void*);
+OrderHold before(ev::IpcClose, Call&, CUdeviceptr);
+OrderHold before(ev::Instantiate, Call&, CUgraphExec*, CUgraph, unsigned long long);
 
 void record(ev::Create, Call&, CUresult, CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*,
             unsigned long long);

@@ -76,9 +76,11 @@ void* real_entry(HookId id) {
     const HookInfo& info = hook_info(id);
     // The next definition after us in the global scope: libcuda for -lcuda programs, libcudart for the
     // runtime, or another interposer loaded after us (which then sees the call as it would without us).
-    void* p = next_symbol(info.symbol);
+    // info.symbol views a string literal (kHooks below), so its data() is NUL-terminated.
+    void* p = next_symbol(info.symbol.data());
     // cudart and others load libcuda.so.1 privately (RTLD_LOCAL): look in that very object.
-    if (p == nullptr) p = info.kind == HookKind::runtime ? runtime_symbol(info.symbol) : driver_symbol(info.symbol);
+    if (p == nullptr)
+        p = info.kind == HookKind::runtime ? runtime_symbol(info.symbol.data()) : driver_symbol(info.symbol.data());
     adopt_real(id, p);
     return g_real[static_cast<std::size_t>(id)].load(std::memory_order_acquire);
 }

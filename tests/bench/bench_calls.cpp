@@ -11,12 +11,24 @@
 //                12000, look the two up through that (doors 2 and 3)                            2
 //   vmm          cuMemCreate + cuMemMap + cuMemSetAccess + cuMemUnmap + cuMemRelease, 2 MiB,
 //                into a range reserved once per thread                                          5
+//   batch        cuMemAlloc_v2 4 KiB x2000, then cuMemFree_v2 x2000 (2000 live at once)          2
 // Each with 1 and 2 threads (each thread its own loop; time from the common start to the last end).
 //
 // The loops run under --depth (40) frames of the program's own, so a 32-frame capture unwinds 32 real
 // frames, as it would inside PyTorch; with the default stack_depth=1 the depth costs nothing.
 //
+// Cold caches (--cold): a real driver call walks megabytes of its own state, so the shim's lines are gone by
+// its next call; the simulated and null drivers touch almost nothing and keep them hot. This mode writes one
+// byte per cache line of an --evict-mib buffer (8) before every call and times that call alone, on both
+// drivers, with three children side by side: off, on (default options) and the minimal recorder
+// (tests/bench/floor: one open-addressing slot and a per-thread counter, the floor of any recorder). It
+// prints hot and cold figures per iteration (a pair, or a VMM cycle) beside each other.
+//
+// A child alone (--child, as tests/gpu/cost.py runs it on a GPU) takes --patterns a,b (all) and
+// --threads 1,4,16 (1,2) and prints "RESULT pattern threads ns-per-call" lines.
+//
 // Usage: bench_calls [--markdown] [--iters N] [--iters32 N] [--repeats R] [--rounds K] [--depth D]
+//        bench_calls --cold [--markdown] [--cold-iters N] [--evict-mib M] [--iters N] [--rounds K]
 // Needs CUMEMAUDIT_SHIM and CUMEMAUDIT_SIM_DIR (meson's benchmark() and tests/bench/run set them).
 #include "bench_common.hpp"
 
@@ -63,7 +75,8 @@ void init_driver() {
     OK(gpa("cuMemFree", reinterpret_cast<void**>(&g_table_free), 3020, 0, &st));
 }
 
-enum class Pattern { alloc_free, async, table, vmm };
+enum class Pattern { alloc_free, async, table, vmm, batch };
+constexpr long kBatch = 2000;
 struct PatternInfo {
     Pattern p;
     const char* name;
@@ -75,6 +88,7 @@ constexpr PatternInfo kPatterns[] = {
     {Pattern::async, "async", 2, "cuMemAllocAsync+cuMemFreeAsync 4KiB"},
     {Pattern::table, "table", 2, "cudaMalloc-style table call 4KiB"},
     {Pattern::vmm, "vmm", 5, "VMM create+map+access+unmap+release 2MiB"},
+    {Pattern::batch, "batch", 2, "cuMemAlloc_v2 4KiB x2000 then cuMemFree_v2 x2000"},
 };
 
 // Per-thread VMM state: a reserved range and the properties, set up before timing.
@@ -116,6 +130,15 @@ __attribute__((noinline)) void loop(Pattern p, long iters, Vmm& v) {
             OK(g_table_free(d));
         }
         break;
+    case Pattern::batch: {
+        std::vector<CUdeviceptr> live(static_cast<std::size_t>(kBatch));
+        for (long done = 0; done < iters; done += kBatch) {
+            const long n = std::min(kBatch, iters - done);
+            for (long i = 0; i < n; ++i) OK(cuMemAlloc_v2(&live[static_cast<std::size_t>(i)], kSmall));
+            for (long i = 0; i < n; ++i) OK(cuMemFree_v2(live[static_cast<std::size_t>(i)]));
+        }
+        break;
+    }
     case Pattern::vmm:
         for (long i = 0; i < iters; ++i) {
             CUmemGenericAllocationHandle h;
@@ -127,6 +150,85 @@ __attribute__((noinline)) void loop(Pattern p, long iters, Vmm& v) {
         }
         break;
     }
+}
+
+// Writes one byte per cache line of a buffer larger than the caches a driver call would sweep.
+class Evictor {
+public:
+    explicit Evictor(std::size_t bytes) : buf_(bytes, 0) {}
+    void walk() {
+        for (std::size_t i = 0; i < buf_.size(); i += 64) buf_[i] = static_cast<unsigned char>(buf_[i] + 1);
+        asm volatile("" ::: "memory");
+    }
+
+private:
+    std::vector<unsigned char> buf_;
+};
+
+// The same calls as loop(), each after an eviction and timed alone: returns ns per iteration (all its
+// calls), the median over iterations — on a shared machine a preemption lands in some timed call, and a
+// mean would carry it. A batch's iteration is one of its calls, times two (an allocation and a free).
+__attribute__((noinline)) double cold_loop(Pattern p, long iters, Vmm& v, Evictor& ev) {
+    std::vector<double> per_iteration;
+    per_iteration.reserve(static_cast<std::size_t>(iters) * 2);
+    double total = 0;
+    auto timed = [&](auto&& call) {
+        ev.walk();
+        const double t0 = bench::now_ns();
+        call();
+        total += bench::now_ns() - t0;
+    };
+    auto median = [&] {
+        std::sort(per_iteration.begin(), per_iteration.end());
+        return per_iteration[per_iteration.size() / 2];
+    };
+    if (p == Pattern::batch) {
+        std::vector<CUdeviceptr> live(static_cast<std::size_t>(kBatch));
+        for (long done = 0; done < iters; done += kBatch) {
+            const long n = std::min(kBatch, iters - done);
+            for (long i = 0; i < n; ++i) {
+                total = 0;
+                timed([&] { OK(cuMemAlloc_v2(&live[static_cast<std::size_t>(i)], kSmall)); });
+                per_iteration.push_back(2 * total);
+            }
+            for (long i = 0; i < n; ++i) {
+                total = 0;
+                timed([&] { OK(cuMemFree_v2(live[static_cast<std::size_t>(i)])); });
+                per_iteration.push_back(2 * total);
+            }
+        }
+        return median();
+    }
+    for (long i = 0; i < iters; ++i) {
+        CUdeviceptr d = 0;
+        CUmemGenericAllocationHandle h = 0;
+        total = 0;
+        switch (p) {
+        case Pattern::alloc_free:
+            timed([&] { OK(cuMemAlloc_v2(&d, kSmall)); });
+            timed([&] { OK(cuMemFree_v2(d)); });
+            break;
+        case Pattern::async:
+            timed([&] { OK(cuMemAllocAsync(&d, kSmall, nullptr)); });
+            timed([&] { OK(cuMemFreeAsync(d, nullptr)); });
+            break;
+        case Pattern::table:
+            timed([&] { OK(g_table_alloc(&d, kSmall)); });
+            timed([&] { OK(g_table_free(d)); });
+            break;
+        case Pattern::vmm:
+            timed([&] { OK(cuMemCreate(&h, kVmm, &v.prop, 0)); });
+            timed([&] { OK(cuMemMap(v.va, kVmm, 0, h, 0)); });
+            timed([&] { OK(cuMemSetAccess(v.va, kVmm, &v.access, 1)); });
+            timed([&] { OK(cuMemUnmap(v.va, kVmm)); });
+            timed([&] { OK(cuMemRelease(h)); });
+            break;
+        case Pattern::batch:
+            break;  // above
+        }
+        per_iteration.push_back(total);
+    }
+    return median();
 }
 
 // `depth` frames of our own between the thread's start and the loop (not inlined, not tail calls).
@@ -168,16 +270,133 @@ double measure(const PatternInfo& pi, int threads, long iters, int depth) {
     return (last - t0) / static_cast<double>(iters * pi.calls);
 }
 
-int child(long iters, int repeats, int depth) {
+// "a,b,c" as a list of numbers, or of names ("all": every pattern).
+std::vector<int> numbers(const char* list) {
+    std::vector<int> out;
+    for (const char* p = list; *p != '\0';) {
+        out.push_back(std::atoi(p));
+        while (*p != '\0' && *p != ',') ++p;
+        if (*p == ',') ++p;
+    }
+    return out;
+}
+
+bool listed(const char* list, const char* name) {
+    if (std::strcmp(list, "all") == 0) return true;
+    const std::string l = std::string(",") + list + ",";
+    return l.find(std::string(",") + name + ",") != std::string::npos;
+}
+
+// --cold children: per pattern, one thread, the hot figure ("RESULT", ns per call) and the cold one
+// ("COLD", ns per iteration), best of `repeats`.
+int cold_child(long iters, long cold_iters, int repeats, std::size_t evict_bytes, const char* patterns) {
+    init_driver();
+    Evictor ev(evict_bytes);
+    for (const PatternInfo& pi : kPatterns) {
+        if (!listed(patterns, pi.name)) continue;
+        Vmm v;
+        if (pi.p == Pattern::vmm) v.setup();
+        loop(pi.p, iters / 100 + 100, v);  // warm-up, as deep() does
+        double hot = 1e300, cold = 1e300;
+        for (int r = 0; r < repeats; ++r) {
+            const double t0 = bench::now_ns();
+            loop(pi.p, iters, v);
+            hot = std::min(hot, (bench::now_ns() - t0) / static_cast<double>(iters * pi.calls));
+            cold = std::min(cold, cold_loop(pi.p, cold_iters, v, ev));
+        }
+        if (pi.p == Pattern::vmm) v.teardown();
+        std::printf("RESULT %s 1 %.2f\nCOLD %s %.2f\n", pi.name, hot, pi.name, cold);
+        std::fflush(stdout);
+    }
+    return 0;
+}
+
+// Prints the best of the repeats, or their median (--median: on a GPU, where the driver's own time varies
+// and the best would flatter whichever mode got a lucky repeat).
+int child(long iters, int repeats, int depth, const char* patterns, const std::vector<int>& thread_counts, bool median) {
     init_driver();
     for (const PatternInfo& pi : kPatterns) {
-        for (int threads : {1, 2}) {
-            double best = 1e300;
-            for (int r = 0; r < repeats; ++r) best = std::min(best, measure(pi, threads, iters, depth));
-            std::printf("RESULT %s %d %.2f\n", pi.name, threads, best);
+        if (!listed(patterns, pi.name)) continue;
+        for (int threads : thread_counts) {
+            std::vector<double> seen;
+            for (int r = 0; r < repeats; ++r) seen.push_back(measure(pi, threads, iters, depth));
+            std::sort(seen.begin(), seen.end());
+            const double figure = median ? seen[seen.size() / 2] : seen.front();
+            std::printf("RESULT %s %d %.2f\n", pi.name, threads, figure);
             std::fflush(stdout);
         }
     }
+    return 0;
+}
+
+// --cold: off, on and the floor on both drivers, interleaved; hot and cold figures per iteration.
+int cold_main(int argc, char** argv, bool md) {
+    const long iters = std::atol(bench::flag_value(argc, argv, "--iters", "100000"));
+    const long cold_iters = std::atol(bench::flag_value(argc, argv, "--cold-iters", "400"));
+    const int rounds = std::atoi(bench::flag_value(argc, argv, "--rounds", "3"));
+    const int evict_mib = std::atoi(bench::flag_value(argc, argv, "--evict-mib", "8"));
+    const bench::Paths paths = bench::paths_from_env();
+    if (paths.null_dir.empty() || paths.floor.empty())
+        bench::die("--cold needs CUMEMAUDIT_NULL_DIR (tests/bench/nulldrv) and CUMEMAUDIT_FLOOR (libminrec.so)");
+    // CUMEMAUDIT_BASELINE_SHIM: another build of the shim (an earlier commit's), measured in the same rounds.
+    const std::string baseline = bench::env_or("CUMEMAUDIT_BASELINE_SHIM", "");
+    std::vector<bench::Mode> modes;
+    for (bool null : {false, true}) {
+        const std::string d = null ? "null" : "sim";
+        modes.push_back({d + " off", false, "", null, ""});
+        modes.push_back({d + " on", true, "summary=0:fail_on=none", null, ""});
+        modes.push_back({d + " floor", false, "", null, paths.floor});
+        if (!baseline.empty()) modes.push_back({d + " baseline", true, "summary=0:fail_on=none", null, baseline});
+    }
+    const std::vector<std::string> args = {argv[0], "--child-cold", "--iters=" + std::to_string(iters),
+                                           "--cold-iters=" + std::to_string(cold_iters), "--repeats=2",
+                                           "--evict-mib=" + std::to_string(evict_mib)};
+    std::map<std::string, std::map<std::string, double>> hot, cold;  // [mode][pattern], best of rounds
+    auto keep = [](double& b, double v) { b = b == 0 ? v : std::min(b, v); };
+    for (int round = 0; round < rounds; ++round) {
+        for (std::size_t k = 0; k < modes.size(); ++k) {
+            const bench::Mode& m = modes[(k + static_cast<std::size_t>(round)) % modes.size()];
+            const bench::ChildResult r = bench::run_child(paths, m, args);
+            for (const auto& f : bench::records(r.out, "RESULT"))
+                if (f.size() == 3) keep(hot[m.name][f[0]], std::stod(f[2]));
+            for (const auto& f : bench::records(r.out, "COLD"))
+                if (f.size() == 2) keep(cold[m.name][f[0]], std::stod(f[1]));
+        }
+    }
+    bench::remove_tree(paths.report_dir);
+    std::printf("bench_calls --cold: ns per iteration (a pair; the VMM cycle is 5 calls), one thread, best of %d "
+                "rounds x 2 repeats; hot: %ld iterations back to back; cold: %ld iterations, %d MiB written "
+                "before every call, each call timed alone, median over iterations; added = mode - off; floor = the minimal recorder "
+                "(tests/bench/floor, it records no VMM map/unmap/access and does not see the table door)%s\n\n",
+                rounds, iters, cold_iters, evict_mib,
+                baseline.empty() ? "" : ("; baseline = the shim at " + baseline).c_str());
+    std::vector<std::string> header = {"pattern", "driver", "hot off", "hot +on", "hot +floor", "cold off", "cold +on",
+                                       "cold +floor", "cold on/floor"};
+    if (!baseline.empty()) {
+        header.insert(header.begin() + 4, "hot +baseline");
+        header.push_back("cold +baseline");
+    }
+    bench::Table t(header);
+    for (const char* d : {"sim", "null"}) {
+        const std::string off = std::string(d) + " off", on = std::string(d) + " on", fl = std::string(d) + " floor";
+        for (const PatternInfo& pi : kPatterns) {
+            const double c = pi.calls;  // hot figures are per call
+            const double ho = hot[off][pi.name] * c, hn = hot[on][pi.name] * c, hf = hot[fl][pi.name] * c;
+            const double co = cold[off][pi.name], cn = cold[on][pi.name], cf = cold[fl][pi.name];
+            const double fl_added = cf - co;
+            std::vector<std::string> row = {pi.name, d, bench::fmt("%.0f", ho), bench::fmt("%+.0f", hn - ho),
+                                            bench::fmt("%+.0f", hf - ho), bench::fmt("%.0f", co),
+                                            bench::fmt("%+.0f", cn - co), bench::fmt("%+.0f", fl_added),
+                                            fl_added > 20 ? bench::fmt("%.1fx", (cn - co) / fl_added) : "-"};
+            if (!baseline.empty()) {
+                const std::string bl = std::string(d) + " baseline";
+                row.insert(row.begin() + 4, bench::fmt("%+.0f", hot[bl][pi.name] * c - ho));
+                row.push_back(bench::fmt("%+.0f", cold[bl][pi.name] - co));
+            }
+            t.add(row);
+        }
+    }
+    t.print(md);
     return 0;
 }
 
@@ -195,20 +414,27 @@ int main(int argc, char** argv) {
     const int depth = std::atoi(bench::flag_value(argc, argv, "--depth", "40"));
     // A 32-frame capture costs microseconds per call: a tenth of the iterations measures it as well.
     const long iters32 = std::atol(bench::flag_value(argc, argv, "--iters32", std::to_string(iters / 10).c_str()));
-    if (bench::has_flag(argc, argv, "--child")) return child(iters, repeats, depth);
+    if (bench::has_flag(argc, argv, "--child"))
+        return child(iters, repeats, depth, bench::flag_value(argc, argv, "--patterns", "all"),
+                     numbers(bench::flag_value(argc, argv, "--threads", "1,2")), bench::has_flag(argc, argv, "--median"));
+    if (bench::has_flag(argc, argv, "--child-cold"))
+        return cold_child(iters, std::atol(bench::flag_value(argc, argv, "--cold-iters", "400")), repeats,
+                          std::size_t(std::atoi(bench::flag_value(argc, argv, "--evict-mib", "8"))) << 20,
+                          bench::flag_value(argc, argv, "--patterns", "all"));
     const bool md = bench::has_flag(argc, argv, "--markdown");
+    if (bench::has_flag(argc, argv, "--cold")) return cold_main(argc, argv, md);
 
     const bench::Paths paths = bench::paths_from_env();
     // summary=0 and fail_on=none: the exit summary and the gate touch no call (report_dir: a temporary
     // directory). The gate is off so that a wrong verdict of the ledger (below) does not end the run.
-    std::vector<bench::Mode> modes = {{"off", false, ""},
-                                      {"on", true, "summary=0:fail_on=none"},
-                                      {"on32", true, "summary=0:fail_on=none:stack_depth=32"}};
+    std::vector<bench::Mode> modes = {{"off", false, "", false, ""},
+                                      {"on", true, "summary=0:fail_on=none", false, ""},
+                                      {"on32", true, "summary=0:fail_on=none:stack_depth=32", false, ""}};
     // The same three on the lock-free null driver, for the two-thread comparison (see nulldrv/).
     const bool with_null = !paths.null_dir.empty();
     if (with_null)
         for (std::size_t i = 0, n = modes.size(); i < n; ++i)
-            modes.push_back({"null-" + modes[i].name, modes[i].shim, modes[i].options, true});
+            modes.push_back({"null-" + modes[i].name, modes[i].shim, modes[i].options, true, ""});
     // Every loop frees what it allocates: the exit report of an "on" child must list no leak at all.
     long long worst_leaks = 0;
     std::string worst_mode;

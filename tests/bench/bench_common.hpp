@@ -45,6 +45,8 @@ struct Mode {
     bool shim = false;
     std::string options;  // CUMEMAUDIT_OPTIONS (report_dir is added by run_child)
     bool null_driver = false;  // tests/bench/nulldrv's libcuda.so.1 instead of the simulated one
+    std::string preload;       // another library preloaded instead of this build's shim: the minimal recorder,
+                               // or (with shim = true, options set) another build of the shim
 };
 
 // The shim and the simulated driver directory, from the environment meson's benchmark() and
@@ -52,6 +54,7 @@ struct Mode {
 struct Paths {
     std::string shim, sim_dir, report_dir;
     std::string null_dir;  // CUMEMAUDIT_NULL_DIR, optional
+    std::string floor;     // CUMEMAUDIT_FLOOR, optional: tests/bench/floor's libminrec.so
 };
 
 inline Paths paths_from_env() {
@@ -59,6 +62,7 @@ inline Paths paths_from_env() {
     p.shim = env_or("CUMEMAUDIT_SHIM", "");
     p.sim_dir = env_or("CUMEMAUDIT_SIM_DIR", "");
     p.null_dir = env_or("CUMEMAUDIT_NULL_DIR", "");
+    p.floor = env_or("CUMEMAUDIT_FLOOR", "");
     if (p.shim.empty() || p.sim_dir.empty())
         die("set CUMEMAUDIT_SHIM (libcumemaudit.so) and CUMEMAUDIT_SIM_DIR (the simulated libcuda.so.1's directory)");
     char tmpl[] = "/tmp/cumemaudit-bench.XXXXXX";
@@ -97,11 +101,12 @@ inline ChildResult run_child(const Paths& p, const Mode& m, const std::vector<st
     const std::string& driver_dir = m.null_driver ? p.null_dir : p.sim_dir;
     env.push_back("LD_LIBRARY_PATH=" + driver_dir + (old_lib != nullptr && *old_lib ? ":" + std::string(old_lib) : ""));
     if (m.shim) {
-        env.push_back("LD_PRELOAD=" + p.shim);
+        env.push_back("LD_PRELOAD=" + (m.preload.empty() ? p.shim : m.preload));
         std::string opts = "report_dir=" + p.report_dir;
         if (!m.options.empty()) opts += ":" + m.options;
         env.push_back("CUMEMAUDIT_OPTIONS=" + opts);
     }
+    if (!m.shim && !m.preload.empty()) env.push_back("LD_PRELOAD=" + m.preload);
     for (const auto& e : extra_env) env.push_back(e);
 
     std::vector<char*> cargv, cenv;

@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
     const bench::Paths paths = bench::paths_from_env();
     // checkpoint_s=0: no periodic report lands in the middle of a measurement. summary stays on: printing
     // it is part of the final report's cost (its text goes to /dev/null here).
-    const std::vector<bench::Mode> modes = {{"off", false, ""}, {"on", true, "checkpoint_s=0"}};
+    const std::vector<bench::Mode> modes = {{"off", false, "", false, ""}, {"on", true, "checkpoint_s=0", false, ""}};
     // The simulated device must hold n allocations charged 512 bytes each (80 GiB by default).
     const std::vector<std::string> env = {"CUMEMAUDIT_SIM_MEMORY=" + std::to_string(std::max(80L << 30, n * 1024))};
     const std::vector<std::string> args = {argv[0], "--child", "--live=" + std::to_string(n),
