@@ -7,7 +7,7 @@
 
 #include "ledger/ledger.hpp"
 #include "driver_query.hpp"
-#include "options.hpp"
+#include "options_store.hpp"
 #include "report/symbolizer.hpp"
 #include "timeline.hpp"
 

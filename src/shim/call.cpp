@@ -15,7 +15,7 @@ namespace {
 
 thread_local ThreadState t_state __attribute__((tls_model("initial-exec")));
 
-constexpr int kMaxDepth = 64;
+constexpr int kMaxDepth = options::kMaxStackDepth;
 constexpr int kOwnFrames = 8;  // frames of the shim itself above the caller, at most
 
 // Frames from the caller outwards, innermost first. One frame is the caller's return address, free;
@@ -75,7 +75,7 @@ RuntimeScope::~RuntimeScope() {
 Call::Call(const char* api, void* caller) : api_(api), caller_(caller) {
     recording_ = t_state.driver_depth == 0 && t_state.shim_depth == 0 && Auditor::enter();
     // backend=cupti: CUPTI records; the wrappers stand by unless it could not subscribe.
-    static const bool cupti_only = current_options().backend == "cupti";
+    static const bool cupti_only = current_options().backend == options::Backend::cupti;
     if (recording_ && cupti_only && !t_state.in_cupti_callback && cupti_subscribed()) recording_ = false;
     if (recording_ && t_state.runtime_api != nullptr) {
         api_ = t_state.runtime_api;

@@ -202,11 +202,11 @@ using namespace cumemaudit::shim;
 // Called by the driver at cuInit for CUDA_INJECTION64_PATH. Returns 1 (success) even when CUPTI is taken:
 // the preload backend then carries the audit, and the program must not notice either way.
 extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
-    if (current_options().backend == "preload") return 1;
+    if (current_options().backend == cumemaudit::options::Backend::preload) return 1;
     if (const std::string other = cupti_loaded_by_others(); !other.empty()) {
         log_warning("backend={}: {} was loaded before the driver started, so a profiler in this process may need "
                     "CUPTI, which takes one subscriber; the preload backend carries the audit and CUPTI is left to it",
-                    current_options().backend, other);
+                    cumemaudit::options::name_of(current_options().backend), other);
         return 1;
     }
     void* lib = load_cupti();
@@ -215,7 +215,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     auto result_string = lib ? reinterpret_cast<ResultString>(dlsym(lib, "cuptiGetResultString")) : nullptr;
     if (subscribe == nullptr || enable == nullptr) {
         log_warning("backend={}: libcupti not found (set CUMEMAUDIT_CUPTI_LIB); the preload backend carries the audit",
-                    current_options().backend);
+                    cumemaudit::options::name_of(current_options().backend));
         return 1;
     }
     static CUpti_SubscriberHandle subscriber = nullptr;
@@ -232,13 +232,13 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
         const char* why = nullptr;
         if (result_string != nullptr) result_string(res, &why);
         log_warning("backend={}: CUPTI is held by {} ({}); the preload backend carries the audit, and the other tool "
-                    "keeps CUPTI", current_options().backend, holder[0] != '\0' ? holder : "another tool",
+                    "keeps CUPTI", cumemaudit::options::name_of(current_options().backend), holder[0] != '\0' ? holder : "another tool",
                     why != nullptr ? why : "subscribe failed");
         return 1;
     }
     for (CUpti_CallbackId id : kCallbacks) enable(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
     enable_pool_records(lib);
     g_subscribed.store(true);
-    log_info("backend={}: subscribed to CUPTI's driver-API callbacks", current_options().backend);
+    log_info("backend={}: subscribed to CUPTI's driver-API callbacks", cumemaudit::options::name_of(current_options().backend));
     return 1;
 }

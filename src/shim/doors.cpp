@@ -137,7 +137,7 @@ extern "C" void* cumemaudit_dlsym_hook(void* handle, const char* name) {
 
 extern "C" int cumemaudit_dlopen_flags(const char* file, int flags) {
     using namespace cumemaudit::shim;
-    if (current_options().deepbind == "keep") return flags;
+    if (current_options().deepbind == cumemaudit::options::Deepbind::keep) return flags;
     static std::atomic<bool> warned{false};
     if (!warned.exchange(true))
         log_warning("dlopen(\"{}\", RTLD_DEEPBIND): flag removed so the audit sees the library's CUDA calls "

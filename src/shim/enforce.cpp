@@ -86,7 +86,7 @@ CUresult refuse(Call& call, const char* api) {
 }  // namespace
 
 bool enforcing() {
-    static const bool on = current_options().mode == "enforce";
+    static const bool on = current_options().mode == options::Mode::enforce;
     return on;
 }
 
