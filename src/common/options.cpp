@@ -79,6 +79,8 @@ std::string show(E e) {
 }
 
 std::string expected(const std::string&, const Range&) { return "a string"; }
+std::string expected(const Path&, const Range&) { return "a path"; }
+std::string expected(const InputFile&, const Range&) { return "the path of a file"; }
 std::string expected(int, const Range& r) {
     if (r.min == 0 && r.max == INT_MAX) return "a non-negative integer";
     return fmt::format("an integer from {} to {}", r.min, r.max);

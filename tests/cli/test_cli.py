@@ -136,10 +136,22 @@ class Arguments(unittest.TestCase):
         self.assertEqual((rc, out.strip().split()[0]), (0, "cumemaudit"))
         for args in ([], ["frobnicate"], ["check"], ["report"], ["run"], ["check", "--max-leaked-bytes", "x", "f"],
                      ["run", "--exitcode", "300", "--", "true"], ["run", "--fail-on", "sometimes", "--", "true"],
-                     ["run", "--option", "novalue", "--", "true"]):
+                     ["run", "--option", "novalue", "--", "true"], ["run", "--option", "bogus=1", "--", "true"],
+                     ["run", "--stack-depth", "256", "--", "true"], ["run", "--option", "growth_alarm=inf", "--", "true"]):
             rc, _, err = run(*args)
             self.assertEqual(rc, 2, args)
             self.assertTrue(err.strip(), args)
+
+
+    def test_help_options_lists_the_table(self):
+        rc, out, _ = run("run", "--help-options")
+        self.assertEqual(rc, 0)
+        self.assertIn("stack_depth (--stack-depth)\n", out)
+        self.assertIn("    value: an integer from 1 to 64; default: 1\n", out)
+        self.assertIn("    value: audit or enforce; default: audit\n", out)
+        rc, _, err = run("run", "--option", "stack_dpeth=4", "--", "true")
+        self.assertEqual(rc, 2)
+        self.assertIn("cumemaudit: --option stack_dpeth=4: unknown option 'stack_dpeth' (known: report_dir, ", err)
 
 
 class Run(unittest.TestCase):
@@ -172,6 +184,12 @@ class Run(unittest.TestCase):
         # The user's options stay as written; the flags follow them, and the shim lets the last of a key win.
         self.assertEqual(e["CUMEMAUDIT_OPTIONS"], f"log_level=debug:deepbind=keep:checkpoint_s=5:log_level=info:"
                                                   f"report_dir={reports}:fail_on=leaks,misuse:exitcode=9:stack_depth=16")
+
+    def test_cupti_backend_loads_the_shim_as_injection_whatever_sets_it(self):
+        for args, env in ((["--backend", "cupti"], {}), (["--option", "backend=both"], {}),
+                          ([], {"CUMEMAUDIT_OPTIONS": "backend=cupti"})):
+            self.assertEqual(self.env_of(*args, env=env).get("CUDA_INJECTION64_PATH"), self.shim, args or env)
+        self.assertNotIn("CUDA_INJECTION64_PATH", self.env_of("--backend", "preload"))
 
     def test_without_sim_the_library_path_is_left_alone(self):
         e = self.env_of(env={"LD_LIBRARY_PATH": "/opt/lib"})
