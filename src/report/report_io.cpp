@@ -1,4 +1,5 @@
 // Report files: loading with messages that name the file and the problem, and writing atomically.
+#include "job.hpp"
 #include "report.hpp"
 
 #include <nlohmann/json.hpp>
@@ -83,7 +84,7 @@ std::string expand_report_dir(const std::string& dir, const std::string& host, s
     return out;
 }
 
-Report load(const std::string& path) {
+nlohmann::json load_json(const std::string& path) {
     std::string text, err;
     struct stat st {};
     if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) throw ReportError(path + ": is a directory, not a report file");
@@ -97,6 +98,11 @@ Report load(const std::string& path) {
         const bool truncated = e.byte >= text.size();
         throw ReportError(path + (truncated ? ": truncated JSON (ends early): " : ": not JSON: ") + e.what());
     }
+    return j;
+}
+
+Report load(const std::string& path) {
+    const nlohmann::json j = load_json(path);
     try {
         return from_json(j);
     } catch (const ReportError& e) {
@@ -106,7 +112,11 @@ Report load(const std::string& path) {
     }
 }
 
-std::string write_atomic(const std::string& path, const Report& r) noexcept {
+namespace {
+
+// Any model with a to_string(): a process report or a job report.
+template <class Model>
+std::string write_model_atomic(const std::string& path, const Model& r) noexcept {
     try {
         struct stat st {};
         if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode))
@@ -140,5 +150,10 @@ std::string write_atomic(const std::string& path, const Report& r) noexcept {
         return std::string("cannot write report ") + path + ": " + e.what();
     }
 }
+
+}  // namespace
+
+std::string write_atomic(const std::string& path, const Report& r) noexcept { return write_model_atomic(path, r); }
+std::string write_atomic(const std::string& path, const JobReport& r) noexcept { return write_model_atomic(path, r); }
 
 }  // namespace cumemaudit::report
