@@ -2,6 +2,8 @@
 #include "job.hpp"
 #include "text.hpp"
 
+#include "common/paths.hpp"
+
 #include <fmt/format.h>
 
 namespace cumemaudit::report {
@@ -13,7 +15,7 @@ std::string rank_name(std::int64_t r) { return r >= 0 ? fmt::format("rank {}", r
 std::string where(const Site& s) {
     for (const Frame& f : s.frames) {
         if (!f.file.empty())
-            return fmt::format("{}:{}{}", f.file.substr(f.file.rfind('/') + 1), f.line, f.symbol.empty() ? "" : " (" + f.symbol + ")");
+            return fmt::format("{}:{}{}", basename(f.file), f.line, f.symbol.empty() ? "" : " (" + f.symbol + ")");
         if (!f.symbol.empty()) return f.symbol;
     }
     return "unknown";

@@ -2,6 +2,8 @@
 #include "job.hpp"
 #include "report.hpp"
 
+#include "common/paths.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <atomic>
@@ -123,7 +125,7 @@ std::string write_model_atomic(const std::string& path, const Model& r) noexcept
             return "refusing to write report " + path + ": the destination is a symlink";
         const auto slash = path.rfind('/');
         const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-        const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+        const std::string base(basename(path));
         static std::atomic<unsigned> counter{0};  // two threads checkpointing at once get distinct temps
         const std::string tmp = dir + "/." + base + "." + std::to_string(::getpid()) + "." +
                                 std::to_string(counter.fetch_add(1)) + ".tmp";

@@ -11,7 +11,10 @@
 #include "events.hpp"
 #include "log.hpp"
 #include "options_store.hpp"
+#include "owners.hpp"
 #include "unwind.hpp"
+
+#include "common/paths.hpp"
 
 #include <cupti.h>
 #include <dlfcn.h>
@@ -29,15 +32,12 @@ namespace {
 
 std::atomic<bool> g_subscribed{false};
 
-// The objects whose frames stand between the program and the driver in a callback.
+// The objects whose frames stand between the program and the driver in a callback: the intermediaries of
+// the owner rules, and CUPTI, which calls back.
 bool between(std::uintptr_t pc) {
     Dl_info info{};
     if (dladdr(reinterpret_cast<void*>(pc - 1), &info) == 0 || info.dli_fname == nullptr) return false;
-    std::string_view path(info.dli_fname);
-    const auto slash = path.rfind('/');
-    const std::string_view base = slash == std::string_view::npos ? path : path.substr(slash + 1);
-    return base.starts_with("libcumemaudit.so") || base.starts_with("libcupti") || base.starts_with("libcuda.so") ||
-           base.starts_with("libcudart");
+    return is_intermediary(info.dli_fname) || cumemaudit::basename(info.dli_fname).starts_with("libcupti");
 }
 
 // The program's call into the driver: the first frame outside the shim, CUPTI, libcuda and cudart (cudart
@@ -141,8 +141,7 @@ std::string cupti_loaded_by_others() {
     dl_iterate_phdr(
         [](dl_phdr_info* info, size_t, void* out) {
             const std::string_view path = info->dlpi_name != nullptr ? info->dlpi_name : "";
-            const auto slash = path.rfind('/');
-            if (path.substr(slash == std::string_view::npos ? 0 : slash + 1).starts_with("libcupti")) {
+            if (cumemaudit::basename(path).starts_with("libcupti")) {
                 *static_cast<std::string*>(out) = std::string(path);
                 return 1;
             }

@@ -6,6 +6,8 @@
 #include "options_store.hpp"
 #include "site_text.hpp"
 
+#include "report/text.hpp"
+
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -47,8 +49,6 @@ State& state() {
 
 // Virtual values stand apart from any real handle value: the program cannot confuse the two.
 constexpr std::uint64_t kVirtualBase = 0xC0DE000000000000ull;
-
-std::string mib(std::uint64_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
 
 // Hands `real` to the program: its current virtual value gains a reference (retain, or an import the
 // driver answered with a handle it already gave), or a fresh one is made.
@@ -213,7 +213,7 @@ void enforce_after(ev::AddressFree, CUresult r, CUdeviceptr va, size_t size) {
             row.reclaim.references += released;
         }
         log_warning("mode=enforce: reclaimed {} held by {} reference(s) nothing could release any more; taken by {}",
-                    mib(u.bytes), released, describe_site(culprit));
+                    report::human_bytes(u.bytes), released, describe_site(culprit));
     }
 }
 
