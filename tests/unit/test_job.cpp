@@ -2,6 +2,7 @@
 // process report's, read back field for field, written atomically, recognised by its schema when parsed,
 // and printed from the struct.
 #include "report/job.hpp"
+#include "report/site_key.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -163,4 +164,32 @@ TEST_CASE("the text is rendered from the struct") {
                "PROBLEM: rank 3 of 4: no report\n"
                "PROBLEM: /r/bad.json: not JSON\n"
                "SUMMARY: cumemaudit job: 3145728 bytes leaked in 3 allocations on 3 ranks; 2 problems\n");
+}
+
+TEST_CASE("the same site: function and file:line per frame, else object+offset; never the pc") {
+    Site a;
+    a.api = "cuMemCreate";
+    a.frames.push_back({0x401234, 0x1234, "/bin/deepep", "allocate_buffer", "buffer.cpp", 42, ""});
+    a.frames.push_back({0x402000, 0x2000, "/bin/deepep", "main", "main.cpp", 7, ""});
+    Site b = a;  // another rank, another run: other addresses, even another build (other offsets)
+    b.frames[0].pc = 0x7f0000401234;
+    b.frames[0].offset = 0x1300;
+    b.frames[1].pc = 0x7f0000402000;
+    CHECK(site_key(a) == site_key(b));
+    b.frames[1].line = 8;  // called from elsewhere: another site, though the top frame is the same
+    CHECK(site_key(a) != site_key(b));
+    b = a;
+    b.api = "cuMemRetainAllocationHandle";
+    CHECK(site_key(a) != site_key(b));
+    // Without symbol and file, the object and the offset into it are all a report knows.
+    Site bare;
+    bare.api = "cuMemAlloc_v2";
+    bare.frames.push_back({0x401000, 0x1000, "/lib/libfoo.so", "", "", 0, ""});
+    Site moved = bare;
+    moved.frames[0].pc = 0x7f0000401000;
+    CHECK(site_key(bare) == site_key(moved));
+    moved.frames[0].offset = 0x1010;
+    CHECK(site_key(bare) != site_key(moved));
+    CHECK(site_key(bare) == "cuMemAlloc_v2\n/lib/libfoo.so+0x1000");
+    CHECK(site_key(a) == "cuMemCreate\nallocate_buffer|buffer.cpp:42\nmain|main.cpp:7");
 }

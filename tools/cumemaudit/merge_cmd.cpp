@@ -4,6 +4,7 @@
 
 #include "report/job.hpp"
 #include "report/report.hpp"
+#include "report/site_key.hpp"
 
 #include <fmt/format.h>
 
@@ -28,12 +29,9 @@ std::vector<std::string> expand(const std::vector<std::string>& paths, std::vect
     return std::move(r.files);
 }
 
-// Frames without their pc, which ASLR makes differ between ranks running the same code.
-std::string site_key(const report::Leak& l) {
-    std::string k = l.cls + '\n' + l.site.api + '\n' + l.handle_type + '\n' + l.owner;
-    for (const report::Frame& f : l.site.frames)
-        k += fmt::format("\n{}|{}|{}|{}|{:x}", f.object, f.symbol, f.file, f.line, f.offset);
-    return k;
+// One row per leak class, handle type and owner at the same site (report/site_key.hpp).
+std::string row_key(const report::Leak& l) {
+    return l.cls + '\n' + l.handle_type + '\n' + l.owner + '\n' + report::site_key(l.site);
 }
 
 using RankRow = report::JobRank;
@@ -111,7 +109,7 @@ void Merge::add(const std::string& file, report::Report&& r) {
     row.own_leaked_bytes = row.leaked_bytes - std::min(row.leaked_bytes, row.imported_leaked_bytes);
 
     for (report::Leak& l : r.leaks) {
-        std::string key = site_key(l);
+        std::string key = row_key(l);
         auto [it, fresh] = sites_.try_emplace(key);
         if (fresh) {
             it->second.leak = std::move(l);

@@ -1,0 +1,18 @@
+#include "site_key.hpp"
+
+#include <fmt/format.h>
+
+namespace cumemaudit::report {
+
+std::string site_key(const Site& s) {
+    std::string key = s.api;
+    for (const Frame& f : s.frames) {
+        if (f.symbol.empty() && f.file.empty())
+            key += fmt::format("\n{}+{:#x}", f.object, f.offset);
+        else
+            key += fmt::format("\n{}|{}:{}", f.symbol, f.file, f.line);
+    }
+    return key;
+}
+
+}  // namespace cumemaudit::report
