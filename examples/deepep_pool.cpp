@@ -8,6 +8,8 @@
 //   deepep_pool [--steps N] [--size-mib M] [--handle fabric|posix] [--va-gib G] [--expect-drop BYTES]
 #include "cumemaudit/fabric_pool.hpp"
 
+#include "support/program.hpp"
+
 #include <CLI/CLI.hpp>
 #include <cuda.h>
 
@@ -21,10 +23,7 @@ namespace {
 
 namespace pool = cumemaudit::pool;
 
-[[noreturn]] void die(const std::string& what) {
-    std::fprintf(stderr, "deepep_pool: %s\n", what.c_str());
-    std::exit(2);
-}
+using cumemaudit::program::die;
 
 struct Options {
     int steps = 3;
