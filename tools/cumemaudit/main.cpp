@@ -106,11 +106,12 @@ int main(int argc, char** argv) {
     report_cmd->add_option("--max-frames", max_frames, "Frames shown per site")->check(CLI::Range(0, 1000));
 
     std::vector<std::string> check_paths;
-    std::string fail_on = "leaks";
+    const cumemaudit::options::OptionInfo& fail_on_row = *cumemaudit::options::find_option("fail_on");
+    std::string fail_on = fail_on_row.default_value;
     std::optional<std::uint64_t> max_leaked;
     CLI::App* check_cmd = app.add_subcommand("check", "Gate on report files: exit 0 pass, 1 fail, 2 unusable");
     check_cmd->add_option("paths", check_paths, "Report files, or directories of cumemaudit.*.json")->required();
-    check_cmd->add_option("--fail-on", fail_on, "leaks|unfreed|misuse|none, comma-separated (default leaks)");
+    check_cmd->add_option("--fail-on", fail_on, "What fails the gate: " + fail_on_row.expected + " (default " + fail_on + ")");
     check_cmd->add_option("--max-leaked-bytes", max_leaked, "Fail only when more bytes than this leaked");
 
     std::vector<std::string> merge_paths;
