@@ -105,7 +105,7 @@ std::optional<CUresult> enforce_before(ev::Release, Call& call, CUmemGenericAllo
     const auto real = real_of(handle);
     if (!real) {
         // As without the shim: a second release is the driver's CUDA_ERROR_INVALID_VALUE, and misuse.
-        Auditor::get().ledger().released(handle, false, "CUDA_ERROR_INVALID_VALUE", call.site());
+        Auditor::get().ledger().released(handle, false, result_name(CUDA_ERROR_INVALID_VALUE), call.site());
         return CUDA_ERROR_INVALID_VALUE;
     }
     handle = *real;
