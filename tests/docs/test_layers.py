@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The layering DESIGN.md draws, checked on every #include "dir/..." line of src/ and tools/: a library
-includes only the libraries below it. The include path (include/, src/) would let any folder include any
-other; this check is what keeps them apart (data runs one way: door -> wrapper -> driver -> ledger -> report).
-Usage: test_layers.py SOURCE_ROOT"""
+includes only the libraries below it (data runs one way: door -> wrapper -> driver -> ledger -> report).
+The build enforces most of it already (each library compiles seeing only src/layers/<lib>/); this check
+names the offending line, and also catches what a layer shows transitively (the CLI sees ledger/ through
+report's layer, yet may not include it itself). Usage: test_layers.py SOURCE_ROOT"""
 import os
 import re
 import sys
