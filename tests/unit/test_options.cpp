@@ -205,3 +205,22 @@ TEST_CASE("an unknown key is named with the known ones") {
     CHECK(problem->rfind("unknown option 'stack_dpeth' in CUMEMAUDIT_OPTIONS (known: report_dir, fail_on, exitcode, ", 0) == 0);
     CHECK(problem->find(", sample_ms)") != std::string::npos);
 }
+
+// The shim compares enumerators (mode == Mode::enforce): each must carry the name a user writes.
+TEST_CASE("each enumerator is named by its own name") {
+    CHECK(name_of(LogLevel::error) == "error");
+    CHECK(name_of(LogLevel::warning) == "warning");
+    CHECK(name_of(LogLevel::info) == "info");
+    CHECK(name_of(LogLevel::debug) == "debug");
+    CHECK(name_of(Deepbind::strip) == "strip");
+    CHECK(name_of(Deepbind::keep) == "keep");
+    CHECK(name_of(Mode::audit) == "audit");
+    CHECK(name_of(Mode::enforce) == "enforce");
+    CHECK(name_of(Backend::preload) == "preload");
+    CHECK(name_of(Backend::cupti) == "cupti");
+    CHECK(name_of(Backend::both) == "both");
+    CHECK(parse_options("mode=enforce:backend=both:deepbind=keep:log_level=debug").options.mode == Mode::enforce);
+    CHECK(parse_options("backend=cupti").options.backend == Backend::cupti);
+    CHECK(parse_options("deepbind=keep").options.deepbind == Deepbind::keep);
+    CHECK(parse_options("log_level=error").options.log_level == LogLevel::error);
+}
