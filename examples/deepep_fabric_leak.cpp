@@ -10,6 +10,8 @@
 //
 //   deepep_fabric_leak [--steps N] [--size-mib M] [--handle fabric|posix] [--fixed]
 //                      [--door direct|dlsym|procaddress-v1|procaddress-v2|cudart] [--expect-drop BYTES]
+#include "support/program.hpp"
+
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
@@ -53,10 +55,7 @@ struct Driver {
 #undef DRIVER_MEMBER
 };
 
-[[noreturn]] void die(const std::string& what) {
-    std::fprintf(stderr, "deepep_fabric_leak: %s\n", what.c_str());
-    std::exit(2);
-}
+using cumemaudit::program::die;
 
 void* open_libcuda() {
     void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
@@ -204,23 +203,13 @@ public:
     }
 
 private:
-    CUmemAllocationProp prop() const {
-        CUmemAllocationProp p{};
-        p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-        p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-        p.location.id = 0;
-        p.requestedHandleTypes = type_;
-        return p;
-    }
+    CUmemAllocationProp prop() const { return cumemaudit::program::device_prop(0, type_); }
 
     CUdeviceptr map_new(CUmemGenericAllocationHandle handle, std::size_t size) {
         CUdeviceptr ptr = 0;
         check(d_.cuMemAddressReserve(&ptr, size, 0, 0, 0), "cuMemAddressReserve");
         check(d_.cuMemMap(ptr, size, 0, handle, 0), "cuMemMap");
-        CUmemAccessDesc access{};
-        access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-        access.location.id = 0;
-        access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+        const CUmemAccessDesc access = cumemaudit::program::read_write(0);
         check(d_.cuMemSetAccess(ptr, size, &access, 1), "cuMemSetAccess");
         return ptr;
     }

@@ -13,6 +13,8 @@
 #include "cumemaudit/deepep_adapter.hpp"
 #include "cumemaudit/fabric_pool.hpp"
 
+#include "support/program.hpp"
+
 #include <CLI/CLI.hpp>
 #include <cuda.h>
 
@@ -26,10 +28,7 @@ namespace {
 
 namespace pool = cumemaudit::pool;
 
-[[noreturn]] void die(const std::string& what) {
-    std::fprintf(stderr, "deepep_pool: %s\n", what.c_str());
-    std::exit(2);
-}
+using cumemaudit::program::die;
 
 struct Options {
     int steps = 3;

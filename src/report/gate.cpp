@@ -4,40 +4,6 @@
 
 namespace cumemaudit::report {
 
-FailOn parse_fail_on(std::string_view text) {
-    FailOn f{false, false, false};
-    bool none = false, any = false;
-    std::size_t start = 0;
-    while (start <= text.size()) {
-        const auto comma = text.find(',', start);
-        const std::string_view word = text.substr(start, comma == std::string_view::npos ? text.npos : comma - start);
-        if (word == "leaks")
-            f.leaks = true;
-        else if (word == "unfreed")
-            f.unfreed = true;
-        else if (word == "misuse")
-            f.misuse = true;
-        else if (word == "none")
-            none = true;
-        else
-            throw GateError(fmt::format("fail_on: unknown word '{}' in '{}' (expected leaks, unfreed, misuse or none, "
-                                        "comma-separated)",
-                                        word, text));
-        if (word != "none") any = true;
-        if (comma == std::string_view::npos) break;
-        start = comma + 1;
-    }
-    if (none && any) throw GateError(fmt::format("fail_on: 'none' cannot be combined with other words in '{}'", text));
-    return f;
-}
-
-std::string to_string(const FailOn& f) {
-    std::string s;
-    for (auto [on, word] : {std::pair{f.leaks, "leaks"}, {f.unfreed, "unfreed"}, {f.misuse, "misuse"}})
-        if (on) s += s.empty() ? word : std::string(",") + word;
-    return s.empty() ? "none" : s;
-}
-
 std::vector<std::string> gate_failures(const Report& r, const FailOn& f, std::optional<std::uint64_t> max_leaked_bytes) {
     std::vector<std::string> why;
     const Summary& s = r.summary;

@@ -2,6 +2,7 @@
 // exit into `exitcode`) and `cumemaudit check` applies it to reports already written, so both must agree.
 #pragma once
 
+#include "common/option_types.hpp"
 #include "report.hpp"
 
 #include <optional>
@@ -12,23 +13,11 @@
 
 namespace cumemaudit::report {
 
-// What fails the gate. Default `leaks`: unreachable and open-export memory (summary.leaked_*).
-struct FailOn {
-    bool leaks = true;
-    bool unfreed = false;  // classic allocations live at exit
-    bool misuse = false;
-    friend bool operator==(const FailOn&, const FailOn&) = default;
-};
-
-class GateError : public std::invalid_argument {
-public:
-    using std::invalid_argument::invalid_argument;
-};
-
-// "leaks", "unfreed", "misuse", "none", or a comma-separated combination such as "leaks,misuse".
-// Throws GateError naming the bad word.
-FailOn parse_fail_on(std::string_view);
-std::string to_string(const FailOn&);
+// What fails the gate: the fail_on option's type, parsed once by the options table (common/option_types.hpp).
+using options::FailOn;
+using options::parse_fail_on;
+using options::to_string;
+using GateError = options::OptionError;
 
 // Why the report fails, one reason per criterion; empty when it passes. max_leaked_bytes is a budget:
 // given, leaks fail only above it, and it applies even with fail_on=none.

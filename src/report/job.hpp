@@ -1,6 +1,8 @@
-// job: the merged report of a job's ranks (`cumemaudit merge`), schema "cumemaudit/job/v1". Its `summary`
-// has the fields of a process report's summary (each leaked allocation counted once across the job), so
-// `cumemaudit check` gates a job with the same policy as a process: load_for_gate reads either kind.
+// job: the merged report of a job's ranks (`cumemaudit merge`), schema "cumemaudit/job/v1", as a plain
+// model like the process report: its JSON form comes from the same fields() lists (report_json.cpp), its
+// text from text_summary below. Its `summary` has the fields of a process report's summary (each leaked
+// allocation counted once across the job), so `cumemaudit check` gates a job with the same policy as a
+// process: load_for_gate reads either kind.
 #pragma once
 
 #include "report.hpp"
@@ -8,6 +10,65 @@
 namespace cumemaudit::report {
 
 inline constexpr const char* kJobSchema = "cumemaudit/job/v1";
+inline constexpr std::size_t kMaxPinningRows = 1000;  // all-to-all on 1024 ranks is a million pairs: the largest
+inline constexpr std::size_t kTextPinningRows = 24;   // enough to show 3 ranks' peers on an 8-GPU node
+
+struct JobSummary {
+    Summary process;  // a process summary's fields, summed (leaks: each allocation once)
+    std::uint64_t pinned_by_peers_bytes = 0;
+};
+
+struct JobRank {
+    std::int64_t rank = -1, pid = 0;
+    std::string host, file;
+    std::optional<int> exit_code;
+    bool checkpoint = false;
+    std::uint64_t leaked_bytes = 0, own_leaked_bytes = 0, imported_leaked_bytes = 0, leaked_allocations = 0;
+    std::uint64_t pins_peers_bytes = 0, pinned_by_peers_bytes = 0;
+};
+
+// A leak site across ranks: the process report's leak row, summed, and the ranks that have it.
+struct JobSite {
+    Leak leak;
+    std::uint64_t ranks = 0;
+    std::vector<std::int64_t> rank_list;
+};
+
+struct JobPinning {
+    std::int64_t importer_rank = -1, exporter_rank = -1;
+    std::uint64_t bytes = 0, imports = 0;
+};
+
+struct JobStep {
+    std::uint64_t step = 0, ranks = 0, live_bytes = 0, driver_used_bytes = 0;
+    std::int64_t growth_bytes = 0;
+};
+
+struct JobProblem {
+    std::string file;                // empty: the job as a whole (a missing rank)
+    std::string what;
+    std::optional<std::int64_t> rank;  // left out of the JSON when unknown
+};
+
+struct JobReport {
+    std::string schema = kJobSchema;
+    std::int64_t world_size = -1;  // -1: no report said
+    std::uint64_t reports = 0;
+    JobSummary summary;
+    std::vector<JobRank> ranks;  // by rank
+    std::vector<std::int64_t> worst_ranks;
+    std::vector<JobSite> sites;  // largest first
+    std::vector<JobPinning> pinning;  // largest first, at most kMaxPinningRows
+    std::uint64_t pinning_pairs = 0;
+    std::vector<JobStep> steps;
+    std::vector<JobProblem> problems;
+};
+
+nlohmann::json to_json(const JobReport&);
+JobReport job_from_json(const nlohmann::json&);  // throws ReportError naming the field
+std::string to_string(const JobReport&);         // pretty-printed JSON text
+std::string text_summary(const JobReport&);      // what `cumemaudit merge` prints, ending in a SUMMARY: line
+std::string write_atomic(const std::string& path, const JobReport&) noexcept;  // as for a Report
 
 // A process report as load() reads it, or a job report seen as one process whose summary is the job's
 // (process.argv = {"job"}, process.rank = -1). Throws ReportError "<path>: <problem>".

@@ -2,6 +2,8 @@
 
 #include "libdw_api.hpp"
 
+#include "common/paths.hpp"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -56,7 +58,7 @@ struct OfflineSymbolizer::Impl {
         if (auto it = chosen.find(key); it != chosen.end()) return it->second;
         std::string found;
         if (!f.object.empty() && matches(f.object, f.build_id)) found = f.object;
-        const std::string base = fs::path(f.object).filename().string();
+        const std::string base(basename(f.object));
         for (std::size_t i = 0; found.empty() && !base.empty() && i < search_dirs.size(); ++i) {
             std::error_code ec;
             for (fs::recursive_directory_iterator it(search_dirs[i], fs::directory_options::skip_permission_denied, ec), end;

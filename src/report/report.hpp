@@ -244,6 +244,7 @@ std::string report_path(const std::string& dir, const std::string& host, std::in
 std::string expand_report_dir(const std::string& dir, const std::string& host, std::int64_t pid, std::int64_t rank);
 
 Report load(const std::string& path);  // throws ReportError "<path>: <problem>"
+nlohmann::json load_json(const std::string& path);  // the file's JSON, any schema; throws as load() does
 
 // Writes through a temp file in the destination's directory (O_EXCL|O_NOFOLLOW), fsync, then rename, so a
 // reader sees the old report or the new one, never a part. Refuses a destination that is a symlink.

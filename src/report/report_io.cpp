@@ -1,5 +1,8 @@
 // Report files: loading with messages that name the file and the problem, and writing atomically.
+#include "job.hpp"
 #include "report.hpp"
+
+#include "common/paths.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -83,7 +86,7 @@ std::string expand_report_dir(const std::string& dir, const std::string& host, s
     return out;
 }
 
-Report load(const std::string& path) {
+nlohmann::json load_json(const std::string& path) {
     std::string text, err;
     struct stat st {};
     if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) throw ReportError(path + ": is a directory, not a report file");
@@ -97,6 +100,11 @@ Report load(const std::string& path) {
         const bool truncated = e.byte >= text.size();
         throw ReportError(path + (truncated ? ": truncated JSON (ends early): " : ": not JSON: ") + e.what());
     }
+    return j;
+}
+
+Report load(const std::string& path) {
+    const nlohmann::json j = load_json(path);
     try {
         return from_json(j);
     } catch (const ReportError& e) {
@@ -106,14 +114,18 @@ Report load(const std::string& path) {
     }
 }
 
-std::string write_atomic(const std::string& path, const Report& r) noexcept {
+namespace {
+
+// Any model with a to_string(): a process report or a job report.
+template <class Model>
+std::string write_model_atomic(const std::string& path, const Model& r) noexcept {
     try {
         struct stat st {};
         if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode))
             return "refusing to write report " + path + ": the destination is a symlink";
         const auto slash = path.rfind('/');
         const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-        const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+        const std::string base(basename(path));
         static std::atomic<unsigned> counter{0};  // two threads checkpointing at once get distinct temps
         const std::string tmp = dir + "/." + base + "." + std::to_string(::getpid()) + "." +
                                 std::to_string(counter.fetch_add(1)) + ".tmp";
@@ -140,5 +152,10 @@ std::string write_atomic(const std::string& path, const Report& r) noexcept {
         return std::string("cannot write report ") + path + ": " + e.what();
     }
 }
+
+}  // namespace
+
+std::string write_atomic(const std::string& path, const Report& r) noexcept { return write_model_atomic(path, r); }
+std::string write_atomic(const std::string& path, const JobReport& r) noexcept { return write_model_atomic(path, r); }
 
 }  // namespace cumemaudit::report

@@ -1,6 +1,7 @@
 // The JSON form of report v1. Every field name lives in the fields() lists below, which both the writer
 // and the reader walk, so the two can never disagree. Fields of the v1 contract are required when
 // reading; fields added since are optional, so reports from older writers still load.
+#include "job.hpp"
 #include "report.hpp"
 
 #include <nlohmann/json.hpp>
@@ -206,6 +207,62 @@ template <class V> void fields(V& v, Report& r) {
     v.opt("time_ns", r.time_ns);
 }
 
+// The job report (job.hpp).
+template <class V> void fields(V& v, JobSummary& s) {
+    fields(v, s.process);  // flat: a job's summary reads as a process summary
+    v.req("pinned_by_peers_bytes", s.pinned_by_peers_bytes);
+}
+template <class V> void fields(V& v, JobRank& r) {
+    v.req("rank", r.rank);
+    v.req("pid", r.pid);
+    v.req("host", r.host);
+    v.req("file", r.file);
+    v.req("exit_code", r.exit_code);
+    v.req("checkpoint", r.checkpoint);
+    v.req("leaked_bytes", r.leaked_bytes);
+    v.req("own_leaked_bytes", r.own_leaked_bytes);
+    v.req("imported_leaked_bytes", r.imported_leaked_bytes);
+    v.req("leaked_allocations", r.leaked_allocations);
+    v.req("pins_peers_bytes", r.pins_peers_bytes);
+    v.req("pinned_by_peers_bytes", r.pinned_by_peers_bytes);
+}
+template <class V> void fields(V& v, JobSite& s) {
+    fields(v, s.leak);  // flat: the process report's leak row, plus the ranks
+    v.req("ranks", s.ranks);
+    v.req("rank_list", s.rank_list);
+}
+template <class V> void fields(V& v, JobPinning& p) {
+    v.req("importer_rank", p.importer_rank);
+    v.req("exporter_rank", p.exporter_rank);
+    v.req("bytes", p.bytes);
+    v.req("imports", p.imports);
+}
+template <class V> void fields(V& v, JobStep& s) {
+    v.req("step", s.step);
+    v.req("ranks", s.ranks);
+    v.req("live_bytes", s.live_bytes);
+    v.req("driver_used_bytes", s.driver_used_bytes);
+    v.req("growth_bytes", s.growth_bytes);
+}
+template <class V> void fields(V& v, JobProblem& p) {
+    v.req("file", p.file);
+    v.req("what", p.what);
+    v.present("rank", p.rank);
+}
+template <class V> void fields(V& v, JobReport& j) {
+    v.req("schema", j.schema);
+    v.req("world_size", j.world_size);
+    v.req("reports", j.reports);
+    v.req("summary", j.summary);
+    v.req("ranks", j.ranks);
+    v.req("worst_ranks", j.worst_ranks);
+    v.req("sites", j.sites);
+    v.req("pinning", j.pinning);
+    v.req("pinning_pairs", j.pinning_pairs);
+    v.req("steps", j.steps);
+    v.req("problems", j.problems);
+}
+
 std::string hex(std::uint64_t x) {
     char buf[24];
     std::snprintf(buf, sizeof buf, "0x%" PRIx64, x);
@@ -238,6 +295,9 @@ struct Writer {
     }
     template <class T> void req(const char* k, const T& x) { out[k] = value(x); }
     template <class T> void opt(const char* k, const T& x) { out[k] = value(x); }
+    template <class T> void present(const char* k, const std::optional<T>& x) {  // absent when empty, not null
+        if (x) out[k] = value(*x);
+    }
     void hex(const char* k, std::uint64_t x) { out[k] = report::hex(x); }
     void hex_opt(const char* k, std::uint64_t x) { out[k] = report::hex(x); }
 };
@@ -302,6 +362,9 @@ struct Reader {
     template <class T> void opt(const char* k, T& x) {
         if (const json* j = find(k)) read(*j, at(k), x);
     }
+    template <class T> void present(const char* k, std::optional<T>& x) {
+        if (const json* j = find(k)) read(*j, at(k), x);
+    }
     void hex(const char* k, std::uint64_t& x) {
         const json* j = find(k);
         if (!j) throw ReportError("missing field '" + at(k) + "'");
@@ -335,5 +398,20 @@ Report from_json(const json& j) {
 }
 
 std::string to_string(const Report& r) { return to_json(r).dump(2) + "\n"; }
+
+json to_json(const JobReport& r) { return Writer::value(r); }
+
+JobReport job_from_json(const json& j) {
+    if (!j.is_object()) throw ReportError(std::string("not a job report: the top level is ") + j.type_name() + ", expected an object");
+    const auto schema = j.find("schema");
+    if (schema == j.end()) throw ReportError("missing field 'schema'");
+    if (!schema->is_string() || schema->get_ref<const std::string&>() != kJobSchema)
+        throw ReportError("schema is " + schema->dump() + ", expected \"" + kJobSchema + "\"");
+    JobReport r;
+    Reader::read(j, "", r);
+    return r;
+}
+
+std::string to_string(const JobReport& r) { return to_json(r).dump(2) + "\n"; }
 
 }  // namespace cumemaudit::report

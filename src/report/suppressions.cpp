@@ -1,5 +1,7 @@
 #include "suppressions.hpp"
 
+#include "common/paths.hpp"
+
 #include <fnmatch.h>
 
 #include <fstream>
@@ -12,11 +14,6 @@ std::string_view trim(std::string_view s) {
     const auto b = s.find_first_not_of(" \t\r");
     if (b == std::string_view::npos) return {};
     return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
-}
-
-std::string_view basename(std::string_view path) {
-    const auto slash = path.rfind('/');
-    return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
 bool glob(const std::string& pattern, std::string_view text) {

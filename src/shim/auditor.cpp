@@ -223,7 +223,7 @@ void Auditor::write_report(ledger::Moment moment, const int* exit_code, bool fin
         in.intercepted_calls = calls_so_far();
         in.symbolizer = &symbolizer_;
         in.suppressions = &suppressions;
-        in.options = option_values(options_);
+        in.options = options::option_values(options_);
         in.checkpoint = moment == ledger::Moment::checkpoint;
         in.time_ns = static_cast<std::uint64_t>(now_ns());
         in.steps = timeline_.steps();
@@ -249,14 +249,8 @@ void Auditor::write_report(ledger::Moment moment, const int* exit_code, bool fin
             std::fprintf(stderr, "%s", text.c_str());
             std::fprintf(stderr, "cumemaudit: report: %s\n", path.c_str());
         }
-        report::FailOn fail_on;
-        try {
-            fail_on = report::parse_fail_on(options_.fail_on);
-        } catch (const report::GateError& e) {
-            log_warning("option fail_on='{}' in CUMEMAUDIT_OPTIONS: {}; using leaks", options_.fail_on, e.what());
-        }
         if (exit_code == nullptr) return;
-        const int code = report::exit_code_after_gate(*exit_code, report::gate_fails(rep, fail_on, std::nullopt),
+        const int code = report::exit_code_after_gate(*exit_code, report::gate_fails(rep, options_.fail_on, std::nullopt),
                                                       options_.exitcode);
         if (code != *exit_code) {
             std::fflush(nullptr);

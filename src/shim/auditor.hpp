@@ -8,7 +8,7 @@
 #include "ledger/ledger.hpp"
 #include "driver_query.hpp"
 #include "oom.hpp"
-#include "options.hpp"
+#include "options_store.hpp"
 #include "report/symbolizer.hpp"
 #include "timeline.hpp"
 

@@ -30,8 +30,8 @@ namespace {
 
 thread_local ThreadState t_state __attribute__((tls_model("initial-exec")));
 
-constexpr int kMaxDepth = 64;
-constexpr int kMaxPythonDepth = 64;
+constexpr int kMaxDepth = options::kMaxStackDepth;
+constexpr int kMaxPythonDepth = options::kMaxPythonDepth;
 constexpr int kOwnFrames = 8;  // frames of the shim itself above the caller, at most
 
 // Frames from the caller outwards, innermost first. One frame is the caller's return address, free;
@@ -131,7 +131,7 @@ RuntimeScope::~RuntimeScope() {
 Call::Call(const char* api, void* caller, CallClass cls) : api_(api), caller_(caller), class_(cls) {
     recording_ = t_state.driver_depth == 0 && t_state.shim_depth == 0 && Auditor::enter();
     // backend=cupti: CUPTI records; the wrappers stand by unless it could not subscribe.
-    static const bool cupti_only = current_options().backend == "cupti";
+    static const bool cupti_only = current_options().backend == options::Backend::cupti;
     if (recording_ && cupti_only && !t_state.in_cupti_callback && cupti_subscribed()) recording_ = false;
     if (recording_ && t_state.runtime_api != nullptr) {
         api_ = t_state.runtime_api;
@@ -147,7 +147,8 @@ const ledger::Site& Call::site() {
         const Options& o = a.options();
         const bool vmm = class_ == CallClass::vmm;
         const int depth = vmm ? o.vmm_stack_depth : o.stack_depth;
-        const bool python = o.python_frames == "all" || (vmm && o.python_frames == "vmm");
+        const bool python = o.python_frames == options::PythonFrames::all ||
+                            (vmm && o.python_frames == options::PythonFrames::vmm);
         if (depth <= 1 && !python) {
             // On the heap, one per thread (freed at its exit, on_thread_exit): in the TLS block itself it would
             // overflow the static TLS a dlopen() may get.

@@ -12,7 +12,10 @@
 #include "fence.hpp"
 #include "log.hpp"
 #include "options_store.hpp"
+#include "owners.hpp"
 #include "unwind.hpp"
+
+#include "common/paths.hpp"
 
 #include <cupti.h>
 #include <dlfcn.h>
@@ -30,15 +33,12 @@ namespace {
 
 std::atomic<bool> g_subscribed{false};
 
-// The objects whose frames stand between the program and the driver in a callback.
+// The objects whose frames stand between the program and the driver in a callback: the intermediaries of
+// the owner rules, and CUPTI, which calls back.
 bool between(std::uintptr_t pc) {
     Dl_info info{};
     if (dladdr(reinterpret_cast<void*>(pc - 1), &info) == 0 || info.dli_fname == nullptr) return false;
-    std::string_view path(info.dli_fname);
-    const auto slash = path.rfind('/');
-    const std::string_view base = slash == std::string_view::npos ? path : path.substr(slash + 1);
-    return base.starts_with("libcumemaudit.so") || base.starts_with("libcupti") || base.starts_with("libcuda.so") ||
-           base.starts_with("libcudart");
+    return is_intermediary(info.dli_fname) || cumemaudit::basename(info.dli_fname).starts_with("libcupti");
 }
 
 // The program's call into the driver: the first frame outside the shim, CUPTI, libcuda and cudart (cudart
@@ -144,8 +144,7 @@ std::string cupti_loaded_by_others() {
     dl_iterate_phdr(
         [](dl_phdr_info* info, size_t, void* out) {
             const std::string_view path = info->dlpi_name != nullptr ? info->dlpi_name : "";
-            const auto slash = path.rfind('/');
-            if (path.substr(slash == std::string_view::npos ? 0 : slash + 1).starts_with("libcupti")) {
+            if (cumemaudit::basename(path).starts_with("libcupti")) {
                 *static_cast<std::string*>(out) = std::string(path);
                 return 1;
             }
@@ -216,11 +215,11 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
 
 namespace {
 int initialize_injection() {
-    if (current_options().backend == "preload") return 1;
+    if (current_options().backend == cumemaudit::options::Backend::preload) return 1;
     if (const std::string other = cupti_loaded_by_others(); !other.empty()) {
         log_warning("backend={}: {} was loaded before the driver started, so a profiler in this process may need "
                     "CUPTI, which takes one subscriber; the preload backend carries the audit and CUPTI is left to it",
-                    current_options().backend, other);
+                    cumemaudit::options::name_of(current_options().backend), other);
         return 1;
     }
     void* lib = load_cupti();
@@ -229,7 +228,7 @@ int initialize_injection() {
     auto result_string = lib ? reinterpret_cast<ResultString>(dlsym(lib, "cuptiGetResultString")) : nullptr;
     if (subscribe == nullptr || enable == nullptr) {
         log_warning("backend={}: libcupti not found (set CUMEMAUDIT_CUPTI_LIB); the preload backend carries the audit",
-                    current_options().backend);
+                    cumemaudit::options::name_of(current_options().backend));
         return 1;
     }
     static CUpti_SubscriberHandle subscriber = nullptr;
@@ -246,14 +245,14 @@ int initialize_injection() {
         const char* why = nullptr;
         if (result_string != nullptr) result_string(res, &why);
         log_warning("backend={}: CUPTI is held by {} ({}); the preload backend carries the audit, and the other tool "
-                    "keeps CUPTI", current_options().backend, holder[0] != '\0' ? holder : "another tool",
+                    "keeps CUPTI", cumemaudit::options::name_of(current_options().backend), holder[0] != '\0' ? holder : "another tool",
                     why != nullptr ? why : "subscribe failed");
         return 1;
     }
     for (CUpti_CallbackId id : kCallbacks) enable(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
     enable_pool_records(lib);
     g_subscribed.store(true);
-    log_info("backend={}: subscribed to CUPTI's driver-API callbacks", current_options().backend);
+    log_info("backend={}: subscribed to CUPTI's driver-API callbacks", cumemaudit::options::name_of(current_options().backend));
     return 1;
 }
 }  // namespace

@@ -150,7 +150,7 @@ extern "C" int cumemaudit_dlopen_flags(const char* file, int flags) noexcept {
     using namespace cumemaudit::shim;
     int out = flags;  // a failure below leaves the program's flags as they were
     guarded("dlopen", [&] {
-        if (current_options().deepbind == "keep") return;
+        if (current_options().deepbind == cumemaudit::options::Deepbind::keep) return;
         static std::atomic<bool> warned{false};
         if (!warned.exchange(true))
             log_warning("dlopen(\"{}\", RTLD_DEEPBIND): flag removed so the audit sees the library's CUDA calls "

@@ -6,6 +6,8 @@
 #include "options_store.hpp"
 #include "site_text.hpp"
 
+#include "report/text.hpp"
+
 #include <pthread.h>
 
 #include <algorithm>
@@ -63,8 +65,6 @@ State& state() {
 // Virtual values stand apart from any real handle value: the program cannot confuse the two.
 constexpr std::uint64_t kVirtualBase = 0xC0DE000000000000ull;
 
-std::string mib(std::uint64_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
-
 // Hands `real` to the program: its current virtual value (a retain, or an import the driver answered with
 // a handle it already gave), or a fresh one for a fresh creation.
 std::uint64_t hand_out(std::uint64_t real, bool fresh) {
@@ -110,7 +110,7 @@ CUresult refuse(Call& call, const char* api) {
 }  // namespace
 
 bool enforcing() {
-    static const bool on = current_options().mode == "enforce";
+    static const bool on = current_options().mode == options::Mode::enforce;
     return on;
 }
 
@@ -128,7 +128,7 @@ std::optional<CUresult> enforce_before(ev::Release, Call& call, CUmemGenericAllo
     const auto real = real_of(handle);
     if (!real) {
         // As without the shim: a second release is the driver's CUDA_ERROR_INVALID_VALUE, and misuse.
-        Auditor::get().ledger().released(handle, false, "CUDA_ERROR_INVALID_VALUE", call.site());
+        Auditor::get().ledger().released(handle, false, result_name(CUDA_ERROR_INVALID_VALUE), call.site());
         return CUDA_ERROR_INVALID_VALUE;
     }
     handle = *real;
@@ -266,7 +266,7 @@ void reclaim_pending(bool every_thread) {
             }
         }
         log_warning("mode=enforce: reclaimed {} held by {} reference(s) nothing could release any more; taken by {}",
-                    mib(u.bytes), released, taken_by);
+                    report::human_bytes(u.bytes), released, taken_by);
     }
 }
 

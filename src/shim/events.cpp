@@ -5,6 +5,8 @@
 #include "export_key.hpp"
 #include "timeline.hpp"
 
+#include "common/cuda_errors.hpp"
+
 namespace cumemaudit::shim {
 namespace {
 
@@ -209,31 +211,8 @@ void record(ev::ExecDestroy, Call&, CUresult r, CUgraphExec exec) {
 }
 
 const char* result_name(CUresult r) {
-    switch (r) {
-#define NAME(x) \
-    case x: return #x;
-        NAME(CUDA_SUCCESS)
-        NAME(CUDA_ERROR_INVALID_VALUE)
-        NAME(CUDA_ERROR_OUT_OF_MEMORY)
-        NAME(CUDA_ERROR_NOT_INITIALIZED)
-        NAME(CUDA_ERROR_DEINITIALIZED)
-        NAME(CUDA_ERROR_NOT_PERMITTED)
-        NAME(CUDA_ERROR_NOT_SUPPORTED)
-        NAME(CUDA_ERROR_INVALID_CONTEXT)
-        NAME(CUDA_ERROR_INVALID_DEVICE)
-        NAME(CUDA_ERROR_INVALID_HANDLE)
-        NAME(CUDA_ERROR_NOT_FOUND)
-        NAME(CUDA_ERROR_ALREADY_MAPPED)
-        NAME(CUDA_ERROR_NOT_MAPPED)
-        NAME(CUDA_ERROR_ILLEGAL_ADDRESS)
-        NAME(CUDA_ERROR_ILLEGAL_STATE)
-        NAME(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
-        NAME(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)
-        NAME(CUDA_ERROR_LAUNCH_FAILED)
-        NAME(CUDA_ERROR_UNKNOWN)
-#undef NAME
-        default: return "CUDA_ERROR_OTHER";
-    }
+    const cuda_errors::Row* row = cuda_errors::find(r);
+    return row != nullptr ? row->name : "CUDA_ERROR_OTHER";  // a code newer than this build's cuda.h
 }
 
 }  // namespace cumemaudit::shim

@@ -5,10 +5,13 @@
 namespace cumemaudit::shim {
 namespace {
 
-spdlog::level::level_enum level_of(std::string_view s) {
-    if (s == "error") return spdlog::level::err;
-    if (s == "info") return spdlog::level::info;
-    if (s == "debug") return spdlog::level::debug;
+spdlog::level::level_enum level_of(options::LogLevel l) {
+    switch (l) {
+        case options::LogLevel::error: return spdlog::level::err;
+        case options::LogLevel::warning: return spdlog::level::warn;
+        case options::LogLevel::info: return spdlog::level::info;
+        case options::LogLevel::debug: return spdlog::level::debug;
+    }
     return spdlog::level::warn;
 }
 
@@ -26,8 +29,6 @@ spdlog::logger& logger() {
     return *log;
 }
 
-bool known_log_level(std::string_view s) { return s == "error" || s == "warning" || s == "info" || s == "debug"; }
-
-void set_log_level(std::string_view level) { logger().set_level(level_of(level)); }
+void set_log_level(options::LogLevel level) { logger().set_level(level_of(level)); }
 
 }  // namespace cumemaudit::shim

@@ -2,6 +2,8 @@
 // header-only and private to the shim, so the program's own spdlog (if any) is untouched.
 #pragma once
 
+#include "common/option_types.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <string_view>
@@ -9,8 +11,7 @@
 namespace cumemaudit::shim {
 
 spdlog::logger& logger();
-void set_log_level(std::string_view level);  // error, warning, info, debug; false when unknown
-bool known_log_level(std::string_view level);
+void set_log_level(options::LogLevel);
 
 template <typename... A>
 void log_warning(fmt::format_string<A...> f, A&&... a) { logger().warn(f, std::forward<A>(a)...); }

@@ -2,9 +2,11 @@
 // never touches CUDA or dlopen never parses them), and their warnings printed once.
 #pragma once
 
-#include "options.hpp"
+#include "common/options.hpp"
 
 namespace cumemaudit::shim {
+
+using options::Options;
 
 const Options& current_options();
 

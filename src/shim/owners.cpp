@@ -2,6 +2,8 @@
 
 #include "options_store.hpp"
 
+#include "common/paths.hpp"
+
 #include <dlfcn.h>
 #include <fnmatch.h>
 
@@ -66,16 +68,6 @@ std::string package_of(const std::string& path, const std::string& base) {
     return base;
 }
 
-// Objects that only pass memory on for somebody else; the owner is whoever called them.
-bool is_intermediary(std::string_view base) {
-    return base.starts_with("libcumemaudit.so") || base.starts_with("libcuda.so") || base.starts_with("libcudart");
-}
-
-std::string_view basename_of(std::string_view path) {
-    const auto slash = path.rfind('/');
-    return slash == std::string_view::npos ? path : path.substr(slash + 1);
-}
-
 std::string object_of(ledger::Pc pc) {
     Dl_info info{};
     // The return address may sit just past the object's last byte: look one byte back.
@@ -112,10 +104,15 @@ const std::vector<std::pair<std::string, std::string>>& user_rules() {
 
 }  // namespace
 
+bool is_intermediary(std::string_view object) {
+    const std::string_view base = basename(object);
+    return base.starts_with("libcumemaudit.so") || base.starts_with("libcuda.so") || base.starts_with("libcudart");
+}
+
 std::string owner_name_for_object(std::string_view object) {
     // dladdr gives the path as it was opened: "lib/../_C.so" and "lib//x.so" name the same file.
     const std::string path = std::filesystem::path(object).lexically_normal().string();
-    const std::string base(basename_of(path));
+    const std::string base(basename(path));
     if (base.empty()) return "unknown";
     for (const auto& [glob, owner] : user_rules())
         if (matches(glob, path, base)) return owner;
@@ -132,7 +129,7 @@ ledger::OwnerId owner_of(std::span<const ledger::Pc> pcs, ledger::Ledger& ledger
     ledger::OwnerId owner = 0;
     for (ledger::Pc pc : pcs) {
         const std::string object = object_of(pc);
-        if (is_intermediary(basename_of(object))) continue;
+        if (is_intermediary(object)) continue;
         owner = ledger.owner_id(owner_name_for_object(object));
         break;
     }

@@ -12,6 +12,10 @@
 
 namespace cumemaudit::shim {
 
+// Objects that only pass memory on for somebody else (the shim, libcuda, cudart): the owner is whoever
+// called them. `object` is a path or a basename.
+bool is_intermediary(std::string_view object);
+
 // The owner name the rules give an object file (a path, normalised here, or a basename).
 std::string owner_name_for_object(std::string_view object);
 

@@ -3,6 +3,8 @@
 #include "log.hpp"
 #include "site_text.hpp"
 
+#include "report/text.hpp"
+
 #include <chrono>
 
 namespace cumemaudit::shim {
@@ -14,7 +16,6 @@ std::uint64_t now_ns() {
             .count());
 }
 
-std::string mib(std::uint64_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
 
 // The owner whose growth is PyTorch's own business (its allocator stats see it), not an alarm.
 constexpr std::string_view kPyTorch = "pytorch";
@@ -73,8 +74,8 @@ void Timeline::check_growth(const report::Step& s, const std::vector<ledger::Own
         const auto sites = ledger_.growth_sites(o.owner, since_epoch_);
         const ledger::Site site = sites.empty() ? ledger::Site{} : sites.front().first;
         alarms_.push_back({report::Alarm{step, s.time_ns, "growth", o.name, growth, o.live_bytes, {}}, site});
-        log_warning("step {}: memory outside PyTorch grew by {} in {} (now {}){}", step, mib(growth), o.name,
-                    mib(o.live_bytes), sites.empty() ? "" : ", most at " + describe_site(site));
+        log_warning("step {}: memory outside PyTorch grew by {} in {} (now {}){}", step, report::human_bytes(growth), o.name,
+                    report::human_bytes(o.live_bytes), sites.empty() ? "" : ", most at " + describe_site(site));
     }
     std::uint64_t unreachable = 0;
     const auto sites = ledger_.unreachable_sites(&unreachable);
@@ -84,7 +85,7 @@ void Timeline::check_growth(const report::Step& s, const std::vector<ledger::Own
         alarms_.push_back(
             {report::Alarm{step, s.time_ns, "leak", ledger_.owner_name(site.owner), growth, unreachable, {}}, site});
         log_warning("step {}: unreachable VMM memory grew by {} (now {}): a leak, reference taken by {}", step,
-                    mib(growth), mib(unreachable), describe_site(site));
+                    report::human_bytes(growth), report::human_bytes(unreachable), describe_site(site));
     }
     last_unreachable_ = unreachable;
     since_epoch_ = ledger_.begin_epoch();

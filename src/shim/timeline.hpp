@@ -8,7 +8,7 @@
 
 #include "driver_query.hpp"
 #include "ledger/ledger.hpp"
-#include "options.hpp"
+#include "options_store.hpp"
 #include "report/build.hpp"
 
 #include <atomic>

@@ -21,7 +21,7 @@ void* address_of(const int*) { return nullptr; }
 
 const Symbol kSymbols[] = {
 #define CU_ENTRY(base, version, symbol, twin) {#symbol, address_of(&symbol)}, {#twin, address_of(&twin)},
-#include "cuda_catalog.inc"
+#include "common/cuda_catalog.inc"
 #undef CU_ENTRY
 };
 

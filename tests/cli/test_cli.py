@@ -126,6 +126,52 @@ class ReportFiles(unittest.TestCase):
         self.assertIn("unknown word 'leak'", err)
 
 
+class SameSite(unittest.TestCase):
+    """merge and diff tell sites apart by one rule: function and file:line of every frame, never the pc."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def reports(self, second_frames):
+        a, b = report(1 << 20, 1, 1), report(3 << 20, 1, 1)
+        b["process"]["rank"] = 1
+        b["leaks"][0]["site"]["frames"] = second_frames
+        paths = []
+        for name, r in (("a.json", a), ("b.json", b)):
+            paths.append(os.path.join(self.tmp.name, name))
+            with open(paths[-1], "w") as f:
+                json.dump(r, f)
+        return paths
+
+    def sites(self, paths):
+        job = os.path.join(self.tmp.name, "job.json")
+        rc, _, err = run("merge", *paths, "-o", job)
+        self.assertEqual(rc, 0, err)
+        merged = [(s["bytes"], s["ranks"]) for s in json.load(open(job))["sites"]]
+        rc, out, err = run("diff", *paths)
+        self.assertEqual(rc, 0, err)
+        table = out.split("leaked bytes by site", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+        return merged, table
+
+    top = {"pc": "0x401234", "object": "/bin/deepep", "symbol": "allocate_buffer", "file": "deepep.cpp", "line": 42}
+
+    def test_other_addresses_are_the_same_site(self):
+        merged, table = self.sites(self.reports([dict(self.top, pc="0x7f0000401234", offset="0x1300")]))
+        self.assertEqual(merged, [(4 << 20, 2)])
+        self.assertEqual(len(table), 1, table)
+        self.assertIn("+2.0 MiB", table[0])
+
+    def test_another_caller_is_another_site(self):
+        caller = {"pc": "0x402000", "object": "/bin/deepep", "symbol": "main", "file": "main.cpp", "line": 8}
+        merged, table = self.sites(self.reports([self.top, caller]))
+        self.assertEqual(sorted(merged), [(1 << 20, 1), (3 << 20, 1)])
+        self.assertEqual(len(table), 2, table)
+        self.assertIn("<- main main.cpp:8", "".join(table))
+
+
 class Arguments(unittest.TestCase):
     def test_help_version_and_usage_errors(self):
         for args in (["--help"], ["run", "--help"], ["report", "--help"], ["check", "--help"]):
@@ -136,10 +182,22 @@ class Arguments(unittest.TestCase):
         self.assertEqual((rc, out.strip().split()[0]), (0, "cumemaudit"))
         for args in ([], ["frobnicate"], ["check"], ["report"], ["run"], ["check", "--max-leaked-bytes", "x", "f"],
                      ["run", "--exitcode", "300", "--", "true"], ["run", "--fail-on", "sometimes", "--", "true"],
-                     ["run", "--option", "novalue", "--", "true"]):
+                     ["run", "--option", "novalue", "--", "true"], ["run", "--option", "bogus=1", "--", "true"],
+                     ["run", "--stack-depth", "256", "--", "true"], ["run", "--option", "growth_alarm=inf", "--", "true"]):
             rc, _, err = run(*args)
             self.assertEqual(rc, 2, args)
             self.assertTrue(err.strip(), args)
+
+
+    def test_help_options_lists_the_table(self):
+        rc, out, _ = run("run", "--help-options")
+        self.assertEqual(rc, 0)
+        self.assertIn("stack_depth (--stack-depth)\n", out)
+        self.assertIn("    value: an integer from 1 to 64; default: 1\n", out)
+        self.assertIn("    value: audit or enforce; default: audit\n", out)
+        rc, _, err = run("run", "--option", "stack_dpeth=4", "--", "true")
+        self.assertEqual(rc, 2)
+        self.assertIn("cumemaudit: --option stack_dpeth=4: unknown option 'stack_dpeth' (known: report_dir, ", err)
 
 
 class Run(unittest.TestCase):
@@ -172,6 +230,12 @@ class Run(unittest.TestCase):
         # The user's options stay as written; the flags follow them, and the shim lets the last of a key win.
         self.assertEqual(e["CUMEMAUDIT_OPTIONS"], f"log_level=debug:deepbind=keep:checkpoint_s=5:log_level=info:"
                                                   f"report_dir={reports}:fail_on=leaks,misuse:exitcode=9:stack_depth=16")
+
+    def test_cupti_backend_loads_the_shim_as_injection_whatever_sets_it(self):
+        for args, env in ((["--backend", "cupti"], {}), (["--option", "backend=both"], {}),
+                          ([], {"CUMEMAUDIT_OPTIONS": "backend=cupti"})):
+            self.assertEqual(self.env_of(*args, env=env).get("CUDA_INJECTION64_PATH"), self.shim, args or env)
+        self.assertNotIn("CUDA_INJECTION64_PATH", self.env_of("--backend", "preload"))
 
     def test_without_sim_the_library_path_is_left_alone(self):
         e = self.env_of(env={"LD_LIBRARY_PATH": "/opt/lib"})

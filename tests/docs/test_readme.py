@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""The README's options table against src/shim/options.inc: every option listed, with the default the code
+"""The README's options table against src/common/options.inc: every option listed, with the default the code
 has, and nothing listed that the code lacks."""
 import re
 import sys
 
 root = sys.argv[1]
-table = "".join(l for l in open(f"{root}/src/shim/options.inc") if not l.lstrip().startswith("//"))
+table = "".join(l for l in open(f"{root}/src/common/options.inc") if not l.lstrip().startswith("//"))
 code = {name: default for name, default in re.findall(r'OPTION\(\s*[\w:]+,\s*(\w+),\s*("[^"]*"|\w+)', table)}
 readme = open(f"{root}/README.md").read()
 section = readme.split("### Options", 1)[1].split("###", 1)[0]

@@ -8,6 +8,8 @@
 // --hang-rank R: rank R stops after the last barrier and prints "hanging" (a test kills it there).
 //
 //   RANK=r WORLD_SIZE=n LOCAL_RANK=l deepep_ranks --dir DIR [--growths N] [--size-mib M] [--fixed] [--hang-rank R]
+#include "support/program.hpp"
+
 #include <CLI/CLI.hpp>
 #include <cuda.h>
 #include <fcntl.h>
@@ -23,10 +25,7 @@
 
 namespace {
 
-[[noreturn]] void die(const std::string& what) {
-    std::fprintf(stderr, "deepep_ranks: %s\n", what.c_str());
-    std::exit(2);
-}
+using cumemaudit::program::die;
 
 void check(CUresult r, const char* what) {
     if (r == CUDA_SUCCESS) return;
@@ -132,23 +131,13 @@ public:
     }
 
 private:
-    CUmemAllocationProp prop() const {
-        CUmemAllocationProp p{};
-        p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-        p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-        p.location.id = device_;
-        p.requestedHandleTypes = CU_MEM_HANDLE_TYPE_FABRIC;
-        return p;
-    }
+    CUmemAllocationProp prop() const { return cumemaudit::program::device_prop(device_, CU_MEM_HANDLE_TYPE_FABRIC); }
 
     CUdeviceptr map_new(CUmemGenericAllocationHandle handle, std::size_t size) {
         CUdeviceptr ptr = 0;
         check(cuMemAddressReserve(&ptr, size, 0, 0, 0), "cuMemAddressReserve");
         check(cuMemMap(ptr, size, 0, handle, 0), "cuMemMap");
-        CUmemAccessDesc access{};
-        access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-        access.location.id = device_;
-        access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+        const CUmemAccessDesc access = cumemaudit::program::read_write(device_);
         check(cuMemSetAccess(ptr, size, &access, 1), "cuMemSetAccess");
         return ptr;
     }

@@ -4,6 +4,8 @@
 // reference (the leak), so the exporter's memory stays pinned by the importer until the importer exits.
 // Each process runs under the auditor; `cumemaudit merge` joins their reports by the fd's identity.
 //   fd_share [--gib N]   the exporter prints "pinned_drop=BYTES": free memory lost while nothing can use it.
+#include "support/program.hpp"
+
 #include <cuda.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -81,13 +83,7 @@ void say(int sock) {
     if (write(sock, "x", 1) != 1) std::exit(95);
 }
 
-CUmemAllocationProp props() {
-    CUmemAllocationProp p{};
-    p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    p.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-    return p;
-}
+CUmemAllocationProp props() { return cumemaudit::program::device_prop(0, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR); }
 
 __attribute__((noinline)) int exporter(int sock, size_t bytes) {
     init();
@@ -122,9 +118,7 @@ __attribute__((noinline)) int importer(int sock, size_t bytes) {
     CUdeviceptr va;
     OK(cuMemAddressReserve(&va, bytes, 0, 0, 0));
     OK(cuMemMap(va, bytes, 0, h, 0));
-    CUmemAccessDesc access{};
-    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    const CUmemAccessDesc access = cumemaudit::program::read_write(0);
     OK(cuMemSetAccess(va, bytes, &access, 1));
     say(sock);
     wait_byte(sock);  // the exporter released everything

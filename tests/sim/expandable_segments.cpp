@@ -2,6 +2,8 @@
 // reservation (~157 GiB), 20 MiB cuMemCreate + cuMemMap + cuMemSetAccess per growth, shrink by
 // cuMemUnmap -> close the exported fd -> cuMemRelease, sharing by POSIX-fd export and import. Entry points
 // come from cuGetProcAddress at 12000, as cudaGetDriverEntryPoint gives them. Balanced.
+#include "support/program.hpp"
+
 #include "scenario.hpp"
 
 #include <cudaTypedefs.h>
@@ -66,14 +68,8 @@ int main() {
         ok(get_info(&f, &t), "cuMemGetInfo");
         return static_cast<long long>(f);
     };
-    CUmemAllocationProp prop{};
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = 0;
-    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-    CUmemAccessDesc access{};
-    access.location = prop.location;
-    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    const CUmemAllocationProp prop = cumemaudit::program::device_prop(0, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    const CUmemAccessDesc access = cumemaudit::program::read_write(0);
 
     const long long start = free_now();
     CUdeviceptr base = 0;

@@ -3,6 +3,7 @@
 // freed as retain -> release -> get address range -> unmap -> release -> address free, and peer buffers
 // imported (import -> map -> release at once). Balanced: free memory must come back to where it started.
 #include "scenario.hpp"
+#include "support/program.hpp"
 
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
@@ -68,23 +69,13 @@ Nccl load_all() {
     return n;
 }
 
-CUmemAllocationProp prop() {
-    CUmemAllocationProp p{};
-    p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    p.location.id = 0;
-    p.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-    return p;
-}
+CUmemAllocationProp prop() { return cumemaudit::program::device_prop(0, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR); }
 
 CUdeviceptr map_and_access(const Nccl& n, CUmemGenericAllocationHandle h, std::size_t size) {
     CUdeviceptr ptr = 0;
     ok(n.reserve(&ptr, size, 0, 0, 0), "cuMemAddressReserve");
     ok(n.map(ptr, size, 0, h, 0), "cuMemMap");
-    CUmemAccessDesc a{};
-    a.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    a.location.id = 0;
-    a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    const CUmemAccessDesc a = cumemaudit::program::read_write(0);
     ok(n.set_access(ptr, size, &a, 1), "cuMemSetAccess");
     return ptr;
 }

@@ -2,6 +2,8 @@
 // name, found by the dlsym map, and reached through cuGetProcAddress (the catalog's answer for its base name
 // and version maps back to the same row); every memory entry point of the catalog is wrapped.
 #include "common/cuda_catalog.hpp"
+#include "common/cuda_errors.hpp"
+#include "shim/events.hpp"
 #include "shim/hooks.hpp"
 
 #include <catch2/catch.hpp>
@@ -71,4 +73,10 @@ TEST_CASE("names that are not ours are not in the dlsym map") {
     CHECK(shim::find_hook("cuInit") == HookId::count);
     CHECK(shim::find_hook("") == HookId::count);
     CHECK(shim::find_hook("cudaMalloc") == HookId::cudaMalloc);
+}
+
+TEST_CASE("the shim names every CUresult as the simulated driver does: one table for both") {
+    for (const auto& row : cumemaudit::cuda_errors::kRows) CHECK(std::string(cumemaudit::shim::result_name(row.code)) == row.name);
+    CHECK(std::string(cumemaudit::shim::result_name(CUDA_ERROR_KEY_ROTATION)) == "CUDA_ERROR_KEY_ROTATION");  // was OTHER
+    CHECK(std::string(cumemaudit::shim::result_name(static_cast<CUresult>(123456))) == "CUDA_ERROR_OTHER");
 }

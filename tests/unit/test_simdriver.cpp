@@ -2,6 +2,8 @@
 // capacity, configuration, lookup and classic-memory behaviour the scenario programs rely on. The test
 // links libcuda.so.1 (simulated) directly. Figures are exact; since all cases share one process (and the
 // leak case leaks on purpose), they compare free memory before and after rather than absolute values.
+#include "support/program.hpp"
+
 #include "common/cuda_catalog.hpp"
 
 #include <catch2/catch.hpp>
@@ -44,12 +46,7 @@ std::size_t free_bytes() {
 }
 
 CUmemAllocationProp prop(unsigned types = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR | CU_MEM_HANDLE_TYPE_FABRIC) {
-    CUmemAllocationProp p{};
-    p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    p.location.id = 0;
-    p.requestedHandleTypes = static_cast<CUmemAllocationHandleType>(types);
-    return p;
+    return cumemaudit::program::device_prop(0, types);
 }
 
 CUmemGenericAllocationHandle create(std::size_t size) {
@@ -69,10 +66,7 @@ CUdeviceptr reserve(std::size_t size) {
 CUdeviceptr map_new(CUmemGenericAllocationHandle h, std::size_t size) {
     const CUdeviceptr va = reserve(size);
     REQUIRE(cuMemMap(va, size, 0, h, 0) == CUDA_SUCCESS);
-    CUmemAccessDesc d{};
-    d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    d.location.id = 0;
-    d.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    const CUmemAccessDesc d = cumemaudit::program::read_write(0);
     REQUIRE(cuMemSetAccess(va, size, &d, 1) == CUDA_SUCCESS);
     return va;
 }

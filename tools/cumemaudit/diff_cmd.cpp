@@ -1,6 +1,7 @@
 #include "diff_cmd.hpp"
 
 #include "load_all.hpp"
+#include "report/site_key.hpp"
 #include "report/text.hpp"
 #include "report/timeline.hpp"
 #include "site_text.hpp"
@@ -44,12 +45,20 @@ Bytes kinds_live(const report::Report& r) {
 }
 
 // One row per place: the same site may leak under several classes (unreachable and mapped-at-exit).
+// Sites are told apart by report::site_key, the rule `merge` uses too; a row is named by its top frame,
+// and by its callers as well where two sites share the top frame.
 Bytes leak_sites(const report::Report& r, std::map<std::string, std::string>& names) {
     Bytes m;
     for (const report::Leak& l : r.leaks) {
-        const std::string key = site_key(l.site);
+        const std::string key = report::site_key(l.site);
         m[key] += l.bytes;
-        names.try_emplace(key, site_text(l.site) + " [" + l.owner + "]");
+        std::string name = site_text(l.site) + " [" + l.owner + "]";
+        for (const auto& [other_key, other_name] : names)
+            if (other_name == name && other_key != key) {
+                for (std::size_t i = 1; i < l.site.frames.size(); ++i) name += " <- " + frame_text(l.site.frames[i]);
+                break;
+            }
+        names.try_emplace(key, name);
     }
     return m;
 }

@@ -6,9 +6,10 @@
 #include "html_cmd.hpp"
 #include "locate.hpp"
 #include "merge_cmd.hpp"
-#include "report/gate.hpp"
+#include "common/options.hpp"
 #include "reports_cmd.hpp"
 #include "run_env.hpp"
+#include "run_flags.hpp"
 #include "symbolize_cmd.hpp"
 #include "trace_cmd.hpp"
 
@@ -27,14 +28,9 @@ using namespace cumemaudit::cli;
 
 struct RunArgs {
     bool sim = false;
-    std::string report_dir, fail_on, suppressions, backend;
-    std::optional<int> exitcode, stack_depth;
-    std::vector<std::string> options;  // K=V
+    RunFlags flags;
     std::vector<std::string> command;
 };
-
-// The program may chdir: paths it reads from the options must not depend on where it was started.
-std::string absolute(const std::string& p) { return std::filesystem::absolute(p).lexically_normal().string(); }
 
 void not_found(const char* what, const Located& l, const char* env) {
     std::fprintf(stderr, "cumemaudit: cannot find %s; looked in:\n", what);
@@ -43,26 +39,7 @@ void not_found(const char* what, const Located& l, const char* env) {
 }
 
 int run_command(const RunArgs& a) {
-    OptionList flags;
-    for (const std::string& kv : a.options) {
-        const auto eq = kv.find('=');
-        if (eq == std::string::npos || eq == 0) throw UsageError("--option " + kv + ": expected KEY=VALUE");
-        flags.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
-    }
-    if (!a.report_dir.empty()) flags.emplace_back("report_dir", absolute(a.report_dir));
-    if (!a.fail_on.empty()) {
-        try {
-            cumemaudit::report::parse_fail_on(a.fail_on);  // the shim would only warn: refuse before starting
-        } catch (const cumemaudit::report::GateError& e) {
-            throw UsageError(std::string("--fail-on: ") + e.what());
-        }
-        flags.emplace_back("fail_on", a.fail_on);
-    }
-    if (a.exitcode) flags.emplace_back("exitcode", std::to_string(*a.exitcode));
-    if (!a.suppressions.empty()) flags.emplace_back("suppressions", absolute(a.suppressions));
-    if (a.stack_depth) flags.emplace_back("stack_depth", std::to_string(*a.stack_depth));
-    if (!a.backend.empty()) flags.emplace_back("backend", a.backend);
-
+    const OptionList flags = option_overrides(a.flags);
     const char* current = std::getenv("CUMEMAUDIT_OPTIONS");
     const std::string options = append_options(current ? current : "", flags);
 
@@ -83,7 +60,8 @@ int run_command(const RunArgs& a) {
     ::setenv("CUMEMAUDIT_OPTIONS", options.c_str(), 1);
     // Preloaded for every backend: with cupti the wrappers stand by, ready if another tool holds CUPTI.
     ::setenv("LD_PRELOAD", prepend_path(shim.path, std::getenv("LD_PRELOAD")).c_str(), 1);
-    if (a.backend == "cupti" || a.backend == "both") ::setenv("CUDA_INJECTION64_PATH", shim.path.c_str(), 1);
+    if (cumemaudit::options::parse_options(options).options.backend != cumemaudit::options::Backend::preload)
+        ::setenv("CUDA_INJECTION64_PATH", shim.path.c_str(), 1);
     if (a.sim) ::setenv("LD_LIBRARY_PATH", prepend_path(sim_dir, std::getenv("LD_LIBRARY_PATH")).c_str(), 1);
     std::fflush(nullptr);
     return exec_program(a.command);
@@ -94,8 +72,7 @@ int run_command(const RunArgs& a) {
 // value of one.
 int split_run_command(int argc, char** argv, std::vector<std::string>& command) {
     if (argc < 2 || std::string_view(argv[1]) != "run") return argc;
-    static constexpr std::string_view with_value[] = {"--report-dir", "--fail-on", "--exitcode", "--suppressions",
-                                                      "--stack-depth", "--option", "--backend"};
+    static const std::vector<std::string> with_value = flags_with_value();
     int i = 2;
     for (; i < argc; ++i) {
         const std::string_view a = argv[i];
@@ -104,7 +81,7 @@ int split_run_command(int argc, char** argv, std::vector<std::string>& command) 
             return i;
         }
         if (a.empty() || a[0] != '-') break;
-        if (std::find(std::begin(with_value), std::end(with_value), a) != std::end(with_value)) ++i;
+        if (std::find(with_value.begin(), with_value.end(), a) != with_value.end()) ++i;
     }
     if (i < argc) command.assign(argv + i, argv + argc);
     return std::min(i, argc);
@@ -120,16 +97,7 @@ int main(int argc, char** argv) {
     RunArgs run;
     CLI::App* run_cmd = app.add_subcommand("run", "Run PROG under the audit (LD_PRELOAD), writing a report at exit");
     run_cmd->add_flag("--sim", run.sim, "Use the simulated driver (no GPU needed)");
-    run_cmd->add_option("--report-dir", run.report_dir, "Directory for cumemaudit.<host>.<pid>[.r<rank>].json");
-    run_cmd->add_option("--fail-on", run.fail_on, "leaks|unfreed|misuse|none, comma-separated (default leaks)");
-    run_cmd->add_option("--exitcode", run.exitcode, "Exit code when the gate fails a clean exit (default 23)")
-        ->check(CLI::Range(0, 255));
-    run_cmd->add_option("--suppressions", run.suppressions, "Suppression file (leak:GLOB / misuse:GLOB lines)")
-        ->check(CLI::ExistingFile);
-    run_cmd->add_option("--stack-depth", run.stack_depth, "Frames captured per call site")->check(CLI::Range(1, 256));
-    run_cmd->add_option("--backend", run.backend, "preload (default), cupti (CUDA_INJECTION64_PATH) or both")
-        ->check(CLI::IsMember({"preload", "cupti", "both"}));
-    run_cmd->add_option("--option", run.options, "Any other CUMEMAUDIT_OPTIONS key, as KEY=VALUE (repeatable)");
+    add_run_flags(*run_cmd, run.flags);
     run_cmd->footer("The program and its arguments follow the options, after an optional --.");
 
     std::vector<std::string> report_files;
@@ -141,7 +109,8 @@ int main(int argc, char** argv) {
     report_cmd->add_flag("--show-held", show_held, "Show unfreed and mapped-at-exit rows (held at exit, not leaks)");
 
     std::vector<std::string> check_paths;
-    std::string fail_on = "leaks";
+    const cumemaudit::options::OptionInfo& fail_on_row = *cumemaudit::options::find_option("fail_on");
+    std::string fail_on = fail_on_row.default_value;
     std::optional<std::uint64_t> max_leaked;
     std::vector<std::string> symbolize_files, symbolize_search, symbolize_debug;
     CLI::App* symbolize_cmd = app.add_subcommand(
@@ -154,7 +123,7 @@ int main(int argc, char** argv) {
                               "Directory holding .build-id/xx/….debug files (after it, /usr/lib/debug); repeatable");
     CLI::App* check_cmd = app.add_subcommand("check", "Gate on report files: exit 0 pass, 1 fail, 2 unusable");
     check_cmd->add_option("paths", check_paths, "Report files, or directories of cumemaudit.*.json")->required();
-    check_cmd->add_option("--fail-on", fail_on, "leaks|unfreed|misuse|none, comma-separated (default leaks)");
+    check_cmd->add_option("--fail-on", fail_on, "What fails the gate: " + fail_on_row.expected + " (default " + fail_on + ")");
     check_cmd->add_option("--max-leaked-bytes", max_leaked, "Fail only when more bytes than this leaked");
 
     std::vector<std::string> merge_paths;
@@ -185,6 +154,10 @@ int main(int argc, char** argv) {
     const int ours = split_run_command(argc, argv, run.command);
     try {
         app.parse(ours, argv);
+        if (*run_cmd && run.flags.help_options) {
+            std::fputs(help_options_text().c_str(), stdout);
+            return 0;
+        }
         if (*run_cmd && run.command.empty()) throw CLI::RequiredError("run: the program to run (cumemaudit run [OPTIONS] -- PROG ARGS)");
     } catch (const CLI::ParseError& e) {
         const int rc = app.exit(e);

@@ -21,18 +21,4 @@ std::string site_text(const report::Site& s) {
     return t;
 }
 
-std::string site_key(const report::Site& s) {
-    std::string key = s.api;
-    if (!s.frames.empty()) {
-        const report::Frame& f = s.frames.front();
-        // Without symbol and file only the object offset identifies the place; the pc never does.
-        key += f.symbol.empty() && f.file.empty() ? fmt::format("|{}+{:#x}", f.object, f.offset)
-                                                  : fmt::format("|{}|{}:{}", f.symbol, f.file, f.line);
-    }
-    // Every Python call reaches the driver through the same native frames (ctypes, Cython): the Python line
-    // is what tells two places apart.
-    if (!s.python_frames.empty()) key += "|py|" + python_frame_text(s.python_frames.front());
-    return key;
-}
-
 }  // namespace cumemaudit::cli

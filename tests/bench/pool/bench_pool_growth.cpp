@@ -8,6 +8,8 @@
 //   bench_pool_growth [--steps N] [--size-mib M] [--handle fabric|posix] [--reps R]
 #include "cumemaudit/fabric_pool.hpp"
 
+#include "support/program.hpp"
+
 #include <CLI/CLI.hpp>
 #include <cuda.h>
 
@@ -25,10 +27,7 @@ namespace {
 namespace pool = cumemaudit::pool;
 using Clock = std::chrono::steady_clock;
 
-[[noreturn]] void die(const std::string& what) {
-    std::fprintf(stderr, "bench_pool_growth: %s\n", what.c_str());
-    std::exit(2);
-}
+using cumemaudit::program::die;
 
 struct Options {
     int steps = 8;

@@ -414,6 +414,17 @@ def case_options(tmp):
     for needle in ("unknown option 'bogus'", "stack_depth='abc'", "malformed option 'nonsense'"):
         expect(needle in proc.stderr, f"warning {needle!r} missing:\n{proc.stderr}")
     only_report(tmp)
+    # Out of bounds: warned, and the report echoes the value in effect (the default), not the one asked for.
+    d = tempfile.mkdtemp(dir=tmp)
+    proc = run([SCENARIOS, "exit", "0"], d, env={"CUMEMAUDIT_OPTIONS": "fail_on=none:stack_depth=256:exitcode=256:growth_alarm=inf:mode=enforcd"}, rc=0)
+    for needle in ("option stack_depth='256' in CUMEMAUDIT_OPTIONS is not an integer from 1 to 64; using 1",
+                   "option exitcode='256' in CUMEMAUDIT_OPTIONS is not an integer from 0 to 255; using 23",
+                   "option growth_alarm='inf' in CUMEMAUDIT_OPTIONS is not a size such as 268435456, 256MiB or 1GiB; using 256MiB",
+                   "option mode='enforcd' in CUMEMAUDIT_OPTIONS is not audit or enforce; using audit"):
+        expect(needle in proc.stderr, f"warning {needle!r} missing:\n{proc.stderr}")
+    echoed = only_report(d)["options"]
+    expect((echoed["stack_depth"], echoed["exitcode"], echoed["growth_alarm"], echoed["mode"]) == ("1", "23", "256MiB", "audit"),
+           f"options in effect {echoed}")
 
 
 def case_suppressions(tmp):

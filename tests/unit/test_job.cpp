@@ -1,0 +1,195 @@
+// The job report (`cumemaudit merge`): one model whose JSON comes from the same fields() lists as the
+// process report's, read back field for field, written atomically, recognised by its schema when parsed,
+// and printed from the struct.
+#include "report/job.hpp"
+#include "report/site_key.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+using namespace cumemaudit::report;
+using nlohmann::json;
+
+namespace {
+
+JobReport sample() {
+    JobReport j;
+    j.world_size = 4;
+    j.reports = 3;
+    j.summary.process.leaked_bytes = 3 << 20;
+    j.summary.process.leaked_allocations = 3;
+    j.summary.process.leaked_references = 5;
+    j.summary.process.misuse_events = 1;
+    j.summary.process.unfreed_bytes = 512;
+    j.summary.process.unfreed_allocations = 1;
+    j.summary.process.peak_tracked_bytes = 9 << 20;
+    j.summary.process.intercepted_calls = 77;
+    j.summary.process.mapped_at_exit_bytes = 4096;
+    j.summary.process.live_bytes = 8192;
+    j.summary.process.suppressed_leaks = 2;
+    j.summary.process.reclaimed_bytes = 1024;
+    j.summary.pinned_by_peers_bytes = 2 << 20;
+    j.ranks.push_back({0, 100, "h0", "/r/cumemaudit.h0.100.r0.json", 0, false, 2 << 20, 1 << 20, 1 << 20, 2, 1 << 20, 2 << 20});
+    j.ranks.push_back({1, 101, "h0", "/r/cumemaudit.h0.101.r1.json", std::nullopt, true, 1 << 20, 1 << 20, 0, 1, 0, 0});
+    j.worst_ranks = {0, 1};
+    Leak l;
+    l.cls = "unreachable";
+    l.bytes = 3 << 20;
+    l.allocations = 3;
+    l.references = 3;
+    l.handle_type = "fabric";
+    l.owner = "deepep";
+    l.kind = "vmm_physical";
+    l.site.api = "cuMemCreate";
+    l.site.frames.push_back({0x401234, 0x1234, "/bin/deepep", "allocate_buffer", "/src/deepep/buffer.cpp", 42, "ab12"});
+    j.sites.push_back({l, 2, {0, 1}});
+    j.pinning.push_back({0, 1, 2 << 20, 2});
+    j.pinning_pairs = 1;
+    j.steps.push_back({1, 2, 4 << 20, 6 << 20, 0});
+    j.steps.push_back({2, 2, 5 << 20, 7 << 20, 1 << 20});
+    j.problems.push_back({"", "rank 3 of 4: no report", 3});
+    j.problems.push_back({"/r/bad.json", "not JSON", std::nullopt});
+    return j;
+}
+
+std::string temp_dir() {
+    const auto d = std::filesystem::temp_directory_path() / ("cumemaudit-test-job-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(d);
+    return d.string();
+}
+
+}  // namespace
+
+TEST_CASE("a job report round-trips through JSON field for field") {
+    const JobReport j = sample();
+    const json out = to_json(j);
+    CHECK(to_json(job_from_json(out)) == out);
+    CHECK(to_json(job_from_json(json::parse(to_string(j)))) == out);
+}
+
+TEST_CASE("the job JSON keeps its v1 field names") {
+    const json out = to_json(sample());
+    CHECK(out["schema"] == "cumemaudit/job/v1");
+    CHECK(out["world_size"] == 4);
+    CHECK(out["reports"] == 3);
+    // The summary reads as a process summary, plus the job's own field.
+    CHECK(out["summary"]["leaked_bytes"] == 3 << 20);
+    CHECK(out["summary"]["unfreed_allocations"] == 1);
+    CHECK(out["summary"]["pinned_by_peers_bytes"] == 2 << 20);
+    CHECK(out["ranks"][0]["own_leaked_bytes"] == 1 << 20);
+    CHECK(out["ranks"][0]["exit_code"] == 0);
+    CHECK(out["ranks"][1]["exit_code"].is_null());
+    CHECK(out["ranks"][1]["checkpoint"] == true);
+    // A site is the process report's leak row, flat, with the ranks that have it.
+    const json& site = out["sites"][0];
+    CHECK(site["class"] == "unreachable");
+    CHECK(site["site"]["frames"][0]["pc"] == "0x401234");
+    CHECK(site["site"]["frames"][0]["line"] == 42);
+    CHECK(site["ranks"] == 2);
+    CHECK(site["rank_list"] == json::array({0, 1}));
+    CHECK(out["pinning"][0] == json{{"importer_rank", 0}, {"exporter_rank", 1}, {"bytes", 2 << 20}, {"imports", 2}});
+    CHECK(out["pinning_pairs"] == 1);
+    CHECK(out["steps"][1] == json{{"step", 2}, {"ranks", 2}, {"live_bytes", 5 << 20}, {"driver_used_bytes", 7 << 20},
+                                  {"growth_bytes", 1 << 20}});
+    // A problem without a rank has no "rank" at all (not null).
+    CHECK(out["problems"][0] == json{{"file", ""}, {"what", "rank 3 of 4: no report"}, {"rank", 3}});
+    CHECK(out["problems"][1] == json{{"file", "/r/bad.json"}, {"what", "not JSON"}});
+}
+
+TEST_CASE("reading a job names the missing or mistyped field") {
+    json out = to_json(sample());
+    out["summary"].erase("leaked_bytes");
+    CHECK_THROWS_WITH(job_from_json(out), "missing field 'summary.leaked_bytes'");
+    out = to_json(sample());
+    out["ranks"][1]["pid"] = "101";
+    CHECK_THROWS_WITH(job_from_json(out), "field 'ranks[1].pid' is string, expected an integer");
+    out["schema"] = "cumemaudit/report/v1";
+    CHECK_THROWS_WITH(job_from_json(out), "schema is \"cumemaudit/report/v1\", expected \"cumemaudit/job/v1\"");
+}
+
+TEST_CASE("a job written atomically is gated as one process with the job's summary") {
+    const std::string dir = temp_dir();
+    const std::string path = dir + "/job.json";
+    REQUIRE(write_atomic(path, sample()) == "");
+    const Report seen = load_for_gate(path);
+    CHECK(seen.process.rank == -1);
+    CHECK(seen.process.world_size == 4);
+    CHECK(seen.process.argv == std::vector<std::string>{"job"});
+    CHECK(seen.summary.leaked_bytes == 3u << 20);
+    CHECK(seen.summary.leaked_allocations == 3);
+    CHECK(seen.summary.misuse_events == 1);
+    CHECK(seen.summary.unfreed_bytes == 512);
+    // No temp file is left beside it.
+    CHECK(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator{}) == 1);
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("the schema is read, not searched for") {
+    const std::string dir = temp_dir();
+    // A process report that mentions the job schema in a string is still a process report.
+    Report r;
+    r.process.argv = {"python", "\"cumemaudit/job/v1\""};
+    r.summary.leaked_bytes = 7;
+    REQUIRE(write_atomic(dir + "/proc.json", r) == "");
+    const Report seen = load_for_gate(dir + "/proc.json");
+    CHECK(seen.process.argv == r.process.argv);
+    CHECK(seen.summary.leaked_bytes == 7);
+    // A job report with a bad summary is an error naming the file and the field, not a process report.
+    json broken = to_json(sample());
+    broken["summary"].erase("misuse_events");
+    std::ofstream(dir + "/broken.json") << broken.dump();
+    CHECK_THROWS_WITH(load_for_gate(dir + "/broken.json"), dir + "/broken.json: missing field 'summary.misuse_events'");
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("the text is rendered from the struct") {
+    const std::string t = text_summary(sample());
+    CHECK(t == "cumemaudit merge: 3 rank reports, world size 4\n"
+               "job: 3.0 MiB (3145728 bytes) leaked in 3 allocations, each counted once across ranks\n"
+               "leaks per rank (own = allocations it created; held = all its references pin, imports included):\n"
+               "  rank 0     own    1.0 MiB  held    2.0 MiB\n"
+               "  rank 1     own    1.0 MiB  held    1.0 MiB  (checkpoint only)\n"
+               "worst ranks: 0 1\n"
+               "leak sites across ranks:\n"
+               "     3.0 MiB  unreachable    cuMemCreate at buffer.cpp:42 (allocate_buffer)  ranks: 2 [0-1]\n"
+               "cross-rank pinning (2.0 MiB of exported memory held by peers' unreleased imports):\n"
+               "  rank 0's imports pin 2.0 MiB of rank 1's memory\n"
+               "steps (live bytes summed over ranks):\n"
+               "  step 1         4.0 MiB  growth +0 bytes  (2 ranks)\n"
+               "  step 2         5.0 MiB  growth +1048576 bytes  (2 ranks)\n"
+               "PROBLEM: rank 3 of 4: no report\n"
+               "PROBLEM: /r/bad.json: not JSON\n"
+               "SUMMARY: cumemaudit job: 3145728 bytes leaked in 3 allocations on 3 ranks; 2 problems\n");
+}
+
+TEST_CASE("the same site: function and file:line per frame, else object+offset; never the pc") {
+    Site a;
+    a.api = "cuMemCreate";
+    a.frames.push_back({0x401234, 0x1234, "/bin/deepep", "allocate_buffer", "buffer.cpp", 42, ""});
+    a.frames.push_back({0x402000, 0x2000, "/bin/deepep", "main", "main.cpp", 7, ""});
+    Site b = a;  // another rank, another run: other addresses, even another build (other offsets)
+    b.frames[0].pc = 0x7f0000401234;
+    b.frames[0].offset = 0x1300;
+    b.frames[1].pc = 0x7f0000402000;
+    CHECK(site_key(a) == site_key(b));
+    b.frames[1].line = 8;  // called from elsewhere: another site, though the top frame is the same
+    CHECK(site_key(a) != site_key(b));
+    b = a;
+    b.api = "cuMemRetainAllocationHandle";
+    CHECK(site_key(a) != site_key(b));
+    // Without symbol and file, the object and the offset into it are all a report knows.
+    Site bare;
+    bare.api = "cuMemAlloc_v2";
+    bare.frames.push_back({0x401000, 0x1000, "/lib/libfoo.so", "", "", 0, ""});
+    Site moved = bare;
+    moved.frames[0].pc = 0x7f0000401000;
+    CHECK(site_key(bare) == site_key(moved));
+    moved.frames[0].offset = 0x1010;
+    CHECK(site_key(bare) != site_key(moved));
+    CHECK(site_key(bare) == "cuMemAlloc_v2\n/lib/libfoo.so+0x1000");
+    CHECK(site_key(a) == "cuMemCreate\nallocate_buffer|buffer.cpp:42\nmain|main.cpp:7");
+}

@@ -1,0 +1,100 @@
+// `cumemaudit run`'s flags, generated from the options table: one flag per row with the row's help, bounds
+// and default, values judged by the shim's parser, paths made absolute, --option keys checked, and
+// --help-options listing every row.
+#include "common/options.hpp"
+#include "run_flags.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+using namespace cumemaudit::cli;
+using cumemaudit::options::option_table;
+
+namespace {
+
+// Parses a `run` command line (without the program) the way main() does.
+RunFlags parse(std::vector<std::string> args) {
+    CLI::App app;
+    RunFlags flags;
+    add_run_flags(app, flags);
+    std::reverse(args.begin(), args.end());  // CLI11 takes them last-first
+    app.parse(args);
+    return flags;
+}
+
+std::string usage_error(const RunFlags& f) {
+    try {
+        option_overrides(f);
+    } catch (const UsageError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("every row is a flag carrying its help, bounds and default") {
+    CLI::App app;
+    RunFlags flags;
+    add_run_flags(app, flags);
+    REQUIRE(flags.given.size() == option_table().size());
+    for (const auto& row : option_table()) {
+        INFO(row.name);
+        const CLI::Option* o = app.get_option_no_throw(flag_of(row.name));
+        REQUIRE(o != nullptr);
+        CHECK(o->get_description().find(std::string(row.help)) == 0);
+        CHECK(o->get_description().find("[" + row.expected + "; default ") != std::string::npos);
+    }
+    CHECK(flag_of("stack_depth") == "--stack-depth");
+    CHECK(flag_of("report_dir") == "--report-dir");
+    const auto with_value = flags_with_value();
+    CHECK(with_value.size() == option_table().size() + 1);
+    CHECK(with_value.back() == "--option");
+}
+
+TEST_CASE("flag values are judged by the table's parser and bounds") {
+    CHECK_THROWS_AS(parse({"--exitcode", "256"}), CLI::ValidationError);
+    CHECK_THROWS_AS(parse({"--stack-depth", "65"}), CLI::ValidationError);
+    CHECK_THROWS_AS(parse({"--stack-depth", "0"}), CLI::ValidationError);
+    CHECK_THROWS_AS(parse({"--growth-alarm", "inf"}), CLI::ValidationError);
+    CHECK_THROWS_AS(parse({"--mode", "enforced"}), CLI::ValidationError);
+    CHECK_THROWS_AS(parse({"--fail-on", "leak"}), CLI::ValidationError);
+    CHECK_THROWS_AS(parse({"--suppressions", "/no/such/file"}), CLI::ValidationError);
+    try {
+        parse({"--exitcode", "256"});
+    } catch (const CLI::ValidationError& e) {
+        CHECK(std::string(e.what()) == "--exitcode: '256' is not an integer from 0 to 255");
+    }
+    const RunFlags ok = parse({"--stack-depth", "64", "--exitcode", "0", "--mode", "enforce", "--summary", "no"});
+    CHECK(option_overrides(ok) == OptionList{{"exitcode", "0"}, {"stack_depth", "64"}, {"mode", "enforce"}, {"summary", "no"}});
+}
+
+TEST_CASE("--option pairs come first, then flags in table order; paths become absolute") {
+    const auto cwd = std::filesystem::current_path().string();
+    const RunFlags f = parse({"--backend", "cupti", "--report-dir", "out/../r", "--option", "log_level=info",
+                              "--option", "report_dir=rel", "--option", "checkpoint_s=5"});
+    CHECK(option_overrides(f) == OptionList{{"log_level", "info"}, {"report_dir", cwd + "/rel"}, {"checkpoint_s", "5"},
+                                            {"report_dir", cwd + "/r"}, {"backend", "cupti"}});
+}
+
+TEST_CASE("--option refuses an unknown key, a bad value and a missing KEY=") {
+    CHECK(usage_error(parse({"--option", "stack_dpeth=4"})).rfind(
+              "--option stack_dpeth=4: unknown option 'stack_dpeth' (known: report_dir, fail_on, exitcode, ", 0) == 0);
+    CHECK(usage_error(parse({"--option", "exitcode=300"})) == "--option exitcode=300: '300' is not an integer from 0 to 255");
+    CHECK(usage_error(parse({"--option", "growth_alarm=nan"})) ==
+          "--option growth_alarm=nan: 'nan' is not a size such as 268435456, 256MiB or 1GiB");
+    CHECK(usage_error(parse({"--option", "novalue"})) == "--option novalue: expected KEY=VALUE");
+    CHECK(usage_error(parse({"--option", "suppressions=/no/such/file"})) == "--option suppressions=/no/such/file: no such file");
+}
+
+TEST_CASE("--help-options lists every row with its flag, help, values and default") {
+    const std::string text = help_options_text();
+    for (const auto& row : option_table()) {
+        INFO(row.name);
+        CHECK(text.find(std::string(row.name) + " (" + flag_of(row.name) + ")\n    " + std::string(row.help) +
+                        "\n    value: " + row.expected + "; default: " +
+                        (row.default_value.empty() ? "none" : row.default_value) + "\n") != std::string::npos);
+    }
+    CHECK(parse({"--help-options"}).help_options);
+}

@@ -1,0 +1,96 @@
+#include "run_flags.hpp"
+
+#include "common/options.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+
+namespace cumemaudit::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using options::OptionInfo;
+
+// Why `value` is not good for `row`, or empty when it is.
+std::string problem(const OptionInfo& row, const std::string& value) {
+    options::Options scratch;
+    if (!options::set_option(scratch, row.name, value)) return "";
+    return fmt::format("'{}' is not {}", value, row.expected);
+}
+
+// The program may chdir: paths it reads from the options must not depend on where it was started.
+std::string as_given(const OptionInfo& row, const std::string& value) {
+    if (!row.path || value.empty()) return value;
+    return fs::absolute(value).lexically_normal().string();
+}
+
+}  // namespace
+
+std::string flag_of(std::string_view option) {
+    std::string flag = "--" + std::string(option);
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    return flag;
+}
+
+void add_run_flags(CLI::App& run, RunFlags& flags) {
+    const auto& table = options::option_table();
+    flags.given.assign(table.size(), std::nullopt);
+    for (std::size_t i = 0; i < table.size(); ++i) {
+        const OptionInfo& row = table[i];
+        CLI::Option* o = run.add_option(flag_of(row.name), flags.given[i],
+                                        fmt::format("{} [{}; default {}]", row.help, row.expected,
+                                                    row.default_value.empty() ? "none" : row.default_value));
+        o->type_name("VALUE");
+        o->check(CLI::Validator([&row](std::string& v) { return problem(row, v); }, ""));
+        if (row.must_exist) o->check(CLI::ExistingFile);
+    }
+    run.add_option("--option", flags.pairs, "Any CUMEMAUDIT_OPTIONS key, as KEY=VALUE (repeatable)");
+    run.add_flag("--help-options", flags.help_options, "Print every option with its values and default, and exit");
+}
+
+std::vector<std::string> flags_with_value() {
+    std::vector<std::string> out;
+    for (const OptionInfo& row : options::option_table()) out.push_back(flag_of(row.name));
+    out.push_back("--option");
+    return out;
+}
+
+OptionList option_overrides(const RunFlags& flags) {
+    OptionList out;
+    for (const std::string& kv : flags.pairs) {
+        const auto eq = kv.find('=');
+        if (eq == std::string::npos || eq == 0) throw UsageError("--option " + kv + ": expected KEY=VALUE");
+        const std::string key = kv.substr(0, eq), value = kv.substr(eq + 1);
+        const OptionInfo* row = options::find_option(key);
+        if (row == nullptr) {
+            std::string known;
+            for (const OptionInfo& r : options::option_table()) known += fmt::format("{}{}", known.empty() ? "" : ", ", r.name);
+            throw UsageError(fmt::format("--option {}: unknown option '{}' (known: {})", kv, key, known));
+        }
+        if (const std::string why = problem(*row, value); !why.empty())
+            throw UsageError(fmt::format("--option {}: {}", kv, why));
+        if (row->must_exist && !value.empty() && !fs::is_regular_file(value))
+            throw UsageError(fmt::format("--option {}: no such file", kv));
+        out.emplace_back(key, as_given(*row, value));
+    }
+    const auto& table = options::option_table();
+    for (std::size_t i = 0; i < table.size(); ++i)
+        if (flags.given[i]) out.emplace_back(std::string(table[i].name), as_given(table[i], *flags.given[i]));
+    return out;
+}
+
+std::string help_options_text() {
+    std::string out =
+        "CUMEMAUDIT_OPTIONS: key=value pairs separated by ':' (the last of a key wins). `cumemaudit run` sets each\n"
+        "with its flag or with --option key=value; the shim warns about a bad key or value and keeps the default.\n\n";
+    for (const OptionInfo& row : options::option_table()) {
+        out += fmt::format("{} ({})\n", row.name, flag_of(row.name));
+        out += fmt::format("    {}\n", row.help);
+        out += fmt::format("    value: {}; default: {}\n", row.expected, row.default_value.empty() ? "none" : row.default_value);
+    }
+    return out;
+}
+
+}  // namespace cumemaudit::cli
