@@ -171,6 +171,30 @@ class SameSite(unittest.TestCase):
         self.assertEqual(len(table), 2, table)
         self.assertIn("<- main main.cpp:8", "".join(table))
 
+    def reports_from_python(self, first_lines, second_lines):
+        """Both ranks reach the driver through the same ctypes frame; only their Python frames differ."""
+        ffi = {"pc": "0x401000", "object": "/usr/lib/libffi.so.8", "offset": "0x1000", "symbol": "ffi_call",
+               "file": "", "line": 0}
+        paths = self.reports([ffi])
+        for path, lines in zip(paths, (first_lines, second_lines)):
+            with open(path) as f:
+                r = json.load(f)
+            r["leaks"][0]["site"]["frames"] = [ffi]
+            r["leaks"][0]["site"]["python_frames"] = [
+                {"file": "/w/train.py", "line": line, "function": f"f{i}"} for i, line in enumerate(lines)]
+            with open(path, "w") as f:
+                json.dump(r, f)
+        return paths
+
+    def test_python_frames_are_part_of_the_site(self):
+        merged, table = self.sites(self.reports_from_python([42, 7], [42, 7]))
+        self.assertEqual(merged, [(4 << 20, 2)])
+        self.assertEqual(len(table), 1, table)
+        merged, table = self.sites(self.reports_from_python([42, 7], [42, 9]))  # called from another line
+        self.assertEqual(sorted(merged), [(1 << 20, 1), (3 << 20, 1)])
+        self.assertEqual(len(table), 2, table)
+        self.assertIn("<- f1 /w/train.py:9", "".join(table))
+
 
 class Arguments(unittest.TestCase):
     def test_help_version_and_usage_errors(self):

@@ -193,3 +193,32 @@ TEST_CASE("the same site: function and file:line per frame, else object+offset; 
     CHECK(site_key(bare) == "cuMemAlloc_v2\n/lib/libfoo.so+0x1000");
     CHECK(site_key(a) == "cuMemCreate\nallocate_buffer|buffer.cpp:42\nmain|main.cpp:7");
 }
+
+// Python frames are part of the site (tagged pcs in the same trace as the native frames): a Python program's
+// native frames are the interpreter's, the same for every call, so only its Python lines tell places apart.
+TEST_CASE("the same site includes every Python frame") {
+    Site a;
+    a.api = "cuMemCreate";
+    a.frames.push_back({0x401000, 0x1000, "/usr/lib/libffi.so.8", "ffi_call", "", 0, ""});
+    a.python_frames = {{"/w/train.py", 42, "Model.step"}, {"/w/train.py", 7, "<module>"}};
+    Site b = a;
+    b.frames[0].pc = 0x7f0000401000;  // another process
+    CHECK(site_key(a) == site_key(b));
+    b.python_frames[0].line = 43;  // another line of the same function
+    CHECK(site_key(a) != site_key(b));
+    b = a;
+    b.python_frames[1].line = 8;  // the same line, called from elsewhere
+    CHECK(site_key(a) != site_key(b));
+    b = a;
+    b.python_frames.clear();  // the same native frames, not from Python
+    CHECK(site_key(a) != site_key(b));
+    CHECK(site_key(a) == "cuMemCreate\nffi_call|:0\npy|Model.step|/w/train.py:42\npy|<module>|/w/train.py:7");
+}
+
+TEST_CASE("the text names a Python site by its innermost Python frame") {
+    JobReport j = sample();
+    j.sites.front().leak.site.python_frames = {{"/w/pkg/train.py", 42, "Model.step"}};
+    const std::string t = text_summary(j);
+    CHECK(t.find("     3.0 MiB  unreachable    cuMemCreate at train.py:42 (Model.step)  ranks: 2 [0-1]\n") !=
+          std::string::npos);
+}

@@ -46,7 +46,7 @@ Bytes kinds_live(const report::Report& r) {
 
 // One row per place: the same site may leak under several classes (unreachable and mapped-at-exit).
 // Sites are told apart by report::site_key, the rule `merge` uses too; a row is named by its top frame,
-// and by its callers as well where two sites share the top frame.
+// and by its callers (native, then Python) as well where two sites share the top frames.
 Bytes leak_sites(const report::Report& r, std::map<std::string, std::string>& names) {
     Bytes m;
     for (const report::Leak& l : r.leaks) {
@@ -56,6 +56,8 @@ Bytes leak_sites(const report::Report& r, std::map<std::string, std::string>& na
         for (const auto& [other_key, other_name] : names)
             if (other_name == name && other_key != key) {
                 for (std::size_t i = 1; i < l.site.frames.size(); ++i) name += " <- " + frame_text(l.site.frames[i]);
+                for (std::size_t i = 1; i < l.site.python_frames.size(); ++i)
+                    name += " <- " + python_frame_text(l.site.python_frames[i]);
                 break;
             }
         names.try_emplace(key, name);
