@@ -607,7 +607,8 @@ CUresult SimState::import_handle(CUmemGenericAllocationHandle* out, void* os_han
     if (type == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
         const int fd = static_cast<int>(reinterpret_cast<std::intptr_t>(os_handle));
         struct stat st {};
-        if (::fstat(fd, &st) != 0) return CUDA_ERROR_INVALID_VALUE;
+        // A closed fd number: the real driver answers UNKNOWN (measured on the H200, 2026-12-01).
+        if (::fstat(fd, &st) != 0) return CUDA_ERROR_UNKNOWN;
         id = s.node->export_lookup(st.st_dev, st.st_ino);
         if (id == 0) return CUDA_ERROR_INVALID_VALUE;
     } else if (type == CU_MEM_HANDLE_TYPE_FABRIC) {

@@ -700,6 +700,14 @@ def part_wheel(s):
     if rc != 0:  # no ensurepip in the image: the system's pip, seen through the system site packages, installs
         rc, out, err = s.sh([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", venv])
     py = os.path.join(venv, "bin", "python")
+    # When the image's python3 is itself a venv (/opt/torch/.venv there), --system-site-packages reaches only the
+    # base interpreter's packages, not torch and pytest: a .pth file adds the parent environment's, as a user
+    # in that situation would.
+    if sys.prefix != sys.base_prefix:
+        import site
+        _, purelib, _ = s.sh([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
+        with open(os.path.join(purelib.strip(), "_parent_env.pth"), "w") as f:
+            f.write("\n".join(site.getsitepackages()) + "\n")
     rc, out, err = s.sh([py, "-m", "pip", "install", "--no-index", "--no-deps", "--disable-pip-version-check", wheels[-1]])
     s.check("wheel: pip install into a --system-site-packages venv", rc == 0, wheel=os.path.basename(wheels[-1]),
             tail=(out + err)[-300:])

@@ -479,14 +479,14 @@ def case_deep_stacks(tmp):
 
 def site_figures(rows):
     """(api, innermost line) -> (bytes, allocations, references) of leak or reclaim rows, summed over the rows
-    of that line: VMM sites keep deep stacks (vmm_stack_depth), so one line reached from two callers (HybridEP's
-    constructor and its growths) is two rows."""
-    out = {}
+    whose deeper frames differ (VMM sites keep 16 frames by default, so one line reached from two callers is
+    two rows)."""
+    figures = {}
     for r in rows:
         key = (r["site"]["api"], top_frame(r)["line"])
-        b, a, n = out.get(key, (0, 0, 0))
-        out[key] = (b + r["bytes"], a + r["allocations"], n + r["references"])
-    return out
+        b, a, n = figures.get(key, (0, 0, 0))
+        figures[key] = (b + r["bytes"], a + r["allocations"], n + r["references"])
+    return figures
 
 
 def case_enforce_deepep(tmp):
@@ -547,6 +547,11 @@ def case_hybrid_ep(tmp):
         ("cuMemRetainAllocationHandle", marker_line(HEP_SRC, "hep_retain")): (HEP_LEAKED, 4, 4),
     }, f"leaks: {rep['leaks']}")
     expect({l["owner"] for l in rep["leaks"]} == {"deepep"}, f"owner from hybrid_ep_cpp.cpython-312-*.so: {rep['leaks']}")
+    # The default deep VMM stack tells the two callers of allocate() apart: the constructor's test buffer
+    # and main's three growths.
+    callers = sorted((r["bytes"], r["site"]["frames"][1]["symbol"].split("(")[0]) for r in rep["leaks"]
+                     if r["site"]["api"] == "cuMemCreate")
+    expect(callers == [(2 * MiB, "HybridAllocator::HybridAllocator"), (HEP_LEAKED - 2 * MiB, "main")], f"callers: {callers}")
     expect(rep["summary"]["leaked_references"] == 8 and rep["misuse"] == [], f"{rep['summary']} {rep['misuse']}")
     d = tempfile.mkdtemp(dir=tmp)
     proc = hybrid_ep(d, fixed=True)
