@@ -4,9 +4,13 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <cctype>
+#include <cstdio>
+#include <ctime>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -52,12 +56,32 @@ bool write_all(int fd, const std::string& data) {
     return true;
 }
 
+std::string file_safe(const std::string& name) {
+    std::string out = name.empty() ? "unknown" : name;
+    for (char& c : out)
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-') || (c & 0x80)) c = '_';
+    return out;
+}
+
+// A name nobody can guess: a stale temp (SIGKILL mid-write) or a planted one never blocks the next report.
+std::string random_suffix() {
+    std::uint64_t r = 0;
+    if (::getrandom(&r, sizeof r, GRND_NONBLOCK) != sizeof r) {
+        static std::atomic<std::uint64_t> mix{0};
+        r = (static_cast<std::uint64_t>(::getpid()) << 32) ^ static_cast<std::uint64_t>(::time(nullptr)) ^
+            (mix.fetch_add(0x9E3779B97F4A7C15ull) * 0xBF58476D1CE4E5B9ull);
+    }
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(r));
+    return buf;
+}
+
 }  // namespace
 
 std::string report_path(const std::string& dir, const std::string& host, std::int64_t pid, std::int64_t rank) {
     std::string p = dir.empty() ? "." : dir;
     if (p.back() != '/') p += '/';
-    p += "cumemaudit." + host + "." + std::to_string(pid);
+    p += "cumemaudit." + file_safe(host) + "." + std::to_string(pid);
     if (rank >= 0) p += ".r" + std::to_string(rank);
     return p + ".json";
 }
@@ -67,7 +91,7 @@ std::string expand_report_dir(const std::string& dir, const std::string& host, s
     for (std::size_t i = 0; i < dir.size(); ++i) {
         const char c = i + 1 < dir.size() && dir[i] == '%' ? dir[i + 1] : '\0';
         if (c == 'h')
-            out += host;
+            out += file_safe(host);
         else if (c == 'p')
             out += std::to_string(pid);
         else if (c == 'r')
@@ -106,27 +130,40 @@ Report load(const std::string& path) {
     }
 }
 
-std::string write_atomic(const std::string& path, const Report& r) noexcept {
+std::string unsafe_report_dir(const std::string& dir) {
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return {};  // the write names that problem
+    if (st.st_uid == ::geteuid() || st.st_uid == 0) return {};
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) == 0 || (st.st_mode & S_ISVTX) != 0) return {};
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return "report_dir " + dir + " belongs to uid " + std::to_string(st.st_uid) + " and is writable by others (mode " +
+           mode + ", no sticky bit): refusing to write reports there";
+}
+
+std::string write_atomic(const std::string& path, const Report& r, unsigned mode) noexcept {
     try {
-        struct stat st {};
-        if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode))
-            return "refusing to write report " + path + ": the destination is a symlink";
         const auto slash = path.rfind('/');
         const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
         const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-        static std::atomic<unsigned> counter{0};  // two threads checkpointing at once get distinct temps
-        const std::string tmp = dir + "/." + base + "." + std::to_string(::getpid()) + "." +
-                                std::to_string(counter.fetch_add(1)) + ".tmp";
         const std::string text = to_string(r);  // before the temp exists: only this can throw
-        const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        std::string tmp;
+        int fd = -1;
+        for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
+            tmp = dir + "/." + base + "." + random_suffix() + ".tmp";
+            fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode & 0777);
+            if (fd < 0 && errno != EEXIST) break;
+        }
         if (fd < 0) return errno_text("cannot create", tmp);
+        ::fchmod(fd, mode & 0777);  // the umask must not widen or narrow what was asked
         if (!write_all(fd, text) || ::fsync(fd) != 0) {
             std::string e = errno_text("cannot write", tmp);
             ::close(fd);
             ::unlink(tmp.c_str());
             return e;
         }
-        if (::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {  // rename replaces, never follows, a link
+        // rename replaces a symlink at `path` itself and never writes through it.
+        if (::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
             std::string e = errno_text("cannot rename onto", path);
             ::unlink(tmp.c_str());
             return e;

@@ -2,6 +2,7 @@
 
 #include "auditor.hpp"
 #include "cupti_backend.hpp"
+#include "options.hpp"
 #include "options_store.hpp"
 #include "owners.hpp"
 #include "unwind.hpp"
@@ -9,13 +10,14 @@
 #include <algorithm>
 #include <array>
 #include <memory>
+#include <new>
 
 namespace cumemaudit::shim {
 namespace {
 
 thread_local ThreadState t_state __attribute__((tls_model("initial-exec")));
 
-constexpr int kMaxDepth = 64;
+constexpr int kMaxDepth = kMaxStackDepth;
 constexpr int kOwnFrames = 8;  // frames of the shim itself above the caller, at most
 
 // Frames from the caller outwards, innermost first. One frame is the caller's return address, free;
@@ -48,14 +50,23 @@ thread_local std::unique_ptr<std::array<SiteCacheEntry, 256>> t_sites;
 
 ThreadState& thread_state() { return t_state; }
 
+namespace {
+struct alignas(64) Stripe {
+    std::mutex m;
+};
+Stripe g_stripes[256];  // constant-initialized: no constructor order to worry about
+}  // namespace
+
 std::mutex& order_stripe(std::uint64_t value) {
-    struct alignas(64) Stripe {
-        std::mutex m;
-    };
-    static Stripe stripes[256];
     // Pointers and handles are aligned: drop the low bits before mixing.
     const std::uint64_t h = (value >> 6) * 0x9E3779B97F4A7C15ull;
-    return stripes[h >> 56].m;
+    return g_stripes[h >> 56].m;
+}
+
+void reset_order_stripes_in_child() {
+    // A parent thread may have held a stripe across its driver call when another forked: that thread does
+    // not exist here, so its lock is made anew (the only thread of the child holds none).
+    for (Stripe& s : g_stripes) new (&s.m) std::mutex();
 }
 
 RuntimeScope::RuntimeScope(const char* api, void* caller)

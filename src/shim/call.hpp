@@ -6,6 +6,8 @@
 
 #include "ledger/ledger.hpp"
 
+#include <csignal>
+
 #include <mutex>
 
 namespace cumemaudit::shim {
@@ -17,6 +19,10 @@ struct ThreadState {
     const char* runtime_api = nullptr;  // set by a runtime wrapper for its nested driver call
     void* runtime_caller = nullptr;
     bool in_cupti_callback = false;     // the CUPTI backend is recording this call
+    // A SIGTERM/SIGINT that arrived while this thread held a shim lock (shim_depth > 0): the report
+    // writer would wait on that lock forever, so the signal is raised again when the outermost scope ends.
+    int deferred_signal = 0;
+    siginfo_t deferred_info{};
 };
 ThreadState& thread_state();
 
@@ -26,10 +32,16 @@ public:
     ~DriverScope() { --thread_state().driver_depth; }
 };
 
+// Raises again the signal deferred on this thread (see ThreadState::deferred_signal).
+void deliver_deferred_signal();
+
 class ShimScope {
 public:
     ShimScope() { ++thread_state().shim_depth; }
-    ~ShimScope() { --thread_state().shim_depth; }
+    ~ShimScope() {
+        ThreadState& t = thread_state();
+        if (--t.shim_depth == 0 && t.deferred_signal != 0) deliver_deferred_signal();
+    }
 };
 
 class RuntimeScope {
@@ -50,6 +62,8 @@ std::mutex& order_stripe(std::uint64_t value);
 
 using OrderHold = std::unique_lock<std::mutex>;
 inline OrderHold hold_order(std::uint64_t value) { return OrderHold(order_stripe(value)); }
+// In a fork child, from the atfork handler only (one thread alive).
+void reset_order_stripes_in_child();
 
 class Call {
 public:

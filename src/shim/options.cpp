@@ -55,6 +55,12 @@ const char* expected(Bytes) { return "a size such as 268435456, 256MiB or 1GiB";
 
 Bytes::Bytes(const char* text) { parse_value(text, *this); }
 
+std::string clip(std::string_view value) {
+    constexpr std::size_t kShown = 64;
+    if (value.size() <= kShown) return std::string(value);
+    return fmt::format("{}… ({} bytes)", value.substr(0, kShown), value.size());
+}
+
 const std::vector<OptionInfo>& option_table() {
     static const std::vector<OptionInfo> table = {
 #define OPTION(type, name, def, help) {#name, #type, show(type{def}), help},
@@ -73,7 +79,7 @@ ParsedOptions parse_options(std::string_view text) {
         if (pair.empty()) continue;
         const auto eq = pair.find('=');
         if (eq == std::string_view::npos || eq == 0) {
-            out.warnings.push_back(fmt::format("malformed option '{}' in CUMEMAUDIT_OPTIONS (expected key=value)", pair));
+            out.warnings.push_back(fmt::format("malformed option '{}' in CUMEMAUDIT_OPTIONS (expected key=value)", clip(pair)));
             continue;
         }
         const std::string_view key = pair.substr(0, eq), value = pair.substr(eq + 1);
@@ -83,15 +89,20 @@ ParsedOptions parse_options(std::string_view text) {
         known = true;                                                                                       \
         if (!parse_value(value, out.options.name))                                                          \
             out.warnings.push_back(fmt::format("option {}='{}' in CUMEMAUDIT_OPTIONS is not {}; using {}", \
-                                               #name, value, expected(out.options.name),                    \
+                                               #name, clip(value), expected(out.options.name),              \
                                                show(out.options.name)));                                    \
     }
 #include "options.inc"
 #undef OPTION
+        if (key == "stack_depth" && out.options.stack_depth > kMaxStackDepth) {
+            out.warnings.push_back(fmt::format("option stack_depth={} in CUMEMAUDIT_OPTIONS is above {}; using {}",
+                                               out.options.stack_depth, kMaxStackDepth, kMaxStackDepth));
+            out.options.stack_depth = kMaxStackDepth;
+        }
         if (!known) {
             std::string names;
             for (const auto& o : option_table()) names += fmt::format("{}{}", names.empty() ? "" : ", ", o.name);
-            out.warnings.push_back(fmt::format("unknown option '{}' in CUMEMAUDIT_OPTIONS (known: {})", key, names));
+            out.warnings.push_back(fmt::format("unknown option '{}' in CUMEMAUDIT_OPTIONS (known: {})", clip(key), names));
         }
     }
     return out;

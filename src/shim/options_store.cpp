@@ -15,22 +15,22 @@ void load() {
     const char* env = std::getenv("CUMEMAUDIT_OPTIONS");
     ParsedOptions parsed = parse_options(env != nullptr ? env : "");
     if (!known_log_level(parsed.options.log_level)) {
-        parsed.warnings.push_back("option log_level='" + parsed.options.log_level +
+        parsed.warnings.push_back("option log_level='" + clip(parsed.options.log_level) +
                                   "' in CUMEMAUDIT_OPTIONS is not error, warning, info or debug; using warning");
         parsed.options.log_level = "warning";
     }
     if (parsed.options.deepbind != "strip" && parsed.options.deepbind != "keep") {
-        parsed.warnings.push_back("option deepbind='" + parsed.options.deepbind +
+        parsed.warnings.push_back("option deepbind='" + clip(parsed.options.deepbind) +
                                   "' in CUMEMAUDIT_OPTIONS is not strip or keep; using strip");
         parsed.options.deepbind = "strip";
     }
     if (parsed.options.mode != "audit" && parsed.options.mode != "enforce") {
-        parsed.warnings.push_back("option mode='" + parsed.options.mode +
+        parsed.warnings.push_back("option mode='" + clip(parsed.options.mode) +
                                   "' in CUMEMAUDIT_OPTIONS is not audit or enforce; using audit");
         parsed.options.mode = "audit";
     }
     if (parsed.options.backend != "preload" && parsed.options.backend != "cupti" && parsed.options.backend != "both") {
-        parsed.warnings.push_back("option backend='" + parsed.options.backend +
+        parsed.warnings.push_back("option backend='" + clip(parsed.options.backend) +
                                   "' in CUMEMAUDIT_OPTIONS is not preload, cupti or both; using preload");
         parsed.options.backend = "preload";
     }

@@ -81,7 +81,10 @@ void Timeline::check_growth(const report::Step& s, const std::vector<ledger::Own
                     mib(o.live_bytes), sites.empty() ? "" : ", most at " + describe_site(site));
     }
     std::uint64_t unreachable = 0;
-    const auto sites = ledger_.unreachable_sites(&unreachable);
+    // A periodic sample lands between any two calls: an allocation made since the last mark may just not
+    // be mapped yet, so a sample only counts the ones that were already there at the last mark.
+    const bool periodic = s.label == "sample";
+    const auto sites = ledger_.unreachable_sites(&unreachable, periodic ? ledger_.epoch() : UINT32_MAX);
     if (unreachable > last_unreachable_ && !sites.empty()) {
         const ledger::Site& site = sites.front().first;
         const std::uint64_t growth = unreachable - last_unreachable_;

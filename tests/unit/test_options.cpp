@@ -53,9 +53,23 @@ TEST_CASE("sizes take units") {
                              "256MiB or 1GiB; using 256MiB");
 }
 
+TEST_CASE("option warnings quote long values clipped; stack_depth is bounded as the shim bounds it") {
+    // Issue 12 case 10: a 1 MB value was echoed whole, and stack_depth=99999 was clamped to 64 by the
+    // capture while the report said 99999.
+    const auto big = parse_options("log_level=error:exitcode=" + std::string(1 << 20, 'x'));
+    REQUIRE(big.warnings.size() == 1);
+    CHECK(big.warnings[0].size() < 200);
+    CHECK(big.warnings[0].find("(1048576 bytes)") != std::string::npos);
+    const auto deep = parse_options("stack_depth=99999");
+    CHECK(deep.options.stack_depth == 64);
+    REQUIRE(deep.warnings.size() == 1);
+    CHECK(deep.warnings[0] == "option stack_depth=99999 in CUMEMAUDIT_OPTIONS is above 64; using 64");
+    CHECK(cumemaudit::shim::option_values(deep.options).at("stack_depth") == "64");
+}
+
 TEST_CASE("the option table lists every option with its default and help") {
     const auto& t = cumemaudit::shim::option_table();
-    REQUIRE(t.size() == 15);
+    REQUIRE(t.size() == 16);
     for (const auto& o : t) {
         CHECK_FALSE(o.name.empty());
         CHECK_FALSE(o.help.empty());
