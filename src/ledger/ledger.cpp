@@ -170,13 +170,12 @@ std::vector<std::pair<Site, std::uint64_t>> Ledger::growth_sites(OwnerId owner, 
     return by_site(std::move(items));
 }
 
-std::vector<std::pair<Site, std::uint64_t>> Ledger::unreachable_sites(std::uint64_t* total_bytes,
-                                                                      std::uint32_t made_before) const {
+std::vector<std::pair<Site, std::uint64_t>> Ledger::unreachable_sites(std::uint64_t* total_bytes) const {
     std::vector<std::pair<Site, std::uint64_t>> items;
     std::uint64_t total = 0;
-    state_->vmm.for_each_live([&](const Site&, std::uint64_t size, std::uint32_t epoch, std::size_t refs,
-                                  std::uint32_t mappings, std::size_t fds, const std::vector<Site>& ref_sites) {
-        if (refs == 0 || mappings != 0 || fds != 0 || epoch >= made_before) return;
+    state_->vmm.for_each_live([&](const Site&, std::uint64_t size, std::uint32_t, std::size_t refs, std::uint32_t mappings,
+                                  std::size_t fds, const std::vector<Site>& ref_sites) {
+        if (refs == 0 || mappings != 0 || fds != 0) return;
         total += size;
         for (const Site& s : ref_sites) items.emplace_back(s, size);
     });

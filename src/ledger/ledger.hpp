@@ -161,10 +161,7 @@ public:
 
     // Unreachable VMM memory (references held, nothing mapped, no export fd) by reference site, largest
     // first, and its total. Scans the VMM allocations only (each at least one 2 MiB granule).
-    // `made_before`: only allocations of an earlier epoch (a periodic sample must not call a handle
-    // leaked that was between its cuMemCreate and its cuMemMap when the sample was taken).
-    std::vector<std::pair<Site, std::uint64_t>> unreachable_sites(std::uint64_t* total_bytes,
-                                                                  std::uint32_t made_before = UINT32_MAX) const;
+    std::vector<std::pair<Site, std::uint64_t>> unreachable_sites(std::uint64_t* total_bytes) const;
 
     // Asks still_open about every exported fd not yet seen closed (under the VMM lock; an empty probe means
     // "open"); allocations whose last pin was such an fd are forgotten here, which is why live bytes may

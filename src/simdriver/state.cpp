@@ -17,6 +17,8 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <new>
+#include <pthread.h>
 #include <random>
 #include <unordered_map>
 #include <unordered_set>
@@ -180,10 +182,42 @@ struct SimState::Impl {
     }
 };
 
+namespace {
+SimState* g_instance = nullptr;
+}
+
 SimState& SimState::get() {
-    static SimState* instance = new SimState();  // leaked on purpose, see state.hpp
+    static SimState* instance = g_instance = new SimState();  // leaked on purpose, see state.hpp
     return *instance;
 }
+
+void SimState::after_fork_in_child() {
+    // One thread runs here. A parent thread may have held the state's lock (or a private node's) when
+    // another forked; it does not exist in the child, so the locks are made anew. A real driver's child
+    // never hangs on its parent's threads either.
+    if (g_instance == nullptr) return;
+    Impl& s = *g_instance->impl_;
+    new (&s.mu) std::mutex();
+    if (s.node && !s.node->shared()) s.node->reset_lock_in_child();
+}
+
+void SimState::on_unload() {
+    // dlclose of the driver (the process is not necessarily exiting): the address space goes back when no
+    // device memory is out, so the next dlopen can reserve its own. At exit this changes nothing anyone
+    // can see: nothing points into an empty arena.
+    if (g_instance == nullptr) return;
+    Impl& s = *g_instance->impl_;
+    std::unique_lock lock(s.mu, std::try_to_lock);
+    if (!lock.owns_lock()) return;  // another thread is inside the driver: leave everything as it is
+    s.arena.close_if_unused();
+}
+
+namespace {
+__attribute__((constructor)) void register_fork_handler() {
+    pthread_atfork(nullptr, nullptr, [] { SimState::after_fork_in_child(); });
+}
+__attribute__((destructor)) void release_on_unload() { SimState::on_unload(); }
+}  // namespace
 
 SimState::SimState() : impl_(std::make_unique<Impl>()) {}
 SimState::~SimState() = default;

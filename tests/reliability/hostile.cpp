@@ -213,7 +213,7 @@ int fork_under_load(int children) {
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
         const pid_t pid = fork();
         if (pid == 0) {
-            alarm(10);
+            alarm(5);
             OK(cuCtxSetCurrent(g_ctx));
             churn_once();
             std::exit(0);

@@ -56,7 +56,8 @@ int reload(int cycles) {
         ++ok;
         dlclose(lib);
         // Hold the old base so the next load must go elsewhere.
-        mmap(last_base, 1 << 20, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+        if (mmap(last_base, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0) == MAP_FAILED)
+            std::printf("cycle %d: could not hold the old base %p\n", i, last_base);
     }
     std::printf("cycles_ok=%d moved=%d\n", ok, moved);
     return 0;

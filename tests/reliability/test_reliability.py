@@ -297,7 +297,7 @@ def case_c_api_only(tmp):
 
 
 def case_options_bounds(tmp):
-    # Before: stack_depth=99999 was clamped to 64 while the report said 99999; a 1 MB value was echoed whole.
+    # Before: stack_depth=99999 was clamped to 64 while the report said 99999; a 1 MB value was echoed whole (60 KB here: one environment string is at most 128 KiB).
     proc = run([HOSTILE, "threads-exact", "1", "1"], shim_env(tmp, "stack_depth=99999:log_level=" + "q" * (1 << 20)), rc=23)
     rep = only_report(tmp)
     expect(rep["options"]["stack_depth"] == "64", f"report says stack_depth={rep['options']['stack_depth']}")
