@@ -3,19 +3,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include <fstream>
-#include <sstream>
 
 namespace cumemaudit::report {
 
 Report load_for_gate(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
+    const std::string text = read_report_text(path);
     // JSON objects are written with sorted keys, so the schema is not necessarily near the start.
-    if (text.str().find(std::string("\"") + kJobSchema + "\"") == std::string::npos) return load(path);
+    if (text.find(std::string("\"") + kJobSchema + "\"") == std::string::npos) return load(path);
     try {
-        const nlohmann::json j = nlohmann::json::parse(text.str());
+        const nlohmann::json j = nlohmann::json::parse(text);
         if (j.value("schema", "") != kJobSchema) return load(path);
         // Through the process model's reader, so the summary's fields are checked in exactly one place.
         nlohmann::json view = {{"schema", kSchema},

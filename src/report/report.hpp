@@ -194,6 +194,10 @@ std::string expand_report_dir(const std::string& dir, const std::string& host, s
 
 Report load(const std::string& path);  // throws ReportError "<path>: <problem>"
 
+// The text of a report file, checked before any parser sees it: a regular file (a FIFO would block), of
+// bounded size, nested at most 128 levels (deeper overflowed the stack). Throws ReportError naming path.
+std::string read_report_text(const std::string& path);
+
 // Writes through a temp file in the destination's directory (a random name, O_EXCL|O_NOFOLLOW, tried
 // again on a clash), fsync, then rename, so a reader sees the old report or the new one, never a part. A
 // symlink at the destination is replaced, never followed. `mode` is the file's mode (0600: argv may hold

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <cstdio>
@@ -17,6 +18,30 @@
 namespace cumemaudit::report {
 namespace {
 
+constexpr off_t kMaxReportBytes = off_t{4} << 30;
+constexpr std::int64_t kMaxRanks = 1 << 20;  // more than any job has; a bigger world_size is a corrupt file
+constexpr int kMaxDepth = 128;               // reports nest a few levels; deeper is hostile (stack overflow)
+
+// Deepest nesting of arrays and objects, strings skipped; stops counting past kMaxDepth.
+int nesting(const std::string& text) {
+    int depth = 0, deepest = 0;
+    bool in_string = false;
+    for (std::size_t i = 0; i < text.size() && deepest <= kMaxDepth; ++i) {
+        const char c = text[i];
+        if (in_string) {
+            if (c == '\\') ++i;
+            else if (c == '"') in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            deepest = std::max(deepest, ++depth);
+        } else if (c == ']' || c == '}') {
+            --depth;
+        }
+    }
+    return deepest;
+}
+
 std::string errno_text(const char* what, const std::string& path) {
     return std::string(what) + " " + path + ": " + std::strerror(errno);
 }
@@ -24,9 +49,16 @@ std::string errno_text(const char* what, const std::string& path) {
 // Reads with plain POSIX calls: write_atomic runs inside the audited process, load in the CLI, and
 // neither should depend on iostream state.
 bool read_file(const std::string& path, std::string& out, std::string& err) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK and the fstat below: a FIFO named like a report must not block the CLI forever.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) {
         err = std::strerror(errno);
+        return false;
+    }
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > kMaxReportBytes) {
+        err = !S_ISREG(st.st_mode) ? "not a regular file" : "larger than 4 GiB, not a report";
+        ::close(fd);
         return false;
     }
     char buf[65536];
@@ -107,11 +139,18 @@ std::string expand_report_dir(const std::string& dir, const std::string& host, s
     return out;
 }
 
-Report load(const std::string& path) {
+std::string read_report_text(const std::string& path) {
     std::string text, err;
     struct stat st {};
     if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) throw ReportError(path + ": is a directory, not a report file");
     if (!read_file(path, text, err)) throw ReportError(path + ": cannot read: " + err);
+    if (nesting(text) > kMaxDepth)
+        throw ReportError(path + ": nested deeper than " + std::to_string(kMaxDepth) + " levels, not a report");
+    return text;
+}
+
+Report load(const std::string& path) {
+    const std::string text = read_report_text(path);
     if (text.find_first_not_of(" \t\r\n") == std::string::npos) throw ReportError(path + ": empty file, not a report");
     nlohmann::json j;
     try {
@@ -122,10 +161,17 @@ Report load(const std::string& path) {
         throw ReportError(path + (truncated ? ": truncated JSON (ends early): " : ": not JSON: ") + e.what());
     }
     try {
-        return from_json(j);
+        Report r = from_json(j);
+        if (r.process.world_size > kMaxRanks || r.process.rank > kMaxRanks)
+            throw ReportError("process.world_size " + std::to_string(r.process.world_size) + " / rank " +
+                              std::to_string(r.process.rank) + ": more ranks than any job has (at most " +
+                              std::to_string(kMaxRanks) + ")");
+        return r;
     } catch (const ReportError& e) {
         throw ReportError(path + ": " + e.what());
     } catch (const nlohmann::json::exception& e) {
+        throw ReportError(path + ": " + e.what());
+    } catch (const std::exception& e) {  // a number out of range, an allocation: still name the file
         throw ReportError(path + ": " + e.what());
     }
 }
