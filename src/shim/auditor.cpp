@@ -215,7 +215,11 @@ void Auditor::write_report(ledger::Moment moment, const int* exit_code, bool fin
     ShimScope busy;  // first: a signal arriving while this thread holds the report lock waits for the scope
     std::unique_lock lock(report_mutex_, std::defer_lock);
     if (final) {
-        if (!lock.try_lock_for(kExitWait)) {
+        // Polled rather than a timed lock: pthread_mutex_clocklock is glibc 2.30, above the 2.28 floor.
+        const auto give_up = std::chrono::steady_clock::now() + kExitWait;
+        while (!lock.try_lock() && std::chrono::steady_clock::now() < give_up)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        if (!lock.owns_lock()) {
             log_warning("report not written at exit: another report was still being written after {} s",
                         kExitWait.count());
             fail_closed(exit_code);

@@ -78,7 +78,7 @@ private:
     Wakeup wakeup_;  // a signal or a checkpoint request wakes the checkpoint thread
     std::atomic<std::uint64_t> requests_{0}, served_{0};
     // One report written at a time (checkpoint thread, exit, C API); timed, so exit never waits forever.
-    std::timed_mutex report_mutex_;
+    std::mutex report_mutex_;
     int driver_version_ = -1;  // asked once: the report path then makes no driver call at all
 };
 
