@@ -176,14 +176,6 @@ SimNode::Lock::Lock(SimNode& n) : node_(n) {
 
 SimNode::Lock::~Lock() { pthread_mutex_unlock(&node_.seg_->mu); }
 
-void SimNode::reset_lock_in_child() {
-    pthread_mutexattr_t a;
-    pthread_mutexattr_init(&a);
-    pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
-    pthread_mutex_init(&seg_->mu, &a);
-    pthread_mutexattr_destroy(&a);
-}
-
 int SimNode::self() {
     if (!shared_) return 0;
     const int pid = ::getpid();

@@ -60,8 +60,6 @@ public:
     };
 
     bool shared() const { return shared_; }
-    // A fork child of a private node: the segment's lock is made anew (the thread holding it is gone).
-    void reset_lock_in_child();
     Config config() const;
     std::uint64_t node_id() const;
     // This process's device VA slice [start, start + kNodeVaSlice) on a shared node; 0 on a private one.

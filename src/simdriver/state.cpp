@@ -191,14 +191,15 @@ SimState& SimState::get() {
     return *instance;
 }
 
-void SimState::after_fork_in_child() {
-    // One thread runs here. A parent thread may have held the state's lock (or a private node's) when
-    // another forked; it does not exist in the child, so the locks are made anew. A real driver's child
-    // never hangs on its parent's threads either.
-    if (g_instance == nullptr) return;
-    Impl& s = *g_instance->impl_;
-    new (&s.mu) std::mutex();
-    if (s.node && !s.node->shared()) s.node->reset_lock_in_child();
+// fork: the state's lock is held across fork (taken in prepare, released in parent and child), so no
+// other thread is halfway through an update when the child's copy is made, and the child's lock is
+// free. A real driver's child never hangs on its parent's threads either.
+void SimState::before_fork() {
+    if (g_instance != nullptr) g_instance->impl_->mu.lock();
+}
+
+void SimState::after_fork() {
+    if (g_instance != nullptr) g_instance->impl_->mu.unlock();
 }
 
 void SimState::on_unload() {
@@ -214,7 +215,7 @@ void SimState::on_unload() {
 
 namespace {
 __attribute__((constructor)) void register_fork_handler() {
-    pthread_atfork(nullptr, nullptr, [] { SimState::after_fork_in_child(); });
+    pthread_atfork([] { SimState::before_fork(); }, [] { SimState::after_fork(); }, [] { SimState::after_fork(); });
 }
 __attribute__((destructor)) void release_on_unload() { SimState::on_unload(); }
 }  // namespace

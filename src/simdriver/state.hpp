@@ -20,8 +20,9 @@ public:
     // The process's one instance, created on first use and never destroyed (CUDA calls may come from
     // atexit handlers and other threads after static destruction begins).
     static SimState& get();
-    // Process hooks: a fork child (locks made anew), the library's unload (address space given back).
-    static void after_fork_in_child();
+    // Process hooks: fork (the lock held across it), the library's unload (address space given back).
+    static void before_fork();
+    static void after_fork();
     static void on_unload();
 
     // --- init and devices ---
