@@ -21,6 +21,9 @@
 
 #define FLOOR extern "C" __attribute__((visibility("hidden")))
 
+// The forwarders pass arguments through untouched; the headers' access attributes do not apply here.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 // `name` forwards to `name@version`: the alias old_name is bound to that version by .symver.
 #define FORWARD(ret, name, version, params, args)                                   \
     extern "C" ret cumemaudit_old_##name params;                                    \
@@ -54,7 +57,6 @@ FORWARD(char*, dlerror, "GLIBC_2.2.5", (), ())
 FORWARD(int, pthread_kill, "GLIBC_2.2.5", (pthread_t t, int sig), (t, sig))
 FORWARD(int, pthread_mutex_trylock, "GLIBC_2.2.5", (pthread_mutex_t * m), (m))
 #ifdef CUMEMAUDIT_FLOOR_EXECUTABLE  // the CLI: its start files and libm
-FORWARD(double, pow, "GLIBC_2.2.5", (double x, double y), (x, y))
 FORWARD(int, __libc_start_main, "GLIBC_2.2.5",
         (int (*m)(int, char**, char**), int c, char** v, void (*i)(), void (*f)(), void (*r)(), void* s),
         (m, c, v, i, f, r, s))
@@ -63,6 +65,16 @@ FORWARD(int, __libc_start_main, "GLIBC_2.2.5",
 FORWARD(void*, dlopen, "GLIBC_2.2.5", (const char* f, int m), (f, m))
 FORWARD(void*, dlsym, "GLIBC_2.2.5", (void* h, const char* n), (h, n))
 FORWARD(int, dlclose, "GLIBC_2.2.5", (void* h), (h))
+#endif
+
+#ifdef CUMEMAUDIT_FLOOR_EXECUTABLE
+// pow is a builtin the compiler knows, so its definition cannot be hidden and a .symver alias of it would
+// bind back to this very definition: the libm one is looked up at run time instead.
+extern "C" double pow(double x, double y) {
+    using Fn = double (*)(double, double);
+    static const Fn real = reinterpret_cast<Fn>(cumemaudit_old_dlvsym(RTLD_NEXT, "pow", "GLIBC_2.2.5"));
+    return real(x, y);
+}
 #endif
 
 // stat and friends became functions in 2.33; before, the header inlined calls to __xstat64 (version 1).
@@ -77,7 +89,10 @@ FLOOR int lstat(const char* p, struct stat* b) { return __lxstat64(1, p, reinter
 FLOOR int fstat(int fd, struct stat* b) { return __fxstat64(1, fd, reinterpret_cast<struct stat64*>(b)); }
 
 // libstdc++ skips atomic reference counts when this says one thread: never claiming so is always right.
-FLOOR char __libc_single_threaded = 0;
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wattributes"
+__attribute__((visibility("hidden"))) char __libc_single_threaded = 0;
+#pragma GCC diagnostic pop
 
 // std::random_device's default source in libstdc++ 12 (glibc 2.36); getrandom is 2.25.
 FLOOR std::uint32_t arc4random() {
