@@ -407,7 +407,7 @@ def case_sigkill_50(tmp):
 
 
 def case_threads_32(tmp):
-    threads, rounds = 32, 3000
+    threads, rounds = 32, 100000  # several seconds of churn
     start = time.monotonic()
     run([HOSTILE, "threads-exact", str(threads), str(rounds)], shim_env(tmp, "checkpoint_s=1"), timeout=150, rc=23)
     took = time.monotonic() - start
