@@ -28,12 +28,15 @@ RELOAD = os.environ["RELOAD"]
 SCENARIOS = os.environ["SCENARIOS"]
 BUILD = os.environ["BUILD_ROOT"]
 MiB = 1 << 20
+# tests/gpu runs the cases that make sense there on the real driver (RELIABILITY_DRIVER=real).
+REAL = os.environ.get("RELIABILITY_DRIVER", "sim") == "real"
 
 
 def shim_env(report_dir, options="", extra=None):
     """The environment `cumemaudit run --sim` builds, set by hand so the test controls the process."""
     opts = f"report_dir={report_dir}:summary=0" + (":" + options if options else "")
-    return {**os.environ, "LD_PRELOAD": SHIM, "LD_LIBRARY_PATH": SIM, "CUMEMAUDIT_OPTIONS": opts, **(extra or {})}
+    lib = {} if REAL else {"LD_LIBRARY_PATH": SIM}
+    return {**os.environ, "LD_PRELOAD": SHIM, **lib, "CUMEMAUDIT_OPTIONS": opts, **(extra or {})}
 
 
 def sim_env(extra=None):
@@ -180,7 +183,8 @@ def case_dlclose_reload(tmp):
     # Before: SIGSEGV (rc 139) in a wrapper at the second load: real entry points were cached once.
     out = figures(run([RELOAD, "20"], shim_env(tmp, "checkpoint_s=0")).stdout)
     print(f"figure dlclose-reload (shim): {out}")
-    expect(out["cycles_ok"] == "20" and int(out["moved"]) >= 10, f"under the shim: {out}")
+    # A real libcuda may stay loaded after dlclose (then nothing moves); the simulated one is unloaded.
+    expect(out["cycles_ok"] == "20" and (REAL or int(out["moved"]) >= 10), f"under the shim: {out}")
 
 
 def case_simdriver_fork_reload(tmp):
@@ -407,7 +411,7 @@ def case_sigkill_50(tmp):
 
 
 def case_threads_32(tmp):
-    threads, rounds = 32, 100000  # several seconds of churn
+    threads, rounds = (32, 100000) if not REAL else (32, 300)  # several seconds of churn either way
     start = time.monotonic()
     run([HOSTILE, "threads-exact", str(threads), str(rounds)], shim_env(tmp, "checkpoint_s=1"), timeout=150, rc=23)
     took = time.monotonic() - start
