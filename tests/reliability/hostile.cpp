@@ -153,6 +153,13 @@ int churn_until_signal(int threads, const char* handler) {
                 if (t == 0 && checkpoint != nullptr) checkpoint();
             }
         });
+    // The main thread takes no part: with the signals blocked here the kernel hands them to a churning
+    // thread, usually one inside the shim's bookkeeping or the driver.
+    sigset_t term;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    sigaddset(&term, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &term, nullptr);
     std::printf("ready\n");
     std::fflush(stdout);
     for (auto& th : pool) th.join();
