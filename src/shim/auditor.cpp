@@ -43,8 +43,8 @@ struct sigaction g_old_term {}, g_old_int {}, g_old_usr2 {};
 
 // How long a SIGTERM/SIGINT waits for its report, and exit() for a report another thread is writing:
 // bounded, so the program's own disposition always follows. The first report symbolizes (reads DWARF).
-constexpr int kSignalWaitMs = 10'000;
-constexpr auto kExitWait = std::chrono::seconds(10);
+constexpr int kSignalWaitMs = 20'000;
+constexpr auto kExitWait = std::chrono::seconds(20);
 
 std::int64_t now_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -161,13 +161,17 @@ void Auditor::checkpoint_loop() {
     auto next_report = Clock::now() + every(options_.checkpoint_s, 1000);
     auto next_sample = Clock::now() + every(options_.sample_ms, 1);
     std::uint64_t usr2_seen = 0;
-    std::uint32_t woken = wakeup_.count();
+    std::uint32_t woken = 0;  // from zero: a request made before this thread first ran is not missed
     for (;;) {
         auto wake = Clock::time_point::max();
         if (options_.checkpoint_s > 0) wake = std::min(wake, next_report);
         if (options_.sample_ms > 0) wake = std::min(wake, next_sample);
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(wake - Clock::now()).count();
-        woken = wakeup_.wait(woken, wake == Clock::time_point::max() ? -1 : static_cast<long>(std::max<std::int64_t>(left, 0)));
+        // Asked already (a signal may come before this thread first runs): no sleep.
+        if (requests_.load() == served_.load() && usr2_requests_.load() == usr2_seen)
+            woken = wakeup_.wait(woken, wake == Clock::time_point::max() ? -1 : static_cast<long>(std::max<std::int64_t>(left, 0)));
+        else
+            woken = wakeup_.count();
         const auto now = Clock::now();
         if (const std::uint64_t usr2 = usr2_requests_.load(); usr2 != usr2_seen) {
             usr2_seen = usr2;
