@@ -36,6 +36,16 @@ struct InputFile : Path {
     using Path::Path;
 };
 
+// A file mode written in octal as chmod takes it: 0600, 644 (0 to 0777; no setuid, setgid or sticky bit).
+struct FileMode {
+    unsigned value = 0600;
+    constexpr FileMode() = default;
+    constexpr explicit FileMode(unsigned v) : value(v) {}
+    FileMode(const char* text);  // a default written as users write it, e.g. "0600"
+    operator unsigned() const { return value; }
+    friend bool operator==(FileMode, FileMode) = default;
+};
+
 // Named values: an enum, and its names in the enumerators' order.
 enum class LogLevel { error, warning, info, debug };
 enum class Deepbind { strip, keep };

@@ -39,6 +39,13 @@ bool parse_value(std::string_view text, Bytes& out, const Range&) {
     return false;
 }
 
+bool parse_value(std::string_view text, FileMode& out, const Range&) {
+    unsigned v = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v, 8);
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size() || v > 0777) return false;
+    return out = FileMode{v}, true;
+}
+
 bool parse_value(std::string_view text, bool& out, const Range&) {
     if (text == "1" || text == "true" || text == "yes") return out = true, true;
     if (text == "0" || text == "false" || text == "no") return out = false, true;
@@ -66,6 +73,7 @@ bool parse_value(std::string_view text, E& out, const Range&) {
 std::string show(const std::string& v) { return v; }
 std::string show(int v) { return std::to_string(v); }
 std::string show(bool v) { return v ? "1" : "0"; }
+std::string show(FileMode m) { return fmt::format("{:04o}", m.value); }
 std::string show(const FailOn& v) { return to_string(v); }
 std::string show(Bytes b) {
     for (auto [name, scale] : {std::pair{"TiB", 40}, std::pair{"GiB", 30}, std::pair{"MiB", 20}, std::pair{"KiB", 10}})
@@ -85,6 +93,7 @@ std::string expected(int, const Range& r) {
     if (r.min == 0 && r.max == INT_MAX) return "a non-negative integer";
     return fmt::format("an integer from {} to {}", r.min, r.max);
 }
+std::string expected(FileMode, const Range&) { return "an octal file mode from 0000 to 0777, such as 0600"; }
 std::string expected(bool, const Range&) { return "1/0, true/false or yes/no"; }
 std::string expected(Bytes, const Range&) { return "a size such as 268435456, 256MiB or 1GiB"; }
 std::string expected(const FailOn&, const Range&) { return "leaks, unfreed, misuse or none, comma-separated"; }
@@ -108,7 +117,7 @@ template <class T>
 std::optional<std::string> set(T& value, std::string_view key, std::string_view text, const Range& range) {
     T parsed = value;
     if (parse_value(text, parsed, range)) return value = std::move(parsed), std::nullopt;
-    return fmt::format("option {}='{}' in CUMEMAUDIT_OPTIONS is not {}; using {}", key, text, expected(value, range),
+    return fmt::format("option {}='{}' in CUMEMAUDIT_OPTIONS is not {}; using {}", clip(key), clip(text), expected(value, range),
                        show(value));
 }
 
@@ -116,6 +125,16 @@ std::optional<std::string> set(T& value, std::string_view key, std::string_view 
 
 Bytes::Bytes(const char* text) {
     if (!parse_value(text, *this, Range{})) throw OptionError(fmt::format("'{}' is not a size", text));
+}
+
+FileMode::FileMode(const char* text) {
+    if (!parse_value(text, *this, Range{})) throw OptionError(fmt::format("'{}' is not an octal file mode", text));
+}
+
+std::string clip(std::string_view value) {
+    constexpr std::size_t kShown = 64;
+    if (value.size() <= kShown) return std::string(value);
+    return fmt::format("{}… ({} bytes)", value.substr(0, kShown), value.size());
 }
 
 FailOn::FailOn(const char* text) : FailOn(parse_fail_on(text)) {}
@@ -189,7 +208,7 @@ std::optional<std::string> set_option(Options& o, std::string_view key, std::str
 #undef OPTION
     std::string names;
     for (const OptionInfo& row : option_table()) names += fmt::format("{}{}", names.empty() ? "" : ", ", row.name);
-    return fmt::format("unknown option '{}' in CUMEMAUDIT_OPTIONS (known: {})", key, names);
+    return fmt::format("unknown option '{}' in CUMEMAUDIT_OPTIONS (known: {})", clip(key), names);
 }
 
 ParsedOptions parse_options(std::string_view text) {
@@ -201,7 +220,7 @@ ParsedOptions parse_options(std::string_view text) {
         if (pair.empty()) continue;
         const auto eq = pair.find('=');
         if (eq == std::string_view::npos || eq == 0) {
-            out.warnings.push_back(fmt::format("malformed option '{}' in CUMEMAUDIT_OPTIONS (expected key=value)", pair));
+            out.warnings.push_back(fmt::format("malformed option '{}' in CUMEMAUDIT_OPTIONS (expected key=value)", clip(pair)));
             continue;
         }
         if (auto problem = set_option(out.options, pair.substr(0, eq), pair.substr(eq + 1)))

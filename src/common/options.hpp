@@ -54,6 +54,10 @@ struct ParsedOptions {
 
 ParsedOptions parse_options(std::string_view text);
 
+// A value as a warning quotes it: whole when short, else its start and its length (a 1 MB value must
+// not flood the program's stderr).
+std::string clip(std::string_view value);
+
 // Every option's value as text, for the report's echo.
 std::map<std::string, std::string> option_values(const Options&);
 

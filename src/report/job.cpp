@@ -6,13 +6,18 @@
 namespace cumemaudit::report {
 
 Report load_for_gate(const std::string& path) {
-    const nlohmann::json j = load_json(path);
+    const nlohmann::json j = load_json(path);  // read_report_text's bounds: regular file, size, nesting
     const auto schema = j.is_object() ? j.find("schema") : j.end();
     const bool job = j.is_object() && schema != j.end() && schema->is_string() && *schema == kJobSchema;
     try {
-        if (!job) return from_json(j);
+        if (!job) {
+            Report r = from_json(j);
+            check_ranks(r.process.world_size, r.process.rank);
+            return r;
+        }
         // The job seen as one process: its summary is read by the very fields() a process summary has.
         const JobReport r = job_from_json(j);
+        check_ranks(r.world_size, -1);
         Report view;
         view.process.rank = -1;
         view.process.world_size = r.world_size;
@@ -22,6 +27,8 @@ Report load_for_gate(const std::string& path) {
     } catch (const ReportError& e) {
         throw ReportError(path + ": " + e.what());
     } catch (const nlohmann::json::exception& e) {
+        throw ReportError(path + ": " + e.what());
+    } catch (const std::exception& e) {  // a number out of range, an allocation: still name the file
         throw ReportError(path + ": " + e.what());
     }
 }

@@ -68,7 +68,7 @@ nlohmann::json to_json(const JobReport&);
 JobReport job_from_json(const nlohmann::json&);  // throws ReportError naming the field
 std::string to_string(const JobReport&);         // pretty-printed JSON text
 std::string text_summary(const JobReport&);      // what `cumemaudit merge` prints, ending in a SUMMARY: line
-std::string write_atomic(const std::string& path, const JobReport&) noexcept;  // as for a Report
+std::string write_atomic(const std::string& path, const JobReport&, unsigned mode = 0600) noexcept;  // as for a Report
 
 // A process report as load() reads it, or a job report seen as one process whose summary is the job's
 // (process.argv = {"job"}, process.rank = -1). Throws ReportError "<path>: <problem>".

@@ -236,7 +236,9 @@ Report from_json(const nlohmann::json&);  // throws ReportError naming the field
 
 std::string to_string(const Report&);  // pretty-printed JSON text
 
-// <dir>/cumemaudit.<host>.<pid>[.r<rank>].json (DESIGN.md); rank < 0 leaves the rank out.
+// <dir>/cumemaudit.<host>.<pid>[.r<rank>].json (DESIGN.md); rank < 0 leaves the rank out. The host name
+// is the kernel's, settable by anyone with a container: every byte but [A-Za-z0-9._-] becomes '_', so it
+// can never name a directory ("x/../../escaped" stays one file name inside dir).
 std::string report_path(const std::string& dir, const std::string& host, std::int64_t pid, std::int64_t rank);
 
 // report_dir with %h (host), %p (pid), %r (rank, or "norank" outside a job) and %% expanded, so ranks of
@@ -246,9 +248,22 @@ std::string expand_report_dir(const std::string& dir, const std::string& host, s
 Report load(const std::string& path);  // throws ReportError "<path>: <problem>"
 nlohmann::json load_json(const std::string& path);  // the file's JSON, any schema; throws as load() does
 
-// Writes through a temp file in the destination's directory (O_EXCL|O_NOFOLLOW), fsync, then rename, so a
-// reader sees the old report or the new one, never a part. Refuses a destination that is a symlink.
-// Returns an empty string on success, else what went wrong; never throws, never leaves the temp behind.
-std::string write_atomic(const std::string& path, const Report&) noexcept;
+// The text of a report file, checked before any parser sees it: a regular file (a FIFO would block), of
+// bounded size, nested at most 128 levels (deeper overflowed the stack). Throws ReportError naming path.
+std::string read_report_text(const std::string& path);
+// Throws ReportError when world_size or rank is above 2^20 (more ranks than any job: a corrupt or hostile
+// file). Every loader of process and job reports checks with it.
+void check_ranks(std::int64_t world_size, std::int64_t rank);
+
+// Writes through a temp file in the destination's directory (a random name, O_EXCL|O_NOFOLLOW, tried
+// again on a clash), fsync, then rename, so a reader sees the old report or the new one, never a part. A
+// symlink at the destination is replaced, never followed. `mode` is the file's mode (0600: argv may hold
+// secrets). Returns an empty string on success, else what went wrong; never throws, never leaves the
+// temp behind.
+std::string write_atomic(const std::string& path, const Report&, unsigned mode = 0600) noexcept;
+
+// Why `dir` is not a safe place for reports, or "": a directory another user owns that others may
+// write to without the sticky bit (they could swap the report out for their own).
+std::string unsafe_report_dir(const std::string& dir);
 
 }  // namespace cumemaudit::report

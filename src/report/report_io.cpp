@@ -6,15 +6,44 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
+#include <cstdio>
+#include <ctime>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 namespace cumemaudit::report {
 namespace {
+
+constexpr off_t kMaxReportBytes = off_t{4} << 30;
+constexpr std::int64_t kMaxRanks = 1 << 20;  // more than any job has; a bigger world_size is a corrupt file
+constexpr int kMaxDepth = 128;               // reports nest a few levels; deeper is hostile (stack overflow)
+
+// Deepest nesting of arrays and objects, strings skipped; stops counting past kMaxDepth.
+int nesting(const std::string& text) {
+    int depth = 0, deepest = 0;
+    bool in_string = false;
+    for (std::size_t i = 0; i < text.size() && deepest <= kMaxDepth; ++i) {
+        const char c = text[i];
+        if (in_string) {
+            if (c == '\\') ++i;
+            else if (c == '"') in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            deepest = std::max(deepest, ++depth);
+        } else if (c == ']' || c == '}') {
+            --depth;
+        }
+    }
+    return deepest;
+}
 
 std::string errno_text(const char* what, const std::string& path) {
     return std::string(what) + " " + path + ": " + std::strerror(errno);
@@ -23,9 +52,16 @@ std::string errno_text(const char* what, const std::string& path) {
 // Reads with plain POSIX calls: write_atomic runs inside the audited process, load in the CLI, and
 // neither should depend on iostream state.
 bool read_file(const std::string& path, std::string& out, std::string& err) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK and the fstat below: a FIFO named like a report must not block the CLI forever.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) {
         err = std::strerror(errno);
+        return false;
+    }
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > kMaxReportBytes) {
+        err = !S_ISREG(st.st_mode) ? "not a regular file" : "larger than 4 GiB, not a report";
+        ::close(fd);
         return false;
     }
     char buf[65536];
@@ -55,12 +91,32 @@ bool write_all(int fd, const std::string& data) {
     return true;
 }
 
+std::string file_safe(const std::string& name) {
+    std::string out = name.empty() ? "unknown" : name;
+    for (char& c : out)
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-') || (c & 0x80)) c = '_';
+    return out;
+}
+
+// A name nobody can guess: a stale temp (SIGKILL mid-write) or a planted one never blocks the next report.
+std::string random_suffix() {
+    std::uint64_t r = 0;
+    if (::getrandom(&r, sizeof r, GRND_NONBLOCK) != sizeof r) {
+        static std::atomic<std::uint64_t> mix{0};
+        r = (static_cast<std::uint64_t>(::getpid()) << 32) ^ static_cast<std::uint64_t>(::time(nullptr)) ^
+            (mix.fetch_add(0x9E3779B97F4A7C15ull) * 0xBF58476D1CE4E5B9ull);
+    }
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(r));
+    return buf;
+}
+
 }  // namespace
 
 std::string report_path(const std::string& dir, const std::string& host, std::int64_t pid, std::int64_t rank) {
     std::string p = dir.empty() ? "." : dir;
     if (p.back() != '/') p += '/';
-    p += "cumemaudit." + host + "." + std::to_string(pid);
+    p += "cumemaudit." + file_safe(host) + "." + std::to_string(pid);
     if (rank >= 0) p += ".r" + std::to_string(rank);
     return p + ".json";
 }
@@ -70,7 +126,7 @@ std::string expand_report_dir(const std::string& dir, const std::string& host, s
     for (std::size_t i = 0; i < dir.size(); ++i) {
         const char c = i + 1 < dir.size() && dir[i] == '%' ? dir[i + 1] : '\0';
         if (c == 'h')
-            out += host;
+            out += file_safe(host);
         else if (c == 'p')
             out += std::to_string(pid);
         else if (c == 'r')
@@ -86,11 +142,18 @@ std::string expand_report_dir(const std::string& dir, const std::string& host, s
     return out;
 }
 
-nlohmann::json load_json(const std::string& path) {
+std::string read_report_text(const std::string& path) {
     std::string text, err;
     struct stat st {};
     if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) throw ReportError(path + ": is a directory, not a report file");
     if (!read_file(path, text, err)) throw ReportError(path + ": cannot read: " + err);
+    if (nesting(text) > kMaxDepth)
+        throw ReportError(path + ": nested deeper than " + std::to_string(kMaxDepth) + " levels, not a report");
+    return text;
+}
+
+nlohmann::json load_json(const std::string& path) {
+    const std::string text = read_report_text(path);  // every reader goes through its bounds
     if (text.find_first_not_of(" \t\r\n") == std::string::npos) throw ReportError(path + ": empty file, not a report");
     nlohmann::json j;
     try {
@@ -103,42 +166,67 @@ nlohmann::json load_json(const std::string& path) {
     return j;
 }
 
+void check_ranks(std::int64_t world_size, std::int64_t rank) {
+    if (world_size > kMaxRanks || rank > kMaxRanks)
+        throw ReportError("world_size " + std::to_string(world_size) + " / rank " + std::to_string(rank) +
+                          ": more ranks than any job has (at most " + std::to_string(kMaxRanks) + ")");
+}
+
 Report load(const std::string& path) {
     const nlohmann::json j = load_json(path);
     try {
-        return from_json(j);
+        Report r = from_json(j);
+        check_ranks(r.process.world_size, r.process.rank);
+        return r;
     } catch (const ReportError& e) {
         throw ReportError(path + ": " + e.what());
     } catch (const nlohmann::json::exception& e) {
         throw ReportError(path + ": " + e.what());
+    } catch (const std::exception& e) {  // a number out of range, an allocation: still name the file
+        throw ReportError(path + ": " + e.what());
     }
+}
+
+std::string unsafe_report_dir(const std::string& dir) {
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return {};  // the write names that problem
+    if (st.st_uid == ::geteuid() || st.st_uid == 0) return {};
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) == 0 || (st.st_mode & S_ISVTX) != 0) return {};
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return "report_dir " + dir + " belongs to uid " + std::to_string(st.st_uid) + " and is writable by others (mode " +
+           mode + ", no sticky bit): refusing to write reports there";
 }
 
 namespace {
 
-// Any model with a to_string(): a process report or a job report.
+// The one writer of report files, for any model with a to_string() (a process report or a job report):
+// a random temp name beside the destination, created O_EXCL|O_NOFOLLOW with `mode`, fsynced, renamed over
+// the destination (which replaces a symlink there, never writes through it), then the directory fsynced.
 template <class Model>
-std::string write_model_atomic(const std::string& path, const Model& r) noexcept {
+std::string write_model_atomic(const std::string& path, const Model& r, unsigned mode) noexcept {
     try {
-        struct stat st {};
-        if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode))
-            return "refusing to write report " + path + ": the destination is a symlink";
         const auto slash = path.rfind('/');
         const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
         const std::string base(basename(path));
-        static std::atomic<unsigned> counter{0};  // two threads checkpointing at once get distinct temps
-        const std::string tmp = dir + "/." + base + "." + std::to_string(::getpid()) + "." +
-                                std::to_string(counter.fetch_add(1)) + ".tmp";
         const std::string text = to_string(r);  // before the temp exists: only this can throw
-        const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        std::string tmp;
+        int fd = -1;
+        for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
+            tmp = dir + "/." + base + "." + random_suffix() + ".tmp";
+            fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode & 0777);
+            if (fd < 0 && errno != EEXIST) break;
+        }
         if (fd < 0) return errno_text("cannot create", tmp);
+        ::fchmod(fd, mode & 0777);  // the umask must not widen or narrow what was asked
         if (!write_all(fd, text) || ::fsync(fd) != 0) {
             std::string e = errno_text("cannot write", tmp);
             ::close(fd);
             ::unlink(tmp.c_str());
             return e;
         }
-        if (::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {  // rename replaces, never follows, a link
+        // rename replaces a symlink at `path` itself and never writes through it.
+        if (::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
             std::string e = errno_text("cannot rename onto", path);
             ::unlink(tmp.c_str());
             return e;
@@ -155,7 +243,11 @@ std::string write_model_atomic(const std::string& path, const Model& r) noexcept
 
 }  // namespace
 
-std::string write_atomic(const std::string& path, const Report& r) noexcept { return write_model_atomic(path, r); }
-std::string write_atomic(const std::string& path, const JobReport& r) noexcept { return write_model_atomic(path, r); }
+std::string write_atomic(const std::string& path, const Report& r, unsigned mode) noexcept {
+    return write_model_atomic(path, r, mode);
+}
+std::string write_atomic(const std::string& path, const JobReport& r, unsigned mode) noexcept {
+    return write_model_atomic(path, r, mode);
+}
 
 }  // namespace cumemaudit::report

@@ -397,7 +397,17 @@ Report from_json(const json& j) {
     return r;
 }
 
-std::string to_string(const Report& r) { return to_json(r).dump(2) + "\n"; }
+std::string to_string(const Report& r) {
+    nlohmann::json j = to_json(r);
+    try {
+        return j.dump(2) + "\n";
+    } catch (const nlohmann::json::type_error&) {
+        // Bytes that are not UTF-8 (argv, a label, a path, a host name): JSON cannot carry them, so each
+        // becomes U+FFFD, and the report says so rather than being lost.
+        j["encoding"] = "bytes that were not UTF-8 are replaced by U+FFFD";
+        return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    }
+}
 
 json to_json(const JobReport& r) { return Writer::value(r); }
 

@@ -2,10 +2,13 @@
 
 #include "common/paths.hpp"
 
+#include <fcntl.h>
 #include <fnmatch.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-#include <fstream>
-#include <sstream>
+#include <cerrno>
+#include <cstring>
 
 namespace cumemaudit::report {
 namespace {
@@ -73,11 +76,34 @@ Suppressions Suppressions::parse(std::string_view text, const std::string& sourc
 }
 
 Suppressions Suppressions::load(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) throw SuppressionError(path + ": cannot read the suppression file");
-    std::ostringstream text;
-    text << in.rdbuf();
-    return parse(text.str(), path);
+    // Read at exit inside the audited program: a FIFO would block it forever and /dev/zero would never
+    // end, so only a regular file of bounded size is read (opened without blocking, checked by fstat).
+    constexpr off_t kMaxBytes = 1 << 20;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) throw SuppressionError(path + ": cannot read the suppression file");
+    struct stat st {};
+    std::string text;
+    std::string problem;
+    if (::fstat(fd, &st) != 0)
+        problem = std::strerror(errno);
+    else if (!S_ISREG(st.st_mode))
+        problem = "not a regular file";
+    else if (st.st_size > kMaxBytes)
+        problem = "larger than 1 MiB (" + std::to_string(st.st_size) + " bytes)";
+    else {
+        text.resize(static_cast<std::size_t>(st.st_size));
+        std::size_t done = 0;
+        while (done < text.size()) {
+            const ssize_t n = ::read(fd, text.data() + done, text.size() - done);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) break;
+            done += static_cast<std::size_t>(n);
+        }
+        text.resize(done);
+    }
+    ::close(fd);
+    if (!problem.empty()) throw SuppressionError(path + ": cannot read the suppression file: " + problem);
+    return parse(text, path);
 }
 
 const Suppressions::Rule* Suppressions::match(Type type, const Site& site) {

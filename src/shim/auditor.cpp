@@ -16,14 +16,15 @@
 #include "report/symbolizer.hpp"
 #include "report/text.hpp"
 
-#include <poll.h>
+#include <fcntl.h>
 #include <pthread.h>
-#include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <mutex>
@@ -38,16 +39,21 @@ std::atomic<int> g_state{not_started};
 std::once_flag g_start_once;
 Auditor* g_auditor = nullptr;
 std::atomic<bool> g_forked{false};  // set in a fork child; the first CUDA call there starts afresh
-std::mutex g_report_mutex;          // one report written at a time (checkpoint thread, exit, C API)
 
 struct sigaction g_old_term {}, g_old_int {}, g_old_usr2 {};
+
+// How long a SIGTERM/SIGINT waits for its report, and exit() for a report another thread is writing:
+// bounded, so the program's own disposition always follows. The first report symbolizes (reads DWARF).
+constexpr int kSignalWaitMs = 20'000;
+constexpr auto kExitWait = std::chrono::seconds(20);
 
 std::int64_t now_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
         .count();
 }
 
-// The suppression file, read once; a malformed one is reported and ignored, never fatal.
+// The suppression file, read once; a malformed or unreadable one is reported and ignored, never fatal
+// (nothing is suppressed then: the gate errs on the side of failing).
 report::Suppressions load_suppressions(const std::string& path) {
     if (path.empty()) return {};
     try {
@@ -71,14 +77,18 @@ int driver_version() {
 
 Auditor& Auditor::get() { return *g_auditor; }
 
-Auditor::Auditor() : options_(current_options()) { program_context_ = current_context(); }
+Auditor::Auditor(std::uint64_t generation) : options_(current_options()), generation_(generation) {
+    program_context_ = current_context();
+}
+
+bool Auditor::started() { return g_state.load(std::memory_order_acquire) == running; }
 
 bool Auditor::enter() {
     if (g_state.load(std::memory_order_acquire) != running) {
         std::call_once(g_start_once, [] {
             ShimScope busy;
             try {
-                g_auditor = new Auditor();  // never destroyed: the exit handler needs it last of all
+                g_auditor = new Auditor(1);  // never destroyed: the exit handler needs it last of all
                 g_auditor->start_background();
                 g_state.store(running, std::memory_order_release);
             } catch (const std::exception& e) {
@@ -90,69 +100,72 @@ bool Auditor::enter() {
     }
     if (g_forked.load(std::memory_order_relaxed)) {
         ShimScope busy;
-        g_auditor->after_fork_in_child();
+        restart_in_child();
     }
     count_call();
     return true;
 }
 
 void Auditor::start_background() {
-    wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (wake_fd_ < 0) throw std::runtime_error("eventfd failed");
     std::thread([this] { checkpoint_loop(); }).detach();
-    // SIGTERM and SIGINT write a report first, then do what the program had them do.
-    struct sigaction sa {};
-    sa.sa_sigaction = &Auditor::on_signal;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
+    // SIGTERM and SIGINT write a report first, then do what the program had them do. Installed with the
+    // program's own flags and mask (no SA_RESTART added: a read() the signal interrupted must still return
+    // EINTR, or Python's Ctrl-C during os.read() never raises KeyboardInterrupt).
     for (auto [sig, old] : {std::pair{SIGTERM, &g_old_term}, std::pair{SIGINT, &g_old_int}}) {
         struct sigaction current {};
         sigaction(sig, nullptr, &current);
         if (!(current.sa_flags & SA_SIGINFO) && current.sa_handler == SIG_IGN) continue;  // ignored stays ignored
+        struct sigaction sa = current;
+        sa.sa_sigaction = &Auditor::on_signal;
+        sa.sa_flags = (current.sa_flags & ~SA_RESETHAND) | SA_SIGINFO;  // a one-shot handler is reset by us
         sigaction(sig, &sa, old);
     }
     // SIGUSR2 marks the timeline, unless the program uses it (its default would kill the program anyway).
     struct sigaction usr2 {};
     sigaction(SIGUSR2, nullptr, &usr2);
-    if (!(usr2.sa_flags & SA_SIGINFO) && usr2.sa_handler == SIG_DFL) sigaction(SIGUSR2, &sa, &g_old_usr2);
+    if (!(usr2.sa_flags & SA_SIGINFO) && usr2.sa_handler == SIG_DFL) {
+        struct sigaction sa {};
+        sa.sa_sigaction = &Auditor::on_signal;
+        sa.sa_flags = SA_SIGINFO | SA_RESTART;  // ours alone: the program never asked for SIGUSR2
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGUSR2, &sa, &g_old_usr2);
+    }
 }
 
-void Auditor::after_fork_in_child() {
-    // One thread runs here (the child of fork), so the ledger is rebuilt without taking its locks.
+void Auditor::restart_in_child() {
+    // One thread runs here (the child of fork). Any lock of the parent's auditor may have been held by a
+    // thread that does not exist here, and any of its maps may be halfway through an update: the old
+    // auditor is left untouched (never freed, never locked) and a fresh one starts, with a new generation
+    // so per-thread caches of trace and owner ids see it.
     if (!g_forked.exchange(false)) return;
-    ledger_.reset();
-    reset_calls_after_fork();
-    generation_.fetch_add(1);
-    requests_ = 0;
-    served_ = 0;
-    usr2_requests_ = 0;
-    timeline_.reset();
-    oom_.reset();
+    Auditor* old = g_auditor;
+    Auditor* fresh = new Auditor(old->generation() + 1);  // its own ledger, timeline, OOM record, report lock
+    reset_calls_after_fork();  // the per-thread call counters are not the auditor's: they start from zero here
     reset_enforcer();
-    if (wake_fd_ >= 0) close(wake_fd_);  // shared with the parent: the child needs its own
-    start_background();
+    g_auditor = fresh;
+    fresh->start_background();
 }
 
 void Auditor::checkpoint_loop() {
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, nullptr);  // signals belong to the program's threads
-    const int fd = wake_fd_;
     using Clock = std::chrono::steady_clock;
     const auto every = [](int n, int unit_ms) { return std::chrono::milliseconds(std::int64_t{n} * unit_ms); };
     auto next_report = Clock::now() + every(options_.checkpoint_s, 1000);
     auto next_sample = Clock::now() + every(options_.sample_ms, 1);
     std::uint64_t usr2_seen = 0;
+    std::uint32_t woken = 0;  // from zero: a request made before this thread first ran is not missed
     for (;;) {
         auto wake = Clock::time_point::max();
         if (options_.checkpoint_s > 0) wake = std::min(wake, next_report);
         if (options_.sample_ms > 0) wake = std::min(wake, next_sample);
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(wake - Clock::now()).count();
-        pollfd p{fd, POLLIN, 0};
-        const int r = poll(&p, 1, wake == Clock::time_point::max() ? -1 : static_cast<int>(std::max<std::int64_t>(left, 0)));
-        if (r < 0 && errno == EINTR) continue;
-        std::uint64_t n = 0;
-        if (r > 0 && read(fd, &n, sizeof n) < 0) n = 0;
+        // Asked already (a signal may come before this thread first runs): no sleep.
+        if (requests_.load() == served_.load() && usr2_requests_.load() == usr2_seen)
+            woken = wakeup_.wait(woken, wake == Clock::time_point::max() ? -1 : static_cast<long>(std::max<std::int64_t>(left, 0)));
+        else
+            woken = wakeup_.count();
         const auto now = Clock::now();
         if (const std::uint64_t usr2 = usr2_requests_.load(); usr2 != usr2_seen) {
             usr2_seen = usr2;
@@ -202,8 +215,29 @@ std::string Auditor::report_path() const {
 }
 
 void Auditor::write_report(ledger::Moment moment, const int* exit_code, bool final, bool print_oom) {
-    std::lock_guard lock(g_report_mutex);
-    ShimScope busy;
+    ShimScope busy;  // first: a signal arriving while this thread holds the report lock waits for the scope
+    std::unique_lock lock(report_mutex_, std::defer_lock);
+    if (final || print_oom) {
+        // Bounded: exit, and the thread whose allocation was refused, never wait forever for a report
+        // another thread is writing. Polled rather than a timed lock: pthread_mutex_clocklock is glibc
+        // 2.30, above the 2.28 floor.
+        const auto give_up = std::chrono::steady_clock::now() + kExitWait;
+        while (!lock.try_lock() && std::chrono::steady_clock::now() < give_up)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        if (!lock.owns_lock()) {
+            if (final) {
+                log_warning("report not written at exit: another report was still being written after {} s",
+                            kExitWait.count());
+                fail_closed(exit_code);
+            } else {  // the record stays in the OOM log: the next report carries it
+                log_warning("out-of-memory report not written: another report was still being written after {} s",
+                            kExitWait.count());
+            }
+            return;
+        }
+    } else {
+        lock.lock();
+    }
     try {
         // Read once and never destroyed: static destructors run before this exit handler does.
         static report::Suppressions& suppressions = *new report::Suppressions(load_suppressions(options_.suppressions));
@@ -218,7 +252,8 @@ void Auditor::write_report(ledger::Moment moment, const int* exit_code, bool fin
         in.process.host = id.host;
         in.process.argv = id.argv;
         if (exit_code != nullptr) in.process.exit_code = *exit_code;
-        in.driver.version = driver_version();
+        if (driver_version_ < 0) driver_version_ = driver_version();
+        in.driver.version = driver_version_;
         in.driver.simulated = simulated_driver_version() != nullptr;
         in.intercepted_calls = calls_so_far();
         in.symbolizer = &symbolizer_;
@@ -235,8 +270,15 @@ void Auditor::write_report(ledger::Moment moment, const int* exit_code, bool fin
         const report::Report rep = report::build(in);
         const std::string path = report_path();
         std::error_code ignored;  // a failure shows as the write's own error, with the path
-        std::filesystem::create_directories(path.substr(0, path.rfind('/') + 1), ignored);
-        if (auto err = report::write_atomic(path, rep); !err.empty())
+        const std::string dir = path.substr(0, path.rfind('/') + 1);
+        std::filesystem::create_directories(dir, ignored);
+        if (const std::string unsafe = report::unsafe_report_dir(dir); !unsafe.empty()) {
+            static std::atomic<bool> warned{false};
+            if (!warned.exchange(true)) log_warning("{}", unsafe);
+            if (final) fail_closed(exit_code);
+            return;
+        }
+        if (auto err = report::write_atomic(path, rep, report_mode()); !err.empty())
             log_warning("could not write the report: {}", err);
         if (print_oom && !rep.oom.empty()) {
             const std::string text = report::oom_text(rep.oom.back());
@@ -258,7 +300,22 @@ void Auditor::write_report(ledger::Moment moment, const int* exit_code, bool fin
         }
     } catch (const std::exception& e) {
         log_warning("report not written: {}", e.what());
+        if (final) fail_closed(exit_code);
     }
+}
+
+void Auditor::fail_closed(const int* exit_code) {
+    // No report, so no verdict: a program that exited 0 must not pass a gate nobody could check.
+    if (exit_code == nullptr || *exit_code != 0 || options_.fail_on == options::FailOn{false, false, false}) return;
+    log_warning("the leak gate failed closed (no report to check): exit {}", options_.exitcode);
+    std::fflush(nullptr);
+    _exit(options_.exitcode);
+}
+
+mode_t Auditor::report_mode() const {
+    // Reports hold argv, which may hold secrets: owner-only unless asked otherwise. The typed option is
+    // already an octal mode from 0 to 0777 (a bad value kept the default with a warning).
+    return static_cast<mode_t>(options_.report_mode.value & 0777);
 }
 
 void Auditor::exit_handler(int status) {
@@ -278,33 +335,52 @@ void Auditor::on_signal(int sig, siginfo_t* info, void* context) {
     if (sig == SIGUSR2) {  // a mark, taken by the checkpoint thread; the program goes on
         if (a != nullptr && !g_forked.load()) {
             a->usr2_requests_.fetch_add(1);
-            const std::uint64_t one = 1;
-            if (write(a->wake_fd_, &one, sizeof one) < 0) {}
+            a->wakeup_.notify();
         }
         errno = saved_errno;
         return;
     }
+    ThreadState& t = thread_state();
+    if (t.shim_depth > 0) {
+        // This thread holds (or may hold) a shim lock the report needs: waiting here would deadlock.
+        // Raised again when its outermost shim scope ends, microseconds from now.
+        t.deferred_signal = sig;
+        t.deferred_info = *info;
+        errno = saved_errno;
+        return;
+    }
+    if (t.deferred_signal == sig && info != nullptr && info->si_pid == getpid()) info = &t.deferred_info;
+    t.deferred_signal = 0;
     if (a != nullptr && !g_forked.load()) {
         // Only async-signal-safe work here: wake the checkpoint thread and wait (bounded) for its report.
         const std::uint64_t mine = a->requests_.fetch_add(1) + 1;
-        const std::uint64_t one = 1;
-        if (write(a->wake_fd_, &one, sizeof one) == sizeof one) {
-            timespec tick{0, 10'000'000};
-            // Up to 20 s: the first report symbolizes (reads DWARF), slow on a loaded machine; a job's
-            // SIGTERM grace period is usually longer, and SIGKILL still ends the wait.
-            for (int i = 0; i < 2000 && a->served_.load() < mine; ++i) nanosleep(&tick, nullptr);
-        }
+        a->wakeup_.notify();
+        timespec tick{0, 2'000'000};
+        for (int i = 0; i < kSignalWaitMs / 2 && a->served_.load() < mine; ++i) nanosleep(&tick, nullptr);
     }
-    const struct sigaction& old = sig == SIGTERM ? g_old_term : g_old_int;
-    if (old.sa_flags & SA_SIGINFO) {
-        if (old.sa_sigaction != nullptr) old.sa_sigaction(sig, info, context);
-    } else if (old.sa_handler == SIG_DFL) {
-        sigaction(sig, &old, nullptr);  // blocked while we run: delivered, with its default, on return
+    struct sigaction& old = sig == SIGTERM ? g_old_term : g_old_int;
+    const struct sigaction chained = old;
+    if (old.sa_flags & SA_RESETHAND) {  // the program asked for a one-shot handler: the next one is default
+        struct sigaction dfl {};
+        dfl.sa_handler = SIG_DFL;
+        sigaction(sig, &dfl, nullptr);
+        old = dfl;
+    }
+    if (chained.sa_flags & SA_SIGINFO) {
+        if (chained.sa_sigaction != nullptr) chained.sa_sigaction(sig, info, context);
+    } else if (chained.sa_handler == SIG_DFL) {
+        sigaction(sig, &chained, nullptr);  // blocked while we run: delivered, with its default, on return
         raise(sig);
-    } else if (old.sa_handler != SIG_IGN) {
-        old.sa_handler(sig);
+    } else if (chained.sa_handler != SIG_IGN) {
+        chained.sa_handler(sig);
     }
     errno = saved_errno;
+}
+
+void deliver_deferred_signal() {
+    // Raised to this very thread: the handler runs again at once, now holding no shim lock.
+    const int sig = thread_state().deferred_signal;
+    if (sig != 0) pthread_kill(pthread_self(), sig);
 }
 
 namespace {
@@ -313,7 +389,10 @@ namespace {
 // Both are a few bytes of bookkeeping; a process that never touches CUDA returns from them at once.
 __attribute__((constructor)) void register_handlers() {
     on_exit(&Auditor::on_exit_trampoline, nullptr);
-    pthread_atfork(nullptr, nullptr, [] { g_forked.store(g_state.load() == running); });
+    pthread_atfork(nullptr, nullptr, [] {
+        g_forked.store(g_state.load() == running);
+        reset_order_stripes_in_child();
+    });
 }
 }  // namespace
 

@@ -11,10 +11,13 @@
 #include "options_store.hpp"
 #include "report/symbolizer.hpp"
 #include "timeline.hpp"
+#include "wakeup.hpp"
 
 #include <atomic>
 #include <csignal>
+#include <sys/types.h>
 #include <cstdint>
+#include <mutex>
 #include <string>
 
 namespace cumemaudit::shim {
@@ -27,6 +30,8 @@ public:
     // Called by every intercepted call: starts the auditor (or restarts it in a fork child), counts the
     // call. False when the call is not to be recorded (auditing failed to start).
     static bool enter();
+    // True once a CUDA call has started the auditor: the C API does nothing before that (README).
+    static bool started();
 
     ledger::Ledger& ledger() { return ledger_; }
     const Options& options() const { return options_; }
@@ -50,15 +55,16 @@ public:
     static void on_signal(int sig, siginfo_t* info, void* context);
 
 private:
-    Auditor();
+    explicit Auditor(std::uint64_t generation);
     void start_background();  // checkpoint thread and signal handlers, in this process
     void write_report(ledger::Moment, const int* exit_code, bool print_summary_and_gate, bool print_oom = false);
     void exit_handler(int status);
-    void after_fork_in_child();
+    void fail_closed(const int* exit_code);  // at exit without a report: the gate fails, with a warning
+    mode_t report_mode() const;
+    static void restart_in_child();
     std::string report_path() const;
     void checkpoint_loop();
     void sample(const char* label);  // a mark taken by the checkpoint thread (SIGUSR2, sample_ms)
-
 
     Options options_;
     ledger::Ledger ledger_;
@@ -67,9 +73,12 @@ private:
     OomLog oom_;
     std::atomic<CUcontext> program_context_{nullptr};  // lent to the checkpoint thread for its samples
     std::atomic<std::uint64_t> usr2_requests_{0};
-    std::atomic<std::uint64_t> generation_{1};
-    int wake_fd_ = -1;  // eventfd: a signal or a checkpoint request wakes the checkpoint thread
+    std::atomic<std::uint64_t> generation_;
+    Wakeup wakeup_;  // a signal or a checkpoint request wakes the checkpoint thread
     std::atomic<std::uint64_t> requests_{0}, served_{0};
+    // One report written at a time (checkpoint thread, exit, C API); timed, so exit never waits forever.
+    std::mutex report_mutex_;
+    int driver_version_ = -1;  // asked once: the report path then makes no driver call at all
 };
 
 }  // namespace cumemaudit::shim

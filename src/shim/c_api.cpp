@@ -1,5 +1,6 @@
 // The C API of include/cumemaudit/cumemaudit.h. Programs may call it without linking us (dlsym with
-// RTLD_DEFAULT finds it when the shim is preloaded); before any CUDA call there is nothing to report.
+// RTLD_DEFAULT finds it when the shim is preloaded); before any CUDA call there is nothing to report, so
+// these do nothing then: a process that never touches CUDA starts no thread and writes no report.
 #include "cumemaudit/cumemaudit.h"
 
 #include "auditor.hpp"
@@ -18,25 +19,25 @@ extern "C" {
 
 __attribute__((visibility("default"))) void cumemaudit_checkpoint(void) {
     guarded("cumemaudit_checkpoint", [] {
-        if (Auditor::enter()) Auditor::get().checkpoint("cumemaudit_checkpoint()");
+        if (Auditor::started() && Auditor::enter()) Auditor::get().checkpoint("cumemaudit_checkpoint()");
     });
 }
 
 __attribute__((visibility("default"))) void cumemaudit_step(uint64_t step) {
     guarded("cumemaudit_step", [&] {
-        if (Auditor::enter()) Auditor::get().step(step, nullptr);
+        if (Auditor::started() && Auditor::enter()) Auditor::get().step(step, nullptr);
     });
 }
 
 __attribute__((visibility("default"))) void cumemaudit_mark(const char* label) {
     guarded("cumemaudit_mark", [&] {
-        if (Auditor::enter()) Auditor::get().step(0, label != nullptr && *label != '\0' ? label : "mark");
+        if (Auditor::started() && Auditor::enter()) Auditor::get().step(0, label != nullptr && *label != '\0' ? label : "mark");
     });
 }
 
 __attribute__((visibility("default"))) void cumemaudit_torch_step(uint64_t step, uint64_t allocated, uint64_t reserved) {
     guarded("cumemaudit_torch_step", [&] {
-        if (Auditor::enter()) Auditor::get().step(step, nullptr, allocated, reserved);
+        if (Auditor::started() && Auditor::enter()) Auditor::get().step(step, nullptr, allocated, reserved);
     });
 }
 
@@ -78,13 +79,13 @@ __attribute__((visibility("default"))) int cumemaudit_held_since(const cumemaudi
 extern "C" {
 
 __attribute__((visibility("default"))) void cumemaudit_torch_pool(const char* pool, uint64_t allocated, uint64_t reserved) {
-    if (!Auditor::enter()) return;
+    if (!Auditor::started() || !Auditor::enter()) return;
     Auditor::get().oom_log().stage_pool({pool != nullptr ? pool : "", allocated, reserved,
                                          reserved > allocated ? reserved - allocated : 0});
 }
 
 __attribute__((visibility("default"))) void cumemaudit_torch_oom(uint64_t requested_bytes) {
-    if (Auditor::enter()) cumemaudit::shim::torch_out_of_memory(requested_bytes);
+    if (Auditor::started() && Auditor::enter()) cumemaudit::shim::torch_out_of_memory(requested_bytes);
 }
 
 }

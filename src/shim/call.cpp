@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <array>
 #include <memory>
+#include <new>
 #include <vector>
 
 namespace cumemaudit::shim {
@@ -104,14 +105,23 @@ void reset_calls_after_fork() {
     if (t_state.counted) g_counted->push_back(&t_state);
 }
 
+namespace {
+struct alignas(64) Stripe {
+    std::mutex m;
+};
+Stripe g_stripes[256];  // constant-initialized: no constructor order to worry about
+}  // namespace
+
 std::mutex& order_stripe(std::uint64_t value) {
-    struct alignas(64) Stripe {
-        std::mutex m;
-    };
-    static Stripe stripes[256];
     // Pointers and handles are aligned: drop the low bits before mixing.
     const std::uint64_t h = (value >> 6) * 0x9E3779B97F4A7C15ull;
-    return stripes[h >> 56].m;
+    return g_stripes[h >> 56].m;
+}
+
+void reset_order_stripes_in_child() {
+    // A parent thread may have held a stripe across its driver call when another forked: that thread does
+    // not exist here, so its lock is made anew (the only thread of the child holds none).
+    for (Stripe& s : g_stripes) new (&s.m) std::mutex();
 }
 
 RuntimeScope::RuntimeScope(const char* api, void* caller)

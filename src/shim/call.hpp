@@ -7,6 +7,7 @@
 #include "ledger/ledger.hpp"
 
 #include <atomic>
+#include <csignal>
 #include <cstdint>
 #include <mutex>
 
@@ -26,6 +27,11 @@ struct alignas(64) ThreadState {
     bool counted = false;               // `calls` is on the list calls_so_far() sums
     std::atomic<std::uint64_t> calls{0};  // recorded calls of this thread (written by it alone)
     SiteCacheEntry* sites = nullptr;    // one-frame site cache (call.cpp), on the heap, made at first use
+    // A SIGTERM/SIGINT that arrived while this thread held a shim lock (shim_depth > 0): the report
+    // writer would wait on that lock forever, so the signal is raised again when the outermost scope ends.
+    // The flag is read by every ShimScope's end (first cache line); the siginfo only when one was deferred.
+    int deferred_signal = 0;
+    siginfo_t deferred_info{};
 };
 ThreadState& thread_state();
 
@@ -42,10 +48,16 @@ public:
     ~DriverScope() { --thread_state().driver_depth; }
 };
 
+// Raises again the signal deferred on this thread (see ThreadState::deferred_signal).
+void deliver_deferred_signal();
+
 class ShimScope {
 public:
     ShimScope() { ++thread_state().shim_depth; }
-    ~ShimScope() { --thread_state().shim_depth; }
+    ~ShimScope() {
+        ThreadState& t = thread_state();
+        if (--t.shim_depth == 0 && t.deferred_signal != 0) deliver_deferred_signal();
+    }
 };
 
 class RuntimeScope {
@@ -66,6 +78,8 @@ std::mutex& order_stripe(std::uint64_t value);
 
 using OrderHold = std::unique_lock<std::mutex>;
 inline OrderHold hold_order(std::uint64_t value) { return OrderHold(order_stripe(value)); }
+// In a fork child, from the atfork handler only (one thread alive).
+void reset_order_stripes_in_child();
 
 // VMM calls are rare and slow (tens of µs), so their sites get the deep native stack and the Python frames
 // by default; classic calls are frequent and cheap, so theirs keep one return address unless asked.

@@ -146,6 +146,18 @@ extern "C" void* cumemaudit_dlsym_hook(void* handle, const char* name) noexcept 
     return ours;
 }
 
+// dlclose: a program may unload libcuda.so.1 (or cudart) and load it again, at another address. The real
+// entry points the wrappers cached then point into unmapped memory: after every dlclose, each cached one
+// that no loaded object contains any more is forgotten, and found again on next use.
+extern "C" __attribute__((visibility("default"))) int dlclose(void* handle) {
+    using CloseFn = int (*)(void*);
+    static const auto real = reinterpret_cast<CloseFn>(versioned("dlclose"));
+    if (real == nullptr) return -1;
+    const int r = real(handle);
+    if (r == 0) cumemaudit::shim::guarded("dlclose", [] { cumemaudit::shim::forget_unloaded_entries(); });
+    return r;
+}
+
 extern "C" int cumemaudit_dlopen_flags(const char* file, int flags) noexcept {
     using namespace cumemaudit::shim;
     int out = flags;  // a failure below leaves the program's flags as they were

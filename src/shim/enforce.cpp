@@ -57,9 +57,12 @@ struct State {
     std::atomic<bool> any_pending{false};  // read without the lock on every allocation
 };
 
+State* g_enforce_state = nullptr;
+
 State& state() {
-    static State* s = new State;  // used until _exit
-    return *s;
+    static State* first = g_enforce_state = new State;  // used until _exit
+    (void)first;
+    return *g_enforce_state;
 }
 
 // Virtual values stand apart from any real handle value: the program cannot confuse the two.
@@ -279,13 +282,10 @@ std::vector<report::ReclaimInput> reclaimed() {
 }
 
 void reset_enforcer() {
-    State& s = state();
-    s.virtuals.clear();
-    s.current.clear();
-    s.reclaimed.clear();
-    s.pending.clear();
-    s.any_pending = false;
-    s.next = 1;
+    // A fork child: a parent thread may have held the lock, or been halfway through a map update, when
+    // another thread forked. The old state is left as it is (never touched again) and a fresh one begins.
+    state();
+    g_enforce_state = new State;
 }
 
 }  // namespace cumemaudit::shim

@@ -3,6 +3,8 @@
 
 #include "doors.hpp"
 
+#include <dlfcn.h>
+
 #include <array>
 #include <unordered_map>
 
@@ -70,6 +72,14 @@ void adopt_real(HookId id, void* p) {
     if (p == nullptr || p == hook_info(id).wrapper()) return;
     void* expected = nullptr;
     g_real[static_cast<std::size_t>(id)].compare_exchange_strong(expected, p, std::memory_order_acq_rel);
+}
+
+void forget_unloaded_entries() {
+    for (auto& entry : g_real) {
+        void* p = entry.load(std::memory_order_acquire);
+        Dl_info info{};
+        if (p != nullptr && dladdr(p, &info) == 0) entry.compare_exchange_strong(p, nullptr);
+    }
 }
 
 void* real_entry(HookId id) {

@@ -52,6 +52,9 @@ inline void* real_fn(HookId id) {
     return p != nullptr ? p : real_entry(id);
 }
 
+// Forgets every cached real entry point that no loaded object contains any more (after a dlclose).
+void forget_unloaded_entries();
+
 // Keeps `p` as the real entry point of `id` unless one is known already; `p` must not be our wrapper.
 void adopt_real(HookId id, void* p);
 

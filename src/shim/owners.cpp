@@ -78,6 +78,7 @@ std::string object_of(ledger::Pc pc) {
 struct CacheEntry {
     ledger::Pc pc = 0;
     ledger::OwnerId owner = 0;
+    const ledger::Ledger* ledger = nullptr;  // ids are per ledger: a fork child starts a fresh one
 };
 thread_local std::unique_ptr<std::array<CacheEntry, 64>> t_cache;  // heap: keeps the TLS block small
 
@@ -125,7 +126,7 @@ ledger::OwnerId owner_of(std::span<const ledger::Pc> pcs, ledger::Ledger& ledger
     if (pcs.empty()) return 0;
     if (!t_cache) t_cache = std::make_unique<std::array<CacheEntry, 64>>();
     CacheEntry& slot = (*t_cache)[(pcs[0] >> 4) % t_cache->size()];
-    if (slot.pc == pcs[0] && pcs.size() == 1) return slot.owner;
+    if (slot.pc == pcs[0] && slot.ledger == &ledger && pcs.size() == 1) return slot.owner;
     ledger::OwnerId owner = 0;
     for (ledger::Pc pc : pcs) {
         const std::string object = object_of(pc);
@@ -133,7 +134,7 @@ ledger::OwnerId owner_of(std::span<const ledger::Pc> pcs, ledger::Ledger& ledger
         owner = ledger.owner_id(owner_name_for_object(object));
         break;
     }
-    if (pcs.size() == 1) slot = {pcs[0], owner};
+    if (pcs.size() == 1) slot = {pcs[0], owner, &ledger};
     return owner;
 }
 

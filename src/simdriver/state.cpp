@@ -17,6 +17,8 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <new>
+#include <pthread.h>
 #include <random>
 #include <thread>
 #include <unordered_map>
@@ -184,10 +186,43 @@ struct SimState::Impl {
     }
 };
 
+namespace {
+SimState* g_instance = nullptr;
+}
+
 SimState& SimState::get() {
-    static SimState* instance = new SimState();  // leaked on purpose, see state.hpp
+    static SimState* instance = g_instance = new SimState();  // leaked on purpose, see state.hpp
     return *instance;
 }
+
+// fork: the state's lock is held across fork (taken in prepare, released in parent and child), so no
+// other thread is halfway through an update when the child's copy is made, and the child's lock is
+// free. A real driver's child never hangs on its parent's threads either.
+void SimState::before_fork() {
+    if (g_instance != nullptr) g_instance->impl_->mu.lock();
+}
+
+void SimState::after_fork() {
+    if (g_instance != nullptr) g_instance->impl_->mu.unlock();
+}
+
+void SimState::on_unload() {
+    // dlclose of the driver (the process is not necessarily exiting): the address space goes back when no
+    // device memory is out, so the next dlopen can reserve its own. At exit this changes nothing anyone
+    // can see: nothing points into an empty arena.
+    if (g_instance == nullptr) return;
+    Impl& s = *g_instance->impl_;
+    std::unique_lock lock(s.mu, std::try_to_lock);
+    if (!lock.owns_lock()) return;  // another thread is inside the driver: leave everything as it is
+    s.arena.close_if_unused();
+}
+
+namespace {
+__attribute__((constructor)) void register_fork_handler() {
+    pthread_atfork([] { SimState::before_fork(); }, [] { SimState::after_fork(); }, [] { SimState::after_fork(); });
+}
+__attribute__((destructor)) void release_on_unload() { SimState::on_unload(); }
+}  // namespace
 
 SimState::SimState() : impl_(std::make_unique<Impl>()) {}
 SimState::~SimState() = default;

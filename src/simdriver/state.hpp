@@ -20,6 +20,10 @@ public:
     // The process's one instance, created on first use and never destroyed (CUDA calls may come from
     // atexit handlers and other threads after static destruction begins).
     static SimState& get();
+    // Process hooks: fork (the lock held across it), the library's unload (address space given back).
+    static void before_fork();
+    static void after_fork();
+    static void on_unload();
 
     // --- init and devices ---
     CUresult init();  // reads the environment on the first successful call; idempotent afterwards

@@ -16,6 +16,8 @@ bool VaArena::open() {
         const std::uint64_t aligned = (raw + (2ull << 20) - 1) & ~((2ull << 20) - 1);
         base_ = aligned;
         size_ = sz - (aligned - raw);
+        mapped_at_ = raw;
+        mapped_size_ = sz;
         free_.emplace(base_, size_);
         return true;
     }
@@ -33,7 +35,18 @@ bool VaArena::open_at(std::uint64_t addr, std::uint64_t size) {
     }
     base_ = addr;
     size_ = size;
+    mapped_at_ = addr;
+    mapped_size_ = size;
     free_.emplace(base_, size_);
+    return true;
+}
+
+bool VaArena::close_if_unused() {
+    if (size_ == 0) return true;
+    if (free_.size() != 1 || free_.begin()->first != base_ || free_.begin()->second != size_) return false;
+    ::munmap(reinterpret_cast<void*>(mapped_at_), mapped_size_);
+    base_ = size_ = mapped_at_ = mapped_size_ = 0;
+    free_.clear();
     return true;
 }
 

@@ -18,11 +18,16 @@ public:
     std::uint64_t take(std::uint64_t size, std::uint64_t align);
     // Gives back exactly a range `take` returned.
     void give(std::uint64_t addr, std::uint64_t size);
+    // Unmaps the whole arena when nothing is carved from it (the driver unloaded by dlclose: a reload
+    // takes a fresh arena, and a program cycling dlopen/dlclose must not run out of address space).
+    // False, and nothing changes, while any range is still out.
+    bool close_if_unused();
     std::uint64_t base() const { return base_; }
     std::uint64_t size() const { return size_; }
 
 private:
     std::uint64_t base_ = 0, size_ = 0;
+    std::uint64_t mapped_at_ = 0, mapped_size_ = 0;  // the mapping itself (base_ is rounded up from it)
     std::map<std::uint64_t, std::uint64_t> free_;  // start -> length, coalesced
 };
 

@@ -71,9 +71,39 @@ TEST_CASE("the last of a key wins") {
     CHECK(p.options.mode == Mode::enforce);
 }
 
+TEST_CASE("option warnings quote long values clipped; stack_depth is bounded by the table") {
+    // Issue 12 case 10: a 1 MB value was echoed whole, and stack_depth=99999 was clamped to 64 by the
+    // capture while the report said 99999. The typed table refuses it (keeping the default) and says so.
+    const auto big = parse_options("log_level=error:exitcode=" + std::string(1 << 20, 'x'));
+    REQUIRE(big.warnings.size() == 1);
+    CHECK(big.warnings[0].size() < 200);
+    CHECK(big.warnings[0].find("(1048576 bytes)") != std::string::npos);
+    const auto key = parse_options(std::string(1 << 20, 'k') + "=1");
+    REQUIRE(key.warnings.size() == 1);
+    CHECK(key.warnings[0].find("(1048576 bytes)") != std::string::npos);
+    CHECK(key.warnings[0].size() < 1000);
+    const auto malformed = parse_options(std::string(1 << 20, 'm'));
+    REQUIRE(malformed.warnings.size() == 1);
+    CHECK(malformed.warnings[0].size() < 200);
+    const auto deep = parse_options("stack_depth=99999");
+    CHECK(deep.options.stack_depth == 1);
+    REQUIRE(deep.warnings.size() == 1);
+    CHECK(deep.warnings[0] == "option stack_depth='99999' in CUMEMAUDIT_OPTIONS is not an integer from 1 to 64; using 1");
+    CHECK(option_values(deep.options).at("stack_depth") == "1");
+}
+
+TEST_CASE("report_mode is octal") {
+    CHECK(parse_options("").options.report_mode == 0600u);
+    CHECK(parse_options("report_mode=644").options.report_mode == 0644u);
+    const auto bad = parse_options("report_mode=0800");
+    REQUIRE(bad.warnings.size() == 1);
+    CHECK(bad.warnings[0] == "option report_mode='0800' in CUMEMAUDIT_OPTIONS is not an octal file mode from 0000 to "
+                             "0777, such as 0600; using 0600");
+}
+
 TEST_CASE("the option table lists every option with its default and help") {
     const auto& t = option_table();
-    REQUIRE(t.size() == 20);
+    REQUIRE(t.size() == 21);
     for (const auto& o : t) {
         CHECK_FALSE(o.name.empty());
         CHECK_FALSE(o.help.empty());
@@ -148,6 +178,9 @@ const std::map<std::string, Cases>& cases() {
           {"inf", "nan", "-1", "-1MiB", "infGiB", "12QB", "", "16777216TiB", "1e30"}}},
         {"warmup_steps", {{{"0", "0"}, {"3", "3"}}, {"-1", "three"}}},
         {"sample_ms", {{{"0", "0"}, {"10", "10"}}, {"-5", "1ms"}}},
+        {"report_mode",
+         {{{"0600", "0600"}, {"600", "0600"}, {"0644", "0644"}, {"0", "0000"}, {"0777", "0777"}},
+          {"0800", "1000", "04755", "-1", "rw", "0x180", "", "384 "}}},
         {"oom_interval_s", {{{"0", "0"}, {"10", "10"}, {"3600", "3600"}, {"2147483647", "2147483647"}}, {"-1", "2147483648", "1.5", "10s", ""}}},
     };
     return all;

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <dirent.h>
+#include <sys/stat.h>
 #include <fstream>
 #include <unistd.h>
 
@@ -210,7 +211,7 @@ TEST_CASE("report_path follows DESIGN.md's naming") {
     CHECK(report_path("", "h", 1, 0) == "./cumemaudit.h.1.r0.json");
 }
 
-TEST_CASE("write_atomic leaves no temp file and refuses a symlink destination") {
+TEST_CASE("write_atomic leaves no temp file and replaces, never follows, a symlink destination") {
     TempDir d;
     const std::string dest = d.path + "/cumemaudit.h.1.json";
     REQUIRE(write_atomic(dest, full_report()).empty());
@@ -219,18 +220,58 @@ TEST_CASE("write_atomic leaves no temp file and refuses a symlink destination") 
     REQUIRE(write_atomic(dest, r2).empty());  // replaces
     CHECK(load(dest).summary.leaked_bytes == 7);
     CHECK(d.entries() == std::vector<std::string>{"cumemaudit.h.1.json"});
+    struct stat st {};
+    REQUIRE(::stat(dest.c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0600);  // argv may hold secrets: owner-only by default
 
+    // Issue 12 case 8: the old writer refused a link at the final name and lost the report. rename()
+    // replaces the link itself; the file it pointed to is untouched.
     const std::string target = d.write("target", "precious");
     const std::string link = d.path + "/link.json";
     REQUIRE(::symlink(target.c_str(), link.c_str()) == 0);
-    CHECK(write_atomic(link, full_report()) == "refusing to write report " + link + ": the destination is a symlink");
+    CHECK(write_atomic(link, full_report()).empty());
+    struct stat lst {};
+    REQUIRE(::lstat(link.c_str(), &lst) == 0);
+    CHECK(S_ISREG(lst.st_mode));
+    CHECK(load(link).summary.leaked_bytes == full_report().summary.leaked_bytes);
     std::ifstream in(target);
     std::string content;
     std::getline(in, content);
     CHECK(content == "precious");
-    CHECK(d.entries().size() == 3);  // report, target, link: no temp
+    CHECK(d.entries().size() == 3);  // report, target, the new link.json: no temp
 
     CHECK_THAT(write_atomic(d.path + "/no/such/dir/r.json", full_report()), Catch::StartsWith("cannot create"));
+}
+
+TEST_CASE("write_atomic: a planted temp file of the old predictable name does not stop the report") {
+    TempDir d;
+    const std::string dest = d.path + "/cumemaudit.h.1.json";
+    // The old name was .NAME.PID.COUNTER.tmp with O_EXCL and no retry: these made it fail.
+    for (int i = 0; i < 4; ++i) d.write(".cumemaudit.h.1.json." + std::to_string(::getpid()) + "." + std::to_string(i) + ".tmp", "x");
+    CHECK(write_atomic(dest, full_report(), 0640).empty());
+    struct stat st {};
+    REQUIRE(::stat(dest.c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0640);
+}
+
+TEST_CASE("report_path: a host name never leaves report_dir") {
+    CHECK(report_path("/r", "x/../../escaped", 42, -1) == "/r/cumemaudit.x_.._.._escaped.42.json");
+    CHECK(report_path("/r", "h\xe9st", 1, -1) == "/r/cumemaudit.h_st.1.json");
+    CHECK(expand_report_dir("/r/%h", "a/b", 1, 0) == "/r/a_b");
+}
+
+TEST_CASE("to_string: bytes that are not UTF-8 are replaced, said so, and read back") {
+    TempDir d;
+    Report r = full_report();
+    r.process.argv = {"prog", "caf\xe9", "ok"};
+    const std::string text = to_string(r);  // the old writer threw type_error.316 here
+    const auto j = nlohmann::json::parse(text);
+    CHECK(j["process"]["argv"][1] == "caf\xef\xbf\xbd");
+    CHECK(j["encoding"] == "bytes that were not UTF-8 are replaced by U+FFFD");
+    const std::string path = d.path + "/r.json";
+    REQUIRE(write_atomic(path, r).empty());
+    CHECK(load(path).process.argv[1] == "caf\xef\xbf\xbd");
+    CHECK(nlohmann::json::parse(to_string(full_report())).count("encoding") == 0);  // only when needed
 }
 
 TEST_CASE("suppressions: parse errors name file and line") {

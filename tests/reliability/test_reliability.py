@@ -1,0 +1,433 @@
+#!/usr/bin/python3
+"""The reliability suite (issue 12): one case per numbered finding, each reproducing what a hostile or
+unlucky program did to the shim (the comment says what the code before the fix did), plus the figures
+of "Done when": the CLI fuzzer, 50 SIGKILLs, 32 threads with exact totals, SIGTERM at random moments.
+Figures are printed as `figure NAME: ...` lines; tests/RELIABILITY.md records them.
+
+Usage: test_reliability.py CASE   (paths from the environment meson sets: CLI, CUMEMAUDIT_SHIM,
+CUMEMAUDIT_SIM_DIR, HOSTILE, RELOAD, SCENARIOS, BUILD_ROOT)."""
+import glob
+import json
+import os
+import random
+import re
+import signal
+import stat
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from cases import Failure, expect, main, named_cases  # noqa: E402
+
+CLI = os.environ["CLI"]
+SHIM = os.environ["CUMEMAUDIT_SHIM"]
+SIM = os.environ["CUMEMAUDIT_SIM_DIR"]
+HOSTILE = os.environ["HOSTILE"]
+RELOAD = os.environ["RELOAD"]
+SCENARIOS = os.environ["SCENARIOS"]
+BUILD = os.environ["BUILD_ROOT"]
+MiB = 1 << 20
+# tests/gpu runs the cases that make sense there on the real driver (RELIABILITY_DRIVER=real).
+REAL = os.environ.get("RELIABILITY_DRIVER", "sim") == "real"
+
+
+def shim_env(report_dir, options="", extra=None):
+    """The environment `cumemaudit run --sim` builds, set by hand so the test controls the process."""
+    opts = f"report_dir={report_dir}:summary=0" + (":" + options if options else "")
+    lib = {} if REAL else {"LD_LIBRARY_PATH": SIM}
+    return {**os.environ, "LD_PRELOAD": SHIM, **lib, "CUMEMAUDIT_OPTIONS": opts, **(extra or {})}
+
+
+def sim_env(extra=None):
+    return {**os.environ, "LD_LIBRARY_PATH": SIM, **(extra or {})}
+
+
+def run(argv, env, timeout=60, rc=0):
+    try:
+        proc = subprocess.run(argv, env=env, capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        raise Failure(f"{argv}: still running after {timeout} s (a hang)\nstderr:\n{(e.stderr or b'').decode(errors='replace')}")
+    if rc is not None and proc.returncode != rc:
+        raise Failure(f"{argv}: exit {proc.returncode}, expected {rc}\nstdout:\n{proc.stdout.decode(errors='replace')}"
+                      f"\nstderr:\n{proc.stderr.decode(errors='replace')}")
+    return proc
+
+
+def figures(stdout):
+    return {k: v for k, v in re.findall(r"(\w+)=(-?\w+)", stdout.decode(errors="replace"))}
+
+
+def report_files(report_dir):
+    return sorted(glob.glob(os.path.join(glob.escape(report_dir), "cumemaudit.*.json")))
+
+
+def only_report(report_dir):
+    files = report_files(report_dir)
+    expect(len(files) == 1, f"expected one report in {report_dir}, found {files}")
+    with open(files[0], "rb") as f:
+        return json.loads(f.read().decode("utf-8"))
+
+
+# ---- case 1: closed fds are reused ------------------------------------------------------------------
+
+def case_closed_fds(tmp):
+    # Before: the checkpoint thread read 8 of the pipe's 16 bytes, SIGUSR2 wrote 8 binary bytes into the
+    # log, and with the fd closed the thread spun (2-3 s of CPU per 3 s idle).
+    log = os.path.join(tmp, "program.log")
+    out = figures(run([HOSTILE, "close-fds", log], shim_env(tmp, "checkpoint_s=1")).stdout)
+    print(f"figure closed-fds: shim eventfd {out['shim_eventfd']}, pipe bytes left {out['pipe_bytes_left']}/16, "
+          f"log bytes {os.path.getsize(log)}, idle CPU {out['idle_cpu_ms']} ms over 2000 ms")
+    expect(out["shim_eventfd"] == "-1", f"the shim holds an eventfd: {out}")
+    expect(out["pipe_bytes_left"] == "16", f"the shim read the program's pipe: {out}")
+    expect(os.path.getsize(log) == 0, "the shim wrote into the program's log file")
+    expect(int(out["idle_cpu_ms"]) < 500, f"the checkpoint thread spins on a closed fd: {out}")
+
+
+# ---- case 2 and the SIGTERM figure: signals in the middle of the shim's locks ------------------------
+
+def signal_runs(tmp, runs, handler, threads=16, sig=signal.SIGTERM):
+    """Starts the churning program `runs` times, signals it at a random moment, returns (worst exit s,
+    reports written, runs that hung)."""
+    worst, written, hung = 0.0, 0, 0
+    rng = random.Random(12)
+    for i in range(runs):
+        d = os.path.join(tmp, f"{handler}-{int(sig)}-{i}")
+        os.mkdir(d)
+        proc = subprocess.Popen([HOSTILE, "churn-until-signal", str(threads), handler], env=shim_env(d, "checkpoint_s=0"),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc.stdout.readline()  # "ready": the threads are in their loops
+        time.sleep(rng.uniform(0.05, 0.4))
+        start = time.monotonic()
+        proc.send_signal(sig)
+        try:
+            proc.communicate(timeout=30)  # a generous hang bound; the figure is the time itself
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            hung += 1
+        worst = max(worst, time.monotonic() - start)
+        files = report_files(d)
+        if files:
+            with open(files[0]) as f:
+                json.load(f)
+            written += 1
+    return worst, written, hung
+
+
+def case_sigterm_in_locks(tmp):
+    # Before: 3 of 16 runs took 20.3 s to die with no report; with a handler calling exit(), 2 of 12 hung
+    # forever (the signal waited on the checkpoint thread, which waited on a lock the signalled thread held).
+    for handler, sig in (("none", signal.SIGTERM), ("exit", signal.SIGTERM), ("exit", signal.SIGINT)):
+        worst, written, hung = signal_runs(tmp, 6, handler, sig=sig)
+        print(f"figure sigterm-in-locks ({handler}, {signal.Signals(sig).name}): 6 runs, {written} reports, "
+              f"{hung} hung, slowest exit {worst:.2f} s")
+        expect(hung == 0 and written == 6, f"{handler}: {hung} hung, {written}/6 reports")
+
+
+def case_sigterm_16(tmp):
+    worst, written, hung = signal_runs(tmp, 16, "none")
+    print(f"figure sigterm-16: 16 threads, 16 SIGTERMs at random moments: {written}/16 reports written, "
+          f"{hung} hung, slowest exit {worst:.2f} s")
+    expect(hung == 0 and written == 16, f"{hung} hung, {written}/16 reports")
+
+
+# ---- case 3: SA_RESTART -------------------------------------------------------------------------------
+
+def case_sa_restart(tmp):
+    # Before: the shim's handler carried SA_RESTART, so the read was restarted and returned the byte a
+    # thread wrote 3 s later (read=1) instead of -1/EINTR.
+    out = figures(run([HOSTILE, "eintr"], shim_env(tmp)).stdout)
+    expect(out == {"read": "-1", "errno": "EINTR"}, f"read after SIGINT under the shim: {out}")
+    # Python's Ctrl-C during os.read(): KeyboardInterrupt, as without the shim (ctypes makes the CUDA call).
+    code = ("import ctypes,os,signal,threading,time\n"
+            "cu=ctypes.CDLL('libcuda.so.1'); assert cu.cuInit(0)==0\n"
+            "d=ctypes.c_int(); cu.cuDeviceGet(ctypes.byref(d),0); c=ctypes.c_void_p()\n"
+            "cu.cuDevicePrimaryCtxRetain(ctypes.byref(c),d); cu.cuCtxSetCurrent(c)\n"
+            "p=ctypes.c_uint64(); assert cu.cuMemAlloc_v2(ctypes.byref(p),4096)==0; cu.cuMemFree_v2(p)\n"
+            "r,w=os.pipe(); threading.Timer(0.2,lambda: signal.pthread_kill(threading.main_thread().ident,signal.SIGINT)).start()\n"
+            "threading.Timer(3,lambda: os.write(w,b'x')).start()\n"
+            "try:\n  os.read(r,1); print('no-interrupt')\nexcept KeyboardInterrupt:\n  print('KeyboardInterrupt')\n")
+    out = run(["/usr/bin/python3", "-c", code], shim_env(tmp)).stdout.decode().strip()
+    expect(out == "KeyboardInterrupt", f"Python under the shim printed {out!r}")
+
+
+# ---- case 4: bytes that are not UTF-8 -----------------------------------------------------------------
+
+def case_non_utf8(tmp):
+    # Before: type_error.316, "could not write the report", for every report of the process.
+    d = os.path.join(tmp.encode(), b"r\xe9ports")
+    run([HOSTILE.encode(), b"mark-label", b"arg\xe9"], {**shim_env("x"), "CUMEMAUDIT_OPTIONS": b"summary=0:report_dir=" + d})
+    files = glob.glob(os.path.join(glob.escape(d), b"cumemaudit.*.json"))
+    expect(len(files) == 1, f"reports in {d!r}: {files}")
+    rep = json.loads(open(files[0], "rb").read().decode("utf-8"))  # strict UTF-8: it must decode
+    expect(rep["process"]["argv"][-1] == "arg\ufffd", f"argv: {rep['process']['argv']}")
+    expect(rep.get("encoding") == "bytes that were not UTF-8 are replaced by U+FFFD", f"no note: {rep.get('encoding')}")
+    labels = [s.get("label") for s in rep["steps"]]
+    expect("caf\ufffd" in labels, f"labels: {labels}")
+    run([CLI, "report", files[0]], os.environ)  # read back by the CLI
+
+
+# ---- case 5: fork while another thread holds a shim lock ----------------------------------------------
+
+def case_fork_in_locks(tmp):
+    # Before: 11 of 12 children hung at their first CUDA call or at exit (0 of 50 without the shim).
+    out = figures(run([HOSTILE, "fork", "24"], shim_env(tmp, "checkpoint_s=0"), timeout=120).stdout)
+    print(f"figure fork-in-locks: 24 children forked under 4 churning threads: {out}")
+    expect(out == {"children_ok": "24", "hung": "0", "failed": "0"}, f"children: {out}")
+
+
+# ---- cases 6 and 12: dlclose + dlopen, and the simulated driver alone ----------------------------------
+
+def case_dlclose_reload(tmp):
+    # Before: SIGSEGV (rc 139) in a wrapper at the second load: real entry points were cached once.
+    out = figures(run([RELOAD, "20"], shim_env(tmp, "checkpoint_s=0")).stdout)
+    print(f"figure dlclose-reload (shim): {out}")
+    # A real libcuda may stay loaded after dlclose (then nothing moves); the simulated one is unloaded.
+    expect(out["cycles_ok"] == "20" and (REAL or int(out["moved"]) >= 10), f"under the shim: {out}")
+
+
+def case_simdriver_fork_reload(tmp):
+    # Before: the simulated driver stopped initialising after about 10 dlopen/dlclose cycles (each load
+    # reserved 64 TiB of address space and never gave it back), and a forked child deadlocked on the
+    # state's lock another parent thread held.
+    out = figures(run([RELOAD, "40"], sim_env()).stdout)
+    print(f"figure simdriver reload: {out}")
+    expect(out["cycles_ok"] == "40", f"simulated driver alone: {out}")
+    out = figures(run([HOSTILE, "fork", "24"], sim_env(), timeout=120).stdout)
+    print(f"figure simdriver fork: {out}")
+    expect(out == {"children_ok": "24", "hung": "0", "failed": "0"}, f"children: {out}")
+
+
+# ---- case 7: suppressions from a FIFO or /dev/zero; fail closed ----------------------------------------
+
+def case_suppressions_fifo(tmp):
+    # Before: a FIFO hung the program at exit forever; /dev/zero read without bound (12 GB in 60 s).
+    fifo = os.path.join(tmp, "supp.fifo")
+    os.mkfifo(fifo)
+    for source in (fifo, "/dev/zero"):
+        d = os.path.join(tmp, "reports-" + os.path.basename(source))
+        os.mkdir(d)
+        proc = run([HOSTILE, "threads-exact", "1", "1"], shim_env(d, f"suppressions={source}"), timeout=30, rc=23)
+        err = proc.stderr.decode()
+        expect("not a regular file" in err, f"{source}: no warning naming it:\n{err}")
+        expect(only_report(d)["summary"]["leaked_bytes"] == 2 * MiB, f"{source}: leak not in the report")
+    # The gate fails closed when no report can be written: report_dir owned by another user, mode 0777.
+    if os.geteuid() == 0:
+        d = os.path.join(tmp, "foreign")
+        os.mkdir(d)
+        os.chown(d, 4321, 4321)
+        os.chmod(d, 0o777)
+        proc = run([HOSTILE, "c-api-only"], shim_env(d), rc=0)  # never CUDA: no report, nothing to gate
+        proc = subprocess.run([HOSTILE, "transient-handles"], env=shim_env(d), capture_output=True, timeout=60)
+        err = proc.stderr.decode()
+        expect("writable by others" in err and "failed closed" in err, f"no refusal named:\n{err}")
+        expect(proc.returncode == 23, f"clean program, no report possible: exit {proc.returncode}, expected 23")
+        expect(report_files(d) == [], "a report was written into a foreign world-writable directory")
+
+
+# ---- case 8: report file names and modes --------------------------------------------------------------
+
+def case_report_names(tmp):
+    # Before: sethostname("x/../../escaped") wrote outside report_dir, and reports were 0644.
+    if os.geteuid() != 0 or subprocess.run(["unshare", "--uts", "true"], capture_output=True).returncode != 0:
+        print("report-names: no UTS namespace here; the host name rule is in tests/unit (report_path)")
+        return
+    inner = os.path.join(tmp, "a", "b")
+    os.makedirs(inner)
+    run(["unshare", "--uts", "/usr/bin/python3", "-c",
+         f"import os,socket; socket.sethostname('x/../../escaped'); os.execv({HOSTILE!r}, [{HOSTILE!r}, 'threads-exact', '1', '1'])"],
+        shim_env(inner), rc=23)
+    files = report_files(inner)
+    expect(len(files) == 1 and "x_.._.._escaped" in files[0], f"reports: {files}")
+    expect(not glob.glob(os.path.join(tmp, "escaped*")) and not glob.glob(os.path.join(tmp, "a", "escaped*")),
+           "a report escaped report_dir")
+    expect(stat.S_IMODE(os.stat(files[0]).st_mode) == 0o600, f"mode {oct(os.stat(files[0]).st_mode)}")
+
+
+# ---- case 9: the CLI on hostile reports ---------------------------------------------------------------
+
+def sample_report(tmp):
+    d = os.path.join(tmp, "sample")
+    os.makedirs(d, exist_ok=True)
+    run([HOSTILE, "threads-exact", "2", "3"], shim_env(d, "stack_depth=4"), rc=23)
+    return report_files(d)[0]
+
+
+def cli(args, timeout=30):
+    try:
+        return subprocess.run([CLI, *args], capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise Failure(f"cumemaudit {' '.join(args)}: hangs")
+
+
+def case_cli_hostile(tmp):
+    good = sample_report(tmp)
+    nested = os.path.join(tmp, "nested.json")
+    with open(nested, "w") as f:
+        f.write("[" * 100000 + "]" * 100000)
+    for sub in (["check"], ["report"], ["merge", "-o", os.path.join(tmp, "m.json")], ["html", "-o", os.path.join(tmp, "h.html")],
+                ["trace", "-o", os.path.join(tmp, "t.json")], ["diff", good]):
+        # Before: a stack overflow (SIGSEGV) in every subcommand.
+        p = cli(sub + [nested])
+        expect(p.returncode == 2 and nested in p.stderr.decode(), f"{sub}: exit {p.returncode}: {p.stderr[-300:]!r}")
+    huge = os.path.join(tmp, "cumemaudit.h.1.r0.json")
+    rep = json.load(open(good))
+    rep["process"]["world_size"] = 2**31 - 1
+    rep["process"]["rank"] = 0
+    json.dump(rep, open(huge, "w"))
+    p = cli(["merge", "-o", os.path.join(tmp, "merged.json"), huge])  # before: 8.6 GB allocated, then abort
+    expect(p.returncode == 2 and huge in p.stderr.decode() and "world_size" in p.stderr.decode(),
+           f"merge of world_size 2^31-1: exit {p.returncode}: {p.stderr[-300:]!r}")
+    d = os.path.join(tmp, "dir")
+    os.mkdir(d)
+    os.mkfifo(os.path.join(d, "cumemaudit.h.2.json"))  # before: `check DIR` blocked on it forever
+    p = cli(["check", d])
+    expect(p.returncode == 2 and "cumemaudit.h.2.json" in p.stderr.decode() and "not a regular file" in p.stderr.decode(),
+           f"check DIR with a FIFO: exit {p.returncode}: {p.stderr[-300:]!r}")
+    big = os.path.join(tmp, "overflow.json")
+    open(big, "w").write(open(good).read().replace('"leaked_bytes": ', '"leaked_bytes": 1' + "0" * 30, 1))
+    p = cli(["check", big])  # before: the overflow message did not name the file
+    expect(p.returncode == 2 and big in p.stderr.decode(), f"overflow: exit {p.returncode}: {p.stderr[-300:]!r}")
+
+
+# ---- case 10: C API only, option bounds, transient handles in samples ---------------------------------
+
+def case_c_api_only(tmp):
+    # Before: the C API alone started the auditor thread and wrote a report.
+    out = figures(run([HOSTILE, "c-api-only"], shim_env(tmp)).stdout)
+    expect(out == {"threads": "1"}, f"threads in a process that never touched CUDA: {out}")
+    expect(report_files(tmp) == [], f"a report from a process without CUDA: {report_files(tmp)}")
+
+
+def case_options_bounds(tmp):
+    # Before: stack_depth=99999 was clamped to 64 while the report said 99999; a 1 MB value was echoed whole (60 KB here: one environment string is at most 128 KiB).
+    proc = run([HOSTILE, "threads-exact", "1", "1"], shim_env(tmp, "stack_depth=99999:log_level=" + "q" * 60000), rc=23)
+    rep = only_report(tmp)
+    expect(rep["options"]["stack_depth"] == "64", f"report says stack_depth={rep['options']['stack_depth']}")
+    expect(len(proc.stderr) < 2000, f"{len(proc.stderr)} bytes of warnings for one long value")
+
+
+def case_transient_samples(tmp):
+    # Before: 103 "unreachable VMM memory grew" warnings for handles only between two calls.
+    proc = run([HOSTILE, "transient-handles"], shim_env(tmp, "sample_ms=5:checkpoint_s=0"))
+    n = proc.stderr.decode().count("unreachable VMM memory grew")
+    samples = sum(1 for s in only_report(tmp)["steps"] if s.get("label") == "sample")
+    print(f"figure transient-samples: {samples} samples, {n} leak warnings")
+    expect(samples > 20 and n == 0, f"{samples} samples, {n} leak warnings for transient handles")
+
+
+# ---- case 11: glibc 2.28 ------------------------------------------------------------------------------
+
+def case_glibc_2_28(tmp):
+    # Before: the shim needed GLIBC_2.36 (arc4random, from libstdc++'s random_device), the CLI 2.34.
+    # Every ELF file the install and the wheel ship: the demo program (libexec) too.
+    binaries = [SHIM, os.path.join(SIM, "libcuda.so.1"), os.path.join(SIM, "libnvidia-ml.so.1"), CLI,
+                *glob.glob(os.path.join(BUILD, "src", "pool", "libcumemaudit_pool*.so")),
+                os.path.join(BUILD, "examples", "deepep_fabric_leak")]
+    worst = {}
+    for b in binaries:
+        out = subprocess.run(["objdump", "-T", b], capture_output=True, text=True, check=True).stdout
+        too_new = sorted({m for m in re.findall(r"GLIBC_(2\.\d+)", out) if int(m.split(".")[1]) > 28})
+        syms = sorted({l.split()[-1] for l in out.splitlines() if re.search(r"GLIBC_2\.(29|[3-9]\d)\b", l)})
+        worst[os.path.basename(b)] = max(re.findall(r"GLIBC_(2\.\d+)", out), key=lambda v: int(v.split(".")[1]))
+        expect(not too_new, f"{b} needs GLIBC {too_new}: {syms}")
+    print(f"figure glibc: newest GLIBC version needed: {worst}")
+
+
+# ---- the figures of "Done when" -----------------------------------------------------------------------
+
+def mutate(text, rng):
+    ops = [
+        lambda t: t[:rng.randrange(len(t))],                                          # truncated
+        lambda t: (lambda i: t[:i] + chr(rng.randrange(1, 256)) + t[i + 1:])(rng.randrange(len(t))),  # one byte
+        lambda t: re.sub(r"\d+", lambda m: rng.choice(["-1", "1e999", "18446744073709551616", "0", "2147483647",
+                                                       "\"x\"", "null", "[]", "{}", m.group(0)]), t, count=rng.randrange(1, 6)),
+        lambda t: re.sub(r"\"[a-z_]+\": ", lambda m: rng.choice([m.group(0), "\"zz\": ", m.group(0) + "["]), t, count=3),
+        lambda t: t.replace("[", "[" * rng.randrange(1, 3000), 1),
+        lambda t: (lambda i, j: t[:i] + t[j:])(*sorted((rng.randrange(len(t)), rng.randrange(len(t))))),
+        lambda t: t.replace("\"", "\\\"", rng.randrange(1, 4)),
+        lambda t: t + t[:rng.randrange(200)],
+    ]
+    return rng.choice(ops)(text)
+
+
+def case_fuzz_cli(tmp):
+    good = sample_report(tmp)
+    text = open(good, encoding="utf-8").read()
+    rng = random.Random(20261201)
+    subs = ["check", "report", "merge", "html", "trace", "diff"]
+    n, crashes, hangs, codes = 2000, 0, 0, {}
+    bad = []
+    for i in range(n):
+        path = os.path.join(tmp, f"cumemaudit.f.{i % 8}.r0.json")
+        with open(path, "w", encoding="utf-8", errors="surrogatepass") as f:
+            f.write(mutate(text, rng))
+        for sub in subs:  # every mutation through every subcommand
+            args = {"merge": ["merge", "-o", os.path.join(tmp, "m.json"), path],
+                    "html": ["html", "-o", os.path.join(tmp, "h.html"), path],
+                    "trace": ["trace", "-o", os.path.join(tmp, "t.json"), path], "diff": ["diff", good, path]}.get(sub, [sub, path])
+            try:
+                p = subprocess.run([CLI, *args], capture_output=True, timeout=20)
+            except subprocess.TimeoutExpired:
+                hangs += 1
+                bad.append((sub, "hang"))
+                continue
+            codes[p.returncode] = codes.get(p.returncode, 0) + 1
+            if p.returncode not in (0, 1, 2):
+                crashes += 1
+                bad.append((sub, p.returncode, p.stderr[-200:]))
+    print(f"figure fuzz-cli: {n} mutations, each through {', '.join(subs)} ({n * len(subs)} runs): {crashes} crashes, {hangs} hangs, exit codes {codes}")
+    expect(crashes == 0 and hangs == 0, f"{bad[:5]}")
+
+
+def case_sigkill_50(tmp):
+    rng = random.Random(50)
+    valid, absent, invalid = 0, 0, []
+    batch = 5
+    for start in range(0, 50, batch):
+        procs = []
+        for i in range(start, start + batch):
+            d = os.path.join(tmp, f"k{i}")
+            os.mkdir(d)
+            procs.append((d, rng.uniform(1.1, 3.0), time.monotonic(),
+                          subprocess.Popen([HOSTILE, "checkpointing"], env=shim_env(d, "checkpoint_s=1"),
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)))
+        for d, at, t0, p in sorted(procs, key=lambda x: x[1]):
+            time.sleep(max(0.0, t0 + at - time.monotonic()))
+            p.kill()
+            p.wait()
+            files = report_files(d)
+            if not files:
+                absent += 1
+                continue
+            try:
+                json.load(open(files[0]))
+                valid += 1
+            except ValueError as e:
+                invalid.append((files[0], str(e)))
+    print(f"figure sigkill-50: 50 SIGKILLs 1.1-3.0 s into a program checkpointing every second: {valid} valid "
+          f"reports, {len(invalid)} invalid, {absent} killed before their first checkpoint")
+    expect(not invalid, f"invalid reports: {invalid[:3]}")
+    expect(valid >= 40, f"only {valid} reports on disk")
+
+
+def case_threads_32(tmp):
+    threads, rounds = (32, 100000) if not REAL else (32, 300)  # several seconds of churn either way
+    start = time.monotonic()
+    run([HOSTILE, "threads-exact", str(threads), str(rounds)], shim_env(tmp, "checkpoint_s=1"), timeout=150, rc=23)
+    took = time.monotonic() - start
+    rep = only_report(tmp)
+    s = rep["summary"]
+    # Per round: cuMemAlloc, cuMemFree, create, reserve, map, unmap, address free, release; then create + alloc.
+    calls = threads * (rounds * 8 + 2)  # context and init calls are not intercepted
+    print(f"figure threads-32: {threads} threads x {rounds} rounds in {took:.1f} s: leaked {s['leaked_bytes']}, "
+          f"unfreed {s['unfreed_bytes']}, intercepted {s['intercepted_calls']}")
+    expect(s["leaked_bytes"] == threads * 2 * MiB and s["leaked_allocations"] == threads, f"leaks: {s}")
+    expect(s["unfreed_bytes"] == threads * 4096, f"unfreed: {s}")
+    expect(s["misuse_events"] == 0, f"misuse: {s}")
+    expect(s["intercepted_calls"] == calls, f"intercepted {s['intercepted_calls']}, expected {calls}")
+
+
+if __name__ == "__main__":
+    sys.exit(main(named_cases(globals())))
