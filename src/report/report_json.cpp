@@ -397,17 +397,21 @@ Report from_json(const json& j) {
     return r;
 }
 
-std::string to_string(const Report& r) {
-    nlohmann::json j = to_json(r);
+namespace {
+// The text of a report, process or job: bytes that are not UTF-8 (argv, a label, a path, a host name, a
+// Python file name) cannot be carried by JSON, so each becomes U+FFFD, and the report says so rather than
+// being lost.
+std::string dump_report(json j) {
     try {
         return j.dump(2) + "\n";
-    } catch (const nlohmann::json::type_error&) {
-        // Bytes that are not UTF-8 (argv, a label, a path, a host name): JSON cannot carry them, so each
-        // becomes U+FFFD, and the report says so rather than being lost.
+    } catch (const json::type_error&) {
         j["encoding"] = "bytes that were not UTF-8 are replaced by U+FFFD";
-        return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+        return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
     }
 }
+}  // namespace
+
+std::string to_string(const Report& r) { return dump_report(to_json(r)); }
 
 json to_json(const JobReport& r) { return Writer::value(r); }
 
@@ -422,6 +426,6 @@ JobReport job_from_json(const json& j) {
     return r;
 }
 
-std::string to_string(const JobReport& r) { return to_json(r).dump(2) + "\n"; }
+std::string to_string(const JobReport& r) { return dump_report(to_json(r)); }
 
 }  // namespace cumemaudit::report

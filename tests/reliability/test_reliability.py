@@ -302,9 +302,12 @@ def case_c_api_only(tmp):
 
 def case_options_bounds(tmp):
     # Before: stack_depth=99999 was clamped to 64 while the report said 99999; a 1 MB value was echoed whole (60 KB here: one environment string is at most 128 KiB).
+    # The typed options table bounds stack_depth (1 to 64): a value above keeps the default, and the report says what the capture uses.
     proc = run([HOSTILE, "threads-exact", "1", "1"], shim_env(tmp, "stack_depth=99999:log_level=" + "q" * 60000), rc=23)
     rep = only_report(tmp)
-    expect(rep["options"]["stack_depth"] == "64", f"report says stack_depth={rep['options']['stack_depth']}")
+    expect(rep["options"]["stack_depth"] == "1", f"report says stack_depth={rep['options']['stack_depth']}")
+    expect(b"stack_depth='99999'" in proc.stderr and b"from 1 to 64; using 1" in proc.stderr,
+           f"no warning naming the bound: {proc.stderr[:500]!r}")
     expect(len(proc.stderr) < 2000, f"{len(proc.stderr)} bytes of warnings for one long value")
 
 
