@@ -1,6 +1,7 @@
 #include "site_text.hpp"
 
 #include "auditor.hpp"
+#include "ledger/python_frames.hpp"
 
 #include <fmt/format.h>
 
@@ -12,10 +13,20 @@ std::string describe_stack(const ledger::Site& site, std::size_t max_frames) {
     Auditor& a = Auditor::get();
     const auto frames = a.ledger().traces().frames(site.trace);
     std::string out = site.api;
-    for (std::size_t i = 0; i < frames.size() && i < max_frames; ++i) {
-        const report::Frame f = a.symbolizer().resolve(frames[i]);
+    std::size_t native = 0, python = 0;
+    for (const ledger::Pc pc : frames) {
+        // Python frames ride in the same trace as tagged pcs (ledger/python_frames.hpp): named from the
+        // interpreter's own table, after the native ones, innermost first.
+        if (ledger::is_python(pc)) {
+            if (python == max_frames) continue;
+            const ledger::PythonFrame f = a.ledger().python_frames().frame(pc);
+            out += fmt::format("{}{} {}:{}", python++ == 0 ? "; Python: " : " < ", f.function, f.file, f.line);
+            continue;
+        }
+        if (native == max_frames || python > 0) continue;
+        const report::Frame f = a.symbolizer().resolve(pc);
         const std::string where = f.file.empty() ? f.object : fmt::format("{}:{}", f.file, f.line);
-        out += fmt::format("{}{} {}", i == 0 ? " in " : " < ", f.symbol.empty() ? "??" : f.symbol, where);
+        out += fmt::format("{}{} {}", native++ == 0 ? " in " : " < ", f.symbol.empty() ? "??" : f.symbol, where);
     }
     return out;
 }

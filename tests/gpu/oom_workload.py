@@ -87,8 +87,8 @@ def main():
     graphs, captured, error = [], [], None
     batch = 256
     while batch <= 1 << 22:
-        x = torch.randn(batch, a.hidden, device="cuda", dtype=torch.half)
         try:
+            x = torch.randn(batch, a.hidden, device="cuda", dtype=torch.half)  # the batch's input may be what fails
             with torch.no_grad():
                 for _ in range(2):  # warm-up outside capture, as vLLM does
                     model(x)

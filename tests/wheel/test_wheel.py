@@ -149,6 +149,11 @@ class Wheel(unittest.TestCase):
         message = ("cumemaudit: session_sample.py::test_leaks: 4194304 bytes leaked in 1 allocation(s) "
                    "(1 unreleased reference(s)), 0 allowed; leaking site: cuMemCreate in ")
         self.assertEqual(text.count(message), failed, text)
+        # The site goes on to the Python frames that made the call: the helper, then the leaking test's line.
+        sample = os.path.join(HERE, "session_sample.py")
+        line = next(i for i, t in enumerate(open(sample), 1) if "# never released" in t)
+        named = re.findall(r"; Python: Driver\.create \S*cuda_ctypes\.py:\d+ < test_leaks \S*session_sample\.py:(\d+)", text)
+        self.assertEqual(named, [str(line)] * failed, text)
 
     def test_pytest_session_reexecs_under_the_shim_and_fails_exactly_the_leaking_test(self):
         out = self.dir("session")
