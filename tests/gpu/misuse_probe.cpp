@@ -3,6 +3,8 @@
 // one line per case, "probe <case> <CUresult name>" or "probe <case> crashed-<signal>", so the real driver's
 // answers can be laid beside the simulated driver's (docs/DRIVER.md; tests/gpu/test_probe.py).
 //   misuse_probe [CASE...]   (all cases without arguments)
+#include "support/program.hpp"
+
 #include <cuda.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,15 +19,6 @@ namespace {
 
 constexpr size_t kGran = size_t{2} << 20;
 
-CUmemAllocationProp props(CUmemAllocationHandleType type = CU_MEM_HANDLE_TYPE_NONE) {
-    CUmemAllocationProp p{};
-    p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    p.location.id = 0;
-    p.requestedHandleTypes = type;
-    return p;
-}
-
 // Set-up steps must succeed; the answer printed is the one of the misuse itself.
 #define MUST(call)                                                                      \
     do {                                                                                \
@@ -39,7 +32,7 @@ CUmemAllocationProp props(CUmemAllocationHandleType type = CU_MEM_HANDLE_TYPE_NO
 const char* g_case = "";
 
 CUmemGenericAllocationHandle create(size_t size, CUmemAllocationHandleType type = CU_MEM_HANDLE_TYPE_NONE) {
-    CUmemAllocationProp p = props(type);
+    CUmemAllocationProp p = cumemaudit::program::device_prop(0, type);
     CUmemGenericAllocationHandle h = 0;
     MUST(cuMemCreate(&h, size, &p, 0));
     return h;

@@ -2,6 +2,8 @@
 // would (linked against the toolkit's stub libcuda), checks the return codes it gets against what the
 // driver documents, and prints what the test compares with the report. Sites the tests look for are
 // marked with `// site:NAME` on the line of the call.
+#include "support/driver_checks.hpp"
+
 #include <cuda.h>
 #include <dlfcn.h>
 #include <sys/wait.h>
@@ -17,30 +19,10 @@
 
 namespace {
 
+using cumemaudit::program::init_primary_context;
+
 constexpr size_t kMiB = 1 << 20;
 constexpr size_t kGran = 2 * kMiB;
-
-#define CHECK(call, expected)                                                                          \
-    do {                                                                                               \
-        CUresult r_ = (call);                                                                          \
-        if (r_ != (expected)) {                                                                        \
-            const char* name_ = nullptr;                                                               \
-            cuGetErrorName(r_, &name_);                                                                \
-            std::fprintf(stderr, "%s:%d: %s returned %s, expected %s\n", __FILE__, __LINE__, #call,    \
-                         name_ ? name_ : "?", #expected);                                              \
-            std::exit(99);                                                                             \
-        }                                                                                              \
-    } while (0)
-#define OK(call) CHECK(call, CUDA_SUCCESS)
-
-void init() {
-    OK(cuInit(0));
-    CUdevice dev;
-    OK(cuDeviceGet(&dev, 0));
-    CUcontext ctx;
-    OK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    OK(cuCtxSetCurrent(ctx));
-}
 
 CUmemAllocationProp props(CUmemAllocationHandleType type = CU_MEM_HANDLE_TYPE_NONE) {
     CUmemAllocationProp p{};
@@ -73,7 +55,7 @@ __attribute__((noinline)) CUmemGenericAllocationHandle create_second(size_t size
 
 // Double release, address free while mapped, unmap of an unmapped range: the driver's codes reach us.
 int misuse() {
-    init();
+    init_primary_context();
     CUmemAllocationProp p = props();
     CUmemGenericAllocationHandle h = 0;
     OK(cuMemCreate(&h, kGran, &p, 0));
@@ -91,7 +73,7 @@ int misuse() {
 
 // A handle value released and created again: the leak is the second creation's, not the first's.
 int reuse() {
-    init();
+    init_primary_context();
     const size_t before = free_bytes();
     CUmemGenericAllocationHandle a = create_first(kGran);
     OK(cuMemRelease(a));
@@ -102,7 +84,7 @@ int reuse() {
 
 // An exported POSIX fd left open pins memory after every reference is gone.
 int open_export() {
-    init();
+    init_primary_context();
     CUmemAllocationProp p = props(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
     CUmemGenericAllocationHandle h = 0;
     OK(cuMemCreate(&h, 2 * kGran, &p, 0));
@@ -122,7 +104,7 @@ int open_export() {
 // An allocation pinned twice: its creation reference is never released and its exported fd stays open. The
 // reference alone would hold it (nothing can release it), so it is unreachable, not open-export.
 int held_export() {
-    init();
+    init_primary_context();
     CUmemAllocationProp p = props(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
     CUmemGenericAllocationHandle h = 0;
     OK(cuMemCreate(&h, 3 * kGran, &p, 0));  // site:held_create
@@ -147,7 +129,7 @@ const char* result_name(CUresult r) {
 // refused (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) and the memory stays allocated; once capture ends the
 // same free succeeds. Prints the two answers.
 int capture_free() {
-    init();
+    init_primary_context();
     CUdeviceptr d = 0;
     OK(cuMemAlloc(&d, 5 * 4096));
     CUstream s;
@@ -167,7 +149,7 @@ __attribute__((noinline)) void planted_leak(CUdeviceptr* out) {
 
 // 8 threads churn allocations; thread i leaks i+1 allocations of 12 KiB at one site.
 int threads() {
-    init();
+    init_primary_context();
     CUcontext ctx;
     OK(cuCtxGetCurrent(&ctx));
     std::vector<std::thread> pool;
@@ -205,7 +187,7 @@ __attribute__((noinline)) CUresult child_leak() {
 // The parent leaks nothing; the forked child leaks one allocation and writes its own report. (A real driver
 // refuses CUDA in a child forked after cuInit: the child then reports the driver's answer and leaks nothing.)
 int fork_child() {
-    init();
+    init_primary_context();
     CUmemAllocationProp p = props();
     CUmemGenericAllocationHandle h = 0;
     OK(cuMemCreate(&h, kGran, &p, 0));
@@ -234,14 +216,14 @@ __attribute__((noinline)) void leak_one_vmm(size_t size) {
 
 // Leaks one 2 MiB allocation and exits with the code given.
 int exit_with(int code) {
-    init();
+    init_primary_context();
     leak_one_vmm(kGran);
     return code;
 }
 
 // Leaks, prints "ready", then waits to be killed.
 int wait_for_signal() {
-    init();
+    init_primary_context();
     leak_one_vmm(kGran);
     std::printf("ready\n");
     std::fflush(stdout);
@@ -251,7 +233,7 @@ int wait_for_signal() {
 
 // Classic allocation kinds, one each left unfreed, the async one through the per-thread variant.
 int classic() {
-    init();
+    init_primary_context();
     using AllocAsync = CUresult(CUDAAPI*)(CUdeviceptr*, size_t, CUstream);
     void* fn = nullptr;
     CUdriverProcAddressQueryResult st;
@@ -272,7 +254,7 @@ int classic() {
 
 // A library loaded with RTLD_DEEPBIND leaks 7 MiB through its own direct libcuda binding.
 int deepbind(const char* library) {
-    init();
+    init_primary_context();
     std::printf("deepbind: free before %zu\n", free_bytes());  // one intercepted call of our own
     void* lib = dlopen(library, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
     if (lib == nullptr) {
@@ -288,7 +270,7 @@ int deepbind(const char* library) {
 // Writes a checkpoint through the C API (found with dlsym, as a program that does not link us would),
 // then ends without running exit handlers: the checkpoint is the report left behind.
 int checkpoint_then_vanish() {
-    init();
+    init_primary_context();
     leak_one_vmm(kGran);
     auto checkpoint = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "cumemaudit_checkpoint"));
     std::printf("checkpoint api: %s\n", checkpoint != nullptr ? "found" : "absent");
@@ -300,7 +282,7 @@ int checkpoint_then_vanish() {
 // The stream-ordered pool grows over four marked steps (each keeps 64 MiB more); the CUPTI backend's
 // activity records show the pool's growth in the step records.
 int async_growth() {
-    init();
+    init_primary_context();
     auto step = reinterpret_cast<void (*)(uint64_t)>(dlsym(RTLD_DEFAULT, "cumemaudit_step"));
     CUstream s;
     OK(cuStreamCreate(&s, 0));
@@ -320,7 +302,7 @@ int async_growth() {
 // reclaims what that range free left unreachable), and the list is tried again. Prints each answer and
 // whether the program's list came back untouched.
 int map_array() {
-    init();
+    init_primary_context();
     CUmemAllocationProp p = props();
     CUmemGenericAllocationHandle h = 0;
     OK(cuMemCreate(&h, kGran, &p, 0));

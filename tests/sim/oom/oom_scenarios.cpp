@@ -2,6 +2,8 @@
 // small CUMEMAUDIT_SIM_MEMORY. Each drives the device into a refusal the way real programs meet one, checks
 // the driver's answers, and prints `used=` (cuMemGetInfo at the refusal) and `request=` for the test to
 // compare with the report. Sites the tests look for are marked `// site:NAME`.
+#include "support/driver_checks.hpp"
+
 #include <cuda.h>
 #include <dlfcn.h>
 #include <unistd.h>
@@ -13,27 +15,9 @@
 
 namespace {
 
+using cumemaudit::program::init_primary_context;
+
 constexpr size_t kMiB = 1 << 20;
-
-#define CHECK(call, expected)                                                                          \
-    do {                                                                                               \
-        CUresult r_ = (call);                                                                          \
-        if (r_ != (expected)) {                                                                        \
-            std::fprintf(stderr, "%s:%d: %s returned %d, expected %s\n", __FILE__, __LINE__, #call,    \
-                         static_cast<int>(r_), #expected);                                             \
-            std::exit(99);                                                                             \
-        }                                                                                              \
-    } while (0)
-#define OK(call) CHECK(call, CUDA_SUCCESS)
-
-void init() {
-    OK(cuInit(0));
-    CUdevice dev;
-    OK(cuDeviceGet(&dev, 0));
-    CUcontext ctx;
-    OK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    OK(cuCtxSetCurrent(ctx));
-}
 
 size_t used_bytes() {
     size_t free = 0, total = 0;
@@ -97,7 +81,7 @@ void free_buffer(Buffer& b) {
 // classic allocation of the program lives beside it. Ends with _exit right after the refusal: the report
 // written at the refusal is all that is left.
 int deepep_leak() {
-    init();
+    init_primary_context();
     CUdeviceptr side;
     OK(cuMemAlloc(&side, 32 * kMiB));  // site:side_alloc
     Buffer b;
@@ -118,7 +102,7 @@ int deepep_leak() {
 
 // PyTorch's way with a refusal: free what is cached, retry the same request, which now succeeds.
 int alloc_recover() {
-    init();
+    init_primary_context();
     CUdeviceptr cached, big;
     OK(cuMemAlloc(&cached, 160 * kMiB));  // site:cached_alloc
     step(1);
@@ -134,7 +118,7 @@ int alloc_recover() {
 // vLLM's capture loop: batch sizes largest first, each graph allocating during capture (the first most,
 // the later ones only what the pool lacks), each instantiated; an instantiation is refused for memory.
 int graph_loop() {
-    init();
+    init_primary_context();
     CUstream stream;
     OK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
     const size_t during_capture[] = {96 * kMiB, 32 * kMiB, 16 * kMiB};
@@ -162,7 +146,7 @@ int graph_loop() {
 
 // The same request refused `n` times in a row, then _exit: the report on disk is the last one written.
 int storm(int n) {
-    init();
+    init_primary_context();
     CUdeviceptr hog, p;
     OK(cuMemAlloc(&hog, 200 * kMiB));
     for (int i = 0; i < n; ++i) CHECK(cuMemAlloc(&p, 100 * kMiB), CUDA_ERROR_OUT_OF_MEMORY);

@@ -149,7 +149,7 @@ def case_bad_graph_exec(tmp):
     proc = run([PROGRAM, "graph-loop"], tmp, "256MiB", env={"CUMEMAUDIT_SIM_GRAPH_EXEC": "48 apples"}, rc=99)
     expect("cumemaudit-sim: CUMEMAUDIT_SIM_GRAPH_EXEC='48 apples' is not a size (expected e.g. 2MiB, 0 or a byte count)"
            in proc.stderr, proc.stderr)
-    expect("cuInit(0) returned 1, expected CUDA_SUCCESS" in proc.stderr, proc.stderr)
+    expect("cuInit(0) returned CUDA_ERROR_INVALID_VALUE, expected CUDA_SUCCESS" in proc.stderr, proc.stderr)
 
 
 def case_rate_limit(tmp):
