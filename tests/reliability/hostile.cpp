@@ -2,6 +2,8 @@
 // the middle of its locks, fork under it, unload the driver under it, churn it from 32 threads. Each
 // subcommand prints `key=value` figures that test_reliability.py compares; a mismatch it can see itself
 // exits 99 with a message. Linked with the toolkit's stub libcuda; runs on the simulated or a real driver.
+#include "support/program.hpp"
+
 #include <cuda.h>
 #include <dirent.h>
 #include <dlfcn.h>
@@ -47,12 +49,8 @@ void init() {
     OK(cuCtxSetCurrent(g_ctx));
 }
 
-CUmemAllocationProp props() {
-    CUmemAllocationProp p{};
-    p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    p.location.id = 0;
-    return p;
+CUmemAllocationProp props(unsigned handle_types = CU_MEM_HANDLE_TYPE_NONE) {
+    return cumemaudit::program::device_prop(0, handle_types);
 }
 
 // One classic pair and one full VMM cycle (create, reserve, map, unmap, free, release): the calls whose

@@ -6,6 +6,8 @@
 //   free A while asleep           unmap (nothing mapped any more) → release (released already) → address free
 //   wake B                        create → (the stale error code) return before mapping: 128 MiB held
 // Prints each driver answer of the free and the wake; exits 0 when the sequence ran as vLLM's does.
+#include "support/program.hpp"
+
 #include <cuda.h>
 
 #include <cstdio>
@@ -32,12 +34,8 @@ struct Buffer {
     CUmemGenericAllocationHandle handle = 0;
 };
 
-CUmemAllocationProp props() {
-    CUmemAllocationProp p{};
-    p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    p.location.id = 0;
-    return p;
+CUmemAllocationProp props(unsigned handle_types = CU_MEM_HANDLE_TYPE_NONE) {
+    return cumemaudit::program::device_prop(0, handle_types);
 }
 
 // create_and_map: stops at the first sign of the global error code.

@@ -3,6 +3,7 @@
 // driver documents, and prints what the test compares with the report. Sites the tests look for are
 // marked with `// site:NAME` on the line of the call.
 #include "support/driver_checks.hpp"
+#include "support/program.hpp"
 
 #include <cuda.h>
 #include <dlfcn.h>
@@ -24,13 +25,8 @@ using cumemaudit::program::init_primary_context;
 constexpr size_t kMiB = 1 << 20;
 constexpr size_t kGran = 2 * kMiB;
 
-CUmemAllocationProp props(CUmemAllocationHandleType type = CU_MEM_HANDLE_TYPE_NONE) {
-    CUmemAllocationProp p{};
-    p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    p.location.id = 0;
-    p.requestedHandleTypes = type;
-    return p;
+CUmemAllocationProp props(unsigned handle_types = CU_MEM_HANDLE_TYPE_NONE) {
+    return cumemaudit::program::device_prop(0, handle_types);
 }
 
 size_t free_bytes() {
