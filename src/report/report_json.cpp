@@ -386,16 +386,22 @@ struct Reader {
 
 json to_json(const Report& r) { return Writer::value(r); }
 
-Report from_json(const json& j) {
-    if (!j.is_object()) throw ReportError(std::string("not a report: the top level is ") + j.type_name() + ", expected an object");
+namespace {
+// Either model from its JSON: the schema checked first, then every field through the model's fields().
+template <class Model>
+Model read_model(const json& j, const std::string& schema_id, const char* what) {
+    if (!j.is_object()) throw ReportError(std::string("not a ") + what + ": the top level is " + j.type_name() + ", expected an object");
     const auto schema = j.find("schema");
     if (schema == j.end()) throw ReportError("missing field 'schema'");
-    if (!schema->is_string() || schema->get_ref<const std::string&>() != kSchema)
-        throw ReportError("schema is " + schema->dump() + ", expected \"" + kSchema + "\"");
-    Report r;
+    if (!schema->is_string() || schema->get_ref<const std::string&>() != schema_id)
+        throw ReportError("schema is " + schema->dump() + ", expected \"" + schema_id + "\"");
+    Model r;
     Reader::read(j, "", r);
     return r;
 }
+}  // namespace
+
+Report from_json(const json& j) { return read_model<Report>(j, kSchema, "report"); }
 
 namespace {
 // The text of a report, process or job: bytes that are not UTF-8 (argv, a label, a path, a host name, a
@@ -415,16 +421,7 @@ std::string to_string(const Report& r) { return dump_report(to_json(r)); }
 
 json to_json(const JobReport& r) { return Writer::value(r); }
 
-JobReport job_from_json(const json& j) {
-    if (!j.is_object()) throw ReportError(std::string("not a job report: the top level is ") + j.type_name() + ", expected an object");
-    const auto schema = j.find("schema");
-    if (schema == j.end()) throw ReportError("missing field 'schema'");
-    if (!schema->is_string() || schema->get_ref<const std::string&>() != kJobSchema)
-        throw ReportError("schema is " + schema->dump() + ", expected \"" + kJobSchema + "\"");
-    JobReport r;
-    Reader::read(j, "", r);
-    return r;
-}
+JobReport job_from_json(const json& j) { return read_model<JobReport>(j, kJobSchema, "job report"); }
 
 std::string to_string(const JobReport& r) { return dump_report(to_json(r)); }
 
