@@ -14,6 +14,8 @@
 // Needs CUMEMAUDIT_SHIM and CUMEMAUDIT_SIM_DIR (meson's benchmark() and tests/bench/run set them).
 #include "bench_common.hpp"
 
+#include "support/driver_checks.hpp"
+
 #include <cuda.h>
 #include <dlfcn.h>
 #include <malloc.h>
@@ -22,13 +24,6 @@
 
 namespace {
 
-#define OK(call)                                                                                 \
-    do {                                                                                         \
-        if (CUresult r_ = (call); r_ != CUDA_SUCCESS) {                                          \
-            std::fprintf(stderr, "bench_scale: %s returned %d\n", #call, static_cast<int>(r_));  \
-            std::exit(3);                                                                        \
-        }                                                                                        \
-    } while (0)
 
 constexpr long kSmallLive = 1000;
 
@@ -71,12 +66,7 @@ __attribute__((noinline)) void allocate(std::vector<CUdeviceptr>& live, long upt
 }
 
 int child(long n, int steps, bool final_report) {
-    OK(cuInit(0));
-    CUdevice dev;
-    OK(cuDeviceGet(&dev, 0));
-    CUcontext ctx;
-    OK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    OK(cuCtxSetCurrent(ctx));
+    cumemaudit::program::init_primary_context();
     auto step = reinterpret_cast<StepFn>(dlsym(RTLD_DEFAULT, "cumemaudit_step"));
     auto checkpoint = reinterpret_cast<CheckpointFn>(dlsym(RTLD_DEFAULT, "cumemaudit_checkpoint"));
 

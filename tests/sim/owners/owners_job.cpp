@@ -7,6 +7,8 @@
 // buffer (unreachable) at steps 2 and 4. capture: pytorch allocates 48 MiB while a stream captures.
 //   owners_job layout LIB...
 // layout: the i-th library (from 0) allocates i + 1 MiB, so each owner's bytes say which files it got.
+#include "support/driver_checks.hpp"
+
 #include <cuda.h>
 #include <dlfcn.h>
 
@@ -46,12 +48,7 @@ void step(uint64_t n) {
 
 int main(int argc, char** argv) {
     if (argc >= 3 && std::string(argv[1]) == "layout") {
-        cuInit(0);
-        CUdevice dev;
-        CUcontext ctx;
-        cuDeviceGet(&dev, 0);
-        cuDevicePrimaryCtxRetain(&ctx, dev);
-        cuCtxSetCurrent(ctx);
+        cumemaudit::program::init_primary_context();
         for (int i = 2; i < argc; ++i)
             if (load(argv[i]).alloc(static_cast<size_t>(i - 1) * kMiB) == 0) return 1;
         std::printf("owners_job: layout done\n");
@@ -63,12 +60,7 @@ int main(int argc, char** argv) {
     }
     const std::string mode = argv[1];
     mark_step = reinterpret_cast<void (*)(uint64_t)>(dlsym(RTLD_DEFAULT, "cumemaudit_step"));
-    cuInit(0);
-    CUdevice dev;
-    CUcontext ctx;
-    cuDeviceGet(&dev, 0);
-    cuDevicePrimaryCtxRetain(&ctx, dev);
-    cuCtxSetCurrent(ctx);
+    cumemaudit::program::init_primary_context();
     const Lib torch = load(argv[2]), nccl = load(argv[3]), deepep = load(argv[4]);
 
     nccl.alloc(64 * kMiB);
