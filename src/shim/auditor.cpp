@@ -77,13 +77,25 @@ int driver_version() {
 
 Auditor& Auditor::get() { return *g_auditor; }
 
-Auditor::Auditor(std::uint64_t generation) : options_(current_options()), generation_(generation) {
+Auditor::Auditor(std::uint64_t generation) : recorder_(current_options(), generation) {
     program_context_ = current_context();
+}
+
+Recorder* Auditor::recorder_now() {
+    return g_state.load(std::memory_order_acquire) == running ? &g_auditor->recorder_ : nullptr;
+}
+
+Recorder* recorder_for_call() {
+    if (!programs_call()) return nullptr;
+    Recorder* rec = Auditor::enter();
+    // backend=cupti: CUPTI records; the wrappers stand by unless it could not subscribe.
+    if (rec != nullptr && rec->hot().cupti_only && !thread_state().in_cupti_callback && cupti_subscribed()) return nullptr;
+    return rec;
 }
 
 bool Auditor::started() { return g_state.load(std::memory_order_acquire) == running; }
 
-bool Auditor::enter() {
+Recorder* Auditor::enter() {
     if (g_state.load(std::memory_order_acquire) != running) {
         std::call_once(g_start_once, [] {
             ShimScope busy;
@@ -96,14 +108,14 @@ bool Auditor::enter() {
                 g_state.store(failed);
             }
         });
-        if (g_state.load(std::memory_order_acquire) != running) return false;
+        if (g_state.load(std::memory_order_acquire) != running) return nullptr;
     }
     if (g_forked.load(std::memory_order_relaxed)) {
         ShimScope busy;
         restart_in_child();
     }
     count_call();
-    return true;
+    return &g_auditor->recorder_;
 }
 
 void Auditor::start_background() {
@@ -135,13 +147,13 @@ void Auditor::start_background() {
 void Auditor::restart_in_child() {
     // One thread runs here (the child of fork). Any lock of the parent's auditor may have been held by a
     // thread that does not exist here, and any of its maps may be halfway through an update: the old
-    // auditor is left untouched (never freed, never locked) and a fresh one starts, with a new generation
-    // so per-thread caches of trace and owner ids see it.
+    // auditor is left untouched (never freed, never locked) and a fresh one starts with a fresh Recorder —
+    // ledger, timeline, OOM record, enforce table, pool figures in one move — and a new generation, so
+    // per-thread caches of trace and owner ids see it.
     if (!g_forked.exchange(false)) return;
     Auditor* old = g_auditor;
-    Auditor* fresh = new Auditor(old->generation() + 1);  // its own ledger, timeline, OOM record, report lock
+    Auditor* fresh = new Auditor(old->recorder_.generation() + 1);
     reset_calls_after_fork();  // the per-thread call counters are not the auditor's: they start from zero here
-    reset_enforcer();
     g_auditor = fresh;
     fresh->start_background();
 }
@@ -188,7 +200,7 @@ void Auditor::checkpoint(const char* why) {
     if (why != nullptr) log_info("report written ({})", why);
     // On the program's thread, asked for: safe to release for it. The periodic checkpoint thread never
     // does, as it could race a release the program is making right then.
-    if (enforcing()) reclaim_pending(true);
+    if (recorder_.enforcing()) reclaim_pending(recorder_, true);
     write_report(ledger::Moment::checkpoint, nullptr, false);
 }
 
@@ -197,15 +209,15 @@ void Auditor::oom_checkpoint() { write_report(ledger::Moment::checkpoint, nullpt
 void Auditor::step(std::uint64_t step, const char* label, std::uint64_t torch_allocated, std::uint64_t torch_reserved) {
     ShimScope busy;
     if (CUcontext ctx = current_context()) program_context_ = ctx;
-    const PoolFigures pools = cupti_pool_figures();
-    timeline_.mark(Mark{step, label != nullptr ? label : "", torch_allocated, torch_reserved, driver_memory(nullptr, WithNvml::yes),
-                        pools.reserved, pools.used, oom_.take_pools()});
+    const PoolFigures pools = recorder_.pools().figures_now();
+    recorder_.timeline().mark(Mark{step, label != nullptr ? label : "", torch_allocated, torch_reserved, driver_memory(nullptr, WithNvml::yes),
+                                   pools.reserved, pools.used, recorder_.oom_log().take_pools()});
 }
 
 void Auditor::sample(const char* label) {
     ShimScope busy;
-    const PoolFigures pools = cupti_pool_figures();
-    timeline_.mark(Mark{0, label, 0, 0, driver_memory(program_context_.load(), WithNvml::yes), pools.reserved, pools.used, {}});
+    const PoolFigures pools = recorder_.pools().figures_now();
+    recorder_.timeline().mark(Mark{0, label, 0, 0, driver_memory(program_context_.load(), WithNvml::yes), pools.reserved, pools.used, {}});
 }
 
 std::string Auditor::report_path() const {
@@ -242,9 +254,11 @@ void Auditor::write_report(ledger::Moment moment, const int* exit_code, bool fin
         // Read once and never destroyed: static destructors run before this exit handler does.
         static report::Suppressions& suppressions = *new report::Suppressions(load_suppressions(options_.suppressions));
         const ProcessIdentity id = process_identity();
+        ledger::Ledger& book = recorder_.ledger();
+        const Timeline& timeline = recorder_.timeline();
         const ledger::Snapshot snapshot =
-            ledger_.snapshot(moment, [](int fd, const ledger::ExportKey& key) { return fd_still_open(fd, key); });
-        report::BuildInput in{.snapshot = snapshot, .ledger = ledger_};
+            book.snapshot(moment, [](int fd, const ledger::ExportKey& key) { return fd_still_open(fd, key); });
+        report::BuildInput in{.snapshot = snapshot, .ledger = book};
         in.process.pid = getpid();
         in.process.rank = id.rank;
         in.process.world_size = id.world_size;
@@ -256,17 +270,17 @@ void Auditor::write_report(ledger::Moment moment, const int* exit_code, bool fin
         in.driver.version = driver_version_;
         in.driver.simulated = simulated_driver_version() != nullptr;
         in.intercepted_calls = calls_so_far();
-        in.symbolizer = &symbolizer_;
+        in.symbolizer = &recorder_.symbolizer();
         in.suppressions = &suppressions;
         in.options = options::option_values(options_);
         in.checkpoint = moment == ledger::Moment::checkpoint;
         in.time_ns = static_cast<std::uint64_t>(now_ns());
-        in.steps = timeline_.steps();
-        in.alarms = timeline_.alarms();
-        in.graphs = timeline_.graphs();
-        in.oom = oom_.records();
-        in.oom_events = oom_.events();
-        in.reclaimed = reclaimed();
+        in.steps = timeline.steps();
+        in.alarms = timeline.alarms();
+        in.graphs = timeline.graphs();
+        in.oom = recorder_.oom_log().records();
+        in.oom_events = recorder_.oom_log().events();
+        in.reclaimed = recorder_.enforcer().reclaimed();
         const report::Report rep = report::build(in);
         const std::string path = report_path();
         std::error_code ignored;  // a failure shows as the write's own error, with the path
@@ -320,7 +334,7 @@ mode_t Auditor::report_mode() const {
 
 void Auditor::exit_handler(int status) {
     ShimScope busy;
-    if (enforcing()) reclaim_pending(true);
+    if (recorder_.enforcing()) reclaim_pending(recorder_, true);
     write_report(ledger::Moment::exit, &status, true);
 }
 

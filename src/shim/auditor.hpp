@@ -1,16 +1,13 @@
-// auditor: the shim's one piece of process-wide state — the ledger, the options, the report file — and
-// the moments a report is written: at exit (then the summary and the gate), at SIGTERM/SIGINT (then the
+// auditor: the process around the Recorder (recorder.hpp) — starting it at the first intercepted CUDA call,
+// a fresh one in a fork child, the signal handlers, the checkpoint thread, the report file — and the moments
+// a report is written: at exit (then the summary and the gate), at SIGTERM/SIGINT (then the
 // program's own disposition), on cumemaudit_checkpoint(), and every checkpoint_s seconds from a thread of
 // its own, so a killed job leaves a recent report. Started by the first intercepted CUDA call: a process
 // that never touches CUDA pays for none of it.
 #pragma once
 
-#include "ledger/ledger.hpp"
 #include "driver_query.hpp"
-#include "oom.hpp"
-#include "options_store.hpp"
-#include "report/symbolizer.hpp"
-#include "timeline.hpp"
+#include "recorder.hpp"
 #include "wakeup.hpp"
 
 #include <atomic>
@@ -27,20 +24,16 @@ public:
     // The live auditor; starts it on first use. Call only from a recording call or the C API.
     static Auditor& get();
 
-    // Called by every intercepted call: starts the auditor (or restarts it in a fork child), counts the
-    // call. False when the call is not to be recorded (auditing failed to start).
-    static bool enter();
+    // Called by every recorded call: starts the auditor (or a fresh one in a fork child), counts the call,
+    // and gives the recorder the call records into. Null when auditing failed to start.
+    static Recorder* enter();
     // True once a CUDA call has started the auditor: the C API does nothing before that (README).
     static bool started();
+    // The live recorder, or null before the auditor started; starts nothing, counts nothing.
+    static Recorder* recorder_now();
 
-    ledger::Ledger& ledger() { return ledger_; }
-    const Options& options() const { return options_; }
-    Timeline& timeline() { return timeline_; }
-    report::Symbolizer& symbolizer() { return symbolizer_; }
-    // Changes when the ledger is rebuilt (a fork child): caches of its trace ids check it.
-    std::uint64_t generation() const { return generation_.load(std::memory_order_relaxed); }
+    Recorder& recorder() { return recorder_; }
 
-    OomLog& oom_log() { return oom_; }
     // Writes the report now, from the thread whose allocation was refused, and prints the OOM block.
     void oom_checkpoint();
 
@@ -66,19 +59,20 @@ private:
     void checkpoint_loop();
     void sample(const char* label);  // a mark taken by the checkpoint thread (SIGUSR2, sample_ms)
 
-    Options options_;
-    ledger::Ledger ledger_;
-    report::Symbolizer symbolizer_;
-    Timeline timeline_{ledger_, options_};
-    OomLog oom_;
+    Recorder recorder_;
+    const Options& options_ = recorder_.options();
     std::atomic<CUcontext> program_context_{nullptr};  // lent to the checkpoint thread for its samples
     std::atomic<std::uint64_t> usr2_requests_{0};
-    std::atomic<std::uint64_t> generation_;
     Wakeup wakeup_;  // a signal or a checkpoint request wakes the checkpoint thread
     std::atomic<std::uint64_t> requests_{0}, served_{0};
     // One report written at a time (checkpoint thread, exit, C API); timed, so exit never waits forever.
     std::mutex report_mutex_;
     int driver_version_ = -1;  // asked once: the report path then makes no driver call at all
 };
+
+// The recorder a call made now on this thread records into, or null: not while the shim or the driver is
+// already on this thread's stack (programs_call()), not when auditing failed to start, not from a wrapper
+// while CUPTI records the calls instead (backend=cupti).
+Recorder* recorder_for_call();
 
 }  // namespace cumemaudit::shim

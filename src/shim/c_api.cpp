@@ -44,11 +44,15 @@ __attribute__((visibility("default"))) void cumemaudit_torch_step(uint64_t step,
 __attribute__((visibility("default"))) int cumemaudit_leak_mark(cumemaudit_leak_mark_t* mark) {
     if (mark == nullptr) return -1;
     *mark = {};
-    if (!Auditor::enter()) return -1;
-    auto& ledger = Auditor::get().ledger();
-    mark->misuse_events = ledger.misuse_events();
-    mark->epoch = ledger.begin_epoch();
-    return 0;
+    int answer = -1;
+    guarded("cumemaudit_leak_mark", [&] {
+        if (cumemaudit::shim::Recorder* rec = Auditor::enter()) {
+            mark->misuse_events = rec->ledger().misuse_events();
+            mark->epoch = rec->ledger().begin_epoch();
+            answer = 0;
+        }
+    });
+    return answer;
 }
 
 __attribute__((visibility("default"))) int cumemaudit_held_since(const cumemaudit_leak_mark_t* mark,
@@ -57,14 +61,15 @@ __attribute__((visibility("default"))) int cumemaudit_held_since(const cumemaudi
     if (mark == nullptr || held == nullptr) return -1;
     *held = {};
     if (site_size > 0) site[0] = '\0';
-    if (!Auditor::enter()) return -1;
+    cumemaudit::shim::Recorder* rec = nullptr;
+    if (!guarded("cumemaudit_held_since", [&] { rec = Auditor::enter(); }) || rec == nullptr) return -1;
     try {
-        const auto& ledger = Auditor::get().ledger();
+        const auto& ledger = rec->ledger();
         const auto now = ledger.held_since(static_cast<std::uint32_t>(mark->epoch));
         *held = {now.leaked_bytes, now.leaked_allocations, now.leaked_references, now.unfreed_bytes,
                  now.unfreed_allocations, ledger.misuse_events() - mark->misuse_events};
         if (site_size > 0 && !now.sites.empty()) {
-            const std::string text = cumemaudit::shim::describe_stack(now.sites.front().first, 8);
+            const std::string text = cumemaudit::shim::describe_stack(*rec, now.sites.front().first, 8);
             const std::size_t n = std::min(text.size(), site_size - 1);
             std::memcpy(site, text.data(), n);
             site[n] = '\0';
@@ -79,13 +84,20 @@ __attribute__((visibility("default"))) int cumemaudit_held_since(const cumemaudi
 extern "C" {
 
 __attribute__((visibility("default"))) void cumemaudit_torch_pool(const char* pool, uint64_t allocated, uint64_t reserved) {
-    if (!Auditor::started() || !Auditor::enter()) return;
-    Auditor::get().oom_log().stage_pool({pool != nullptr ? pool : "", allocated, reserved,
-                                         reserved > allocated ? reserved - allocated : 0});
+    guarded("cumemaudit_torch_pool", [&] {
+        if (!Auditor::started() || !Auditor::enter()) return;
+        Auditor::get().recorder().oom_log().stage_pool(
+            {pool != nullptr ? pool : "", allocated, reserved, reserved > allocated ? reserved - allocated : 0});
+    });
 }
 
 __attribute__((visibility("default"))) void cumemaudit_torch_oom(uint64_t requested_bytes) {
-    if (Auditor::started() && Auditor::enter()) cumemaudit::shim::torch_out_of_memory(requested_bytes);
+    guarded("cumemaudit_torch_oom", [&] {
+        if (!Auditor::started() || !Auditor::enter()) return;
+        cumemaudit::shim::ShimScope busy;
+        if (cumemaudit::shim::torch_out_of_memory(Auditor::get().recorder(), requested_bytes))
+            Auditor::get().oom_checkpoint();
+    });
 }
 
 }

@@ -1,10 +1,8 @@
 #include "call.hpp"
 
-#include "auditor.hpp"
-#include "cupti_backend.hpp"
-#include "options_store.hpp"
-#include "owners.hpp"
+#include "pc_cache.hpp"
 #include "python_stack.hpp"
+#include "recorder.hpp"
 #include "unwind.hpp"
 
 #include <pthread.h>
@@ -16,16 +14,6 @@
 #include <vector>
 
 namespace cumemaudit::shim {
-
-// One-frame sites, the default, repeat: the same call site allocates again and again. A per-thread cache
-// from return address to (trace, owner) spares the trace tree's lock and the owner's dladdr.
-struct SiteCacheEntry {
-    ledger::Pc pc = 0;
-    std::uint64_t generation = 0;  // ledger generation: a fork child's fresh ledger has new trace ids
-    ledger::TraceId trace = 0;
-    ledger::OwnerId owner = 0;
-};
-constexpr std::size_t kSiteCacheEntries = 256;
 
 namespace {
 
@@ -63,8 +51,7 @@ void on_thread_exit(void* p) {
     g_gone_calls += ts->calls.load(std::memory_order_relaxed);
     std::erase(*g_counted, ts);
     ts->counted = false;
-    delete[] ts->sites;
-    ts->sites = nullptr;
+    free_thread_pc_cache();  // the exiting thread's own
 }
 
 }  // namespace
@@ -138,12 +125,9 @@ RuntimeScope::~RuntimeScope() {
     t_state.runtime_caller = saved_caller_;
 }
 
-Call::Call(const char* api, void* caller, CallClass cls) : api_(api), caller_(caller), class_(cls) {
-    recording_ = t_state.driver_depth == 0 && t_state.shim_depth == 0 && Auditor::enter();
-    // backend=cupti: CUPTI records; the wrappers stand by unless it could not subscribe.
-    static const bool cupti_only = current_options().backend == options::Backend::cupti;
-    if (recording_ && cupti_only && !t_state.in_cupti_callback && cupti_subscribed()) recording_ = false;
-    if (recording_ && t_state.runtime_api != nullptr) {
+Call::Call(Recorder& recorder, const char* api, void* caller, CallClass cls)
+    : recorder_(recorder), api_(api), caller_(caller), class_(cls) {
+    if (t_state.runtime_api != nullptr) {
         api_ = t_state.runtime_api;
         caller_ = t_state.runtime_caller;
     }
@@ -152,34 +136,25 @@ Call::Call(const char* api, void* caller, CallClass cls) : api_(api), caller_(ca
 const ledger::Site& Call::site() {
     if (!have_site_) {
         have_site_ = true;
-        Auditor& a = Auditor::get();
-        const auto pc = reinterpret_cast<ledger::Pc>(caller_);
-        const Options& o = a.options();
+        const Recorder::Hot& o = recorder_.hot();
         const bool vmm = class_ == CallClass::vmm;
         const int depth = vmm ? o.vmm_stack_depth : o.stack_depth;
         const bool python = o.python_frames == options::PythonFrames::all ||
                             (vmm && o.python_frames == options::PythonFrames::vmm);
         if (depth <= 1 && !python) {
-            // On the heap, one per thread (freed at its exit, on_thread_exit): in the TLS block itself it would
-            // overflow the static TLS a dlopen() may get.
-            if (t_state.sites == nullptr) t_state.sites = new SiteCacheEntry[kSiteCacheEntries]();
-            SiteCacheEntry& e = t_state.sites[(pc >> 2) % kSiteCacheEntries];
-            if (e.pc != pc || e.generation != a.generation()) {
-                const ledger::Pc one[1] = {pc};
-                e = {pc, a.generation(), a.ledger().traces().intern(one), owner_of(one, a.ledger())};
-            }
-            site_ = ledger::Site{api_, e.trace, e.owner};
+            site_ = one_frame_site(recorder_, api_, reinterpret_cast<ledger::Pc>(caller_));
             return site_;
         }
         // Native frames, then the Python frames (tagged pcs): one trace, so a site is both together.
+        ledger::Ledger& book = recorder_.ledger();
         std::array<ledger::Pc, kMaxDepth + kMaxPythonDepth> pcs;
         const int n = capture(caller_, depth, pcs.data());
-        const int py = python ? python_stack(a.ledger().python_frames(), pcs.data() + n,
+        const int py = python ? python_stack(book.python_frames(), pcs.data() + n,
                                              std::clamp(o.python_depth, 0, kMaxPythonDepth))
                               : 0;
         const std::span<const ledger::Pc> native(pcs.data(), static_cast<std::size_t>(n));
         const std::span<const ledger::Pc> frames(pcs.data(), static_cast<std::size_t>(n + py));
-        site_ = ledger::Site{api_, a.ledger().traces().intern(frames), owner_of(native, a.ledger())};
+        site_ = ledger::Site{api_, book.traces().intern(frames), owner_of(recorder_, native)};
     }
     return site_;
 }

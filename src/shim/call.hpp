@@ -1,7 +1,7 @@
-// call: what one intercepted call knows about itself — whether it is recorded at all (not while the shim
-// or the driver is already on this thread's stack, not when auditing is off), which API and caller it is
+// call: what one recorded call knows about itself — the Recorder it records into, which API and caller it is
 // attributed to (the runtime's caller when cudart made the driver call for it), and, computed only when an
-// event needs it, its Site: the interned stack and the owner.
+// event needs it, its Site: the interned stack and the owner. Also the calling thread's own state: whether
+// a call made now is the program's (not while the shim or the driver is already on this thread's stack).
 #pragma once
 
 #include "ledger/ledger.hpp"
@@ -13,7 +13,8 @@
 
 namespace cumemaudit::shim {
 
-struct SiteCacheEntry;
+struct PcFacts;
+class Recorder;
 
 // Per-thread state, initial-exec TLS: the wrappers touch it on every call, and the shim is loaded at start.
 // One cache line holds all a recorded call reads or writes of its own thread: no __tls_get_addr, and the
@@ -26,7 +27,7 @@ struct alignas(64) ThreadState {
     bool in_cupti_callback = false;     // the CUPTI backend is recording this call
     bool counted = false;               // `calls` is on the list calls_so_far() sums
     std::atomic<std::uint64_t> calls{0};  // recorded calls of this thread (written by it alone)
-    SiteCacheEntry* sites = nullptr;    // one-frame site cache (call.cpp), on the heap, made at first use
+    PcFacts* pcs = nullptr;             // what is known of return addresses (pc_cache.cpp), made at first use
     // A SIGTERM/SIGINT that arrived while this thread held a shim lock (shim_depth > 0): the report
     // writer would wait on that lock forever, so the signal is raised again when the outermost scope ends.
     // The flag is read by every ShimScope's end (first cache line); the siginfo only when one was deferred.
@@ -34,6 +35,12 @@ struct alignas(64) ThreadState {
     siginfo_t deferred_info{};
 };
 ThreadState& thread_state();
+
+// A call made now on this thread is the program's: neither the shim nor the driver is already running on it.
+inline bool programs_call() {
+    const ThreadState& t = thread_state();
+    return t.driver_depth == 0 && t.shim_depth == 0;
+}
 
 // Counts a recorded call on this thread's counter; the first call of a thread puts it on the list.
 void count_call();
@@ -87,11 +94,11 @@ enum class CallClass : std::uint8_t { classic, vmm };
 
 class Call {
 public:
-    Call(const char* api, void* caller, CallClass cls = CallClass::classic);
+    Call(Recorder&, const char* api, void* caller, CallClass cls = CallClass::classic);
     Call(const Call&) = delete;
     Call& operator=(const Call&) = delete;
 
-    bool recording() const { return recording_; }
+    Recorder& recorder() const { return recorder_; }
     const char* api() const { return api_; }
     // The site of this call: captured (stack_depth, or vmm_stack_depth at VMM calls, frames from the caller
     // outwards, then the Python frames where python_frames asks) and interned on first use, so events that
@@ -103,10 +110,10 @@ public:
     bool marked_free = false;
 
 private:
+    Recorder& recorder_;
     const char* api_;
     void* caller_;
     CallClass class_;
-    bool recording_;
     bool have_site_ = false;
     ledger::Site site_;
 };

@@ -12,7 +12,8 @@
 #include "fence.hpp"
 #include "log.hpp"
 #include "options_store.hpp"
-#include "owners.hpp"
+#include "pc_cache.hpp"
+#include "recorder.hpp"
 #include "unwind.hpp"
 
 #include "common/paths.hpp"
@@ -33,40 +34,28 @@ namespace {
 
 std::atomic<bool> g_subscribed{false};
 
-// The objects whose frames stand between the program and the driver in a callback: the intermediaries of
-// the owner rules, and CUPTI, which calls back.
-bool between(std::uintptr_t pc) {
-    Dl_info info{};
-    if (dladdr(reinterpret_cast<void*>(pc - 1), &info) == 0 || info.dli_fname == nullptr) return false;
-    return is_intermediary(info.dli_fname) || cumemaudit::basename(info.dli_fname).starts_with("libcupti");
-}
-
 // The program's call into the driver: the first frame outside the shim, CUPTI, libcuda and cudart (cudart
-// standing in for its caller, as the runtime wrappers make it). Cached per thread by return address.
+// standing in for its caller, as the runtime wrappers make it). What each frame's object is, is cached per
+// thread by return address (pc_cache.hpp).
 void* program_caller() {
     void* frames[64];
     const int n = unwind(frames, 64);
-    thread_local std::unique_ptr<std::array<std::pair<std::uintptr_t, bool>, 128>> cache;
-    if (!cache) cache = std::make_unique<std::array<std::pair<std::uintptr_t, bool>, 128>>();
-    for (int i = 0; i < n; ++i) {
-        const auto pc = reinterpret_cast<std::uintptr_t>(frames[i]);
-        auto& slot = (*cache)[(pc >> 2) % cache->size()];
-        if (slot.first != pc) slot = {pc, between(pc)};
-        if (!slot.second) return frames[i];
-    }
+    for (int i = 0; i < n; ++i)
+        if (!passes_on(reinterpret_cast<ledger::Pc>(frames[i]))) return frames[i];
     return n > 0 ? frames[n - 1] : nullptr;
 }
 
+// Into `target`, or the process's recorder when null.
 template <typename Event, typename... A>
-void record_from_cupti(const char* api, CUresult r, A... a) {
+void record_from_cupti(Recorder* target, const char* api, CUresult r, A... a) {
     ThreadState& t = thread_state();
     t.in_cupti_callback = true;
     guarded(api, [&] {
-        Call call(api, program_caller(), call_class(Event{}));
-        if (call.recording()) {
-            ShimScope busy;
-            record(Event{}, call, r, a...);
-        }
+        Recorder* rec = target == nullptr ? recorder_for_call() : programs_call() ? target : nullptr;
+        if (rec == nullptr) return;
+        Call call(*rec, api, program_caller(), call_class(Event{}));
+        ShimScope busy;
+        record(Event{}, call, r, a...);
     });
     t.in_cupti_callback = false;
 }
@@ -117,7 +106,9 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
 void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) noexcept {
     guarded("CUPTI activity buffer", [&] {
         CUpti_Activity* record = nullptr;
-        while (g_next_record != nullptr && g_next_record(buffer, valid, &record) == CUPTI_SUCCESS) absorb_activity(record);
+        Recorder* rec = Auditor::recorder_now();
+        while (rec != nullptr && g_next_record != nullptr && g_next_record(buffer, valid, &record) == CUPTI_SUCCESS)
+            rec->pools().absorb(record);
     });
     std::free(buffer);
 }
@@ -135,6 +126,7 @@ void enable_pool_records(void* lib) {
     }
     enable(CUPTI_ACTIVITY_KIND_MEMORY2);
     enable(CUPTI_ACTIVITY_KIND_MEMORY_POOL);
+    set_activity_flush([] { g_flush_all(0); });
 }
 
 // libcupti already in the process before the driver loaded us: a profiler (PyTorch's kineto, Nsight) links
@@ -166,7 +158,7 @@ void* load_cupti() {
 
 }  // namespace
 
-void dispatch_cupti(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) noexcept {
+void dispatch_cupti(Recorder* into, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) noexcept {
     if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
     const auto* info = static_cast<const CUpti_CallbackData*>(data);
     if (info->callbackSite != CUPTI_API_EXIT || info->functionParams == nullptr || info->functionReturnValue == nullptr)
@@ -176,7 +168,7 @@ void dispatch_cupti(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const vo
 #define DRIVER_HOOK(symbol, event, api, params, args)                                    \
     case CUPTI_DRIVER_TRACE_CBID_##symbol: {                                             \
         const auto* p = static_cast<const symbol##_params*>(info->functionParams);       \
-        record_from_cupti<ev::event>(api, r, CUMA_FIELDS(p, args));                      \
+        record_from_cupti<ev::event>(into, api, r, CUMA_FIELDS(p, args));                      \
         break;                                                                           \
     }
 #define RUNTIME_HOOK(symbol, api, params, args)
@@ -190,12 +182,6 @@ void dispatch_cupti(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const vo
 }
 
 bool cupti_subscribed() { return g_subscribed.load(std::memory_order_relaxed); }
-
-PoolFigures cupti_pool_figures() {
-    if (!cupti_subscribed() || g_flush_all == nullptr) return {};
-    g_flush_all(0);  // the records so far, before the mark reads them
-    return pool_figures();
-}
 
 }  // namespace cumemaudit::shim
 
@@ -239,7 +225,7 @@ int initialize_injection() {
     params.oldSubscriberName = holder;
     params.oldSubscriberSize = sizeof holder;
     const CUptiResult res = subscribe(
-        &subscriber, [](void*, CUpti_CallbackDomain d, CUpti_CallbackId id, const void* data) { dispatch_cupti(d, id, data); },
+        &subscriber, [](void*, CUpti_CallbackDomain d, CUpti_CallbackId id, const void* data) { dispatch_cupti(nullptr, d, id, data); },
         nullptr, &params);
     if (res != CUPTI_SUCCESS) {
         const char* why = nullptr;

@@ -4,20 +4,17 @@
 // tool); backend=both records through both, each call once.
 #pragma once
 
-#include "cupti_pools.hpp"
-
 #include <cupti_callbacks.h>
 
 namespace cumemaudit::shim {
 
-// One driver-API callback, as CUPTI delivers it (exposed for the unit test, which feeds recorded structs).
-void dispatch_cupti(CUpti_CallbackDomain, CUpti_CallbackId, const void* callback_data) noexcept;
+class Recorder;
+
+// One driver-API callback, as CUPTI delivers it, recorded into `into` (the process's recorder when null;
+// a unit test passes its own and feeds recorded structs).
+void dispatch_cupti(Recorder* into, CUpti_CallbackDomain, CUpti_CallbackId, const void* callback_data) noexcept;
 
 // CUPTI accepted our subscription: with backend=cupti the wrappers stand by.
 bool cupti_subscribed();
-
-// Stream-ordered pool figures from CUPTI's activity records, flushed first; zeros without CUPTI. For
-// marks, from program or sampler threads, never from inside a CUPTI callback.
-PoolFigures cupti_pool_figures();
 
 }  // namespace cumemaudit::shim

@@ -1,50 +1,45 @@
 #include "cupti_pools.hpp"
 
-#include <map>
-#include <mutex>
+#include <atomic>
 
 namespace cumemaudit::shim {
 namespace {
-
-struct Pools {
-    std::mutex mu;  // records arrive in buffers from CUPTI's thread; marks read the sums
-    std::map<std::uint64_t, PoolFigures> by_address;
-};
-
-Pools& pools() {
-    static Pools* p = new Pools;  // used until _exit
-    return *p;
-}
-
+std::atomic<void (*)()> g_flush{nullptr};
 }  // namespace
 
-void absorb_activity(const CUpti_Activity* record) {
-    Pools& p = pools();
+void set_activity_flush(void (*flush)()) { g_flush.store(flush); }
+
+void CuptiPools::absorb(const CUpti_Activity* record) {
     if (record->kind == CUPTI_ACTIVITY_KIND_MEMORY_POOL) {
         const auto* r = reinterpret_cast<const CUpti_ActivityMemoryPool3*>(record);
-        std::lock_guard lock(p.mu);
+        std::lock_guard lock(mu_);
         if (r->memoryPoolOperationType == CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_DESTROYED)
-            p.by_address.erase(r->address);
+            by_address_.erase(r->address);
         else
-            p.by_address[r->address] = PoolFigures{r->size, r->utilizedSize};
+            by_address_[r->address] = PoolFigures{r->size, r->utilizedSize};
     } else if (record->kind == CUPTI_ACTIVITY_KIND_MEMORY2) {
         const auto* r = reinterpret_cast<const CUpti_ActivityMemory4*>(record);
         if (r->memoryPoolConfig.memoryPoolType != CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL) return;
-        std::lock_guard lock(p.mu);
-        p.by_address[r->memoryPoolConfig.address] =
-            PoolFigures{r->memoryPoolConfig.pool.size, r->memoryPoolConfig.utilizedSize};
+        std::lock_guard lock(mu_);
+        by_address_[r->memoryPoolConfig.address] = PoolFigures{r->memoryPoolConfig.pool.size, r->memoryPoolConfig.utilizedSize};
     }
 }
 
-PoolFigures pool_figures() {
-    Pools& p = pools();
-    std::lock_guard lock(p.mu);
+PoolFigures CuptiPools::figures() const {
+    std::lock_guard lock(mu_);
     PoolFigures sum;
-    for (const auto& [address, f] : p.by_address) {
+    for (const auto& [address, f] : by_address_) {
         sum.reserved += f.reserved;
         sum.used += f.used;
     }
     return sum;
+}
+
+PoolFigures CuptiPools::figures_now() const {
+    void (*flush)() = g_flush.load();
+    if (flush == nullptr) return {};
+    flush();
+    return figures();
 }
 
 }  // namespace cumemaudit::shim

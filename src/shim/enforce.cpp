@@ -1,9 +1,8 @@
 #include "enforce.hpp"
 
-#include "auditor.hpp"
 #include "hooks.hpp"
 #include "log.hpp"
-#include "options_store.hpp"
+#include "recorder.hpp"
 #include "site_text.hpp"
 
 #include "report/text.hpp"
@@ -46,8 +45,10 @@ struct Pending {
 
 std::uint64_t this_thread() { return static_cast<std::uint64_t>(pthread_self()); }
 
+}  // namespace
+
 // VMM calls are rare and slow (tens of µs): one mutex keeps the two maps consistent.
-struct State {
+struct Enforcer::State {
     std::mutex mu;
     std::uint64_t next = 1;
     std::unordered_map<std::uint64_t, Virtual> virtuals;  // virtual value → what it stands for
@@ -57,21 +58,16 @@ struct State {
     std::atomic<bool> any_pending{false};  // read without the lock on every allocation
 };
 
-State* g_enforce_state = nullptr;
+namespace {
 
-State& state() {
-    static State* first = g_enforce_state = new State;  // used until _exit
-    (void)first;
-    return *g_enforce_state;
-}
+using State = Enforcer::State;
 
 // Virtual values stand apart from any real handle value: the program cannot confuse the two.
 constexpr std::uint64_t kVirtualBase = 0xC0DE000000000000ull;
 
 // Hands `real` to the program: its current virtual value (a retain, or an import the driver answered with
 // a handle it already gave), or a fresh one for a fresh creation.
-std::uint64_t hand_out(std::uint64_t real, bool fresh) {
-    State& s = state();
+std::uint64_t hand_out(State& s, std::uint64_t real, bool fresh) {
     std::lock_guard lock(s.mu);
     if (auto it = s.current.find(real); it != s.current.end() && !fresh) return it->second;
     const std::uint64_t v = kVirtualBase + s.next++;
@@ -82,8 +78,7 @@ std::uint64_t hand_out(std::uint64_t real, bool fresh) {
 
 // The real value behind `v` while it is that value's current virtual one; nullopt for a value never handed
 // out, or one whose references are all gone (released, or reclaimed).
-std::optional<std::uint64_t> real_of(std::uint64_t v) {
-    State& s = state();
+std::optional<std::uint64_t> real_of(State& s, std::uint64_t v) {
     std::lock_guard lock(s.mu);
     auto it = s.virtuals.find(v);
     if (it == s.virtuals.end()) return std::nullopt;
@@ -95,9 +90,9 @@ std::optional<std::uint64_t> real_of(std::uint64_t v) {
 // After a release of `real` (the program's or the shim's) was recorded: once the ledger counts no
 // reference through it, the driver may hand the value out again, and then it gets a new virtual value.
 // Called with the state lock held.
-void retire_if_released(State& s, std::uint64_t real) {
+void retire_if_released(State& s, const ledger::Ledger& book, std::uint64_t real) {
     auto cur = s.current.find(real);
-    if (cur == s.current.end() || Auditor::get().ledger().references_through(real) > 0) return;
+    if (cur == s.current.end() || book.references_through(real) > 0) return;
     if (auto v = s.virtuals.find(cur->second); v != s.virtuals.end() && v->second.reclaimed == 0) s.virtuals.erase(v);
     s.current.erase(cur);
 }
@@ -106,19 +101,19 @@ void retire_if_released(State& s, std::uint64_t real) {
 // passed on as garbage.
 CUresult refuse(Call& call, const char* api) {
     log_error("mode=enforce: {} of a handle this process does not hold, at {}; refused with CUDA_ERROR_INVALID_VALUE",
-              api, describe_site(call.site()));
+              api, describe_site(call.recorder(), call.site()));
     return CUDA_ERROR_INVALID_VALUE;
 }
 
 }  // namespace
 
-bool enforcing() {
-    static const bool on = current_options().mode == options::Mode::enforce;
-    return on;
-}
+Enforcer::Enforcer() : state_(std::make_unique<State>()) {}
+Enforcer::~Enforcer() = default;
+
+State& state_of(Call& call) { return call.recorder().enforcer().state(); }
 
 std::optional<CUresult> enforce_before(ev::Release, Call& call, CUmemGenericAllocationHandle& handle) {
-    State& s = state();
+    State& s = state_of(call);
     {
         std::lock_guard lock(s.mu);
         auto it = s.virtuals.find(handle);
@@ -128,10 +123,10 @@ std::optional<CUresult> enforce_before(ev::Release, Call& call, CUmemGenericAllo
             return CUDA_SUCCESS;
         }
     }
-    const auto real = real_of(handle);
+    const auto real = real_of(state_of(call), handle);
     if (!real) {
         // As without the shim: a second release is the driver's CUDA_ERROR_INVALID_VALUE, and misuse.
-        Auditor::get().ledger().released(handle, false, result_name(CUDA_ERROR_INVALID_VALUE), call.site());
+        call.recorder().ledger().released(handle, false, result_name(CUDA_ERROR_INVALID_VALUE), call.site());
         return CUDA_ERROR_INVALID_VALUE;
     }
     handle = *real;
@@ -140,7 +135,7 @@ std::optional<CUresult> enforce_before(ev::Release, Call& call, CUmemGenericAllo
 
 std::optional<CUresult> enforce_before(ev::Map, Call& call, CUdeviceptr&, size_t&, size_t&,
                                        CUmemGenericAllocationHandle& handle, unsigned long long&) {
-    const auto real = real_of(handle);
+    const auto real = real_of(state_of(call), handle);
     if (!real) return refuse(call, "cuMemMap");
     handle = *real;
     return std::nullopt;
@@ -148,7 +143,7 @@ std::optional<CUresult> enforce_before(ev::Map, Call& call, CUdeviceptr&, size_t
 
 std::optional<CUresult> enforce_before(ev::Export, Call& call, void*&, CUmemGenericAllocationHandle& handle,
                                        CUmemAllocationHandleType&, unsigned long long&) {
-    const auto real = real_of(handle);
+    const auto real = real_of(state_of(call), handle);
     if (!real) return refuse(call, "cuMemExportToShareableHandle");
     handle = *real;
     return std::nullopt;
@@ -156,7 +151,7 @@ std::optional<CUresult> enforce_before(ev::Export, Call& call, void*&, CUmemGene
 
 std::optional<CUresult> enforce_before(ev::Properties, Call& call, CUmemAllocationProp*&,
                                        CUmemGenericAllocationHandle& handle) {
-    const auto real = real_of(handle);
+    const auto real = real_of(state_of(call), handle);
     if (!real) return refuse(call, "cuMemGetAllocationPropertiesFromHandle");
     handle = *real;
     return std::nullopt;
@@ -170,7 +165,7 @@ std::optional<CUresult> enforce_before(ev::MapArray, Call& call, CUarrayMapInfo*
     copy.assign(list, list + count);
     for (CUarrayMapInfo& m : copy) {
         if (m.memOperationType != CU_MEM_OPERATION_TYPE_MAP || m.memHandleType != CU_MEM_HANDLE_TYPE_GENERIC) continue;
-        const auto real = real_of(m.memHandle.memHandle);
+        const auto real = real_of(state_of(call), m.memHandle.memHandle);
         if (!real) return refuse(call, "cuMemMapArrayAsync");
         m.memHandle.memHandle = *real;
     }
@@ -178,40 +173,40 @@ std::optional<CUresult> enforce_before(ev::MapArray, Call& call, CUarrayMapInfo*
     return std::nullopt;
 }
 
-void enforce_after(ev::Create, CUresult r, CUmemGenericAllocationHandle* handle, size_t, const CUmemAllocationProp*,
+void enforce_after(ev::Create, Call& call, CUresult r, CUmemGenericAllocationHandle* handle, size_t, const CUmemAllocationProp*,
                    unsigned long long) {
-    if (r == CUDA_SUCCESS && handle != nullptr) *handle = hand_out(*handle, true);
+    if (r == CUDA_SUCCESS && handle != nullptr) *handle = hand_out(state_of(call), *handle, true);
 }
 
-void enforce_after(ev::Retain, CUresult r, CUmemGenericAllocationHandle* handle, void*) {
-    if (r == CUDA_SUCCESS && handle != nullptr) *handle = hand_out(*handle, false);
+void enforce_after(ev::Retain, Call& call, CUresult r, CUmemGenericAllocationHandle* handle, void*) {
+    if (r == CUDA_SUCCESS && handle != nullptr) *handle = hand_out(state_of(call), *handle, false);
 }
 
-void enforce_after(ev::Import, CUresult r, CUmemGenericAllocationHandle* handle, void*, CUmemAllocationHandleType) {
-    if (r == CUDA_SUCCESS && handle != nullptr) *handle = hand_out(*handle, false);
+void enforce_after(ev::Import, Call& call, CUresult r, CUmemGenericAllocationHandle* handle, void*, CUmemAllocationHandleType) {
+    if (r == CUDA_SUCCESS && handle != nullptr) *handle = hand_out(state_of(call), *handle, false);
 }
 
-void enforce_after(ev::Release, CUresult r, CUmemGenericAllocationHandle real) {
+void enforce_after(ev::Release, Call& call, CUresult r, CUmemGenericAllocationHandle real) {
     if (r != CUDA_SUCCESS) return;
-    State& s = state();
+    State& s = state_of(call);
     std::lock_guard lock(s.mu);
-    retire_if_released(s, real);
+    retire_if_released(s, call.recorder().ledger(), real);
 }
 
 // Not reclaimed here: DeepEP's free() retains, unmaps, frees the range and only then releases its retain.
 // The allocations are remembered with the thread that freed the range and looked at again later.
-void enforce_after(ev::AddressFree, CUresult r, CUdeviceptr va, size_t size) {
+void enforce_after(ev::AddressFree, Call& call, CUresult r, CUdeviceptr va, size_t size) {
     if (r != CUDA_SUCCESS) return;
-    std::vector<ledger::Ledger::Unreachable> found = Auditor::get().ledger().unreachable_in(va, size);
+    std::vector<ledger::Ledger::Unreachable> found = call.recorder().ledger().unreachable_in(va, size);
     if (found.empty()) return;
-    State& s = state();
+    State& s = state_of(call);
     std::lock_guard lock(s.mu);
     for (const auto& u : found) s.pending.push_back(Pending{u.id, this_thread()});
     s.any_pending.store(true, std::memory_order_release);
 }
 
-void reclaim_pending(bool every_thread) {
-    State& s = state();
+void reclaim_pending(Recorder& rec, bool every_thread) {
+    State& s = rec.enforcer().state();
     if (!s.any_pending.load(std::memory_order_acquire)) return;  // the allocation path's whole cost
     std::vector<std::uint64_t> ids;
     {
@@ -225,13 +220,13 @@ void reclaim_pending(bool every_thread) {
         s.any_pending.store(!s.pending.empty(), std::memory_order_release);
     }
     if (ids.empty()) return;
-    Auditor& a = Auditor::get();
+    ledger::Ledger& book = rec.ledger();
     using Release = CUresult(CUDAAPI*)(CUmemGenericAllocationHandle);
     auto release = reinterpret_cast<Release>(real_fn(HookId::cuMemRelease));
     if (release == nullptr) return;
     // The ledger's own view, asked now: only references still held with nothing mapped are reclaimed, the
     // same ones the audit classes unreachable.
-    for (const ledger::Ledger::Unreachable& u : a.ledger().still_unreachable(ids)) {
+    for (const ledger::Ledger::Unreachable& u : book.still_unreachable(ids)) {
         std::size_t released = 0;
         for (std::uint64_t real : u.handles) {
             CUresult rr;
@@ -239,12 +234,12 @@ void reclaim_pending(bool every_thread) {
                 DriverScope in_driver;
                 rr = release(real);
             }
-            a.ledger().released(real, rr == CUDA_SUCCESS, result_name(rr), ledger::Site{"cuMemRelease (enforce)", 0, 0});
+            book.released(real, rr == CUDA_SUCCESS, result_name(rr), ledger::Site{"cuMemRelease (enforce)", 0, 0});
             if (rr != CUDA_SUCCESS) continue;
             ++released;
             std::lock_guard lock(s.mu);
             if (auto cur = s.current.find(real); cur != s.current.end()) ++s.virtuals[cur->second].reclaimed;
-            retire_if_released(s, real);
+            retire_if_released(s, book, real);
         }
         // The ledger retires references LIFO: the ones released are the newest `released` sites.
         const std::vector<ledger::Site> sites(u.sites.end() - static_cast<std::ptrdiff_t>(std::min(released, u.sites.size())),
@@ -264,7 +259,7 @@ void reclaim_pending(bool every_thread) {
                 row.reclaim.allocations += 1;
                 row.reclaim.references += n->second;
                 row.members.push_back(ledger::HeldAllocation{u.id, u.bytes});
-                taken_by += (taken_by.empty() ? "" : "; ") + describe_site(site);
+                taken_by += (taken_by.empty() ? "" : "; ") + describe_site(rec, site);
                 refs_by_site.erase(n);
             }
         }
@@ -273,19 +268,11 @@ void reclaim_pending(bool every_thread) {
     }
 }
 
-std::vector<report::ReclaimInput> reclaimed() {
-    State& s = state();
-    std::lock_guard lock(s.mu);
+std::vector<report::ReclaimInput> Enforcer::reclaimed() const {
+    std::lock_guard lock(state_->mu);
     std::vector<report::ReclaimInput> out;
-    for (const auto& [key, row] : s.reclaimed) out.push_back(row);
+    for (const auto& [key, row] : state_->reclaimed) out.push_back(row);
     return out;
-}
-
-void reset_enforcer() {
-    // A fork child: a parent thread may have held the lock, or been halfway through a map update, when
-    // another thread forked. The old state is left as it is (never touched again) and a fresh one begins.
-    state();
-    g_enforce_state = new State;
 }
 
 }  // namespace cumemaudit::shim

@@ -14,20 +14,36 @@
 #include "events.hpp"
 #include "report/build.hpp"
 
+#include <memory>
 #include <optional>
 #include <type_traits>
 #include <vector>
 
 namespace cumemaudit::shim {
 
-// mode=enforce in CUMEMAUDIT_OPTIONS (read once).
-bool enforcing();
+class Recorder;
+
+// The handles enforce mode handed out and what it reclaimed: one per Recorder (Recorder::enforcer()), used
+// only while Recorder::enforcing().
+class Enforcer {
+public:
+    Enforcer();
+    ~Enforcer();
+    struct State;  // enforce.cpp
+    State& state() { return *state_; }
+    // What enforce reclaimed, by site, for the report.
+    std::vector<report::ReclaimInput> reclaimed() const;
+
+private:
+    std::unique_ptr<State> state_;
+};
+
+// Releases what the ledger still counts unreachable among the allocations remembered at range frees: those
+// remembered by the calling thread, or every thread's (checkpoint, exit).
+void reclaim_pending(Recorder&, bool every_thread);
 
 // Before the driver call: translate virtual handles in place, or answer without the driver (a reclaimed
 // handle's release, an unknown handle). nullopt: go on to the driver.
-// Releases what the ledger still counts unreachable among the allocations remembered at range frees: those
-// remembered by the calling thread, or every thread's (checkpoint, exit).
-void reclaim_pending(bool every_thread);
 
 // The events that make an allocation, and the free-memory query: the calling thread's pending reclaims run
 // first.
@@ -39,8 +55,8 @@ inline constexpr bool kReclaimsFirst =
     std::is_same_v<Event, ev::HostAlloc> || std::is_same_v<Event, ev::AllocHost> || std::is_same_v<Event, ev::IpcOpen>;
 
 template <typename Event, typename... A>
-std::optional<CUresult> enforce_before(Event, Call&, A&...) {
-    if constexpr (kReclaimsFirst<Event>) reclaim_pending(false);
+std::optional<CUresult> enforce_before(Event, Call& call, A&...) {
+    if constexpr (kReclaimsFirst<Event>) reclaim_pending(call.recorder(), false);
     return std::nullopt;
 }
 std::optional<CUresult> enforce_before(ev::Release, Call&, CUmemGenericAllocationHandle&);
@@ -54,16 +70,12 @@ std::optional<CUresult> enforce_before(ev::MapArray, Call&, CUarrayMapInfo*&, un
 
 // After the driver call and its record: hand out virtual handles, reclaim what became unreachable.
 template <typename Event, typename... A>
-void enforce_after(Event, CUresult, A...) {}
-void enforce_after(ev::Create, CUresult, CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*,
+void enforce_after(Event, Call&, CUresult, A...) {}
+void enforce_after(ev::Create, Call&, CUresult, CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*,
                    unsigned long long);
-void enforce_after(ev::Retain, CUresult, CUmemGenericAllocationHandle*, void*);
-void enforce_after(ev::Import, CUresult, CUmemGenericAllocationHandle*, void*, CUmemAllocationHandleType);
-void enforce_after(ev::Release, CUresult, CUmemGenericAllocationHandle);
-void enforce_after(ev::AddressFree, CUresult, CUdeviceptr, size_t);
-
-// What enforce reclaimed, by site, for the report.
-std::vector<report::ReclaimInput> reclaimed();
-void reset_enforcer();  // a fork child starts afresh
+void enforce_after(ev::Retain, Call&, CUresult, CUmemGenericAllocationHandle*, void*);
+void enforce_after(ev::Import, Call&, CUresult, CUmemGenericAllocationHandle*, void*, CUmemAllocationHandleType);
+void enforce_after(ev::Release, Call&, CUresult, CUmemGenericAllocationHandle);
+void enforce_after(ev::AddressFree, Call&, CUresult, CUdeviceptr, size_t);
 
 }  // namespace cumemaudit::shim

@@ -1,9 +1,8 @@
 #include "events.hpp"
 
-#include "auditor.hpp"
 #include "driver_query.hpp"
 #include "export_key.hpp"
-#include "timeline.hpp"
+#include "recorder.hpp"
 
 #include "common/cuda_errors.hpp"
 
@@ -13,7 +12,7 @@ namespace {
 using ledger::HandleType;
 using ledger::Kind;
 
-ledger::Ledger& book() { return Auditor::get().ledger(); }
+ledger::Ledger& book(Call& call) { return call.recorder().ledger(); }
 
 std::uint64_t addr(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
 
@@ -43,8 +42,8 @@ const ledger::Site& site_if_failed(Call& call, bool ok, ledger::Site& bare) {
 void allocated(Call& call, CUresult r, std::uint64_t ptr, std::uint64_t size, Kind kind) {
     if (r != CUDA_SUCCESS) return;
     const ledger::Site& site = call.site();
-    book().allocated(ptr, size, kind, site);  // a free of ptr in flight was ordered by its mark (before())
-    if (Timeline::capturing()) Auditor::get().timeline().captured(site.owner, size);
+    book(call).allocated(ptr, size, kind, site);  // a free of ptr in flight was ordered by its mark (before())
+    if (call.recorder().capturing()) call.recorder().timeline().captured(site.owner, size);
 }
 
 thread_local std::int64_t t_used_before_instantiate = -1;
@@ -53,11 +52,11 @@ void freed(Call& call, CUresult r, std::uint64_t ptr) {
     const bool ok = r == CUDA_SUCCESS;
     if (ok && ptr == 0) return;  // freeing null is a no-op the driver accepts
     ledger::Site bare;
-    book().freed(ptr, ok, result_name(r), site_if_failed(call, ok, bare), call.marked_free);
+    book(call).freed(ptr, ok, result_name(r), site_if_failed(call, ok, bare), call.marked_free);
 }
 
 OrderHold mark_free(Call& call, std::uint64_t ptr) {
-    if (ptr != 0) call.marked_free = book().freeing(ptr);
+    if (ptr != 0) call.marked_free = book(call).freeing(ptr);
     return {};
 }
 
@@ -74,22 +73,22 @@ void record(ev::Create, Call& call, CUresult r, CUmemGenericAllocationHandle* ha
     const ledger::Site& site = call.site();
     {
         const OrderHold order = hold_order(*handle);
-        book().created(*handle, size, requested_type(prop), site);
+        book(call).created(*handle, size, requested_type(prop), site);
     }
-    if (Timeline::capturing()) Auditor::get().timeline().captured(site.owner, size);
+    if (call.recorder().capturing()) call.recorder().timeline().captured(site.owner, size);
 }
 
 void record(ev::Release, Call& call, CUresult r, CUmemGenericAllocationHandle handle) {
     const bool ok = r == CUDA_SUCCESS;
     ledger::Site bare;
-    book().released(handle, ok, result_name(r), site_if_failed(call, ok, bare));
+    book(call).released(handle, ok, result_name(r), site_if_failed(call, ok, bare));
 }
 
 void record(ev::Retain, Call& call, CUresult r, CUmemGenericAllocationHandle* handle, void* va) {
     if (r != CUDA_SUCCESS || handle == nullptr) return;
     const ledger::Site& site = call.site();
     const OrderHold order = hold_order(*handle);
-    book().retained(*handle, addr(va), site);
+    book(call).retained(*handle, addr(va), site);
 }
 
 void record(ev::Export, Call& call, CUresult r, void* shareable, CUmemGenericAllocationHandle handle,
@@ -104,7 +103,7 @@ void record(ev::Export, Call& call, CUresult r, void* shareable, CUmemGenericAll
     } else if (t == HandleType::fabric) {
         key = key_of_fabric(shareable);
     }
-    book().exported(handle, t, key, fd, call.site());
+    book(call).exported(handle, t, key, fd, call.site());
 }
 
 void record(ev::Import, Call& call, CUresult r, CUmemGenericAllocationHandle* handle, void* os_handle,
@@ -117,18 +116,18 @@ void record(ev::Import, Call& call, CUresult r, CUmemGenericAllocationHandle* ha
     else if (t == HandleType::fabric && os_handle != nullptr) key = key_of_fabric(os_handle);
     const ledger::Site& site = call.site();
     const OrderHold order = hold_order(*handle);
-    book().imported(*handle, t, key, site);
+    book(call).imported(*handle, t, key, site);
 }
 
 void record(ev::Map, Call& call, CUresult r, CUdeviceptr ptr, size_t size, size_t, CUmemGenericAllocationHandle handle,
             unsigned long long) {
     const ledger::Site& site = call.site();
     const OrderHold order = hold_order(ptr);
-    book().mapped(ptr, size, handle, r == CUDA_SUCCESS, result_name(r), site);
+    book(call).mapped(ptr, size, handle, r == CUDA_SUCCESS, result_name(r), site);
 }
 
 void record(ev::Unmap, Call& call, CUresult r, CUdeviceptr ptr, size_t size) {
-    book().unmapped(ptr, size, r == CUDA_SUCCESS, result_name(r), call.site());
+    book(call).unmapped(ptr, size, r == CUDA_SUCCESS, result_name(r), call.site());
 }
 
 void record(ev::Reserve, Call& call, CUresult r, CUdeviceptr* ptr, size_t size, size_t, CUdeviceptr,
@@ -136,11 +135,11 @@ void record(ev::Reserve, Call& call, CUresult r, CUdeviceptr* ptr, size_t size, 
     if (r != CUDA_SUCCESS || ptr == nullptr) return;
     const ledger::Site& site = call.site();
     const OrderHold order = hold_order(*ptr);
-    book().reserved(*ptr, size, site);
+    book(call).reserved(*ptr, size, site);
 }
 
 void record(ev::AddressFree, Call& call, CUresult r, CUdeviceptr ptr, size_t size) {
-    book().address_freed(ptr, size, r == CUDA_SUCCESS, result_name(r), call.site());
+    book(call).address_freed(ptr, size, r == CUDA_SUCCESS, result_name(r), call.site());
 }
 
 void record(ev::AllocDevice, Call& call, CUresult r, CUdeviceptr* dptr, size_t size) {
@@ -182,13 +181,13 @@ void record(ev::FreeAsync, Call& call, CUresult r, CUdeviceptr dptr, CUstream) {
 void record(ev::FreeHost, Call& call, CUresult r, void* p) { freed(call, r, addr(p)); }
 void record(ev::IpcClose, Call& call, CUresult r, CUdeviceptr dptr) { freed(call, r, dptr); }
 
-void record(ev::CaptureBegin, Call&, CUresult r, CUstream stream, CUstreamCaptureMode) {
-    if (r == CUDA_SUCCESS) Auditor::get().timeline().capture_began(stream);
+void record(ev::CaptureBegin, Call& call, CUresult r, CUstream stream, CUstreamCaptureMode) {
+    if (r == CUDA_SUCCESS) call.recorder().timeline().capture_began(stream);
 }
 
-void record(ev::CaptureEnd, Call&, CUresult r, CUstream stream, CUgraph* graph) {
+void record(ev::CaptureEnd, Call& call, CUresult r, CUstream stream, CUgraph* graph) {
     // A failed end (an invalidated capture) still ends the capture.
-    Auditor::get().timeline().capture_ended(stream, r == CUDA_SUCCESS && graph != nullptr ? *graph : nullptr);
+    call.recorder().timeline().capture_ended(stream, r == CUDA_SUCCESS && graph != nullptr ? *graph : nullptr);
 }
 
 OrderHold before(ev::Instantiate, Call&, CUgraphExec*, CUgraph, unsigned long long) {
@@ -198,16 +197,16 @@ OrderHold before(ev::Instantiate, Call&, CUgraphExec*, CUgraph, unsigned long lo
     return {};
 }
 
-void record(ev::Instantiate, Call&, CUresult r, CUgraphExec* exec, CUgraph graph, unsigned long long) {
+void record(ev::Instantiate, Call& call, CUresult r, CUgraphExec* exec, CUgraph graph, unsigned long long) {
     const std::int64_t before = t_used_before_instantiate;
     t_used_before_instantiate = -1;
     if (r != CUDA_SUCCESS || before < 0 || exec == nullptr) return;
     const DriverMemory m = driver_memory();
-    if (m.known) Auditor::get().timeline().instantiated(graph, *exec, static_cast<std::int64_t>(m.used) - before);
+    if (m.known) call.recorder().timeline().instantiated(graph, *exec, static_cast<std::int64_t>(m.used) - before);
 }
 
-void record(ev::ExecDestroy, Call&, CUresult r, CUgraphExec exec) {
-    if (r == CUDA_SUCCESS) Auditor::get().timeline().exec_destroyed(exec);
+void record(ev::ExecDestroy, Call& call, CUresult r, CUgraphExec exec) {
+    if (r == CUDA_SUCCESS) call.recorder().timeline().exec_destroyed(exec);
 }
 
 const char* result_name(CUresult r) {

@@ -2,6 +2,7 @@
 #include "hooks.hpp"
 
 #include "doors.hpp"
+#include "wrapper.hpp"
 
 #include <dlfcn.h>
 

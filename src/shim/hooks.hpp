@@ -1,13 +1,8 @@
-// hooks: the tiny templates every row of hooks.inc expands into (heaptrack-style), and the per-hook
-// state they share: the real entry point each wrapper forwards to, found lazily or adopted from a door.
+// hooks: the rows of hooks.inc as data — which entry points are hooked, and the real entry point each
+// wrapper forwards to, found lazily or adopted from a door. The wrappers themselves are wrapper.hpp.
 #pragma once
 
 #include "cuda_api.hpp"
-#include "call.hpp"
-#include "enforce.hpp"
-#include "events.hpp"
-#include "fence.hpp"
-#include "oom.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -61,71 +56,5 @@ void adopt_real(HookId id, void* p);
 // What a door hands back for a pointer the real driver or loader gave it for `symbol`: our wrapper of
 // that exact variant (keeping `p` as its real target), or `p` itself when we do not wrap that symbol.
 void* swap_in(std::string_view symbol, void* p);
-
-template <HookId Id, typename Event, typename Fn>
-struct DriverHook;
-
-// One intercepted driver call. Noexcept: the shim's work runs inside guarded() (fence.hpp), so a failure
-// there leaves the call to the driver alone; what the program gets is always the driver's own answer.
-//
-// Cache lines a recorded classic allocation touches (default options, one-frame site, no enforce/CUPTI):
-//   per thread:    ThreadState (depths, call counter, site cache address), the site cache entry     2
-//   read-mostly:   g_real[Id]; the auditor's state and address; the CUPTI/enforce flags; options'
-//                  stack depth and the ledger generation; Timeline::capturing                     ~6
-//   ledger data:   the classic table's hot line, its shard, its slot; the owner's line; the totals    5
-// A free touches the same but the site and the hot line, and its shard and slot twice: marked before the
-// driver runs (no lock held across it), taken out after. The totals' line is shared by every thread: it is
-// what an exact peak costs. Before issue 18 an allocation also touched an order stripe's mutex, the shard
-// map's bucket, a malloc'd node and malloc's own lines (freed again by the free), a per-thread kind stripe,
-// the owners' registration count, a shared call-counter stripe and the TLS lines behind three
-// __tls_get_addr calls: about 22 lines where there are now about 13. Counted by cachegrind with every line
-// evicted before each call (tests/bench/RESULTS.md, "Cold caches"), stack frames, GOT entries and the
-// driver's own lines included: 66 D1 misses an alloc+free pair, where there were 105.
-template <HookId Id, typename Event, typename... A>
-struct DriverHook<Id, Event, CUresult(A...)> {
-    static CUresult call(const char* api, void* caller, A... a) noexcept {
-        using Real = CUresult(CUDAAPI*)(A...);
-        Real real = nullptr;
-        // No driver loaded, or it could not be looked up: what a missing libcuda gives.
-        if (!guarded(api, [&] { real = reinterpret_cast<Real>(real_fn(Id)); }) || real == nullptr)
-            return CUDA_ERROR_NOT_INITIALIZED;
-        std::optional<Call> call;
-        if (!guarded(api, [&] { call.emplace(api, caller, call_class(Event{})); }) || !call->recording()) return real(a...);
-        std::optional<CUresult> answered;
-        OrderHold order;
-        const bool prepared = guarded(api, [&] {
-            if (enforcing()) answered = enforce_before(Event{}, *call, a...);
-            if (!answered) order = before(Event{}, *call, a...);
-        });
-        if (answered) return *answered;
-        CUresult r;
-        {
-            DriverScope in_driver;  // calls the driver makes on itself are not the program's
-            r = real(a...);
-        }
-        ShimScope busy;
-        guarded(api, [&] {
-            record(Event{}, *call, r, a...);
-            watch_oom(Event{}, *call, r, a...);  // an allocation refused for lack of memory, or its retry
-            if (prepared && enforcing()) enforce_after(Event{}, r, a...);
-        });
-        return r;
-    }
-};
-
-template <HookId Id, typename Fn>
-struct RuntimeHook;
-
-template <HookId Id, typename... A>
-struct RuntimeHook<Id, cudaError_t(A...)> {
-    static cudaError_t call(const char* api, void* caller, A... a) noexcept {
-        using Real = cudaError_t(CUDARTAPI*)(A...);
-        Real real = nullptr;
-        if (!guarded(api, [&] { real = reinterpret_cast<Real>(real_fn(Id)); }) || real == nullptr)
-            return cudaErrorInitializationError;
-        RuntimeScope named(api, caller);  // the nested driver call records with this caller and API
-        return real(a...);
-    }
-};
 
 }  // namespace cumemaudit::shim

@@ -1,10 +1,8 @@
 #include "oom.hpp"
 
-#include "auditor.hpp"
-#include "cupti_backend.hpp"
 #include "driver_query.hpp"
 #include "export_key.hpp"
-#include "timeline.hpp"
+#include "recorder.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -151,24 +149,16 @@ std::uint64_t OomLog::events() const {
     return events_;
 }
 
-void OomLog::reset() {
-    records_.clear();
-    staged_.clear();
-    events_ = 0;
-    written_ = torch_written_ = false;
-    pending_ = 0;
-}
-
 namespace {
 
 // The moment itself: the driver's figures first (closest to the refusal), then the ledger's.
-report::OomInput take_moment(Auditor& a, const char* api, const char* result, std::uint64_t bytes) {
+report::OomInput take_moment(Recorder& a, const char* api, const char* result, std::uint64_t bytes) {
     const DriverMemory m = driver_memory();
     // Exported fds the program closed since are learnt first: memory whose last pin was one is free, and
     // memory they no longer pin is unreachable. The snapshot does that (and is otherwise discarded).
     (void)a.ledger().snapshot(ledger::Moment::checkpoint,
                               [](int fd, const ledger::ExportKey& key) { return fd_still_open(fd, key); });
-    const PoolFigures pools = cupti_pool_figures();
+    const PoolFigures pools = a.pools().figures_now();
     report::OomInput in = oom_breakdown(a.ledger(), a.timeline().graphs(), m.known ? m.used : 0, pools.reserved, pools.used);
     in.oom.time_ns = now_ns();
     in.oom.step = a.timeline().last_step();
@@ -182,25 +172,23 @@ report::OomInput take_moment(Auditor& a, const char* api, const char* result, st
 
 }  // namespace
 
-void out_of_memory(Call& call, CUresult r, std::uint64_t bytes) {
-    Auditor& a = Auditor::get();
+bool out_of_memory(Call& call, CUresult r, std::uint64_t bytes) {
+    Recorder& a = call.recorder();
     report::OomInput in = take_moment(a, call.api(), result_name(r), bytes);
     in.site = call.site();
     in.oom.owner = a.ledger().owner_name(in.site.owner);
-    if (a.oom_log().refused(std::move(in), a.options().oom_interval_s)) a.oom_checkpoint();
+    return a.oom_log().refused(std::move(in), a.options().oom_interval_s);
 }
 
 void allocation_succeeded(Call& call, std::uint64_t bytes) {
-    Auditor::get().oom_log().succeeded(call.api(), bytes, now_ns());
+    call.recorder().oom_log().succeeded(call.api(), bytes, now_ns());
 }
 
-void torch_out_of_memory(std::uint64_t bytes) {
-    ShimScope busy;
-    Auditor& a = Auditor::get();
+bool torch_out_of_memory(Recorder& a, std::uint64_t bytes) {
     report::OomInput in = take_moment(a, "torch", "torch.OutOfMemoryError", bytes);
     in.site = ledger::Site{"torch", 0, 0};
     in.oom.owner = "pytorch";
-    if (a.oom_log().torch_oom(bytes, std::move(in))) a.oom_checkpoint();
+    return a.oom_log().torch_oom(bytes, std::move(in));
 }
 
 }  // namespace cumemaudit::shim

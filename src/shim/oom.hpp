@@ -22,9 +22,7 @@
 
 namespace cumemaudit::shim {
 
-class Timeline;
-struct DriverMemory;
-struct PoolFigures;
+class Recorder;
 
 // The bytes an allocation call asked for (0 where the call names no size); nullopt for calls that are not
 // allocations, whose failures make no OOM record.
@@ -57,8 +55,11 @@ class OomLog {
 public:
     static constexpr std::size_t kKept = 64;  // records kept; later OOMs are only counted
 
+    // `waiting` counts the records waiting for their retry, for the hot path (Recorder::Hot).
+    explicit OomLog(std::atomic<int>& waiting) : pending_(waiting) {}
+
     // One relaxed load: is any record waiting for its retry? The success path of every allocation asks.
-    static bool pending() { return pending_.load(std::memory_order_relaxed) > 0; }
+    bool pending() const { return pending_.load(std::memory_order_relaxed) > 0; }
 
     // Keeps the record; true when the report should be written now: the first OOM, then one per interval.
     bool refused(report::OomInput, int interval_s);
@@ -75,7 +76,6 @@ public:
 
     std::vector<report::OomInput> records() const;
     std::uint64_t events() const;
-    void reset();
 
 private:
     bool due(std::chrono::steady_clock::time_point now, int interval_s);  // mu_ held
@@ -85,23 +85,28 @@ private:
     std::vector<report::TorchPool> staged_;
     bool written_ = false, torch_written_ = false;
     std::chrono::steady_clock::time_point last_write_{};
-    static inline std::atomic<int> pending_{0};
+    std::atomic<int>& pending_;
 };
 
-// Called by the wrapper after the record of a call that answered CUDA_ERROR_OUT_OF_MEMORY, or of a
-// successful allocation while records wait for their retry.
-void out_of_memory(Call&, CUresult, std::uint64_t requested_bytes);
+// Called by the wrapper after the record of a call that answered CUDA_ERROR_OUT_OF_MEMORY (true: the report
+// is due now, and the wrapper has the Auditor write it), or of a successful allocation while records wait
+// for their retry.
+bool out_of_memory(Call&, CUresult, std::uint64_t requested_bytes);
 void allocation_succeeded(Call&, std::uint64_t requested_bytes);
-// cumemaudit_torch_oom(): PyTorch's out-of-memory observer fired (the Python helper registers it).
-void torch_out_of_memory(std::uint64_t requested_bytes);
+// cumemaudit_torch_oom(): PyTorch's out-of-memory observer fired (the Python helper registers it). True:
+// the report is due now.
+bool torch_out_of_memory(Recorder&, std::uint64_t requested_bytes);
 
+// True when the OOM report is due now.
 template <typename Event, typename... A>
-inline void watch_oom(Event e, Call& call, CUresult r, A... a) {
-    if (r != CUDA_ERROR_OUT_OF_MEMORY && !(r == CUDA_SUCCESS && OomLog::pending())) return;
+inline bool watch_oom(Event e, Call& call, CUresult r, A... a) {
+    if (r != CUDA_ERROR_OUT_OF_MEMORY && !(r == CUDA_SUCCESS && call.recorder().hot().oom_waiting.load(std::memory_order_relaxed) > 0))
+        return false;
     const std::optional<std::uint64_t> bytes = requested(e, a...);
-    if (!bytes) return;
-    if (r == CUDA_ERROR_OUT_OF_MEMORY) out_of_memory(call, r, *bytes);
-    else allocation_succeeded(call, *bytes);
+    if (!bytes) return false;
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) return out_of_memory(call, r, *bytes);
+    allocation_succeeded(call, *bytes);
+    return false;
 }
 
 }  // namespace cumemaudit::shim

@@ -11,7 +11,6 @@
 
 #include <array>
 #include <filesystem>
-#include <memory>
 #include <vector>
 #include <string>
 
@@ -68,20 +67,6 @@ std::string package_of(const std::string& path, const std::string& base) {
     return base;
 }
 
-std::string object_of(ledger::Pc pc) {
-    Dl_info info{};
-    // The return address may sit just past the object's last byte: look one byte back.
-    if (dladdr(reinterpret_cast<void*>(pc - 1), &info) == 0 || info.dli_fname == nullptr) return {};
-    return info.dli_fname;
-}
-
-struct CacheEntry {
-    ledger::Pc pc = 0;
-    ledger::OwnerId owner = 0;
-    const ledger::Ledger* ledger = nullptr;  // ids are per ledger: a fork child starts a fresh one
-};
-thread_local std::unique_ptr<std::array<CacheEntry, 64>> t_cache;  // heap: keeps the TLS block small
-
 // owner_rules=glob=owner,glob=owner: the user's rules, read once, tried before the built-in ones.
 const std::vector<std::pair<std::string, std::string>>& user_rules() {
     static const auto* rules = [] {
@@ -122,20 +107,13 @@ std::string owner_name_for_object(std::string_view object) {
     return package_of(path, base);
 }
 
-ledger::OwnerId owner_of(std::span<const ledger::Pc> pcs, ledger::Ledger& ledger) {
-    if (pcs.empty()) return 0;
-    if (!t_cache) t_cache = std::make_unique<std::array<CacheEntry, 64>>();
-    CacheEntry& slot = (*t_cache)[(pcs[0] >> 4) % t_cache->size()];
-    if (slot.pc == pcs[0] && slot.ledger == &ledger && pcs.size() == 1) return slot.owner;
-    ledger::OwnerId owner = 0;
-    for (ledger::Pc pc : pcs) {
-        const std::string object = object_of(pc);
-        if (is_intermediary(object)) continue;
-        owner = ledger.owner_id(owner_name_for_object(object));
-        break;
-    }
-    if (pcs.size() == 1) slot = {pcs[0], owner, &ledger};
-    return owner;
+bool is_cupti(std::string_view object) { return basename(object).starts_with("libcupti"); }
+
+std::string object_of(ledger::Pc pc) {
+    Dl_info info{};
+    // The return address may sit just past the object's last byte: look one byte back.
+    if (dladdr(reinterpret_cast<void*>(pc - 1), &info) == 0 || info.dli_fname == nullptr) return {};
+    return info.dli_fname;
 }
 
 }  // namespace cumemaudit::shim

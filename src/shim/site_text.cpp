@@ -1,17 +1,16 @@
 #include "site_text.hpp"
 
-#include "auditor.hpp"
+#include "recorder.hpp"
 #include "ledger/python_frames.hpp"
 
 #include <fmt/format.h>
 
 namespace cumemaudit::shim {
 
-std::string describe_site(const ledger::Site& site) { return describe_stack(site, 1); }
+std::string describe_site(Recorder& rec, const ledger::Site& site) { return describe_stack(rec, site, 1); }
 
-std::string describe_stack(const ledger::Site& site, std::size_t max_frames) {
-    Auditor& a = Auditor::get();
-    const auto frames = a.ledger().traces().frames(site.trace);
+std::string describe_stack(Recorder& rec, const ledger::Site& site, std::size_t max_frames) {
+    const auto frames = rec.ledger().traces().frames(site.trace);
     std::string out = site.api;
     std::size_t native = 0, python = 0;
     for (const ledger::Pc pc : frames) {
@@ -19,12 +18,12 @@ std::string describe_stack(const ledger::Site& site, std::size_t max_frames) {
         // interpreter's own table, after the native ones, innermost first.
         if (ledger::is_python(pc)) {
             if (python == max_frames) continue;
-            const ledger::PythonFrame f = a.ledger().python_frames().frame(pc);
+            const ledger::PythonFrame f = rec.ledger().python_frames().frame(pc);
             out += fmt::format("{}{} {}:{}", python++ == 0 ? "; Python: " : " < ", f.function, f.file, f.line);
             continue;
         }
         if (native == max_frames || python > 0) continue;
-        const report::Frame f = a.symbolizer().resolve(pc);
+        const report::Frame f = rec.symbolizer().resolve(pc);
         const std::string where = f.file.empty() ? f.object : fmt::format("{}:{}", f.file, f.line);
         out += fmt::format("{}{} {}", native++ == 0 ? " in " : " < ", f.symbol.empty() ? "??" : f.symbol, where);
     }

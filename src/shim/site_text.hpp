@@ -8,10 +8,12 @@
 
 namespace cumemaudit::shim {
 
-std::string describe_site(const ledger::Site&);
+class Recorder;
+
+std::string describe_site(Recorder&, const ledger::Site&);
 
 // The same for up to `max_frames` frames, innermost first: "cuMemCreate in f a.c:3 < g b.c:9 < ...".
 // For messages naming a leak at a test's end (cumemaudit_held_since).
-std::string describe_stack(const ledger::Site&, std::size_t max_frames);
+std::string describe_stack(Recorder&, const ledger::Site&, std::size_t max_frames);
 
 }  // namespace cumemaudit::shim

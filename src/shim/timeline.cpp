@@ -1,6 +1,7 @@
 #include "timeline.hpp"
 
 #include "log.hpp"
+#include "recorder.hpp"
 #include "site_text.hpp"
 
 #include "report/text.hpp"
@@ -22,7 +23,8 @@ constexpr std::string_view kPyTorch = "pytorch";
 
 }  // namespace
 
-Timeline::Timeline(ledger::Ledger& ledger, const Options& options) : ledger_(ledger), options_(options) {}
+Timeline::Timeline(Recorder& recorder, std::atomic<int>& captures)
+    : recorder_(recorder), ledger_(recorder.ledger()), options_(recorder.options()), active_captures_(captures) {}
 
 void Timeline::mark(const Mark& m) {
     const std::vector<ledger::OwnerRow> owners = ledger_.owners_now();
@@ -75,7 +77,7 @@ void Timeline::check_growth(const report::Step& s, const std::vector<ledger::Own
         const ledger::Site site = sites.empty() ? ledger::Site{} : sites.front().first;
         alarms_.push_back({report::Alarm{step, s.time_ns, "growth", o.name, growth, o.live_bytes, {}}, site});
         log_warning("step {}: memory outside PyTorch grew by {} in {} (now {}){}", step, report::human_bytes(growth), o.name,
-                    report::human_bytes(o.live_bytes), sites.empty() ? "" : ", most at " + describe_site(site));
+                    report::human_bytes(o.live_bytes), sites.empty() ? "" : ", most at " + describe_site(recorder_, site));
     }
     std::uint64_t unreachable = 0;
     // A periodic sample lands between any two calls of any thread: a handle between its cuMemCreate and
@@ -90,7 +92,7 @@ void Timeline::check_growth(const report::Step& s, const std::vector<ledger::Own
         alarms_.push_back(
             {report::Alarm{step, s.time_ns, "leak", ledger_.owner_name(site.owner), growth, unreachable, {}}, site});
         log_warning("step {}: unreachable VMM memory grew by {} (now {}): a leak, reference taken by {}", step,
-                    report::human_bytes(growth), report::human_bytes(unreachable), describe_site(site));
+                    report::human_bytes(growth), report::human_bytes(unreachable), describe_site(recorder_, site));
     }
     last_unreachable_ = unreachable;
     since_epoch_ = ledger_.begin_epoch();
@@ -164,21 +166,6 @@ std::vector<report::Graph> Timeline::graphs() const {
 std::uint64_t Timeline::last_step() const {
     std::lock_guard lock(mu_);
     return last_step_;
-}
-
-void Timeline::reset() {
-    steps_.clear();
-    alarms_.clear();
-    last_live_.clear();
-    last_unreachable_ = 0;
-    since_epoch_ = 0;
-    marks_ = 0;
-    last_step_ = 0;
-    graphs_.clear();
-    capturing_.clear();
-    by_graph_.clear();
-    execs_.clear();
-    active_captures_ = 0;
 }
 
 }  // namespace cumemaudit::shim

@@ -20,6 +20,8 @@
 
 namespace cumemaudit::shim {
 
+class Recorder;
+
 // Kinds whose bytes live on the device and count in the driver's used memory.
 inline bool counts_on_device(ledger::Kind k) {
     return k == ledger::Kind::vmm_physical || k == ledger::Kind::classic || k == ledger::Kind::async_pool;
@@ -36,12 +38,12 @@ struct Mark {
 
 class Timeline {
 public:
-    Timeline(ledger::Ledger&, const Options&);
+    // `captures` counts the streams capturing now, for the hot path (Recorder::capturing()).
+    Timeline(Recorder&, std::atomic<int>& captures);
 
     void mark(const Mark&);
 
-    // Stream capture. The hot path asks capturing() (one relaxed load) before tallying an allocation.
-    static bool capturing() { return active_captures_.load(std::memory_order_relaxed) > 0; }
+    // Stream capture. The hot path asks Recorder::capturing() (one relaxed load) before tallying an allocation.
     void capture_began(const void* stream);
     void capture_ended(const void* stream, const void* graph);  // graph null: capture failed
     void captured(ledger::OwnerId, std::uint64_t bytes);        // an allocation during capture
@@ -55,10 +57,9 @@ public:
 
     std::uint64_t last_step() const;  // the last numbered step marked (0 before any)
 
-    void reset();  // a fork child starts afresh
-
 private:
     void check_growth(const report::Step&, const std::vector<ledger::OwnerRow>&);
+    Recorder& recorder_;
     ledger::Ledger& ledger_;
     const Options& options_;
     mutable std::mutex mu_;  // marks and captures are rare: one lock keeps them in order
@@ -74,7 +75,7 @@ private:
     std::map<const void*, std::size_t> capturing_;  // stream → index into graphs_
     std::map<const void*, std::size_t> by_graph_;   // CUgraph → index into graphs_
     std::map<const void*, std::pair<std::size_t, std::int64_t>> execs_;  // CUgraphExec → (graph, its cost)
-    static inline std::atomic<int> active_captures_{0};
+    std::atomic<int>& active_captures_;
 };
 
 }  // namespace cumemaudit::shim

@@ -20,6 +20,15 @@ ALLOWED = {
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/', re.M)
 
+# Inside src/shim, the Recorder and all it is made of (ledger access, events, enforce, timeline, OOM, owners,
+# sites) never reach up to the process around them: a call hands its Recorder down (Call::recorder()).
+# Only these files may name the Auditor, the wrappers or the CUPTI entry point.
+SHIM_UPPER = {"auditor.hpp", "wrapper.hpp", "cupti_backend.hpp"}
+SHIM_BOUNDARY = {"auditor.cpp", "auditor.hpp", "c_api.cpp", "cupti_backend.cpp", "cupti_backend.hpp", "hooks.cpp",
+                 "wrapper.hpp"}
+LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+\.hpp)"', re.M)
+NAMES_AUDITOR = re.compile(r'\bAuditor::')
+
 root = sys.argv[1]
 failures = []
 for folder, allowed in ALLOWED.items():
@@ -34,5 +43,19 @@ for folder, allowed in ALLOWED.items():
                     line = text.count("\n", 0, m.start()) + 1
                     failures.append(f"{os.path.relpath(path, root)}:{line}: includes {m.group(1)}/, "
                                     f"which {folder} may not (allowed: {', '.join(sorted(allowed)) or 'nothing'})")
-print("\n".join(failures) or f"layers hold: {len(ALLOWED)} folders include only what DESIGN.md allows")
+shim = os.path.join(root, "src/shim")
+for name in sorted(os.listdir(shim)):
+    if name in SHIM_BOUNDARY or not name.endswith((".cpp", ".hpp", ".inc")):
+        continue
+    text = open(os.path.join(shim, name), encoding="utf-8").read()
+    for m in LOCAL_INCLUDE.finditer(text):
+        if m.group(1) in SHIM_UPPER:
+            line = text.count("\n", 0, m.start()) + 1
+            failures.append(f"src/shim/{name}:{line}: includes {m.group(1)}: below the Recorder's boundary, take the "
+                            f"Recorder from the Call instead")
+    for m in NAMES_AUDITOR.finditer(text):
+        line = text.count("\n", 0, m.start()) + 1
+        failures.append(f"src/shim/{name}:{line}: names the Auditor: below the Recorder's boundary")
+print("\n".join(failures) or f"layers hold: {len(ALLOWED)} folders include only what DESIGN.md allows, and "
+      f"{len(SHIM_BOUNDARY)} files of src/shim alone reach the Auditor")
 sys.exit(1 if failures else 0)

@@ -91,13 +91,15 @@ TEST_CASE("an allocation leaked with two references counts once, under its creat
 }
 
 TEST_CASE("the OOM log writes the first refusal, then one per interval, and matches retries exactly") {
-    shim::OomLog log;
+    std::atomic<int> waiting{0};  // the Recorder's hot counter, here the test's own
+    shim::OomLog log(waiting);
     CHECK(log.refused(record("cuMemAlloc", 64 * MiB), 3600));
     CHECK_FALSE(log.refused(record("cuMemAlloc", 64 * MiB), 3600));
     CHECK_FALSE(log.refused(record("cuMemCreate", 2 * MiB), 3600));
     CHECK(log.refused(record("cuMemCreate", 2 * MiB), 0));  // interval 0: every one
     CHECK(log.events() == 4);
-    CHECK(shim::OomLog::pending());
+    CHECK(log.pending());
+    CHECK(waiting == 4);
 
     log.succeeded("cuMemAlloc", 32 * MiB, 5);  // another size: not a retry
     log.succeeded("cuMemCreate", 64 * MiB, 6);  // another API: not a retry
@@ -108,7 +110,8 @@ TEST_CASE("the OOM log writes the first refusal, then one per interval, and matc
     CHECK(rows[0].oom.recovered_time_ns == 7);
     CHECK((!rows[2].oom.recovered && !rows[3].oom.recovered));
     log.succeeded("cuMemCreate", 2 * MiB, 8);
-    CHECK_FALSE(shim::OomLog::pending());
+    CHECK_FALSE(log.pending());
+    CHECK(waiting == 0);
 
     SECTION("PyTorch's view joins the latest record once, and is written the first time") {
         log.stage_pool({"default", 10, 30, 20});
@@ -121,8 +124,6 @@ TEST_CASE("the OOM log writes the first refusal, then one per interval, and matc
         CHECK(log.records().back().oom.api == "torch");
         CHECK(log.records().back().oom.requested_bytes == 6 * MiB);
     }
-    log.reset();
-    CHECK(log.records().empty());
 }
 
 TEST_CASE("an oom record and per-pool step figures survive the JSON form") {

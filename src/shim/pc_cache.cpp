@@ -1,0 +1,86 @@
+#include "pc_cache.hpp"
+
+#include "call.hpp"
+#include "owners.hpp"
+#include "recorder.hpp"
+
+#include "ledger/python_frames.hpp"
+
+namespace cumemaudit::shim {
+
+// One return address. `passes_on` is the object's, the same under every recorder; the owner and the trace
+// are ids of one recorder's ledger, valid while `generation` is that recorder's.
+struct alignas(32) PcFacts {  // two a cache line, never one across two
+    ledger::Pc pc = 0;
+    std::uint64_t generation = 0;
+    ledger::TraceId trace = 0;  // 0: not interned yet
+    ledger::OwnerId owner = 0;
+    bool owner_known = false;
+    std::int8_t passes_on = -1;  // -1: not looked up
+};
+static_assert(sizeof(PcFacts) == 32);
+
+namespace {
+
+constexpr std::size_t kEntries = 256;  // direct-mapped, 8 KiB a thread
+
+PcFacts& facts(ledger::Pc pc) {
+    ThreadState& t = thread_state();
+    // On the heap, one per thread: in the TLS block itself it would overflow the static TLS a dlopen() may get.
+    if (t.pcs == nullptr) t.pcs = new PcFacts[kEntries]();
+    PcFacts& e = t.pcs[(pc >> 2) % kEntries];
+    if (e.pc != pc) e = PcFacts{.pc = pc};
+    return e;
+}
+
+void learn_object(PcFacts& e, Recorder* rec) {
+    const std::string object = object_of(e.pc);
+    e.passes_on = is_intermediary(object) || is_cupti(object);
+    if (rec != nullptr && !e.passes_on) {
+        e.owner = rec->ledger().owner_id(owner_name_for_object(object));
+        e.owner_known = true;
+    }
+}
+
+// `e` with the ids of `rec`: a fresh recorder (a fork child's) has its own.
+PcFacts& current(PcFacts& e, const Recorder& rec) {
+    if (e.generation != rec.generation()) {
+        e.generation = rec.generation();
+        e.trace = 0;
+        e.owner_known = false;
+    }
+    return e;
+}
+
+}  // namespace
+
+ledger::Site one_frame_site(Recorder& rec, const char* api, ledger::Pc pc) {
+    const ledger::Pc one[1] = {pc};
+    PcFacts& e = current(facts(pc), rec);
+    if (e.trace == 0) e.trace = rec.ledger().traces().intern(one);
+    return ledger::Site{api, e.trace, owner_of(rec, one)};
+}
+
+ledger::OwnerId owner_of(Recorder& rec, std::span<const ledger::Pc> pcs) {
+    for (const ledger::Pc pc : pcs) {
+        if (ledger::is_python(pc)) break;  // Python frames follow the native ones: none of them is an object
+        PcFacts& e = current(facts(pc), rec);
+        if (e.passes_on < 0 || (!e.passes_on && !e.owner_known)) learn_object(e, &rec);
+        if (!e.passes_on) return e.owner;
+    }
+    return 0;
+}
+
+bool passes_on(ledger::Pc pc) {
+    PcFacts& e = facts(pc);
+    if (e.passes_on < 0) learn_object(e, nullptr);
+    return e.passes_on != 0;
+}
+
+void free_thread_pc_cache() {
+    ThreadState& t = thread_state();
+    delete[] t.pcs;
+    t.pcs = nullptr;
+}
+
+}  // namespace cumemaudit::shim
