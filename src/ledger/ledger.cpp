@@ -78,12 +78,12 @@ void Ledger::mapped(std::uint64_t va, std::uint64_t size, std::uint64_t handle, 
                     const Site& site) {
     state_->vmm.mapped(va, size, handle, ok, result, site);
 }
-void Ledger::unmapped(std::uint64_t va, std::uint64_t size, bool ok, const char* result, const Site& site) {
-    state_->vmm.unmapped(va, size, ok, result, site);
+void Ledger::unmapped(std::uint64_t va, std::uint64_t size, bool ok, const char* result, SiteOnDemand site) {
+    if (const char* why = state_->vmm.unmapped(va, size, ok)) state_->misuse.record(site(), result, why);
 }
 void Ledger::reserved(std::uint64_t va, std::uint64_t size, const Site&) { state_->vmm.reserved(va, size); }
-void Ledger::address_freed(std::uint64_t va, std::uint64_t size, bool ok, const char* result, const Site& site) {
-    state_->vmm.address_freed(va, size, ok, result, site);
+void Ledger::address_freed(std::uint64_t va, std::uint64_t size, bool ok, const char* result, SiteOnDemand site) {
+    if (const char* why = state_->vmm.address_freed(va, size, ok)) state_->misuse.record(site(), result, why);
 }
 
 void Ledger::allocated(std::uint64_t ptr, std::uint64_t size, Kind kind, const Site& site) {

@@ -38,6 +38,21 @@ struct Site {
     OwnerId owner = 0;     // 0: "unknown"
 };
 
+// A site the ledger asks for only when it keeps one. An unmap or address free keeps none unless it is
+// misuse, and the caller's site may be a deep stack that costs microseconds to capture. Refers to `f`,
+// which must outlive the call it is passed to.
+class SiteOnDemand {
+public:
+    template <class F>
+    SiteOnDemand(F& f) : get_([](void* p) { return Site((*static_cast<F*>(p))()); }), f_(&f) {}
+    SiteOnDemand(const Site& site) : get_([](void* p) { return *static_cast<const Site*>(p); }), f_(const_cast<Site*>(&site)) {}
+    Site operator()() const { return get_(f_); }
+
+private:
+    Site (*get_)(void*);
+    void* f_;
+};
+
 // Identity of an exported shareable handle, so an import in this process finds the same allocation:
 // fabric handle: two halves of a digest of the 64-byte blob; POSIX fd: st_dev and st_ino of the open file.
 struct ExportKey {
@@ -134,9 +149,9 @@ public:
     void exported(std::uint64_t handle, HandleType, const ExportKey&, int fd /* -1 unless posix_fd */, const Site&);
     void imported(std::uint64_t handle, HandleType, const ExportKey&, const Site&);
     void mapped(std::uint64_t va, std::uint64_t size, std::uint64_t handle, bool ok, const char* result, const Site&);
-    void unmapped(std::uint64_t va, std::uint64_t size, bool ok, const char* result, const Site&);
+    void unmapped(std::uint64_t va, std::uint64_t size, bool ok, const char* result, SiteOnDemand);
     void reserved(std::uint64_t va, std::uint64_t size, const Site&);
-    void address_freed(std::uint64_t va, std::uint64_t size, bool ok, const char* result, const Site&);
+    void address_freed(std::uint64_t va, std::uint64_t size, bool ok, const char* result, SiteOnDemand);
 
     // ---- classic allocations (cuMemAlloc*, async, host, managed, IPC opens) and their frees.
     void allocated(std::uint64_t ptr, std::uint64_t size, Kind, const Site&);

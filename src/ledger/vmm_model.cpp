@@ -154,12 +154,9 @@ void VmmModel::mapped(std::uint64_t va, std::uint64_t size, std::uint64_t handle
     ++a->second.mappings;
 }
 
-void VmmModel::unmapped(std::uint64_t va, std::uint64_t size, bool ok, const char* result, const Site& site) {
+const char* VmmModel::unmapped(std::uint64_t va, std::uint64_t size, bool ok) {
     std::lock_guard lock(mu_);
-    if (!ok) {
-        misuse_.record(site, result, overlaps_mapping(va, size) ? "driver rejected the call" : "unmap of an unmapped range");
-        return;
-    }
+    if (!ok) return overlaps_mapping(va, size) ? "driver rejected the call" : "unmap of an unmapped range";
     // Every mapped range that intersects [va, va + size): the driver requires whole ranges anyway.
     const std::uint64_t end = va + (size ? size : 1);
     auto it = mappings_.upper_bound(va);
@@ -168,8 +165,7 @@ void VmmModel::unmapped(std::uint64_t va, std::uint64_t size, bool ok, const cha
     if (it == mappings_.end() || it->first >= end) {
         // The real driver accepts an unmap of a reserved range nothing maps (vLLM's free while asleep): the
         // answer is success, the call still misuse. Outside our reservations it may predate the shim.
-        if (inside_reservation(va, size)) misuse_.record(site, result, "unmap of an unmapped range");
-        return;
+        return inside_reservation(va, size) ? "unmap of an unmapped range" : nullptr;
     }
     while (it != mappings_.end() && it->first < end) {
         touched.push_back(it->second.alloc);
@@ -182,6 +178,7 @@ void VmmModel::unmapped(std::uint64_t va, std::uint64_t size, bool ok, const cha
         if (a->second.mappings) --a->second.mappings;
         forget_if_unpinned(id);
     }
+    return nullptr;
 }
 
 void VmmModel::reserved(std::uint64_t va, std::uint64_t size) {
@@ -189,18 +186,15 @@ void VmmModel::reserved(std::uint64_t va, std::uint64_t size) {
     reservations_[va] = size;
 }
 
-void VmmModel::address_freed(std::uint64_t va, std::uint64_t size, bool ok, const char* result, const Site& site) {
+const char* VmmModel::address_freed(std::uint64_t va, std::uint64_t size, bool ok) {
     std::lock_guard lock(mu_);
     if (!ok) {
-        if (overlaps_mapping(va, size))
-            misuse_.record(site, result, "address free with live mappings");
-        else if (!reservations_.count(va))
-            misuse_.record(site, result, "address free of a range never reserved");
-        else
-            misuse_.record(site, result, "driver rejected the call");
-        return;
+        if (overlaps_mapping(va, size)) return "address free with live mappings";
+        if (!reservations_.count(va)) return "address free of a range never reserved";
+        return "driver rejected the call";
     }
     reservations_.erase(va);
+    return nullptr;
 }
 
 void VmmModel::collect(Moment moment, const ExportProbe& still_open, LeakRows& rows, Summary& summary,

@@ -28,9 +28,11 @@ public:
     void exported(std::uint64_t handle, HandleType, const ExportKey&, int fd, const Site&);
     void imported(std::uint64_t handle, HandleType, const ExportKey&, const Site&);
     void mapped(std::uint64_t va, std::uint64_t size, std::uint64_t handle, bool ok, const char* result, const Site&);
-    void unmapped(std::uint64_t va, std::uint64_t size, bool ok, const char* result, const Site&);
+    // Both return why the call is misuse, or null: the caller records it with the site (Ledger::unmapped),
+    // outside this model's lock, and asks for the site only then.
+    const char* unmapped(std::uint64_t va, std::uint64_t size, bool ok);
     void reserved(std::uint64_t va, std::uint64_t size);
-    void address_freed(std::uint64_t va, std::uint64_t size, bool ok, const char* result, const Site&);
+    const char* address_freed(std::uint64_t va, std::uint64_t size, bool ok);
 
     // Asks the probe about every exported fd (forgetting allocations whose last pin was a closed fd), then
     // adds the leaked allocations to rows and summary, and their bytes to leaked_by_owner.

@@ -89,13 +89,19 @@ Recorder* recorder_for_call() {
     if (!programs_call()) return nullptr;
     Recorder* rec = Auditor::enter();
     // backend=cupti: CUPTI records; the wrappers stand by unless it could not subscribe.
-    if (rec != nullptr && rec->hot().cupti_only && !thread_state().in_cupti_callback && cupti_subscribed()) return nullptr;
+    const ThreadState& t = thread_state();
+    if (rec != nullptr && t.recorder_cupti_only && !t.in_cupti_callback && cupti_subscribed()) return nullptr;
     return rec;
 }
 
 bool Auditor::started() { return g_state.load(std::memory_order_acquire) == running; }
 
 Recorder* Auditor::enter() {
+    ThreadState& t = thread_state();
+    if (t.recorder != nullptr) {  // the common case: one line, this thread's own
+        count_call();
+        return t.recorder;
+    }
     if (g_state.load(std::memory_order_acquire) != running) {
         std::call_once(g_start_once, [] {
             ShimScope busy;
@@ -115,7 +121,9 @@ Recorder* Auditor::enter() {
         restart_in_child();
     }
     count_call();
-    return &g_auditor->recorder_;
+    t.recorder = &g_auditor->recorder_;
+    t.recorder_cupti_only = t.recorder->hot().cupti_only;
+    return t.recorder;
 }
 
 void Auditor::start_background() {
@@ -405,6 +413,7 @@ __attribute__((constructor)) void register_handlers() {
     on_exit(&Auditor::on_exit_trampoline, nullptr);
     pthread_atfork(nullptr, nullptr, [] {
         g_forked.store(g_state.load() == running);
+        thread_state().recorder = nullptr;  // the child's one thread: its first call finds the fresh Recorder
         reset_order_stripes_in_child();
     });
 }

@@ -15,9 +15,9 @@
 
 namespace cumemaudit::shim {
 
-namespace {
+thread_local ThreadState t_thread_state __attribute__((tls_model("initial-exec")));
 
-thread_local ThreadState t_state __attribute__((tls_model("initial-exec")));
+namespace {
 
 constexpr int kMaxDepth = options::kMaxStackDepth;
 constexpr int kMaxPythonDepth = options::kMaxPythonDepth;
@@ -56,22 +56,20 @@ void on_thread_exit(void* p) {
 
 }  // namespace
 
-ThreadState& thread_state() { return t_state; }
-
 void count_call() {
-    if (!t_state.counted) {
+    if (!t_thread_state.counted) {
         std::lock_guard lock(g_counted_mu);
         static const bool key_made = [] {
             g_counted = new std::vector<ThreadState*>();
             return pthread_key_create(&g_exit_key, on_thread_exit) == 0;
         }();
         if (!key_made) return;  // no thread-exit hook: count nothing rather than read a dead thread later
-        g_counted->push_back(&t_state);  // may throw: the caller's fence degrades the call to pass-through
-        pthread_setspecific(g_exit_key, &t_state);
-        t_state.counted = true;
+        g_counted->push_back(&t_thread_state);  // may throw: the caller's fence degrades the call to pass-through
+        pthread_setspecific(g_exit_key, &t_thread_state);
+        t_thread_state.counted = true;
     }
     // One writer: a plain increment, no locked instruction.
-    t_state.calls.store(t_state.calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    t_thread_state.calls.store(t_thread_state.calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
 std::uint64_t calls_so_far() {
@@ -86,10 +84,10 @@ void reset_calls_after_fork() {
     // One thread alive and the lock possibly held by a thread that no longer exists: rebuild, do not lock.
     new (&g_counted_mu) std::mutex();
     g_gone_calls = 0;
-    t_state.calls.store(0, std::memory_order_relaxed);
+    t_thread_state.calls.store(0, std::memory_order_relaxed);
     if (g_counted == nullptr) return;
     g_counted->clear();
-    if (t_state.counted) g_counted->push_back(&t_state);
+    if (t_thread_state.counted) g_counted->push_back(&t_thread_state);
 }
 
 namespace {
@@ -112,24 +110,24 @@ void reset_order_stripes_in_child() {
 }
 
 RuntimeScope::RuntimeScope(const char* api, void* caller)
-    : saved_api_(t_state.runtime_api), saved_caller_(t_state.runtime_caller) {
+    : saved_api_(t_thread_state.runtime_api), saved_caller_(t_thread_state.runtime_caller) {
     // The outermost runtime call names the site: cudart may call itself (cudaMallocHost → cudaHostAlloc).
-    if (t_state.runtime_api == nullptr) {
-        t_state.runtime_api = api;
-        t_state.runtime_caller = caller;
+    if (t_thread_state.runtime_api == nullptr) {
+        t_thread_state.runtime_api = api;
+        t_thread_state.runtime_caller = caller;
     }
 }
 
 RuntimeScope::~RuntimeScope() {
-    t_state.runtime_api = saved_api_;
-    t_state.runtime_caller = saved_caller_;
+    t_thread_state.runtime_api = saved_api_;
+    t_thread_state.runtime_caller = saved_caller_;
 }
 
 Call::Call(Recorder& recorder, const char* api, void* caller, CallClass cls)
     : recorder_(recorder), api_(api), caller_(caller), class_(cls) {
-    if (t_state.runtime_api != nullptr) {
-        api_ = t_state.runtime_api;
-        caller_ = t_state.runtime_caller;
+    if (t_thread_state.runtime_api != nullptr) {
+        api_ = t_thread_state.runtime_api;
+        caller_ = t_thread_state.runtime_caller;
     }
 }
 

@@ -17,24 +17,30 @@ struct PcFacts;
 class Recorder;
 
 // Per-thread state, initial-exec TLS: the wrappers touch it on every call, and the shim is loaded at start.
-// One cache line holds all a recorded call reads or writes of its own thread: no __tls_get_addr, and the
-// call counter is this thread's, folded only when a report asks (calls_so_far).
+// The first cache line holds all a recorded call reads or writes of its own thread: no __tls_get_addr, no
+// process-wide line to find the Recorder (the thread keeps the one it records into), and the call counter
+// is this thread's, folded only when a report asks (calls_so_far).
 struct alignas(64) ThreadState {
     int driver_depth = 0;              // > 0 while a real driver call made by a wrapper runs
     int shim_depth = 0;                // > 0 while the shim does its own bookkeeping
     const char* runtime_api = nullptr;  // set by a runtime wrapper for its nested driver call
     void* runtime_caller = nullptr;
-    bool in_cupti_callback = false;     // the CUPTI backend is recording this call
-    bool counted = false;               // `calls` is on the list calls_so_far() sums
     std::atomic<std::uint64_t> calls{0};  // recorded calls of this thread (written by it alone)
     PcFacts* pcs = nullptr;             // what is known of return addresses (pc_cache.cpp), made at first use
+    // The process's Recorder once this thread recorded a call (set by the auditor), with its backend=cupti
+    // flag. Null again in a fork child (the atfork handler; the child's one thread is the forking one).
+    Recorder* recorder = nullptr;
     // A SIGTERM/SIGINT that arrived while this thread held a shim lock (shim_depth > 0): the report
     // writer would wait on that lock forever, so the signal is raised again when the outermost scope ends.
     // The flag is read by every ShimScope's end (first cache line); the siginfo only when one was deferred.
     int deferred_signal = 0;
-    siginfo_t deferred_info{};
+    bool in_cupti_callback = false;     // the CUPTI backend is recording this call
+    bool counted = false;               // `calls` is on the list calls_so_far() sums
+    bool recorder_cupti_only = false;
+    alignas(64) siginfo_t deferred_info{};  // second line: read only when a signal was deferred
 };
-ThreadState& thread_state();
+extern thread_local ThreadState t_thread_state __attribute__((tls_model("initial-exec")));
+inline ThreadState& thread_state() { return t_thread_state; }
 
 // A call made now on this thread is the program's: neither the shim nor the driver is already running on it.
 inline bool programs_call() {

@@ -126,8 +126,16 @@ void record(ev::Map, Call& call, CUresult r, CUdeviceptr ptr, size_t size, size_
     book(call).mapped(ptr, size, handle, r == CUDA_SUCCESS, result_name(r), site);
 }
 
+namespace {
+// Only misuse keeps the site of an unmap or address free: it is captured only then.
+auto site_of(Call& call) {
+    return [&call]() -> const ledger::Site& { return call.site(); };
+}
+}  // namespace
+
 void record(ev::Unmap, Call& call, CUresult r, CUdeviceptr ptr, size_t size) {
-    book(call).unmapped(ptr, size, r == CUDA_SUCCESS, result_name(r), call.site());
+    auto site = site_of(call);
+    book(call).unmapped(ptr, size, r == CUDA_SUCCESS, result_name(r), site);
 }
 
 void record(ev::Reserve, Call& call, CUresult r, CUdeviceptr* ptr, size_t size, size_t, CUdeviceptr,
@@ -139,7 +147,8 @@ void record(ev::Reserve, Call& call, CUresult r, CUdeviceptr* ptr, size_t size, 
 }
 
 void record(ev::AddressFree, Call& call, CUresult r, CUdeviceptr ptr, size_t size) {
-    book(call).address_freed(ptr, size, r == CUDA_SUCCESS, result_name(r), call.site());
+    auto site = site_of(call);
+    book(call).address_freed(ptr, size, r == CUDA_SUCCESS, result_name(r), site);
 }
 
 void record(ev::AllocDevice, Call& call, CUresult r, CUdeviceptr* dptr, size_t size) {

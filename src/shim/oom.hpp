@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 namespace cumemaudit::shim {
@@ -27,7 +28,7 @@ class Recorder;
 // The bytes an allocation call asked for (0 where the call names no size); nullopt for calls that are not
 // allocations, whose failures make no OOM record.
 template <typename Event, typename... A>
-std::optional<std::uint64_t> requested(Event, A...) { return std::nullopt; }
+std::nullopt_t requested(Event, A...) { return std::nullopt; }
 inline std::optional<std::uint64_t> requested(ev::Create, CUmemGenericAllocationHandle*, size_t size,
                                               const CUmemAllocationProp*, unsigned long long) { return size; }
 inline std::optional<std::uint64_t> requested(ev::Reserve, CUdeviceptr*, size_t size, size_t, CUdeviceptr,
@@ -96,17 +97,5 @@ void allocation_succeeded(Call&, std::uint64_t requested_bytes);
 // cumemaudit_torch_oom(): PyTorch's out-of-memory observer fired (the Python helper registers it). True:
 // the report is due now.
 bool torch_out_of_memory(Recorder&, std::uint64_t requested_bytes);
-
-// True when the OOM report is due now.
-template <typename Event, typename... A>
-inline bool watch_oom(Event e, Call& call, CUresult r, A... a) {
-    if (r != CUDA_ERROR_OUT_OF_MEMORY && !(r == CUDA_SUCCESS && call.recorder().hot().oom_waiting.load(std::memory_order_relaxed) > 0))
-        return false;
-    const std::optional<std::uint64_t> bytes = requested(e, a...);
-    if (!bytes) return false;
-    if (r == CUDA_ERROR_OUT_OF_MEMORY) return out_of_memory(call, r, *bytes);
-    allocation_succeeded(call, *bytes);
-    return false;
-}
 
 }  // namespace cumemaudit::shim

@@ -17,6 +17,21 @@
 
 namespace cumemaudit::shim {
 
+// After the record of a call: an allocation refused for lack of memory (true: the OOM report is due now),
+// or the retry of one.
+template <typename Event, typename... A>
+inline bool watch_oom(Event e, Call& call, CUresult r, A... a) {
+    // Decided at compile time: a free or a map never reads the OOM counter's line.
+    if constexpr (std::is_same_v<decltype(requested(e, a...)), std::nullopt_t>) return false;
+    if (r != CUDA_ERROR_OUT_OF_MEMORY && !(r == CUDA_SUCCESS && call.recorder().hot().oom_waiting.load(std::memory_order_relaxed) > 0))
+        return false;
+    const std::optional<std::uint64_t> bytes = requested(e, a...);
+    if (!bytes) return false;
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) return out_of_memory(call, r, *bytes);
+    allocation_succeeded(call, *bytes);
+    return false;
+}
+
 template <HookId Id, typename Event, typename Fn>
 struct DriverHook;
 
@@ -63,7 +78,6 @@ struct DriverHook<Id, Event, CUresult(A...)> {
         ShimScope busy;
         guarded(api, [&] {
             record(Event{}, call, r, a...);
-            // An allocation refused for lack of memory (then the report is written now), or its retry.
             if (watch_oom(Event{}, call, r, a...)) Auditor::get().oom_checkpoint();
             if (prepared && enforce) enforce_after(Event{}, call, r, a...);
         });
