@@ -534,3 +534,42 @@ TEST_CASE("32 threads sharing a reusing driver: exact live bytes and planted lea
         CHECK(r.bytes == 4 * (256 + 8 * std::uint64_t(r.site.trace - 1)));
     }
 }
+
+TEST_CASE("an unmap or address free asks for its site only when it is misuse, and keeps that exact site") {
+    // The shim's site of a VMM call may be a deep stack (microseconds): the ledger asks for it only to keep it.
+    Ledger l;
+    const std::uint64_t h = 0x100, va = 0x7f0000000000, size = 2 * MiB;
+    int asked = 0;
+    auto unmap_site = [&] {
+        ++asked;
+        return site("cuMemUnmap", 7);
+    };
+    l.created(h, size, HandleType::none, site("cuMemCreate", 1));
+    l.reserved(va, 2 * size, site("cuMemAddressReserve", 2));
+    l.mapped(va, size, h, true, "CUDA_SUCCESS", site("cuMemMap", 3));
+    l.unmapped(va, size, true, "CUDA_SUCCESS", unmap_site);  // the mapping it names: clean
+    CHECK(asked == 0);
+    // vLLM's free while asleep: the driver answers success for a reserved range nothing maps; still misuse.
+    l.unmapped(va, size, true, "CUDA_SUCCESS", unmap_site);
+    CHECK(asked == 1);
+    l.released(h, true, "CUDA_SUCCESS", site("cuMemRelease", 4));
+    auto free_site = [&] {
+        ++asked;
+        return site("cuMemAddressFree", 8);
+    };
+    l.address_freed(va, 2 * size, true, "CUDA_SUCCESS", free_site);  // clean
+    CHECK(asked == 1);
+    l.address_freed(va, 2 * size, false, "CUDA_ERROR_INVALID_VALUE", free_site);  // never reserved now
+    CHECK(asked == 2);
+
+    const Snapshot s = l.snapshot(Moment::exit, kAllOpen);
+    REQUIRE(s.misuse.size() == 2);
+    CHECK(std::string(s.misuse[0].site.api) == "cuMemUnmap");
+    CHECK(s.misuse[0].site.trace == 7);
+    CHECK(s.misuse[0].what == "unmap of an unmapped range");
+    CHECK(std::string(s.misuse[0].result) == "CUDA_SUCCESS");
+    CHECK(std::string(s.misuse[1].site.api) == "cuMemAddressFree");
+    CHECK(s.misuse[1].site.trace == 8);
+    CHECK(s.misuse[1].what == "address free of a range never reserved");
+    CHECK(s.summary.leaked_bytes == 0);
+}
