@@ -6,6 +6,8 @@
 
 #include "ledger/python_frames.hpp"
 
+#include <optional>
+
 namespace cumemaudit::shim {
 
 // One return address. `passes_on` is the object's, the same under every recorder; the owner and the trace
@@ -52,21 +54,28 @@ PcFacts& current(PcFacts& e, const Recorder& rec) {
     return e;
 }
 
+// The owner `e`'s object names, or nullopt when it passes memory on.
+std::optional<ledger::OwnerId> owner_at(PcFacts& e, Recorder& rec) {
+    if (e.passes_on < 0 || (!e.passes_on && !e.owner_known)) learn_object(e, &rec);
+    if (e.passes_on) return std::nullopt;
+    return e.owner;
+}
+
 }  // namespace
 
 ledger::Site one_frame_site(Recorder& rec, const char* api, ledger::Pc pc) {
-    const ledger::Pc one[1] = {pc};
-    PcFacts& e = current(facts(pc), rec);
-    if (e.trace == 0) e.trace = rec.ledger().traces().intern(one);
-    return ledger::Site{api, e.trace, owner_of(rec, one)};
+    PcFacts& e = current(facts(pc), rec);  // one entry for the trace and the owner
+    if (e.trace == 0) {
+        const ledger::Pc one[1] = {pc};
+        e.trace = rec.ledger().traces().intern(one);
+    }
+    return ledger::Site{api, e.trace, owner_at(e, rec).value_or(0)};
 }
 
 ledger::OwnerId owner_of(Recorder& rec, std::span<const ledger::Pc> pcs) {
     for (const ledger::Pc pc : pcs) {
         if (ledger::is_python(pc)) break;  // Python frames follow the native ones: none of them is an object
-        PcFacts& e = current(facts(pc), rec);
-        if (e.passes_on < 0 || (!e.passes_on && !e.owner_known)) learn_object(e, &rec);
-        if (!e.passes_on) return e.owner;
+        if (const auto owner = owner_at(current(facts(pc), rec), rec)) return *owner;
     }
     return 0;
 }
