@@ -3,11 +3,27 @@
 #include <dlfcn.h>
 #include <execinfo.h>
 
+#ifndef CUMEMAUDIT_STATIC_LIBUNWIND
+#define CUMEMAUDIT_STATIC_LIBUNWIND 0
+#endif
+#if CUMEMAUDIT_STATIC_LIBUNWIND
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+#endif
+
 namespace cumemaudit::shim {
 namespace {
 
 using Backtrace = int (*)(void**, int);
 
+#if CUMEMAUDIT_STATIC_LIBUNWIND
+// The copy linked in (scripts/libunwind), hidden: a program's own libunwind is neither seen nor disturbed.
+Backtrace load_libunwind() {
+    if (unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD) != 0) return nullptr;
+    return unw_backtrace;
+}
+#else
+// A build without it: a libunwind.so.8 of the system's, if there is one.
 Backtrace load_libunwind() {
     void* lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
     if (lib == nullptr) return nullptr;
@@ -20,6 +36,7 @@ Backtrace load_libunwind() {
         return nullptr;
     return backtrace_fn;
 }
+#endif
 
 }  // namespace
 

@@ -1,7 +1,8 @@
 // unwind: the return addresses of the calling thread's stack, for stack_depth > 1. libunwind with its
-// per-thread cache of decoded unwind info costs ~15 ns a frame where glibc's backtrace() re-reads the DWARF
-// of every frame (~100 ns; tests/bench/RESULTS.md). libunwind is loaded with dlopen on first use and never
-// linked, so the shim still loads where it is absent; backtrace() stands in then.
+// per-thread cache of decoded unwind info costs ~6 ns a frame where glibc's backtrace() re-reads the DWARF
+// of every frame (~120 ns; docs/HOT_PATH.md, "Deep stacks"). The shim links a static, hidden copy
+// (scripts/libunwind); a build without it loads the system's libunwind.so.8 on first use, and where that
+// is absent too, backtrace() stands in.
 #pragma once
 
 namespace cumemaudit::shim {
