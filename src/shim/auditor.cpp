@@ -91,6 +91,7 @@ Recorder* recorder_for_call() {
     // backend=cupti: CUPTI records; the wrappers stand by unless it could not subscribe.
     const ThreadState& t = thread_state();
     if (rec != nullptr && t.recorder_cupti_only && !t.in_cupti_callback && cupti_subscribed()) return nullptr;
+    if (rec != nullptr && rec->passing_through()) return nullptr;  // the Hot line the call reads next anyway
     return rec;
 }
 

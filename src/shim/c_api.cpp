@@ -4,6 +4,7 @@
 #include "cumemaudit/cumemaudit.h"
 
 #include "auditor.hpp"
+#include "hooks.hpp"
 #include "fence.hpp"
 #include "oom.hpp"
 #include "site_text.hpp"
@@ -98,6 +99,35 @@ __attribute__((visibility("default"))) void cumemaudit_torch_oom(uint64_t reques
         if (cumemaudit::shim::torch_out_of_memory(Auditor::get().recorder(), requested_bytes))
             Auditor::get().oom_checkpoint();
     });
+}
+
+// ---- For measurement only (tests/bench/bench_calls --ab, tests/gpu/cost.py), not in cumemaudit.h ----
+// One process times the same calls three ways in alternating blocks: straight to the driver, through the
+// wrappers unrecorded, and recorded. Process-to-process noise on a GPU host is tens of percent; within one
+// process the blocks share memory, driver state and cores, so a few percent can be told apart.
+
+// The driver entry point the wrapper of `symbol` forwards to (null when the shim does not wrap it).
+__attribute__((visibility("default"))) void* cumemaudit_bench_real(const char* symbol) {
+    void* real = nullptr;
+    guarded("cumemaudit_bench_real", [&] {
+        if (symbol == nullptr) return;
+        const cumemaudit::shim::HookId id = cumemaudit::shim::find_hook(symbol);
+        if (id != cumemaudit::shim::HookId::count) real = cumemaudit::shim::real_fn(id);
+    });
+    return real;
+}
+
+// While on, every wrapper of the process forwards without recording. Only between balanced blocks: an
+// allocation made while on is unknown to the ledger when it is freed later. 0 done, -1 not recording.
+__attribute__((visibility("default"))) int cumemaudit_bench_pass_through(int on) {
+    int answer = -1;
+    guarded("cumemaudit_bench_pass_through", [&] {
+        if (cumemaudit::shim::Recorder* rec = Auditor::enter()) {
+            rec->pass_through(on != 0);
+            answer = 0;
+        }
+    });
+    return answer;
 }
 
 }

@@ -36,11 +36,16 @@ public:
         bool cupti_only;  // backend=cupti: the wrappers stand by while CUPTI records
         std::atomic<int> captures{0};     // streams being captured (Timeline)
         std::atomic<int> oom_waiting{0};  // OOM records waiting for their retry (OomLog)
+        // Set only by the benchmarks (cumemaudit_bench_pass_through): every wrapper forwards unrecorded,
+        // so one process can time recorded and unrecorded calls side by side.
+        std::atomic<bool> passing_through{false};
     };
     const Hot& hot() const { return hot_; }
     std::uint64_t generation() const { return hot_.generation; }
     bool enforcing() const { return hot_.enforcing; }
     bool capturing() const { return hot_.captures.load(std::memory_order_relaxed) > 0; }
+    bool passing_through() const { return hot_.passing_through.load(std::memory_order_relaxed); }
+    void pass_through(bool on) { hot_.passing_through.store(on, std::memory_order_relaxed); }
 
     const Options& options() const { return options_; }
     ledger::Ledger& ledger() { return ledger_; }

@@ -25,7 +25,8 @@
 // prints hot and cold figures per iteration (a pair, or a VMM cycle) beside each other.
 //
 // A child alone (--child, as tests/gpu/cost.py runs it on a GPU) takes --patterns a,b (all) and
-// --threads 1,4,16 (1,2) and prints "RESULT pattern threads ns-per-call" lines.
+// --threads 1,4,16 (1,2) and prints "RESULT pattern threads ns-per-call" lines. With --ab [--blocks 7]
+// it compares, inside one process, direct, passed-through and recorded calls (see ab_child).
 //
 // Usage: bench_calls [--markdown] [--iters N] [--iters32 N] [--repeats R] [--rounds K] [--depth D]
 //        bench_calls --cold [--markdown] [--cold-iters N] [--evict-mib M] [--iters N] [--rounds K]
@@ -75,6 +76,21 @@ void init_driver() {
     OK(gpa("cuMemFree", reinterpret_cast<void**>(&g_table_free), 3020, 0, &st));
 }
 
+// The entry points a loop calls: the program's own (what the dynamic linker bound: the shim's when it is
+// preloaded) or, in --ab's direct blocks, the driver's, as the preloaded library forwards to them.
+struct Api {
+    PFN_cuMemAlloc_v3020 alloc = cuMemAlloc_v2;
+    PFN_cuMemFree_v3020 free = cuMemFree_v2;
+    PFN_cuMemAllocAsync_v11020 alloc_async = cuMemAllocAsync;
+    PFN_cuMemFreeAsync_v11020 free_async = cuMemFreeAsync;
+    PFN_cuMemCreate_v10020 create = cuMemCreate;
+    PFN_cuMemMap_v10020 map = cuMemMap;
+    PFN_cuMemSetAccess_v10020 set_access = cuMemSetAccess;
+    PFN_cuMemUnmap_v10020 unmap = cuMemUnmap;
+    PFN_cuMemRelease_v10020 release = cuMemRelease;
+};
+const Api kLinked{};
+
 enum class Pattern { alloc_free, async, table, vmm, batch };
 constexpr long kBatch = 2000;
 struct PatternInfo {
@@ -107,20 +123,20 @@ struct Vmm {
     void teardown() { OK(cuMemAddressFree(va, kVmm)); }
 };
 
-__attribute__((noinline)) void loop(Pattern p, long iters, Vmm& v) {
+__attribute__((noinline)) void loop(Pattern p, long iters, Vmm& v, const Api& api = kLinked) {
     switch (p) {
     case Pattern::alloc_free:
         for (long i = 0; i < iters; ++i) {
             CUdeviceptr d;
-            OK(cuMemAlloc_v2(&d, kSmall));
-            OK(cuMemFree_v2(d));
+            OK(api.alloc(&d, kSmall));
+            OK(api.free(d));
         }
         break;
     case Pattern::async:
         for (long i = 0; i < iters; ++i) {
             CUdeviceptr d;
-            OK(cuMemAllocAsync(&d, kSmall, nullptr));
-            OK(cuMemFreeAsync(d, nullptr));
+            OK(api.alloc_async(&d, kSmall, nullptr));
+            OK(api.free_async(d, nullptr));
         }
         break;
     case Pattern::table:
@@ -134,19 +150,19 @@ __attribute__((noinline)) void loop(Pattern p, long iters, Vmm& v) {
         std::vector<CUdeviceptr> live(static_cast<std::size_t>(kBatch));
         for (long done = 0; done < iters; done += kBatch) {
             const long n = std::min(kBatch, iters - done);
-            for (long i = 0; i < n; ++i) OK(cuMemAlloc_v2(&live[static_cast<std::size_t>(i)], kSmall));
-            for (long i = 0; i < n; ++i) OK(cuMemFree_v2(live[static_cast<std::size_t>(i)]));
+            for (long i = 0; i < n; ++i) OK(api.alloc(&live[static_cast<std::size_t>(i)], kSmall));
+            for (long i = 0; i < n; ++i) OK(api.free(live[static_cast<std::size_t>(i)]));
         }
         break;
     }
     case Pattern::vmm:
         for (long i = 0; i < iters; ++i) {
             CUmemGenericAllocationHandle h;
-            OK(cuMemCreate(&h, kVmm, &v.prop, 0));
-            OK(cuMemMap(v.va, kVmm, 0, h, 0));
-            OK(cuMemSetAccess(v.va, kVmm, &v.access, 1));
-            OK(cuMemUnmap(v.va, kVmm));
-            OK(cuMemRelease(h));
+            OK(api.create(&h, kVmm, &v.prop, 0));
+            OK(api.map(v.va, kVmm, 0, h, 0));
+            OK(api.set_access(v.va, kVmm, &v.access, 1));
+            OK(api.unmap(v.va, kVmm));
+            OK(api.release(h));
         }
         break;
     }
@@ -232,23 +248,23 @@ __attribute__((noinline)) double cold_loop(Pattern p, long iters, Vmm& v, Evicto
 }
 
 // `depth` frames of our own between the thread's start and the loop (not inlined, not tail calls).
-__attribute__((noinline)) double deep(int depth, Pattern p, long iters, Vmm& v, const std::atomic<int>* go,
-                                      std::atomic<int>* ready) {
+__attribute__((noinline)) double deep(int depth, Pattern p, long iters, Vmm& v, const Api& api,
+                                      const std::atomic<int>* go, std::atomic<int>* ready) {
     if (depth > 0) {
-        const double r = deep(depth - 1, p, iters, v, go, ready);
+        const double r = deep(depth - 1, p, iters, v, api, go, ready);
         asm volatile("" ::: "memory");  // keeps this frame: no tail call
         return r;
     }
-    loop(p, iters / 100 + 100, v);  // warm-up: first-call resolution, owner cache, hash tables sized
+    loop(p, iters / 100 + 100, v, api);  // warm-up: first-call resolution, owner cache, hash tables sized
     ready->fetch_add(1);
     while (go->load(std::memory_order_acquire) == 0) {
     }
-    loop(p, iters, v);
+    loop(p, iters, v, api);
     return bench::now_ns();  // the end; the start is the common go, so a thread that waited for a core counts
 }
 
 // Nanoseconds per call per thread: from the common start to the last thread's end, over one thread's calls.
-double measure(const PatternInfo& pi, int threads, long iters, int depth) {
+double measure(const PatternInfo& pi, int threads, long iters, int depth, const Api& api = kLinked) {
     std::atomic<int> go{0}, ready{0};
     std::vector<double> elapsed(static_cast<std::size_t>(threads), 0);
     std::vector<std::thread> pool;
@@ -257,7 +273,7 @@ double measure(const PatternInfo& pi, int threads, long iters, int depth) {
             OK(cuCtxSetCurrent(g_ctx));
             Vmm v;
             if (pi.p == Pattern::vmm) v.setup();
-            elapsed[static_cast<std::size_t>(t)] = deep(depth, pi.p, iters, v, &go, &ready);
+            elapsed[static_cast<std::size_t>(t)] = deep(depth, pi.p, iters, v, api, &go, &ready);
             if (pi.p == Pattern::vmm) v.teardown();
         });
     }
@@ -323,6 +339,69 @@ int child(long iters, int repeats, int depth, const char* patterns, const std::v
             std::sort(seen.begin(), seen.end());
             const double figure = median ? seen[seen.size() / 2] : seen.front();
             std::printf("RESULT %s %d %.2f\n", pi.name, threads, figure);
+            std::fflush(stdout);
+        }
+    }
+    return 0;
+}
+
+// --ab: the same calls three ways in one process, in alternating blocks (the order rotates per block):
+// "direct" to the driver entry points the preloaded library forwards to (no shim code at all), "passing"
+// through its wrappers with recording paused, and "recorded". Blocks share the process's memory, driver
+// state and cores, so per-block ratios carry none of the tens of percent by which two processes on a GPU
+// host differ. Needs the preloaded library's measurement entry points (the shim's c_api.cpp, or the
+// minimal recorder's). Prints per pattern and thread count:
+//   AB pattern threads direct passing recorded ns-per-call (medians over blocks)  added% passing% (median
+//   of the per-block ratios to direct)  min% max% (of recorded's)
+// and a RESULT line with the recorded median, as --child prints.
+int ab_child(long iters, int blocks, int depth, const char* patterns, const std::vector<int>& thread_counts) {
+    using Real = void* (*)(const char*);
+    using PassThrough = int (*)(int);
+    auto real = reinterpret_cast<Real>(dlsym(RTLD_DEFAULT, "cumemaudit_bench_real"));
+    auto pass_through = reinterpret_cast<PassThrough>(dlsym(RTLD_DEFAULT, "cumemaudit_bench_pass_through"));
+    if (real == nullptr || pass_through == nullptr)
+        bench::die("--ab needs a preloaded library with cumemaudit_bench_real and cumemaudit_bench_pass_through");
+    init_driver();
+    Api direct;
+    auto take = [&](auto& slot, const char* name) {
+        void* p = real(name);
+        if (p == nullptr) bench::die((std::string("--ab: no driver entry point for ") + name).c_str());
+        slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(p);
+    };
+    take(direct.alloc, "cuMemAlloc_v2");
+    take(direct.free, "cuMemFree_v2");
+    take(direct.alloc_async, "cuMemAllocAsync");
+    take(direct.free_async, "cuMemFreeAsync");
+    take(direct.create, "cuMemCreate");
+    take(direct.map, "cuMemMap");
+    take(direct.set_access, "cuMemSetAccess");
+    take(direct.unmap, "cuMemUnmap");
+    take(direct.release, "cuMemRelease");
+    auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+    };
+    for (const PatternInfo& pi : kPatterns) {
+        if (!listed(patterns, pi.name) || pi.p == Pattern::table) continue;
+        for (int threads : thread_counts) {
+            enum { kDirect, kPassing, kRecorded };
+            std::vector<double> ns[3], added, passing;
+            for (int b = 0; b < blocks; ++b) {
+                double block[3];
+                for (int k = 0; k < 3; ++k) {
+                    const int mode = (b + k) % 3;
+                    if (pass_through(mode == kPassing ? 1 : 0) != 0) bench::die("--ab: the recorder did not start");
+                    block[mode] = measure(pi, threads, iters, depth, mode == kDirect ? direct : kLinked);
+                }
+                pass_through(0);
+                for (int m = 0; m < 3; ++m) ns[m].push_back(block[m]);
+                added.push_back((block[kRecorded] / block[kDirect] - 1) * 100);
+                passing.push_back((block[kPassing] / block[kDirect] - 1) * 100);
+            }
+            std::printf("AB %s %d %.2f %.2f %.2f %.2f %.2f %.2f %.2f\n", pi.name, threads, median(ns[kDirect]),
+                        median(ns[kPassing]), median(ns[kRecorded]), median(added), median(passing),
+                        *std::min_element(added.begin(), added.end()), *std::max_element(added.begin(), added.end()));
+            std::printf("RESULT %s %d %.2f\n", pi.name, threads, median(ns[kRecorded]));
             std::fflush(stdout);
         }
     }
@@ -414,6 +493,9 @@ int main(int argc, char** argv) {
     const int depth = std::atoi(bench::flag_value(argc, argv, "--depth", "40"));
     // A 32-frame capture costs microseconds per call: a tenth of the iterations measures it as well.
     const long iters32 = std::atol(bench::flag_value(argc, argv, "--iters32", std::to_string(iters / 10).c_str()));
+    if (bench::has_flag(argc, argv, "--child") && bench::has_flag(argc, argv, "--ab"))
+        return ab_child(iters, std::atoi(bench::flag_value(argc, argv, "--blocks", "7")), depth,
+                        bench::flag_value(argc, argv, "--patterns", "all"), numbers(bench::flag_value(argc, argv, "--threads", "1,2")));
     if (bench::has_flag(argc, argv, "--child"))
         return child(iters, repeats, depth, bench::flag_value(argc, argv, "--patterns", "all"),
                      numbers(bench::flag_value(argc, argv, "--threads", "1,2")), bench::has_flag(argc, argv, "--median"));
