@@ -86,12 +86,27 @@ def triton_kernel(_):
 
 
 def train(args):
-    """A small training loop; prints the median step time (the overhead table compares it)."""
+    """A small training loop; prints the median step time (the overhead table compares it). With --ab (under
+    cumemaudit or the minimal recorder) blocks of 10 steps alternate between recorded and passed through
+    (cumemaudit_bench_pass_through, process-wide: the autograd thread's calls too), and it also prints the
+    median of the per-block-pair ratios: the recording cost inside one process (tests/gpu/cost.py)."""
     torch.manual_seed(0)
     model = torch.nn.Sequential(*[torch.nn.Linear(1024, 1024) for _ in range(8)]).cuda()
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-    times = []
+    pass_through = None
+    if args.ab:
+        import ctypes
+        try:
+            pass_through = ctypes.CDLL(None).cumemaudit_bench_pass_through
+        except AttributeError:
+            raise SystemExit("train --ab: no preloaded library has cumemaudit_bench_pass_through")
+    block = 10
+    times, passing = [], []
+    result = None
     for step in range(args.steps):
+        off = pass_through is not None and (step // block) % 2 == 1
+        if pass_through is not None and step % block == 0:
+            pass_through(1 if off else 0)  # between steps: every tensor of a step is freed within it
         t0 = time.perf_counter()
         x = torch.randn(256, 1024, device="cuda")
         loss = model(x).square().mean()
@@ -100,9 +115,24 @@ def train(args):
         opt.zero_grad(set_to_none=True)
         torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)
-    times = sorted(times[5:])
-    print(f"time: step_median_us={1e6 * times[len(times) // 2]:.1f}")
-    print("result:", f"{float(loss.item()):.4e}")
+        passing.append(off)
+        if step == args.steps - 1:
+            result = float(loss.item())
+        del x, loss
+    if pass_through is not None:
+        pass_through(0)
+    recorded = sorted(t for i, t in enumerate(times) if i >= 5 and not passing[i])
+    print(f"time: step_median_us={1e6 * recorded[len(recorded) // 2]:.1f}")
+    if pass_through is not None:
+        ratios = []
+        for b in range(3, args.steps // block, 2):  # a passed-through block against the recorded one before it (not the warm-up pair)
+            rec = sorted(times[(b - 1) * block + 1:b * block])  # each block's first step waits on the switch
+            off = sorted(times[b * block + 1:(b + 1) * block])
+            ratios.append(rec[len(rec) // 2] / off[len(off) // 2])
+        ratios.sort()
+        print(f"ab: added_pct={100 * (ratios[len(ratios) // 2] - 1):.2f} min_pct={100 * (ratios[0] - 1):.2f} "
+              f"max_pct={100 * (ratios[-1] - 1):.2f} pairs={len(ratios)}")
+    print("result:", f"{result:.4e}")
 
 
 def loop(args):
@@ -180,6 +210,7 @@ def main():
     p.add_argument("--rank", type=int, default=0)
     p.add_argument("--world", type=int, default=1)
     p.add_argument("--steps", type=int, default=200)
+    p.add_argument("--ab", action="store_true", help="train: alternate recorded and passed-through blocks")
     args = p.parse_args()
     {"caching": caching, "expandable": expandable, "graph": graph, "triton": triton_kernel, "train": train,
      "nccl": nccl, "loop": loop, "profile": profile}[args.what](args)
