@@ -36,6 +36,7 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
+#include <x86intrin.h>
 
 #include <atomic>
 #include <map>
@@ -263,6 +264,11 @@ __attribute__((noinline)) double deep(int depth, Pattern p, long iters, Vmm& v, 
     return bench::now_ns();  // the end; the start is the common go, so a thread that waited for a core counts
 }
 
+// deep()'s twin for --ab: the same frames, then ab_loop.
+struct Samples;
+__attribute__((noinline)) void deep_ab(int depth, Pattern p, long iters, Vmm& v, const Api& direct, Samples& out,
+                                       const std::atomic<int>* go, std::atomic<int>* ready);
+
 // Nanoseconds per call per thread: from the common start to the last thread's end, over one thread's calls.
 double measure(const PatternInfo& pi, int threads, long iters, int depth, const Api& api = kLinked) {
     std::atomic<int> go{0}, ready{0};
@@ -345,15 +351,140 @@ int child(long iters, int repeats, int depth, const char* patterns, const std::v
     return 0;
 }
 
-// --ab: the same calls three ways in one process, in alternating blocks (the order rotates per block):
-// "direct" to the driver entry points the preloaded library forwards to (no shim code at all), "passing"
-// through its wrappers with recording paused, and "recorded". Blocks share the process's memory, driver
-// state and cores, so per-block ratios carry none of the tens of percent by which two processes on a GPU
-// host differ. Needs the preloaded library's measurement entry points (the shim's c_api.cpp, or the
-// minimal recorder's). Prints per pattern and thread count:
-//   AB pattern threads direct passing recorded ns-per-call (medians over blocks)  added% passing% (median
-//   of the per-block ratios to direct)  min% max% (of recorded's)
-// and a RESULT line with the recorded median, as --child prints.
+// --ab: inside one process, each thread alternates call by call between the driver's own entry points
+// (those the preloaded library forwards to: no shim code at all) and the program's (the preloaded
+// library's), timing every iteration with the TSC. Both kinds see the same memory, driver state, core and
+// moment, so their medians carry none of the tens of percent by which two processes, or two blocks of
+// milliseconds, differ on a GPU host. Blocks alternate with recording on ("recorded") and paused through
+// cumemaudit_bench_pass_through ("passing": the wrappers' forwarding alone); each block's figure is the
+// ratio of the two kinds' means below their 99th percentiles. A recorded call follows a driver call, so it finds its lines as cold as a
+// real program's would. Needs the preloaded library's measurement entry points (the shim's c_api.cpp, or
+// the minimal recorder's). First prints RESULT, the median of `blocks` plain recorded loops (as --child),
+// for the between-process comparison, then per pattern and thread count:
+//   AB pattern threads direct passing recorded (ns per call, medians over blocks)  added% passing% (medians over
+//   blocks of the per-block ratio to direct)  min% max% (of the recorded blocks')
+struct Samples {
+    std::vector<std::uint64_t> of[2];  // [0] direct, [1] the program's entry points; ticks per iteration
+    void reserve(long n) {
+        for (auto& v : of) v.reserve(static_cast<std::size_t>(n));
+    }
+};
+
+__attribute__((noinline)) void ab_loop(Pattern p, long iters, Vmm& v, const Api& direct, Samples& out) {
+    const Api* apis[2] = {&direct, &kLinked};
+    // Iterations go in pairs, one of each kind, in an order a coin decides per pair: each kind follows each
+    // equally often, and nothing periodic in the driver (a pool trimmed every n calls) lands on one kind.
+    std::uint64_t coin = 0x9E3779B97F4A7C15ull ^ static_cast<std::uint64_t>(iters);
+    int first = 0;
+    auto timed = [&](long i, auto&& body) {
+        if ((i & 1) == 0) {
+            coin ^= coin << 13, coin ^= coin >> 7, coin ^= coin << 17;  // xorshift64
+            first = static_cast<int>(coin >> 63);
+        }
+        const int k = first ^ static_cast<int>(i & 1);
+        const std::uint64_t t0 = __rdtsc();
+        body(*apis[k]);
+        out.of[k].push_back(__rdtsc() - t0);
+    };
+    switch (p) {
+    case Pattern::alloc_free:
+    case Pattern::table:  // not offered: cudart's pointers have no direct twin here
+        for (long i = 0; i < iters; ++i)
+            timed(i, [&](const Api& api) {
+                CUdeviceptr d;
+                OK(api.alloc(&d, kSmall));
+                OK(api.free(d));
+            });
+        break;
+    case Pattern::async:
+        for (long i = 0; i < iters; ++i)
+            timed(i, [&](const Api& api) {
+                CUdeviceptr d;
+                OK(api.alloc_async(&d, kSmall, nullptr));
+                OK(api.free_async(d, nullptr));
+            });
+        break;
+    case Pattern::batch: {  // each call timed alone (x2: a pair's worth); a pointer is freed the way it came
+        std::vector<CUdeviceptr> live(static_cast<std::size_t>(kBatch));
+        for (long done = 0; done < iters; done += kBatch) {
+            const long n = std::min(kBatch, iters - done);
+            for (long i = 0; i < n; ++i)
+                timed(i, [&](const Api& api) { OK(api.alloc(&live[static_cast<std::size_t>(i)], kSmall)); });
+            for (long i = 0; i < n; ++i)
+                timed(i, [&](const Api& api) { OK(api.free(live[static_cast<std::size_t>(i)])); });
+        }
+        for (auto& v : out.of)
+            for (auto& t : v) t *= 2;
+        break;
+    }
+    case Pattern::vmm:
+        for (long i = 0; i < iters; ++i)
+            timed(i, [&](const Api& api) {
+                CUmemGenericAllocationHandle h;
+                OK(api.create(&h, kVmm, &v.prop, 0));
+                OK(api.map(v.va, kVmm, 0, h, 0));
+                OK(api.set_access(v.va, kVmm, &v.access, 1));
+                OK(api.unmap(v.va, kVmm));
+                OK(api.release(h));
+            });
+        break;
+    }
+}
+
+// One block: every thread runs ab_loop under `depth` frames from a common start; all samples pooled.
+Samples measure_ab(const PatternInfo& pi, int threads, long iters, int depth, const Api& direct) {
+    std::atomic<int> go{0}, ready{0};
+    std::vector<Samples> per_thread(static_cast<std::size_t>(threads));
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) {
+        pool.emplace_back([&, t] {
+            OK(cuCtxSetCurrent(g_ctx));
+            Vmm v;
+            if (pi.p == Pattern::vmm) v.setup();
+            Samples& mine = per_thread[static_cast<std::size_t>(t)];
+            mine.reserve(iters);
+            deep_ab(depth, pi.p, iters, v, direct, mine, &go, &ready);
+            if (pi.p == Pattern::vmm) v.teardown();
+        });
+    }
+    while (ready.load() < threads) std::this_thread::yield();
+    go.store(1, std::memory_order_release);
+    for (auto& th : pool) th.join();
+    Samples all;
+    for (auto& s : per_thread)
+        for (int k = 0; k < 2; ++k) all.of[k].insert(all.of[k].end(), s.of[k].begin(), s.of[k].end());
+    return all;
+}
+
+void deep_ab(int depth, Pattern p, long iters, Vmm& v, const Api& direct, Samples& out,
+             const std::atomic<int>* go, std::atomic<int>* ready) {
+    if (depth > 0) {
+        deep_ab(depth - 1, p, iters, v, direct, out, go, ready);
+        asm volatile("" ::: "memory");  // keeps this frame: no tail call
+        return;
+    }
+    Samples warm;
+    ab_loop(p, iters / 100 + 100, v, direct, warm);
+    ready->fetch_add(1);
+    while (go->load(std::memory_order_acquire) == 0) {
+    }
+    ab_loop(p, iters, v, direct, out);
+}
+
+double median_of(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+// The mean below the 99th percentile: a preempted iteration says nothing about either kind, and a mean
+// (unlike a median) stays exact where the clock ticks coarsely (a VM's TSC can tick every 10 ns).
+double typical_of(std::vector<std::uint64_t>& v) {
+    const std::size_t keep = v.size() - v.size() / 100;
+    std::nth_element(v.begin(), v.begin() + static_cast<long>(keep - 1), v.end());
+    double sum = 0;
+    for (std::size_t i = 0; i < keep; ++i) sum += static_cast<double>(v[i]);
+    return sum / static_cast<double>(keep);
+}
+
 int ab_child(long iters, int blocks, int depth, const char* patterns, const std::vector<int>& thread_counts) {
     using Real = void* (*)(const char*);
     using PassThrough = int (*)(int);
@@ -377,31 +508,32 @@ int ab_child(long iters, int blocks, int depth, const char* patterns, const std:
     take(direct.set_access, "cuMemSetAccess");
     take(direct.unmap, "cuMemUnmap");
     take(direct.release, "cuMemRelease");
-    auto median = [](std::vector<double> v) {
-        std::sort(v.begin(), v.end());
-        return v[v.size() / 2];
-    };
+    // TSC ticks to ns, over the whole child.
+    const double ns0 = bench::now_ns();
+    const std::uint64_t tick0 = __rdtsc();
     for (const PatternInfo& pi : kPatterns) {
         if (!listed(patterns, pi.name) || pi.p == Pattern::table) continue;
         for (int threads : thread_counts) {
-            enum { kDirect, kPassing, kRecorded };
-            std::vector<double> ns[3], added, passing;
-            for (int b = 0; b < blocks; ++b) {
-                double block[3];
-                for (int k = 0; k < 3; ++k) {
-                    const int mode = (b + k) % 3;
-                    if (pass_through(mode == kPassing ? 1 : 0) != 0) bench::die("--ab: the recorder did not start");
-                    block[mode] = measure(pi, threads, iters, depth, mode == kDirect ? direct : kLinked);
-                }
-                pass_through(0);
-                for (int m = 0; m < 3; ++m) ns[m].push_back(block[m]);
-                added.push_back((block[kRecorded] / block[kDirect] - 1) * 100);
-                passing.push_back((block[kPassing] / block[kDirect] - 1) * 100);
+            std::vector<double> plain;
+            for (int r = 0; r < blocks; ++r) plain.push_back(measure(pi, threads, iters, depth));
+            std::vector<double> added, passing, direct_ticks, kind_ticks[2];
+            for (int b = 0; b < 2 * blocks; ++b) {
+                const int paused = b & 1;
+                if (pass_through(paused) != 0) bench::die("--ab: the recorder did not start");
+                Samples s = measure_ab(pi, threads, iters, depth, direct);
+                const double d = typical_of(s.of[0]), l = typical_of(s.of[1]);
+                (paused ? passing : added).push_back((l / d - 1) * 100);
+                direct_ticks.push_back(d);
+                kind_ticks[paused].push_back(l);
             }
-            std::printf("AB %s %d %.2f %.2f %.2f %.2f %.2f %.2f %.2f\n", pi.name, threads, median(ns[kDirect]),
-                        median(ns[kPassing]), median(ns[kRecorded]), median(added), median(passing),
+            pass_through(0);
+            const double ns_per_tick = (bench::now_ns() - ns0) / static_cast<double>(__rdtsc() - tick0);
+            const double per_call = ns_per_tick / pi.calls;
+            std::printf("RESULT %s %d %.2f\n", pi.name, threads, median_of(plain));
+            std::printf("AB %s %d %.2f %.2f %.2f %.2f %.2f %.2f %.2f\n", pi.name, threads,
+                        median_of(direct_ticks) * per_call, median_of(kind_ticks[1]) * per_call,
+                        median_of(kind_ticks[0]) * per_call, median_of(added), median_of(passing),
                         *std::min_element(added.begin(), added.end()), *std::max_element(added.begin(), added.end()));
-            std::printf("RESULT %s %d %.2f\n", pi.name, threads, median(ns[kRecorded]));
             std::fflush(stdout);
         }
     }

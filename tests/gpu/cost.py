@@ -8,12 +8,15 @@ Two measurements in the same rounds, every process pinned to the same cores:
   per allocation, the floor of any recorder), interleaved round by round (the order rotates). A pattern's
   result is the median over rounds and the spread (min..max) of the per-round ratios audited/plain. On a
   GPU host two processes differ by tens of percent, whatever runs in them (the floor's own spread shows it).
-- Inside one process (bench_calls --ab, torch_workloads.py train --ab): the audited and the floor processes
-  time the same calls in alternating blocks: direct to the driver, passed through the wrappers unrecorded,
-  and recorded; per process the median of the per-block ratios to direct; over rounds their median and
-  min..max. This is the figure the targets are judged on: what the recording adds to each call, with the
-  process-to-process noise cancelled. The PyTorch step alternates recorded and passed-through blocks of 10
-  steps (it cannot call the driver directly: cudart holds cuGetProcAddress's pointers).
+- Inside one process (bench_calls --ab, torch_workloads.py train --ab): each thread of the audited (and
+  the floor's) process alternates iteration by iteration between the driver's own entry points and the
+  program's (the preloaded library's), timing each with the TSC, in blocks with recording on and blocks
+  with it paused (the wrappers' forwarding alone). Per block the ratio of the two kinds' means (below the
+  99th percentile); per process the median over blocks; over rounds their median and min..max. This is
+  the figure the targets are judged on: what the shim adds to each call, with the process-to-process and
+  millisecond-to-millisecond noise of the host cancelled. The PyTorch step alternates step by step between
+  recorded and passed through (it cannot call the driver directly: cudart holds cuGetProcAddress's
+  pointers).
 
 Patterns:
 
@@ -195,9 +198,9 @@ def main():
     head = (f"cumemaudit cost, {when}, {smi.strip() or 'GPU unknown'}; {rounds_done} rounds, every process pinned "
             f"to cores {a.cores}; iterations per thread and block: async 20000/5000/2000 at 1/4/16 threads, batch "
             f"20000, vmm 2000 (x{a.iters_scale}); {a.torch_steps} torch steps per process")
-    table = (head + f"\n\nInside one process ({a.blocks} blocks each of direct, passed-through and recorded calls, "
-             "order rotating; per process the median of the per-block ratios to direct; the torch row alternates "
-             "10-step blocks recorded and passed through):\n\n" + "\n".join(ab_rows) +
+    table = (head + f"\n\nInside one process (iteration by iteration, direct against the preloaded library's entry "
+             f"points, in {a.blocks} blocks recorded and {a.blocks} passing through; per process the median of the "
+             "per-block ratios; the torch row alternates steps recorded and passed through):\n\n" + "\n".join(ab_rows) +
              "\n\nBetween processes (plain, cumemaudit, minimal recorder interleaved, order rotated; per round "
              f"the median of {a.blocks} runs, or of the recorded blocks; added = median of the per-round ratios):\n\n"
              + "\n".join(rows) + "\n")

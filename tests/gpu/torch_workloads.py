@@ -7,6 +7,7 @@ for the overhead table.
 """
 import argparse
 import os
+import statistics
 import time
 
 import torch
@@ -87,9 +88,9 @@ def triton_kernel(_):
 
 def train(args):
     """A small training loop; prints the median step time (the overhead table compares it). With --ab (under
-    cumemaudit or the minimal recorder) blocks of 10 steps alternate between recorded and passed through
+    cumemaudit or the minimal recorder) steps alternate between recorded and passed through
     (cumemaudit_bench_pass_through, process-wide: the autograd thread's calls too), and it also prints the
-    median of the per-block-pair ratios: the recording cost inside one process (tests/gpu/cost.py)."""
+    median of the per-pair ratios: the recording cost inside one process (tests/gpu/cost.py)."""
     torch.manual_seed(0)
     model = torch.nn.Sequential(*[torch.nn.Linear(1024, 1024) for _ in range(8)]).cuda()
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
@@ -100,12 +101,11 @@ def train(args):
             pass_through = ctypes.CDLL(None).cumemaudit_bench_pass_through
         except AttributeError:
             raise SystemExit("train --ab: no preloaded library has cumemaudit_bench_pass_through")
-    block = 10
     times, passing = [], []
     result = None
     for step in range(args.steps):
-        off = pass_through is not None and (step // block) % 2 == 1
-        if pass_through is not None and step % block == 0:
+        off = pass_through is not None and ((step ^ (step >> 1)) & 1) == 1  # r p p r r p p r …
+        if pass_through is not None:
             pass_through(1 if off else 0)  # between steps: every tensor of a step is freed within it
         t0 = time.perf_counter()
         x = torch.randn(256, 1024, device="cuda")
@@ -125,12 +125,11 @@ def train(args):
     print(f"time: step_median_us={1e6 * recorded[len(recorded) // 2]:.1f}")
     if pass_through is not None:
         ratios = []
-        for b in range(3, args.steps // block, 2):  # a passed-through block against the recorded one before it (not the warm-up pair)
-            rec = sorted(times[(b - 1) * block + 1:b * block])  # each block's first step waits on the switch
-            off = sorted(times[b * block + 1:(b + 1) * block])
-            ratios.append(rec[len(rec) // 2] / off[len(off) // 2])
+        for i in range(8, args.steps - 1, 2):  # pairs (i, i+1) hold one step of each kind; warm-up left out
+            rec, off = (times[i], times[i + 1]) if not passing[i] else (times[i + 1], times[i])
+            ratios.append(rec / off)
         ratios.sort()
-        print(f"ab: added_pct={100 * (ratios[len(ratios) // 2] - 1):.2f} min_pct={100 * (ratios[0] - 1):.2f} "
+        print(f"ab: added_pct={100 * (statistics.median(ratios) - 1):.2f} min_pct={100 * (ratios[0] - 1):.2f} "
               f"max_pct={100 * (ratios[-1] - 1):.2f} pairs={len(ratios)}")
     print("result:", f"{result:.4e}")
 
