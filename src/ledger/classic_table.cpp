@@ -87,14 +87,18 @@ std::optional<ClassicRecord> ClassicTable::insert(std::uint64_t ptr, std::uint64
     Shard& s = shards_[shard_of(ptr)];
     std::lock_guard lock(s.mu);
     const Slot fresh{ptr, size, site.trace, epoch, site.owner, kind, api, 0};
-    if (Slot* at = find(s, ptr)) {
-        const ClassicRecord old = record_of(*at);
-        *at = fresh;  // also clears a mark: the free in flight is done, the driver handed ptr out again
+    // One probe: it ends at ptr's record or at the empty slot where ptr goes (unless the shard must grow).
+    std::uint32_t i = home(s, ptr);
+    while (s.slots[i].ptr != 0 && s.slots[i].ptr != ptr) i = (i + 1) & s.mask;
+    if (s.slots[i].ptr == ptr) {
+        const ClassicRecord old = record_of(s.slots[i]);
+        s.slots[i] = fresh;  // also clears a mark: the free in flight is done, the driver handed ptr out again
         return old;
     }
-    if ((s.used + 1) * 2 > s.mask + 1) grow(s);
-    std::uint32_t i = home(s, ptr);
-    while (s.slots[i].ptr != 0) i = (i + 1) & s.mask;
+    if ((s.used + 1) * 2 > s.mask + 1) [[unlikely]] {
+        grow(s);
+        for (i = home(s, ptr); s.slots[i].ptr != 0;) i = (i + 1) & s.mask;
+    }
     s.slots[i] = fresh;
     ++s.used;
     return std::nullopt;

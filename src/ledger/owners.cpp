@@ -29,18 +29,42 @@ std::string Owners::name(OwnerId o) const {
     return names_[o < count() ? o : 0];
 }
 
+int Owners::Counters::first_kind_for(int k) {
+    int first = first_kind.load(std::memory_order_relaxed);
+    if (first < 0 && first_kind.compare_exchange_strong(first, k, std::memory_order_relaxed)) return k;
+    return first;
+}
+
 void Owners::add(OwnerId o, Kind k, std::uint64_t bytes) {
     Counters& c = counters_[clamp(o)];
+    const int kind = static_cast<int>(k);
+    // The split moves before live on an add and after it on a sub: see live(o, k).
+    if (c.first_kind_for(kind) != kind) c.by_kind[kind].fetch_add(bytes, std::memory_order_relaxed);
     raise_peak(c.peak, c.live.fetch_add(bytes, std::memory_order_relaxed) + bytes);
-    c.by_kind[static_cast<int>(k)].fetch_add(bytes, std::memory_order_relaxed);
     raise_peak(total_peak_, total_live_.fetch_add(bytes, std::memory_order_relaxed) + bytes);
 }
 
 void Owners::sub(OwnerId o, Kind k, std::uint64_t bytes) {
     Counters& c = counters_[clamp(o)];
+    const int kind = static_cast<int>(k);
     c.live.fetch_sub(bytes, std::memory_order_relaxed);
-    c.by_kind[static_cast<int>(k)].fetch_sub(bytes, std::memory_order_relaxed);
+    if (c.first_kind_for(kind) != kind) c.by_kind[kind].fetch_sub(bytes, std::memory_order_relaxed);
     total_live_.fetch_sub(bytes, std::memory_order_relaxed);
+}
+
+std::uint64_t Owners::live(OwnerId o, Kind k) const {
+    const Counters& c = counters_[clamp(o)];
+    const int kind = static_cast<int>(k);
+    if (c.first_kind.load(std::memory_order_relaxed) != kind)
+        return c.by_kind[kind].load(std::memory_order_relaxed);
+    // Live less the other kinds, read after it. A change of another kind in between can only make the
+    // others larger than they were when live was read (they move first on an add and last on a sub), so
+    // the figure errs low, by that change at most, and is clamped at 0.
+    const std::uint64_t live = c.live.load(std::memory_order_relaxed);
+    std::uint64_t others = 0;
+    for (int j = 0; j < kKinds; ++j)
+        if (j != kind) others += c.by_kind[j].load(std::memory_order_relaxed);
+    return live > others ? live - others : 0;
 }
 
 // Names survive: the shim caches owner ids by return address, and a fork child keeps those caches.
@@ -48,6 +72,7 @@ void Owners::reset() {
     for (auto& c : counters_) {
         c.live = 0;
         c.peak = 0;
+        c.first_kind = -1;
         for (auto& k : c.by_kind) k = 0;
     }
     total_live_ = 0;

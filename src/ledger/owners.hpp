@@ -3,6 +3,9 @@
 // locks of the allocation tables. A change touches two cache lines: its owner's (live, peak and the split
 // by kind, but for IPC opens, whose kind lies on the next line) and the totals'. Both are shared between
 // threads, because the peaks are exact: a peak is the maximum of one live figure every change moves.
+// Locked instructions are what a change costs (about 7 ns each, measured: tests/bench/RESULTS.md), so an
+// owner's first kind has no counter of its own: it is live less the others. A change of that kind, which
+// is nearly every change (an owner allocates one way), takes two: its owner's live and the total's.
 #pragma once
 
 #include "ledger.hpp"
@@ -27,9 +30,8 @@ public:
 
     std::uint64_t live(OwnerId o) const { return counters_[clamp(o)].live.load(std::memory_order_relaxed); }
     std::uint64_t peak(OwnerId o) const { return counters_[clamp(o)].peak.load(std::memory_order_relaxed); }
-    std::uint64_t live(OwnerId o, Kind k) const {
-        return counters_[clamp(o)].by_kind[static_cast<int>(k)].load(std::memory_order_relaxed);
-    }
+    // A snapshot while other threads change the owner (exact when they do not), like every other figure.
+    std::uint64_t live(OwnerId o, Kind k) const;
     std::uint64_t total_live() const { return total_live_.load(std::memory_order_relaxed); }
     std::uint64_t total_peak() const { return total_peak_.load(std::memory_order_relaxed); }
 
@@ -41,7 +43,9 @@ private:
     // kind has no peak but rides on the same line, so a change costs no line of its own for it.
     struct alignas(64) Counters {
         std::atomic<std::uint64_t> live{0}, peak{0};
+        std::atomic<int> first_kind{-1};  // the kind of the owner's first change; by_kind[first_kind] stays 0
         std::array<std::atomic<std::uint64_t>, kKinds> by_kind{};
+        int first_kind_for(int k);  // sets it on the first change
     };
     // An id from another ledger must not index past the table (bounded by the table, not by count(), so a
     // change reads no line of registration state).

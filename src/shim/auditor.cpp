@@ -85,7 +85,7 @@ Recorder* Auditor::recorder_now() {
     return g_state.load(std::memory_order_acquire) == running ? &g_auditor->recorder_ : nullptr;
 }
 
-Recorder* recorder_for_call() {
+Recorder* recorder_for_call_slow() {
     if (!programs_call()) return nullptr;
     Recorder* rec = Auditor::enter();
     // backend=cupti: CUPTI records; the wrappers stand by unless it could not subscribe.

@@ -72,7 +72,16 @@ private:
 
 // The recorder a call made now on this thread records into, or null: not while the shim or the driver is
 // already on this thread's stack (programs_call()), not when auditing failed to start, not from a wrapper
-// while CUPTI records the calls instead (backend=cupti).
-Recorder* recorder_for_call();
+// while CUPTI records the calls instead (backend=cupti), not while a benchmark pauses recording.
+Recorder* recorder_for_call_slow();
+inline Recorder* recorder_for_call() {
+    // The common case from this thread's first line alone (and the Recorder's Hot line, read next anyway).
+    ThreadState& t = thread_state();
+    if (t.driver_depth == 0 && t.shim_depth == 0 && t.recorder != nullptr && !t.recorder_cupti_only) [[likely]] {
+        count_call();
+        return t.recorder->passing_through() ? nullptr : t.recorder;
+    }
+    return recorder_for_call_slow();
+}
 
 }  // namespace cumemaudit::shim

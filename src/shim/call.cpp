@@ -15,7 +15,7 @@
 
 namespace cumemaudit::shim {
 
-thread_local ThreadState t_thread_state __attribute__((tls_model("initial-exec")));
+constinit thread_local ThreadState t_thread_state __attribute__((tls_model("initial-exec")));
 
 namespace {
 
@@ -56,20 +56,17 @@ void on_thread_exit(void* p) {
 
 }  // namespace
 
-void count_call() {
-    if (!t_thread_state.counted) {
-        std::lock_guard lock(g_counted_mu);
-        static const bool key_made = [] {
-            g_counted = new std::vector<ThreadState*>();
-            return pthread_key_create(&g_exit_key, on_thread_exit) == 0;
-        }();
-        if (!key_made) return;  // no thread-exit hook: count nothing rather than read a dead thread later
-        g_counted->push_back(&t_thread_state);  // may throw: the caller's fence degrades the call to pass-through
-        pthread_setspecific(g_exit_key, &t_thread_state);
-        t_thread_state.counted = true;
-    }
-    // One writer: a plain increment, no locked instruction.
-    t_thread_state.calls.store(t_thread_state.calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+bool count_first_call() {
+    std::lock_guard lock(g_counted_mu);
+    static const bool key_made = [] {
+        g_counted = new std::vector<ThreadState*>();
+        return pthread_key_create(&g_exit_key, on_thread_exit) == 0;
+    }();
+    if (!key_made) return false;  // no thread-exit hook: count nothing rather than read a dead thread later
+    g_counted->push_back(&t_thread_state);  // may throw: the caller's fence degrades the call to pass-through
+    pthread_setspecific(g_exit_key, &t_thread_state);
+    t_thread_state.counted = true;
+    return true;
 }
 
 std::uint64_t calls_so_far() {
@@ -121,14 +118,6 @@ RuntimeScope::RuntimeScope(const char* api, void* caller)
 RuntimeScope::~RuntimeScope() {
     t_thread_state.runtime_api = saved_api_;
     t_thread_state.runtime_caller = saved_caller_;
-}
-
-Call::Call(Recorder& recorder, const char* api, void* caller, CallClass cls)
-    : recorder_(recorder), api_(api), caller_(caller), class_(cls) {
-    if (t_thread_state.runtime_api != nullptr) {
-        api_ = t_thread_state.runtime_api;
-        caller_ = t_thread_state.runtime_caller;
-    }
 }
 
 const ledger::Site& Call::site() {

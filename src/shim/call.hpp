@@ -39,7 +39,9 @@ struct alignas(64) ThreadState {
     bool recorder_cupti_only = false;
     alignas(64) siginfo_t deferred_info{};  // second line: read only when a signal was deferred
 };
-extern thread_local ThreadState t_thread_state __attribute__((tls_model("initial-exec")));
+// constinit: no dynamic initialization, so a use from another file reads it directly, with no TLS init
+// function (which goes through __tls_get_addr) called first.
+extern constinit thread_local ThreadState t_thread_state __attribute__((tls_model("initial-exec")));
 inline ThreadState& thread_state() { return t_thread_state; }
 
 // A call made now on this thread is the program's: neither the shim nor the driver is already running on it.
@@ -48,8 +50,16 @@ inline bool programs_call() {
     return t.driver_depth == 0 && t.shim_depth == 0;
 }
 
-// Counts a recorded call on this thread's counter; the first call of a thread puts it on the list.
-void count_call();
+// The first recorded call of a thread puts its counter on the list calls_so_far() sums; false when no
+// counter can be kept (no thread-exit hook).
+bool count_first_call();
+// Counts a recorded call on this thread's counter. One writer: a plain increment, no locked instruction.
+inline void count_call() {
+    ThreadState& t = thread_state();
+    if (!t.counted && !count_first_call()) [[unlikely]]
+        return;
+    t.calls.store(t.calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
 // Recorded calls of every thread, living or gone.
 std::uint64_t calls_so_far();
 // A fork child: only the calling thread is left; its count and the others' start from zero.
@@ -100,7 +110,15 @@ enum class CallClass : std::uint8_t { classic, vmm };
 
 class Call {
 public:
-    Call(Recorder&, const char* api, void* caller, CallClass cls = CallClass::classic);
+    // A runtime wrapper on this thread's stack names the call: cudart's caller and API, not cudart's.
+    Call(Recorder& recorder, const char* api, void* caller, CallClass cls = CallClass::classic)
+        : recorder_(recorder), api_(api), caller_(caller), class_(cls) {
+        const ThreadState& t = thread_state();
+        if (t.runtime_api != nullptr) [[unlikely]] {
+            api_ = t.runtime_api;
+            caller_ = t.runtime_caller;
+        }
+    }
     Call(const Call&) = delete;
     Call& operator=(const Call&) = delete;
 

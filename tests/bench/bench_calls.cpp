@@ -376,16 +376,19 @@ __attribute__((noinline)) void ab_loop(Pattern p, long iters, Vmm& v, const Api&
     // equally often, and nothing periodic in the driver (a pool trimmed every n calls) lands on one kind.
     std::uint64_t coin = 0x9E3779B97F4A7C15ull ^ static_cast<std::uint64_t>(iters);
     int first = 0;
-    auto timed = [&](long i, auto&& body) {
+    auto kind_of = [&](long i) {
         if ((i & 1) == 0) {
             coin ^= coin << 13, coin ^= coin >> 7, coin ^= coin << 17;  // xorshift64
             first = static_cast<int>(coin >> 63);
         }
-        const int k = first ^ static_cast<int>(i & 1);
+        return first ^ static_cast<int>(i & 1);
+    };
+    auto timed_as = [&](int k, auto&& body) {
         const std::uint64_t t0 = __rdtsc();
         body(*apis[k]);
         out.of[k].push_back(__rdtsc() - t0);
     };
+    auto timed = [&](long i, auto&& body) { timed_as(kind_of(i), body); };
     switch (p) {
     case Pattern::alloc_free:
     case Pattern::table:  // not offered: cudart's pointers have no direct twin here
@@ -406,12 +409,18 @@ __attribute__((noinline)) void ab_loop(Pattern p, long iters, Vmm& v, const Api&
         break;
     case Pattern::batch: {  // each call timed alone (x2: a pair's worth); a pointer is freed the way it came
         std::vector<CUdeviceptr> live(static_cast<std::size_t>(kBatch));
+        std::vector<int> way(static_cast<std::size_t>(kBatch));
         for (long done = 0; done < iters; done += kBatch) {
             const long n = std::min(kBatch, iters - done);
-            for (long i = 0; i < n; ++i)
-                timed(i, [&](const Api& api) { OK(api.alloc(&live[static_cast<std::size_t>(i)], kSmall)); });
-            for (long i = 0; i < n; ++i)
-                timed(i, [&](const Api& api) { OK(api.free(live[static_cast<std::size_t>(i)])); });
+            for (long i = 0; i < n; ++i) {
+                const auto at = static_cast<std::size_t>(i);
+                way[at] = kind_of(i);
+                timed_as(way[at], [&](const Api& api) { OK(api.alloc(&live[at], kSmall)); });
+            }
+            for (long i = 0; i < n; ++i) {
+                const auto at = static_cast<std::size_t>(i);
+                timed_as(way[at], [&](const Api& api) { OK(api.free(live[at])); });
+            }
         }
         for (auto& v : out.of)
             for (auto& t : v) t *= 2;

@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <cstring>
 #include <malloc.h>
 #include <set>
@@ -572,4 +573,33 @@ TEST_CASE("an unmap or address free asks for its site only when it is misuse, an
     CHECK(s.misuse[1].site.trace == 8);
     CHECK(s.misuse[1].what == "address free of a range never reserved");
     CHECK(s.summary.leaked_bytes == 0);
+}
+
+TEST_CASE("an owner that allocates three ways splits its live bytes by kind exactly, whichever kind came first") {
+    // NCCL's pattern: cuMemAlloc for its buffers, cuMemAllocAsync for scratch, cuMemHostAlloc for proxies.
+    // The owner's first kind keeps no counter of its own (live less the others): every figure stays exact.
+    Ledger l;
+    const OwnerId o = l.owner_id("libnccl.so.2");
+    auto split = [&] {
+        const Snapshot s = l.snapshot(Moment::checkpoint, kAllOpen);
+        REQUIRE(s.owners.size() == 1);
+        const OwnerRow& r = s.owners[0];
+        return std::array<std::uint64_t, 5>{r.live_bytes, r.peak_bytes, r.live_by_kind[static_cast<int>(Kind::classic)],
+                                            r.live_by_kind[static_cast<int>(Kind::async_pool)],
+                                            r.live_by_kind[static_cast<int>(Kind::host_pinned)]};
+    };
+    l.allocated(0x10000, 4 * MiB, Kind::async_pool, site("cuMemAllocAsync", 1, o));  // async comes first
+    l.allocated(0x20000, 16 * MiB, Kind::classic, site("cuMemAlloc_v2", 2, o));
+    l.allocated(0x30000, 2 * MiB, Kind::host_pinned, site("cuMemHostAlloc", 3, o));
+    CHECK(split() == std::array<std::uint64_t, 5>{22 * MiB, 22 * MiB, 16 * MiB, 4 * MiB, 2 * MiB});
+    l.freed(0x10000, true, "CUDA_SUCCESS", site("cuMemFreeAsync", 4, o), false);
+    CHECK(split() == std::array<std::uint64_t, 5>{18 * MiB, 22 * MiB, 16 * MiB, 0, 2 * MiB});
+    l.freed(0x20000, true, "CUDA_SUCCESS", site("cuMemFree_v2", 5, o), false);
+    l.allocated(0x40000, 1 * MiB, Kind::async_pool, site("cuMemAllocAsync", 1, o));
+    CHECK(split() == std::array<std::uint64_t, 5>{3 * MiB, 22 * MiB, 0, 1 * MiB, 2 * MiB});
+    l.reset();  // a fork child: the next first kind is the child's own
+    const OwnerId again = l.owner_id("libnccl.so.2");
+    l.allocated(0x50000, 8 * MiB, Kind::host_pinned, site("cuMemHostAlloc", 3, again));
+    l.allocated(0x60000, 1 * MiB, Kind::async_pool, site("cuMemAllocAsync", 1, again));
+    CHECK(split() == std::array<std::uint64_t, 5>{9 * MiB, 9 * MiB, 0, 1 * MiB, 8 * MiB});
 }
