@@ -139,9 +139,8 @@ const ledger::Site& Call::site() {
         const int py = python ? python_stack(book.python_frames(), pcs.data() + n,
                                              std::clamp(o.python_depth, 0, kMaxPythonDepth))
                               : 0;
-        const std::span<const ledger::Pc> native(pcs.data(), static_cast<std::size_t>(n));
         const std::span<const ledger::Pc> frames(pcs.data(), static_cast<std::size_t>(n + py));
-        site_ = ledger::Site{api_, book.traces().intern(frames), owner_of(recorder_, native)};
+        site_ = deep_site(recorder_, api_, frames, static_cast<std::size_t>(n));
     }
     return site_;
 }

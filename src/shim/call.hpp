@@ -14,6 +14,7 @@
 namespace cumemaudit::shim {
 
 struct PcFacts;
+struct StackFacts;
 class Recorder;
 
 // Per-thread state, initial-exec TLS: the wrappers touch it on every call, and the shim is loaded at start.
@@ -38,6 +39,7 @@ struct alignas(64) ThreadState {
     bool counted = false;               // `calls` is on the list calls_so_far() sums
     bool recorder_cupti_only = false;
     alignas(64) siginfo_t deferred_info{};  // second line: read only when a signal was deferred
+    StackFacts* stacks = nullptr;           // deep stacks seen (pc_cache.cpp), made at a first deep site
 };
 // constinit: no dynamic initialization, so a use from another file reads it directly, with no TLS init
 // function (which goes through __tls_get_addr) called first.

@@ -6,6 +6,8 @@
 
 #include "ledger/python_frames.hpp"
 
+#include <algorithm>
+#include <array>
 #include <optional>
 
 namespace cumemaudit::shim {
@@ -80,6 +82,49 @@ ledger::OwnerId owner_of(Recorder& rec, std::span<const ledger::Pc> pcs) {
     return 0;
 }
 
+// One deep stack seen on this thread: its frames, and the trace and owner they intern to in the ledger of
+// the recorder whose generation it carries. Longer stacks are not kept (they go to the tree every time).
+constexpr std::size_t kStackFrames = 48, kStackEntries = 32;  // direct-mapped, 13 KiB a thread that needs it
+struct StackFacts {
+    std::uint64_t generation = 0;
+    std::uint64_t hash = 0;
+    std::uint32_t n = 0;
+    ledger::TraceId trace = 0;
+    ledger::OwnerId owner = 0;
+    std::array<ledger::Pc, kStackFrames> pcs{};
+};
+
+namespace {
+
+std::uint64_t hash_of(std::span<const ledger::Pc> frames) {
+    std::uint64_t h = frames.size();
+    for (const ledger::Pc pc : frames) h = (h ^ pc) * 0x9E3779B97F4A7C15ull;
+    return h ^ (h >> 29);
+}
+
+}  // namespace
+
+ledger::Site deep_site(Recorder& rec, const char* api, std::span<const ledger::Pc> frames, std::size_t native) {
+    ledger::Ledger& book = rec.ledger();
+    auto intern = [&] { return ledger::Site{api, book.traces().intern(frames), owner_of(rec, frames.first(native))}; };
+    if (frames.size() > kStackFrames) return intern();
+    ThreadState& t = thread_state();
+    if (t.stacks == nullptr) t.stacks = new StackFacts[kStackEntries]();
+    const std::uint64_t h = hash_of(frames);
+    StackFacts& e = t.stacks[h % kStackEntries];
+    if (e.generation == rec.generation() && e.hash == h && e.n == frames.size() &&
+        std::equal(frames.begin(), frames.end(), e.pcs.begin()))
+        return ledger::Site{api, e.trace, e.owner};
+    const ledger::Site site = intern();
+    e.generation = rec.generation();
+    e.hash = h;
+    e.n = static_cast<std::uint32_t>(frames.size());
+    e.trace = site.trace;
+    e.owner = site.owner;
+    std::copy(frames.begin(), frames.end(), e.pcs.begin());
+    return site;
+}
+
 bool passes_on(ledger::Pc pc) {
     PcFacts& e = facts(pc);
     if (e.passes_on < 0) learn_object(e, nullptr);
@@ -90,6 +135,8 @@ void free_thread_pc_cache() {
     ThreadState& t = thread_state();
     delete[] t.pcs;
     t.pcs = nullptr;
+    delete[] t.stacks;
+    t.stacks = nullptr;
 }
 
 }  // namespace cumemaudit::shim

@@ -2,7 +2,7 @@
 // memory on for somebody else (the shim, libcuda, cudart, CUPTI), the owner it maps to, and the trace of a
 // one-frame site there. Sites repeat (the same line allocates again and again), so a call pays one compare
 // where it would take the trace tree's lock and a dladdr. One cache serves the wrappers' sites, the owners
-// of deep stacks and the CUPTI backend's search for the program's frame.
+// of deep stacks and the CUPTI backend's search for the program's frame; a second one, whole deep stacks.
 #pragma once
 
 #include "ledger/ledger.hpp"
@@ -20,10 +20,16 @@ ledger::Site one_frame_site(Recorder&, const char* api, ledger::Pc pc);
 // memory on names it (owners.hpp); 0 when every frame passes on.
 ledger::OwnerId owner_of(Recorder&, std::span<const ledger::Pc> pcs);
 
+// The site of a call of `api` whose captured stack is `frames` (innermost first, the first `native` of
+// them native, Python frames after). A deep stack repeats as a one-frame site does (a program makes its
+// VMM calls from a few paths), and interning it walks the trace tree frame by frame, a lock and a hash
+// lookup each: this thread's last stacks, compared frame for frame, answer for it.
+ledger::Site deep_site(Recorder&, const char* api, std::span<const ledger::Pc> frames, std::size_t native);
+
 // pc lies in an object that only passes calls on (owners.hpp's is_intermediary, or libcupti).
 bool passes_on(ledger::Pc pc);
 
-// The calling thread's cache, freed at its exit.
+// The calling thread's caches, freed at its exit.
 void free_thread_pc_cache();
 
 }  // namespace cumemaudit::shim

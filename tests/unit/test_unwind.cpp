@@ -1,5 +1,8 @@
 // The shim's unwinder (src/shim/unwind.cpp): the frames a deep site keeps are the frames glibc sees, and a
-// build that carries its own libunwind uses it and loads no other.
+// build that carries its own libunwind uses it and loads no other. And the per-thread cache of deep stacks
+// (src/shim/pc_cache.cpp) answers only for the very same frames.
+#include "shim/pc_cache.hpp"
+#include "shim/recorder.hpp"
 #include "shim/unwind.hpp"
 
 #include <catch2/catch.hpp>
@@ -57,4 +60,32 @@ TEST_CASE("a build with libunwind inside uses it and loads no libunwind.so.8") {
 #else
     WARN("this build has no static libunwind (scripts/libunwind): nothing to check");
 #endif
+}
+
+TEST_CASE("a deep stack seen again interns to the same trace without growing the tree; one frame apart is another") {
+    using cumemaudit::ledger::Pc;
+    cumemaudit::shim::Recorder rec{cumemaudit::options::Options{}, 1};
+    auto& tree = rec.ledger().traces();
+    // Three stacks through one return address (0x1000), as a VMM wrapper is reached from different paths.
+    const std::vector<Pc> a = {0x1000, 0x2000, 0x3000, 0x4000}, b = {0x1000, 0x2000, 0x3100, 0x4000},
+                          shorter = {0x1000, 0x2000, 0x3000};
+    const auto site_a = cumemaudit::shim::deep_site(rec, "cuMemCreate", a, a.size());
+    const std::size_t nodes = tree.size();
+    CHECK(nodes == 4);
+    const auto again = cumemaudit::shim::deep_site(rec, "cuMemMap", a, a.size());
+    CHECK(again.trace == site_a.trace);
+    CHECK(std::string(again.api) == "cuMemMap");
+    CHECK(tree.size() == nodes);
+    const auto site_b = cumemaudit::shim::deep_site(rec, "cuMemCreate", b, b.size());
+    const auto site_short = cumemaudit::shim::deep_site(rec, "cuMemCreate", shorter, shorter.size());
+    CHECK(site_b.trace != site_a.trace);
+    CHECK(site_short.trace != site_a.trace);
+    CHECK(tree.frames(site_b.trace) == b);
+    CHECK(tree.frames(site_short.trace) == shorter);
+    SECTION("a fresh recorder (a fork child's) does not take the cached ids of another") {
+        cumemaudit::shim::Recorder child{cumemaudit::options::Options{}, 2};
+        const auto in_child = cumemaudit::shim::deep_site(child, "cuMemCreate", a, a.size());
+        CHECK(child.ledger().traces().size() == 4);
+        CHECK(child.ledger().traces().frames(in_child.trace) == a);
+    }
 }
