@@ -124,49 +124,47 @@ struct Vmm {
     void teardown() { OK(cuMemAddressFree(va, kVmm)); }
 };
 
-__attribute__((noinline)) void loop(Pattern p, long iters, Vmm& v, const Api& api = kLinked) {
+// One iteration of a pattern other than the batch (its calls are in kPatterns' count), through `api`.
+inline void iteration(Pattern p, const Api& api, Vmm& v) {
+    CUdeviceptr d;
     switch (p) {
     case Pattern::alloc_free:
-        for (long i = 0; i < iters; ++i) {
-            CUdeviceptr d;
-            OK(api.alloc(&d, kSmall));
-            OK(api.free(d));
-        }
+        OK(api.alloc(&d, kSmall));
+        OK(api.free(d));
         break;
     case Pattern::async:
-        for (long i = 0; i < iters; ++i) {
-            CUdeviceptr d;
-            OK(api.alloc_async(&d, kSmall, nullptr));
-            OK(api.free_async(d, nullptr));
-        }
+        OK(api.alloc_async(&d, kSmall, nullptr));
+        OK(api.free_async(d, nullptr));
         break;
-    case Pattern::table:
-        for (long i = 0; i < iters; ++i) {
-            CUdeviceptr d;
-            OK(g_table_alloc(&d, kSmall));
-            OK(g_table_free(d));
-        }
+    case Pattern::table:  // cudart's pointers, whatever `api` is
+        OK(g_table_alloc(&d, kSmall));
+        OK(g_table_free(d));
         break;
-    case Pattern::batch: {
+    case Pattern::vmm: {
+        CUmemGenericAllocationHandle h;
+        OK(api.create(&h, kVmm, &v.prop, 0));
+        OK(api.map(v.va, kVmm, 0, h, 0));
+        OK(api.set_access(v.va, kVmm, &v.access, 1));
+        OK(api.unmap(v.va, kVmm));
+        OK(api.release(h));
+        break;
+    }
+    case Pattern::batch:
+        break;  // no single iteration: loop() and ab_loop() run it
+    }
+}
+
+__attribute__((noinline)) void loop(Pattern p, long iters, Vmm& v, const Api& api = kLinked) {
+    if (p == Pattern::batch) {
         std::vector<CUdeviceptr> live(static_cast<std::size_t>(kBatch));
         for (long done = 0; done < iters; done += kBatch) {
             const long n = std::min(kBatch, iters - done);
             for (long i = 0; i < n; ++i) OK(api.alloc(&live[static_cast<std::size_t>(i)], kSmall));
             for (long i = 0; i < n; ++i) OK(api.free(live[static_cast<std::size_t>(i)]));
         }
-        break;
+        return;
     }
-    case Pattern::vmm:
-        for (long i = 0; i < iters; ++i) {
-            CUmemGenericAllocationHandle h;
-            OK(api.create(&h, kVmm, &v.prop, 0));
-            OK(api.map(v.va, kVmm, 0, h, 0));
-            OK(api.set_access(v.va, kVmm, &v.access, 1));
-            OK(api.unmap(v.va, kVmm));
-            OK(api.release(h));
-        }
-        break;
-    }
+    for (long i = 0; i < iters; ++i) iteration(p, api, v);
 }
 
 // Writes one byte per cache line of a buffer larger than the caches a driver call would sweep.
@@ -389,55 +387,26 @@ __attribute__((noinline)) void ab_loop(Pattern p, long iters, Vmm& v, const Api&
         out.of[k].push_back(__rdtsc() - t0);
     };
     auto timed = [&](long i, auto&& body) { timed_as(kind_of(i), body); };
-    switch (p) {
-    case Pattern::alloc_free:
-    case Pattern::table:  // not offered: cudart's pointers have no direct twin here
-        for (long i = 0; i < iters; ++i)
-            timed(i, [&](const Api& api) {
-                CUdeviceptr d;
-                OK(api.alloc(&d, kSmall));
-                OK(api.free(d));
-            });
-        break;
-    case Pattern::async:
-        for (long i = 0; i < iters; ++i)
-            timed(i, [&](const Api& api) {
-                CUdeviceptr d;
-                OK(api.alloc_async(&d, kSmall, nullptr));
-                OK(api.free_async(d, nullptr));
-            });
-        break;
-    case Pattern::batch: {  // each call timed alone (x2: a pair's worth); a pointer is freed the way it came
-        std::vector<CUdeviceptr> live(static_cast<std::size_t>(kBatch));
-        std::vector<int> way(static_cast<std::size_t>(kBatch));
-        for (long done = 0; done < iters; done += kBatch) {
-            const long n = std::min(kBatch, iters - done);
-            for (long i = 0; i < n; ++i) {
-                const auto at = static_cast<std::size_t>(i);
-                way[at] = kind_of(i);
-                timed_as(way[at], [&](const Api& api) { OK(api.alloc(&live[at], kSmall)); });
-            }
-            for (long i = 0; i < n; ++i) {
-                const auto at = static_cast<std::size_t>(i);
-                timed_as(way[at], [&](const Api& api) { OK(api.free(live[at])); });
-            }
+    if (p != Pattern::batch) {
+        for (long i = 0; i < iters; ++i) timed(i, [&](const Api& api) { iteration(p, api, v); });
+        return;
+    }
+    std::vector<CUdeviceptr> live(static_cast<std::size_t>(kBatch));
+    std::vector<int> way(static_cast<std::size_t>(kBatch));
+    for (long done = 0; done < iters; done += kBatch) {
+        const long n = std::min(kBatch, iters - done);
+        for (long i = 0; i < n; ++i) {
+            const auto at = static_cast<std::size_t>(i);
+            way[at] = kind_of(i);
+            timed_as(way[at], [&](const Api& api) { OK(api.alloc(&live[at], kSmall)); });
         }
-        for (auto& v : out.of)
-            for (auto& t : v) t *= 2;
-        break;
+        for (long i = 0; i < n; ++i) {
+            const auto at = static_cast<std::size_t>(i);
+            timed_as(way[at], [&](const Api& api) { OK(api.free(live[at])); });
+        }
     }
-    case Pattern::vmm:
-        for (long i = 0; i < iters; ++i)
-            timed(i, [&](const Api& api) {
-                CUmemGenericAllocationHandle h;
-                OK(api.create(&h, kVmm, &v.prop, 0));
-                OK(api.map(v.va, kVmm, 0, h, 0));
-                OK(api.set_access(v.va, kVmm, &v.access, 1));
-                OK(api.unmap(v.va, kVmm));
-                OK(api.release(h));
-            });
-        break;
-    }
+    for (auto& kind : out.of)
+        for (auto& t : kind) t *= 2;  // each call timed alone: a pair's worth, as the other patterns
 }
 
 // One block: every thread runs ab_loop under `depth` frames from a common start; all samples pooled.
