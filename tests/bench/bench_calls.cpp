@@ -267,17 +267,18 @@ struct Samples;
 __attribute__((noinline)) void deep_ab(int depth, Pattern p, long iters, Vmm& v, const Api& direct, Samples& out,
                                        const std::atomic<int>* go, std::atomic<int>* ready);
 
-// Nanoseconds per call per thread: from the common start to the last thread's end, over one thread's calls.
-double measure(const PatternInfo& pi, int threads, long iters, int depth, const Api& api = kLinked) {
+// Starts `threads` threads, each with the context current and (for the VMM pattern) a range of its own,
+// runs body(thread, range, go, ready) on each, lets them go together; returns the common start.
+template <class Body>
+double on_threads(const PatternInfo& pi, int threads, Body&& body) {
     std::atomic<int> go{0}, ready{0};
-    std::vector<double> elapsed(static_cast<std::size_t>(threads), 0);
     std::vector<std::thread> pool;
     for (int t = 0; t < threads; ++t) {
         pool.emplace_back([&, t] {
             OK(cuCtxSetCurrent(g_ctx));
             Vmm v;
             if (pi.p == Pattern::vmm) v.setup();
-            elapsed[static_cast<std::size_t>(t)] = deep(depth, pi.p, iters, v, api, &go, &ready);
+            body(static_cast<std::size_t>(t), v, &go, &ready);
             if (pi.p == Pattern::vmm) v.teardown();
         });
     }
@@ -285,6 +286,15 @@ double measure(const PatternInfo& pi, int threads, long iters, int depth, const 
     const double t0 = bench::now_ns();
     go.store(1, std::memory_order_release);
     for (auto& th : pool) th.join();
+    return t0;
+}
+
+// Nanoseconds per call per thread: from the common start to the last thread's end, over one thread's calls.
+double measure(const PatternInfo& pi, int threads, long iters, int depth, const Api& api = kLinked) {
+    std::vector<double> elapsed(static_cast<std::size_t>(threads), 0);
+    const double t0 = on_threads(pi, threads, [&](std::size_t t, Vmm& v, const std::atomic<int>* go, std::atomic<int>* ready) {
+        elapsed[t] = deep(depth, pi.p, iters, v, api, go, ready);
+    });
     double last = t0;
     for (double e : elapsed) last = std::max(last, e);
     return (last - t0) / static_cast<double>(iters * pi.calls);
@@ -411,23 +421,11 @@ __attribute__((noinline)) void ab_loop(Pattern p, long iters, Vmm& v, const Api&
 
 // One block: every thread runs ab_loop under `depth` frames from a common start; all samples pooled.
 Samples measure_ab(const PatternInfo& pi, int threads, long iters, int depth, const Api& direct) {
-    std::atomic<int> go{0}, ready{0};
     std::vector<Samples> per_thread(static_cast<std::size_t>(threads));
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t) {
-        pool.emplace_back([&, t] {
-            OK(cuCtxSetCurrent(g_ctx));
-            Vmm v;
-            if (pi.p == Pattern::vmm) v.setup();
-            Samples& mine = per_thread[static_cast<std::size_t>(t)];
-            mine.reserve(iters);
-            deep_ab(depth, pi.p, iters, v, direct, mine, &go, &ready);
-            if (pi.p == Pattern::vmm) v.teardown();
-        });
-    }
-    while (ready.load() < threads) std::this_thread::yield();
-    go.store(1, std::memory_order_release);
-    for (auto& th : pool) th.join();
+    on_threads(pi, threads, [&](std::size_t t, Vmm& v, const std::atomic<int>* go, std::atomic<int>* ready) {
+        per_thread[t].reserve(iters);
+        deep_ab(depth, pi.p, iters, v, direct, per_thread[t], go, ready);
+    });
     Samples all;
     for (auto& s : per_thread)
         for (int k = 0; k < 2; ++k) all.of[k].insert(all.of[k].end(), s.of[k].begin(), s.of[k].end());
