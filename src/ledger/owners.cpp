@@ -38,7 +38,6 @@ int Owners::Counters::first_kind_for(int k) {
 void Owners::add(OwnerId o, Kind k, std::uint64_t bytes) {
     Counters& c = counters_[clamp(o)];
     const int kind = static_cast<int>(k);
-    // The split moves before live on an add and after it on a sub: see live(o, k).
     if (c.first_kind_for(kind) != kind) c.by_kind[kind].fetch_add(bytes, std::memory_order_relaxed);
     raise_peak(c.peak, c.live.fetch_add(bytes, std::memory_order_relaxed) + bytes);
     raise_peak(total_peak_, total_live_.fetch_add(bytes, std::memory_order_relaxed) + bytes);
@@ -57,9 +56,9 @@ std::uint64_t Owners::live(OwnerId o, Kind k) const {
     const int kind = static_cast<int>(k);
     if (c.first_kind.load(std::memory_order_relaxed) != kind)
         return c.by_kind[kind].load(std::memory_order_relaxed);
-    // Live less the other kinds, read after it. A change of another kind in between can only make the
-    // others larger than they were when live was read (they move first on an add and last on a sub), so
-    // the figure errs low, by that change at most, and is clamped at 0.
+    // Live less the other kinds. A change of another kind made between the reads can put the figure off
+    // by that change's bytes (a snapshot, as every other counter read while threads run); exact when no
+    // other kind changes meanwhile, and clamped at 0.
     const std::uint64_t live = c.live.load(std::memory_order_relaxed);
     std::uint64_t others = 0;
     for (int j = 0; j < kKinds; ++j)

@@ -102,9 +102,10 @@ __attribute__((visibility("default"))) void cumemaudit_torch_oom(uint64_t reques
 }
 
 // ---- For measurement only (tests/bench/bench_calls --ab, tests/gpu/cost.py), not in cumemaudit.h ----
-// One process times the same calls three ways in alternating blocks: straight to the driver, through the
-// wrappers unrecorded, and recorded. Process-to-process noise on a GPU host is tens of percent; within one
-// process the blocks share memory, driver state and cores, so a few percent can be told apart.
+// One process times the same calls straight to the driver and through the wrappers, alternating call by
+// call, in blocks recorded and blocks paused (the forwarding alone). Process-to-process noise on a GPU
+// host is tens of percent; calls side by side in one process share memory, driver state and core, so a
+// few percent can be told apart.
 
 // The driver entry point the wrapper of `symbol` forwards to (null when the shim does not wrap it).
 __attribute__((visibility("default"))) void* cumemaudit_bench_real(const char* symbol) {
