@@ -1,8 +1,9 @@
 // owners: who holds device memory. Names are registered once (a few dozen at most); live and peak bytes
 // are atomic counters per owner and kind, so a step sample reads O(owners) numbers and never takes the
 // locks of the allocation tables. A change touches two cache lines: its owner's (live, peak and the split
-// by kind, but for imports and IPC opens, whose kinds lie on the next line) and the totals'. Both are shared between
-// threads, because the peaks are exact: a peak is the maximum of one live figure every change moves.
+// by kind, but for imports and IPC opens, whose kinds lie on the next line) and the totals'. Both are
+// shared between threads, because the peaks are exact: a peak is the maximum of one live figure every
+// change moves.
 // Locked instructions are what a change costs (about 7 ns each, measured: tests/bench/RESULTS.md), so an
 // owner's first kind has no counter of its own: it is live less the others. A change of that kind, which
 // is nearly every change (an owner allocates one way), takes two: its owner's live and the total's.
