@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""tests/gpu/cost.py end to end on the simulated driver: one round, one block, no PyTorch. The GPU run
+spends device time that a broken parser or a renamed output line would waste, so this checks, without a
+GPU, that every call row gets its in-process figures for cumemaudit and for the floor, that the
+between-process table is filled, and that the script reports no failure. Figures are not asserted.
+
+Run by meson (tests/gpu/meson.build): test_cost_script.py BUILD_ROOT COST_PY SIM_DIR"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def main():
+    build, cost_py, sim = sys.argv[1:4]
+    with tempfile.TemporaryDirectory() as out:
+        env = {**os.environ, "LD_LIBRARY_PATH": sim}
+        env.pop("LD_PRELOAD", None)
+        p = subprocess.run([sys.executable, cost_py, "--build", build, "--out", out, "--rounds", "1", "--blocks", "1",
+                            "--no-torch", "--cores", "0"], capture_output=True, text=True, env=env, timeout=300)
+        problems = []
+        if p.returncode != 0:
+            problems.append(f"cost.py exit {p.returncode}\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
+        try:
+            with open(os.path.join(out, "cost.json")) as f:
+                data = json.load(f)
+        except (OSError, ValueError) as e:
+            return print(f"FAIL: no cost.json: {e}\n{p.stdout[-2000:]}{p.stderr[-2000:]}", file=sys.stderr) or 1
+        with open(os.path.join(out, "cost.md")) as f:
+            table = f.read()
+    raw = data["raw"]
+    rows = [k[: -len(" | in-process")] for k in raw if k.endswith(" | in-process")]
+    if data["failures"]:
+        problems.append(f"failures: {data['failures']}")
+    if data["rounds"] != 1 or len(rows) != 5:
+        problems.append(f"expected 1 round and 5 call rows in-process, got {data['rounds']} and {rows}")
+    for row in rows:
+        got = raw[f"{row} | in-process"]
+        if len(got["cumemaudit"]) != 1 or len(got["floor"]) != 1:
+            problems.append(f"{row}: in-process figures {got}")
+        for mode in ("cumemaudit", "floor"):
+            if f"{row} | {mode}" not in raw:
+                problems.append(f"{row}: no between-process figure for {mode}")
+    if table.count("no data") != 1:  # the PyTorch row alone, left out by --no-torch
+        problems.append(f"expected only the PyTorch row without data:\n{table}")
+    if problems:
+        print("FAIL\n" + "\n".join(problems), file=sys.stderr)
+        return 1
+    print(table)
+    print("ok: every call row measured inside one process and between processes")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
