@@ -1,6 +1,10 @@
 #include "classic_table.hpp"
 
 #include <sched.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <new>
 
 namespace cumemaudit::ledger::detail {
 
@@ -15,52 +19,94 @@ void ClassicTable::SpinLock::lock() noexcept {
     }
 }
 
+ClassicTable::Writing::Writing(Shard& s) : s_(s) {
+    s.version.store(s.version.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);  // odd before any slot changes
+}
+
+ClassicTable::Writing::~Writing() {
+    s_.version.store(s_.version.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
+
+void ClassicTable::put(Slot& to, const Slot& from) {
+    std::atomic_ref<std::uint64_t>(to.ptr).store(from.ptr, std::memory_order_relaxed);
+    std::atomic_ref<std::uint32_t>(to.stamp).store(from.stamp, std::memory_order_relaxed);
+    to.size = from.size;
+    to.trace = from.trace;
+    to.epoch = from.epoch;
+    to.owner = from.owner;
+    to.kind = from.kind;
+    to.api = from.api;
+}
+
+std::size_t ClassicTable::bytes_of(std::uint32_t n) {
+    const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    return (std::size_t{n} * sizeof(Slot) + page - 1) / page * page;
+}
+
+ClassicTable::Slot* ClassicTable::map_slots(std::uint32_t n) {
+    void* p = mmap(nullptr, bytes_of(n), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    return static_cast<Slot*>(p);  // zero pages: every slot empty
+}
+
 ClassicTable::ClassicTable() {
     for (Shard& s : shards_) {
-        s.slots = new Slot[kInitialSlots]();
-        s.mask = kInitialSlots - 1;
+        s.slots.store(map_slots(kInitialSlots), std::memory_order_relaxed);
+        s.mask.store(kInitialSlots - 1, std::memory_order_relaxed);
     }
 }
 
 ClassicTable::~ClassicTable() {
-    for (Shard& s : shards_) delete[] s.slots;
+    for (Shard& s : shards_) {
+        munmap(s.array(), bytes_of(s.size_mask() + 1));
+        for (const Mapped& old : s.retired) munmap(old.slots, old.bytes);
+    }
 }
 
 ClassicTable::Slot* ClassicTable::find(const Shard& s, std::uint64_t ptr) const {
-    for (std::uint32_t i = home(s, ptr);; i = (i + 1) & s.mask) {
-        if (s.slots[i].ptr == ptr) return &s.slots[i];
-        if (s.slots[i].ptr == 0) return nullptr;  // at most half full: a probe always ends
+    Slot* const slots = s.array();
+    const std::uint32_t mask = s.size_mask();
+    for (std::uint32_t i = home(mask, ptr);; i = (i + 1) & mask) {
+        if (slots[i].ptr == ptr) return &slots[i];
+        if (slots[i].ptr == 0) return nullptr;  // at most half full: a probe always ends
     }
 }
 
 // Backward-shift deletion: later slots of the same probe run move up, so no tombstone is ever left and a
 // probe still ends at the first empty slot.
 void ClassicTable::remove(Shard& s, Slot* gone) {
-    std::uint32_t hole = static_cast<std::uint32_t>(gone - s.slots);
-    for (std::uint32_t i = (hole + 1) & s.mask; s.slots[i].ptr != 0; i = (i + 1) & s.mask) {
-        const std::uint32_t h = home(s, s.slots[i].ptr);
+    Slot* const slots = s.array();
+    const std::uint32_t mask = s.size_mask();
+    std::uint32_t hole = static_cast<std::uint32_t>(gone - slots);
+    for (std::uint32_t i = (hole + 1) & mask; slots[i].ptr != 0; i = (i + 1) & mask) {
+        const std::uint32_t h = home(mask, slots[i].ptr);
         // Slot i may fill the hole unless its home lies cyclically in (hole, i].
-        if (((i - h) & s.mask) >= ((i - hole) & s.mask)) {
-            s.slots[hole] = s.slots[i];
+        if (((i - h) & mask) >= ((i - hole) & mask)) {
+            put(slots[hole], slots[i]);
             hole = i;
         }
     }
-    s.slots[hole] = Slot{};
+    put(slots[hole], Slot{});
     --s.used;
 }
 
 void ClassicTable::grow(Shard& s) {
-    const std::uint32_t old_n = s.mask + 1, n = old_n * 2;
-    Slot* const old = s.slots;
-    s.slots = new Slot[n]();  // may throw: then the shard keeps its old array, unchanged
-    s.mask = n - 1;
+    const std::uint32_t old_n = s.size_mask() + 1, n = old_n * 2, mask = n - 1;
+    Slot* const old = s.array();
+    s.retired.reserve(s.retired.size() + 1);  // may throw: then nothing has changed yet
+    Slot* const fresh = map_slots(n);         // may throw: then the shard keeps its old array, unchanged
     for (std::uint32_t k = 0; k < old_n; ++k) {
         if (old[k].ptr == 0) continue;
-        std::uint32_t i = home(s, old[k].ptr);
-        while (s.slots[i].ptr != 0) i = (i + 1) & s.mask;
-        s.slots[i] = old[k];
+        std::uint32_t i = home(mask, old[k].ptr);
+        while (fresh[i].ptr != 0) i = (i + 1) & mask;
+        fresh[i] = old[k];  // not published yet
     }
-    delete[] old;
+    s.slots.store(fresh, std::memory_order_release);  // before the mask: a reader's probe stays in bounds
+    s.mask.store(mask, std::memory_order_release);
+    // A reader without the lock may still be probing the old array: its pages go back, its mapping stays.
+    madvise(old, bytes_of(old_n), MADV_DONTNEED);
+    s.retired.push_back(Mapped{old, bytes_of(old_n)});
 }
 
 std::uint8_t ClassicTable::api_index(const char* api) {
@@ -86,49 +132,64 @@ std::optional<ClassicRecord> ClassicTable::insert(std::uint64_t ptr, std::uint64
     const std::uint32_t epoch = hot_.epoch.load(std::memory_order_relaxed);
     Shard& s = shards_[shard_of(ptr)];
     std::lock_guard lock(s.mu);
-    const Slot fresh{ptr, size, site.trace, epoch, site.owner, kind, api, 0};
+    if (++s.stamps == 0) s.stamps = 1;  // 0 means "no record"
+    const Slot fresh{ptr, size, site.trace, epoch, site.owner, kind, api, s.stamps};
+    Writing w(s);
     // One probe: it ends at ptr's record or at the empty slot where ptr goes (unless the shard must grow).
-    std::uint32_t i = home(s, ptr);
-    while (s.slots[i].ptr != 0 && s.slots[i].ptr != ptr) i = (i + 1) & s.mask;
-    if (s.slots[i].ptr == ptr) {
-        const ClassicRecord old = record_of(s.slots[i]);
-        s.slots[i] = fresh;  // also clears a mark: the free in flight is done, the driver handed ptr out again
+    Slot* slots = s.array();
+    std::uint32_t mask = s.size_mask();
+    std::uint32_t i = home(mask, ptr);
+    while (slots[i].ptr != 0 && slots[i].ptr != ptr) i = (i + 1) & mask;
+    if (slots[i].ptr == ptr) {
+        const ClassicRecord old = record_of(slots[i]);
+        put(slots[i], fresh);  // a new stamp: the free in flight is done, the driver handed ptr out again
         return old;
     }
-    if ((s.used + 1) * 2 > s.mask + 1) [[unlikely]] {
+    if ((s.used + 1) * 2 > mask + 1) [[unlikely]] {
         grow(s);
-        for (i = home(s, ptr); s.slots[i].ptr != 0;) i = (i + 1) & s.mask;
+        slots = s.array();
+        mask = s.size_mask();
+        for (i = home(mask, ptr); slots[i].ptr != 0;) i = (i + 1) & mask;
     }
-    s.slots[i] = fresh;
+    put(slots[i], fresh);
     ++s.used;
     return std::nullopt;
 }
 
-bool ClassicTable::mark_freeing(std::uint64_t ptr) {
-    Shard& s = shards_[shard_of(ptr)];
-    std::lock_guard lock(s.mu);
-    Slot* at = find(s, ptr);
-    if (at == nullptr || at->freeing != 0) return false;  // unknown, or another free of it is in flight
-    at->freeing = 1;
-    return true;
+std::uint32_t ClassicTable::stamp_of(std::uint64_t ptr) const {
+    const Shard& s = shards_[shard_of(ptr)];
+    for (int attempt = 0; attempt < 4; ++attempt) {
+        const std::uint32_t before = s.version.load(std::memory_order_acquire);
+        if ((before & 1) != 0) continue;  // a writer is in the shard
+        const std::uint32_t mask = s.mask.load(std::memory_order_acquire);
+        Slot* const slots = s.slots.load(std::memory_order_acquire);
+        std::uint32_t stamp = 0;
+        // Bounded: slots read while a writer moves them may hold anything; the version says so after.
+        for (std::uint32_t i = home(mask, ptr), n = 0; n <= mask; ++n, i = (i + 1) & mask) {
+            const std::uint64_t at = std::atomic_ref<std::uint64_t>(slots[i].ptr).load(std::memory_order_relaxed);
+            if (at == ptr) {
+                stamp = std::atomic_ref<std::uint32_t>(slots[i].stamp).load(std::memory_order_relaxed);
+                break;
+            }
+            if (at == 0) break;
+        }
+        std::atomic_thread_fence(std::memory_order_acquire);
+        if (s.version.load(std::memory_order_relaxed) == before) return stamp;
+    }
+    std::lock_guard lock(s.mu);  // writers kept changing the shard: read it under its lock
+    const Slot* at = find(s, ptr);
+    return at != nullptr ? at->stamp : 0;
 }
 
-std::optional<ClassicRecord> ClassicTable::erase(std::uint64_t ptr, bool marked) {
+std::optional<ClassicRecord> ClassicTable::erase(std::uint64_t ptr, std::uint32_t stamp) {
     Shard& s = shards_[shard_of(ptr)];
     std::lock_guard lock(s.mu);
     Slot* at = find(s, ptr);
-    if (at == nullptr || (marked && at->freeing == 0)) return std::nullopt;
+    if (at == nullptr || (stamp != 0 && at->stamp != stamp)) return std::nullopt;
     const ClassicRecord old = record_of(*at);
+    Writing w(s);
     remove(s, at);
     return old;
-}
-
-bool ClassicTable::unmark(std::uint64_t ptr, bool marked) {
-    Shard& s = shards_[shard_of(ptr)];
-    std::lock_guard lock(s.mu);
-    Slot* at = find(s, ptr);
-    if (at != nullptr && marked) at->freeing = 0;
-    return at != nullptr;
 }
 
 bool ClassicTable::contains(std::uint64_t ptr) const {
@@ -140,11 +201,15 @@ bool ClassicTable::contains(std::uint64_t ptr) const {
 void ClassicTable::clear() {
     for (Shard& s : shards_) {
         s.mu.reset();
-        Slot* fresh = new Slot[kInitialSlots]();
-        delete[] s.slots;
-        s.slots = fresh;
-        s.mask = kInitialSlots - 1;
+        Slot* const fresh = map_slots(kInitialSlots);
+        munmap(s.array(), bytes_of(s.size_mask() + 1));
+        for (const Mapped& old : s.retired) munmap(old.slots, old.bytes);
+        s.retired.clear();
+        s.retired.shrink_to_fit();
+        s.slots.store(fresh, std::memory_order_relaxed);
+        s.mask.store(kInitialSlots - 1, std::memory_order_relaxed);
         s.used = 0;
+        s.version.store(0, std::memory_order_relaxed);
     }
 }
 

@@ -1,14 +1,16 @@
 // classic_table: live classic allocations (cuMemAlloc*, async, host, managed, IPC opens) by pointer.
 // This is the hot path of PyTorch-style programs, and after a real driver call none of it is in cache, so
-// what it costs is the cache lines it touches, not instructions. An allocation or a free touches:
-//   1. its shard's line (the lock, the slot array's address, size and use count),
-//   2. its slot's line (one 32-byte slot: pointer, size, trace, epoch, owner, kind, api, freeing mark),
+// what it costs is the cache lines it touches and its locked instructions (about 7 ns each). An allocation
+// or a free touches:
+//   1. its shard's line (the lock, the version, the slot array's address, size and use count),
+//   2. its slot's line (one 32-byte slot: pointer, size, trace, epoch, owner, kind, api, stamp),
 //   3. for an allocation only, the hot line (the epoch and the first API names, read-mostly).
 // No hash node is allocated or freed (open addressing with linear probing and backward-shift deletion;
 // a shard's array doubles at half load, so growth is amortised and never in steady state), and no other
 // lock is taken: the order between "A frees p" and "B allocates p" that the driver's reuse of p demands is
-// carried by the slot (see mark_freeing). 64 shards keep threads apart; a slot is 32 bytes, so a live
-// allocation costs 64 to 128 bytes of table.
+// carried by the slot's stamp (see stamp_of). An allocation takes its shard's lock once; a free reads its
+// record's stamp without the lock (a seqlock read) and takes the lock once, to take the record out. 64
+// shards keep threads apart; a slot is 32 bytes, so a live allocation costs 64 to 128 bytes of table.
 #pragma once
 
 #include "ledger.hpp"
@@ -18,6 +20,7 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 namespace cumemaudit::ledger::detail {
 
@@ -43,16 +46,14 @@ public:
     // out again. Whoever takes a record out of the table accounts for its bytes.
     std::optional<ClassicRecord> insert(std::uint64_t ptr, std::uint64_t size, Kind, const Site&);
 
-    // Before the driver frees ptr: marks its record, so that if another thread is handed ptr again and
-    // records it before this free is recorded, its insert replaces the marked record (and the marked
-    // erase below leaves the new one alone). True if a record was marked by this call.
-    bool mark_freeing(std::uint64_t ptr);
-    // After the driver freed ptr. `marked`: mark_freeing(ptr) returned true for this free; then only the
-    // marked record is taken out (an unmarked one is a new allocation that replaced it). Unmarked: whatever
-    // record ptr has (a free seen only after the fact, as the CUPTI backend sees it).
-    std::optional<ClassicRecord> erase(std::uint64_t ptr, bool marked);
-    // After the driver refused to free ptr: clears this free's mark. Whether ptr has a record.
-    bool unmark(std::uint64_t ptr, bool marked);
+    // Before the driver frees ptr: the stamp of its record (0: none). Every insert stamps its record anew,
+    // so if another thread is handed ptr again and records it before this free is recorded, that record
+    // has another stamp and the erase below leaves it alone. Read without the shard's lock.
+    std::uint32_t stamp_of(std::uint64_t ptr) const;
+    // After the driver freed ptr. With a stamp, only the record that still has it is taken out (another
+    // one is a new allocation that replaced it). Stamp 0: whatever record ptr has (a free seen only after
+    // the fact, as the CUPTI backend sees it, or of a pointer the table did not know when it began).
+    std::optional<ClassicRecord> erase(std::uint64_t ptr, std::uint32_t stamp);
     bool contains(std::uint64_t ptr) const;
 
     void set_epoch(std::uint32_t e) { hot_.epoch.store(e, std::memory_order_relaxed); }
@@ -62,8 +63,9 @@ public:
     void for_each(F&& f) const {
         for (const Shard& s : shards_) {
             std::lock_guard lock(s.mu);
-            for (std::uint32_t i = 0; i <= s.mask; ++i)
-                if (s.slots[i].ptr != 0) f(s.slots[i].ptr, record_of(s.slots[i]));
+            const Slot* slots = s.array();
+            for (std::uint32_t i = 0; i <= s.size_mask(); ++i)
+                if (slots[i].ptr != 0) f(slots[i].ptr, record_of(slots[i]));
         }
     }
     // Back to the initial size: a fork child should not inherit the parent's footprint. One thread alive
@@ -78,13 +80,13 @@ private:
         std::uint32_t epoch;
         OwnerId owner;
         Kind kind;
-        std::uint8_t api;       // index into hot_.apis
-        std::uint32_t freeing;  // 1 while a marked free of ptr is in flight
+        std::uint8_t api;     // index into hot_.apis
+        std::uint32_t stamp;  // this insert's, never 0 (the shard's count of inserts)
     };
     static_assert(sizeof(Slot) == 32, "two slots a cache line");
 
     static constexpr std::size_t kShards = 64;
-    static constexpr std::uint32_t kInitialSlots = 16;
+    static constexpr std::uint32_t kInitialSlots = 128;  // one page: arrays are mapped, not malloc'd
     // Held for a probe or two (tens of nanoseconds; a growth, rarely, for longer): a lock that takes one
     // atomic exchange and releases with a plain store, where a mutex pays a second atomic to release. A
     // waiter yields its core after a short spin, so a holder preempted on a busy machine gets it back.
@@ -98,12 +100,40 @@ private:
     private:
         std::atomic<bool> held_{false};
     };
+    // A reader without the lock (stamp_of) sees the slots through a seqlock: `version` is odd while a
+    // writer changes them, and the slots' pointer and stamp are written and read atomically. Arrays are
+    // mapped pages: the one a growth replaces is given back with MADV_DONTNEED but stays mapped until
+    // clear(), so a reader that raced the growth reads old slots or zeros, never unmapped memory, and then
+    // sees the version moved. `slots` is published before `mask` and read after it: a probe stays in bounds.
+    struct Mapped {
+        Slot* slots;
+        std::size_t bytes;
+    };
     struct alignas(64) Shard {  // own cache line: neighbouring shards' locks must not false-share
         mutable SpinLock mu;
-        Slot* slots = nullptr;
-        std::uint32_t mask = 0;  // slots - 1 (a power of two)
+        std::atomic<std::uint32_t> version{0};
+        std::atomic<Slot*> slots{nullptr};
+        std::atomic<std::uint32_t> mask{0};  // slots - 1 (a power of two)
         std::uint32_t used = 0;
+        std::uint32_t stamps = 0;     // inserts so far: the last stamp given
+        std::vector<Mapped> retired;  // arrays a growth replaced, their pages given back
+        Slot* array() const { return slots.load(std::memory_order_relaxed); }  // under the lock
+        std::uint32_t size_mask() const { return mask.load(std::memory_order_relaxed); }
     };
+    // Brackets a change of a shard's slots, under its lock.
+    class Writing {
+    public:
+        explicit Writing(Shard& s);
+        ~Writing();
+        Writing(const Writing&) = delete;
+        Writing& operator=(const Writing&) = delete;
+
+    private:
+        Shard& s_;
+    };
+    static void put(Slot& to, const Slot& from);  // the fields a reader without the lock sees, atomically
+    static Slot* map_slots(std::uint32_t n);       // zeroed; throws std::bad_alloc
+    static std::size_t bytes_of(std::uint32_t n);
 
     // API names are static strings; a slot keeps a one-byte index. The epoch and the first seven names,
     // which is every classic API most programs use, share one read-mostly line.
@@ -117,7 +147,7 @@ private:
     // Pointers are 256-byte or larger aligned: multiply, the top bits pick the shard, the next the slot.
     static std::uint64_t mix(std::uint64_t ptr) { return ptr * 0x9E3779B97F4A7C15ull; }
     static std::size_t shard_of(std::uint64_t ptr) { return mix(ptr) >> 58; }
-    static std::uint32_t home(const Shard& s, std::uint64_t ptr) { return static_cast<std::uint32_t>(mix(ptr) >> 26) & s.mask; }
+    static std::uint32_t home(std::uint32_t mask, std::uint64_t ptr) { return static_cast<std::uint32_t>(mix(ptr) >> 26) & mask; }
 
     Slot* find(const Shard&, std::uint64_t ptr) const;  // under the shard's lock
     void remove(Shard&, Slot*);                         // backward-shift deletion, under the lock

@@ -92,21 +92,21 @@ void Ledger::allocated(std::uint64_t ptr, std::uint64_t size, Kind kind, const S
     state_->owners.add(site.owner, kind, size);
 }
 
-bool Ledger::freeing(std::uint64_t ptr) { return state_->classic.mark_freeing(ptr); }
+Ledger::FreeTicket Ledger::freeing(std::uint64_t ptr) { return state_->classic.stamp_of(ptr); }
 
-void Ledger::freed(std::uint64_t ptr, bool ok, const char* result, const Site& site, bool marked) {
+void Ledger::freed(std::uint64_t ptr, bool ok, const char* result, const Site& site, FreeTicket ticket) {
     if (!ok) {
         // Only an argument error says the pointer is wrong; any other answer (a free during graph capture:
         // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) is the driver's own reason, and the allocation stays live.
         const bool bad_pointer = std::string_view(result) == "CUDA_ERROR_INVALID_VALUE";
         state_->misuse.record(site, result,
-                              state_->classic.unmark(ptr, marked) ? "free refused by the driver; the allocation stays live"
+                              state_->classic.contains(ptr) ? "free refused by the driver; the allocation stays live"
                               : bad_pointer                 ? "free of an unknown pointer"
                                                             : "free refused by the driver");
         return;
     }
     // An unknown pointer the driver accepted came from before we loaded (or is null): not misuse.
-    if (const auto old = state_->classic.erase(ptr, marked)) state_->owners.sub(old->owner, old->kind, old->size);
+    if (const auto old = state_->classic.erase(ptr, ticket)) state_->owners.sub(old->owner, old->kind, old->size);
 }
 
 OwnerId Ledger::owner_id(std::string_view name) { return state_->owners.id(name); }

@@ -155,11 +155,15 @@ public:
 
     // ---- classic allocations (cuMemAlloc*, async, host, managed, IPC opens) and their frees.
     void allocated(std::uint64_t ptr, std::uint64_t size, Kind, const Site&);
-    // Called before the driver frees ptr, by a caller that will pass the answer to freed(..., marked):
+    // Called before the driver frees ptr, by a caller that will pass the answer to freed(..., ticket):
     // the driver hands a freed value out again at once, and this keeps "A frees p, B is handed p" in that
-    // order in the table without a lock held across the driver call. Whether ptr's record was marked.
-    bool freeing(std::uint64_t ptr);
-    void freed(std::uint64_t ptr, bool ok, const char* result, const Site&, bool marked = false);
+    // order in the table without a lock held across the driver call, nor taken here. The ticket names the
+    // record ptr has now (0: none); freed() takes out only that record, never one that the driver's reuse
+    // of ptr put there meanwhile.
+    using FreeTicket = std::uint32_t;
+    FreeTicket freeing(std::uint64_t ptr);
+    // Ticket 0: whatever record ptr has (a free seen only after the fact, as the CUPTI backend sees it).
+    void freed(std::uint64_t ptr, bool ok, const char* result, const Site&, FreeTicket ticket = 0);
 
     // ---- owners: a small registry of names; id 0 is "unknown".
     OwnerId owner_id(std::string_view name);

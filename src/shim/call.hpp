@@ -132,8 +132,8 @@ public:
     const ledger::Site& site();
     // A site with the API only, for events whose site the ledger does not keep.
     ledger::Site bare() const { return ledger::Site{api_, 0, 0}; }
-    // A classic free marked its record before the driver ran (Ledger::freeing); its record says so.
-    bool marked_free = false;
+    // A classic free's ticket for its record, taken before the driver ran (Ledger::freeing).
+    ledger::Ledger::FreeTicket free_ticket = 0;
 
 private:
     Recorder& recorder_;

@@ -52,11 +52,11 @@ void freed(Call& call, CUresult r, std::uint64_t ptr) {
     const bool ok = r == CUDA_SUCCESS;
     if (ok && ptr == 0) return;  // freeing null is a no-op the driver accepts
     ledger::Site bare;
-    book(call).freed(ptr, ok, result_name(r), site_if_failed(call, ok, bare), call.marked_free);
+    book(call).freed(ptr, ok, result_name(r), site_if_failed(call, ok, bare), call.free_ticket);
 }
 
 OrderHold mark_free(Call& call, std::uint64_t ptr) {
-    if (ptr != 0) call.marked_free = book(call).freeing(ptr);
+    if (ptr != 0) call.free_ticket = book(call).freeing(ptr);
     return {};
 }
 

@@ -64,7 +64,7 @@ void record(ev::MemInfo, Call&, CUresult, A...) {}
 
 // What a call does before the driver runs. A call that ends a value's life orders itself before the next
 // life of that value (the driver hands a freed pointer or released handle out again at once): a classic
-// free marks its record in the ledger's table (Call::marked_free); a VMM release, unmap or address free
+// free takes its record's ticket (Call::free_ticket); a VMM release, unmap or address free
 // holds the value's stripe across the driver call (see order_stripe). Instantiating a graph samples
 // driver-used memory first; the rest do nothing.
 template <typename Event, typename... A>

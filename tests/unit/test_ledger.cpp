@@ -5,7 +5,8 @@
 
 #include <array>
 #include <cstring>
-#include <malloc.h>
+#include <fstream>
+#include <unistd.h>
 #include <set>
 #include <string>
 #include <mutex>
@@ -403,18 +404,24 @@ TEST_CASE("reset forgets everything but owner names") {
     CHECK(l.snapshot(Moment::exit, kAllOpen).misuse[0].what == "release of a handle never created");
 }
 
-TEST_CASE("a live classic allocation costs at most 160 bytes of ledger heap") {
+TEST_CASE("a live classic allocation costs at most 160 bytes of ledger memory") {
     Ledger l;
     constexpr std::uint64_t kLive = 200000;
     const Site s{"cuMemAlloc_v2", 1, 0};
     l.allocated(0x10, 1, Kind::classic, s);  // first touch of the tables outside the measurement
     l.freed(0x10, true, "CUDA_SUCCESS", s);
-    // Large arrays come from mmap, which uordblks leaves out: hblkhd counts them.
-    const auto heap = [] { return mallinfo2().uordblks + mallinfo2().hblkhd; };
-    const std::size_t before = heap();
+    // Resident pages: the heap and the classic table's mapped slot arrays alike (a growth gives the pages
+    // of the array it replaced back, and they must not count).
+    const auto resident = [] {
+        std::ifstream statm("/proc/self/statm");
+        std::size_t size = 0, pages = 0;
+        statm >> size >> pages;
+        return pages * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    };
+    const std::size_t before = resident();
     for (std::uint64_t i = 0; i < kLive; ++i) l.allocated(0x7f0000000000 + i * 512, 512, Kind::classic, s);
-    const std::size_t per = (heap() - before) / kLive;
-    INFO("bytes per live classic allocation: " << per);
+    const std::size_t per = (resident() - before) / kLive;
+    INFO("resident bytes per live classic allocation: " << per);
     CHECK(per <= 160);
 }
 
@@ -457,14 +464,15 @@ TEST_CASE("held_since counts only what allocations made since the mark still hol
     CHECK(l.held_since(0).unfreed_bytes == 4096 + 512);
 }
 
-TEST_CASE("a free marked before the driver ran leaves alone the allocation that reused its pointer") {
+TEST_CASE("a free's ticket, taken before the driver ran, leaves alone the allocation that reused its pointer") {
     Ledger l;
     const OwnerId a = l.owner_id("a"), b = l.owner_id("b");
     l.allocated(0x1000, 4096, Kind::classic, site("cuMemAlloc_v2", 1, a));
-    // Thread A: marks, the driver frees 0x1000 and hands it at once to thread B, which records first.
-    REQUIRE(l.freeing(0x1000));
+    // Thread A takes its ticket; the driver frees 0x1000 and hands it at once to thread B, which records first.
+    const Ledger::FreeTicket first = l.freeing(0x1000);
+    REQUIRE(first != 0);
     l.allocated(0x1000, 512, Kind::async_pool, site("cuMemAllocAsync", 2, b));
-    l.freed(0x1000, true, "CUDA_SUCCESS", site("cuMemFree_v2"), true);
+    l.freed(0x1000, true, "CUDA_SUCCESS", site("cuMemFree_v2"), first);
     Snapshot s = l.snapshot(Moment::exit, kAllOpen);
     REQUIRE(s.leaks.size() == 1);
     CHECK(s.leaks[0].site.trace == 2);
@@ -473,24 +481,43 @@ TEST_CASE("a free marked before the driver ran leaves alone the allocation that 
     CHECK(s.summary.live_bytes == 512);
     // The driver freed it before handing it out again: the two were never live together.
     CHECK(s.summary.peak_tracked_bytes == 4096);
-    // B frees it normally; a refused, marked free keeps the record and is misuse with the driver's answer.
-    REQUIRE(l.freeing(0x1000));
-    l.freed(0x1000, false, "CUDA_ERROR_INVALID_VALUE", site("cuMemFree_v2", 3), true);
+    // B frees it normally; a refused free keeps the record and is misuse with the driver's answer.
+    const Ledger::FreeTicket second = l.freeing(0x1000);
+    REQUIRE(second != 0);
+    CHECK(second != first);  // B's record is another record
+    l.freed(0x1000, false, "CUDA_ERROR_INVALID_VALUE", site("cuMemFree_v2", 3), second);
     CHECK(l.snapshot(Moment::exit, kAllOpen).summary.unfreed_bytes == 512);
-    REQUIRE(l.freeing(0x1000));  // the refused free's mark is gone, so a second free marks again
-    l.freed(0x1000, true, "CUDA_SUCCESS", site("cuMemFree_v2"), true);
+    REQUIRE(l.freeing(0x1000) == second);  // the refused free changed nothing: the next free gets the same ticket
+    l.freed(0x1000, true, "CUDA_SUCCESS", site("cuMemFree_v2"), second);
     s = l.snapshot(Moment::exit, kAllOpen);
     CHECK(s.leaks.empty());
     CHECK(s.summary.live_bytes == 0);
     REQUIRE(s.misuse.size() == 1);
     CHECK(s.misuse[0].what == "free refused by the driver; the allocation stays live");
-    CHECK(!l.freeing(0x1000));  // nothing left to mark
+    CHECK(l.freeing(0x1000) == 0);  // no record left
+}
+
+TEST_CASE("a free's ticket still names its record after the shard grew and its neighbours moved") {
+    // The ticket is read without the shard's lock; what it names must be found again after inserts that
+    // double the shard several times and removals that shift the slots around it.
+    Ledger l;
+    const OwnerId o = l.owner_id("o");
+    l.allocated(0x100000, 4096, Kind::classic, site("cuMemAlloc_v2", 1, o));
+    const Ledger::FreeTicket t = l.freeing(0x100000);
+    REQUIRE(t != 0);
+    for (std::uint64_t i = 1; i <= 20000; ++i) l.allocated(0x100000 + i * 512, 256, Kind::classic, site("cuMemAlloc_v2", 2, o));
+    for (std::uint64_t i = 1; i <= 20000; i += 2) l.freed(0x100000 + i * 512, true, "CUDA_SUCCESS", site("cuMemFree_v2"));
+    l.freed(0x100000, true, "CUDA_SUCCESS", site("cuMemFree_v2"), t);
+    const Snapshot s = l.snapshot(Moment::exit, kAllOpen);
+    CHECK(s.summary.unfreed_allocations == 10000);
+    CHECK(s.summary.unfreed_bytes == 10000 * 256);
+    CHECK(s.summary.peak_tracked_bytes == 4096 + 20000 * 256);
 }
 
 TEST_CASE("32 threads sharing a reusing driver: exact live bytes and planted leaks") {
     // A stand-in driver hands freed pointers out again at once (LIFO), as the real one does, so one
     // thread's free races another's allocation of the same value; each call records as the shim does:
-    // mark, driver, record.
+    // ticket, driver, record.
     Ledger l;
     std::mutex driver_mu;
     std::vector<std::uint64_t> free_list;
@@ -516,9 +543,9 @@ TEST_CASE("32 threads sharing a reusing driver: exact live bytes and planted lea
                 const std::uint64_t p = driver_alloc();
                 l.allocated(p, 256 + 8 * static_cast<std::uint64_t>(t), Kind::classic, alloc_site);
                 if (i % 1000 == 0) continue;  // planted: 4 per thread
-                const bool marked = l.freeing(p);
+                const Ledger::FreeTicket ticket = l.freeing(p);
                 driver_free(p);
-                l.freed(p, true, "CUDA_SUCCESS", Site{"cuMemFree_v2", 0, o}, marked);
+                l.freed(p, true, "CUDA_SUCCESS", Site{"cuMemFree_v2", 0, o}, ticket);
             }
         });
     for (auto& th : threads) th.join();
@@ -592,9 +619,9 @@ TEST_CASE("an owner that allocates three ways splits its live bytes by kind exac
     l.allocated(0x20000, 16 * MiB, Kind::classic, site("cuMemAlloc_v2", 2, o));
     l.allocated(0x30000, 2 * MiB, Kind::host_pinned, site("cuMemHostAlloc", 3, o));
     CHECK(split() == std::array<std::uint64_t, 5>{22 * MiB, 22 * MiB, 16 * MiB, 4 * MiB, 2 * MiB});
-    l.freed(0x10000, true, "CUDA_SUCCESS", site("cuMemFreeAsync", 4, o), false);
+    l.freed(0x10000, true, "CUDA_SUCCESS", site("cuMemFreeAsync", 4, o));
     CHECK(split() == std::array<std::uint64_t, 5>{18 * MiB, 22 * MiB, 16 * MiB, 0, 2 * MiB});
-    l.freed(0x20000, true, "CUDA_SUCCESS", site("cuMemFree_v2", 5, o), false);
+    l.freed(0x20000, true, "CUDA_SUCCESS", site("cuMemFree_v2", 5, o));
     l.allocated(0x40000, 1 * MiB, Kind::async_pool, site("cuMemAllocAsync", 1, o));
     CHECK(split() == std::array<std::uint64_t, 5>{3 * MiB, 22 * MiB, 0, 1 * MiB, 2 * MiB});
     l.reset();  // a fork child: the next first kind is the child's own
