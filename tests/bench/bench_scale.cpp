@@ -1,5 +1,6 @@
 // bench_scale: what 1,000,000 live classic allocations cost under the shim, on the simulated driver.
-//   memory   malloc'd bytes (mallinfo2: in-use arena + mmapped) and RSS grown over --live allocations
+//   memory   RSS (the target; the classic table's slot arrays are mapped pages) and malloc'd bytes
+//            (mallinfo2: in-use arena + mmapped) grown over --live allocations
 //            of small sizes (cuMemAlloc_v2, 256..496 bytes, charged 512 each), shim on minus the same
 //            run with the shim off (which leaves the simulated driver's own bookkeeping), per allocation
 //   step     one cumemaudit_step() sample with 1,000 live and with --live live (median of --steps): the
@@ -166,8 +167,9 @@ int main(int argc, char** argv) {
                 n, rounds);
     bench::Table t({"measure", "off", "on", "shim", "target", "verdict"});
     const double mem = (on.mem - off.mem) / dn;
+    // The classic table's slot arrays are mapped pages, which malloc never sees: RSS is the measure.
     t.add({"malloc'd bytes per live allocation", bench::fmt("%.1f", off.mem / dn), bench::fmt("%.1f", on.mem / dn),
-           bench::fmt("%.1f", mem), "≤ 160 B", verdict_le(mem, 160, "B")});
+           bench::fmt("%.1f", mem), "-", "(slot arrays are mapped: see RSS)"});
     const double rss = (on.rss - off.rss) / dn;
     t.add({"RSS bytes per live allocation", bench::fmt("%.1f", off.rss / dn), bench::fmt("%.1f", on.rss / dn),
            bench::fmt("%.1f", rss), "≤ 160 B", verdict_le(rss, 160, "B")});
