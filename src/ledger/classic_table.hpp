@@ -42,8 +42,8 @@ public:
     ClassicTable& operator=(const ClassicTable&) = delete;
 
     // Records ptr as live, made in the current epoch. Returns the record ptr had if one was still there: a
-    // free we never saw, or one in flight (marked) that the driver has already done, since it handed ptr
-    // out again. Whoever takes a record out of the table accounts for its bytes.
+    // free we never saw, or one in flight (its ticket names the old record) that the driver has already
+    // done, since it handed ptr out again. Whoever takes a record out of the table accounts for its bytes.
     std::optional<ClassicRecord> insert(std::uint64_t ptr, std::uint64_t size, Kind, const Site&);
 
     // Before the driver frees ptr: the stamp of its record (0: none). Every insert stamps its record anew,

@@ -42,7 +42,7 @@ const ledger::Site& site_if_failed(Call& call, bool ok, ledger::Site& bare) {
 void allocated(Call& call, CUresult r, std::uint64_t ptr, std::uint64_t size, Kind kind) {
     if (r != CUDA_SUCCESS) return;
     const ledger::Site& site = call.site();
-    book(call).allocated(ptr, size, kind, site);  // a free of ptr in flight was ordered by its mark (before())
+    book(call).allocated(ptr, size, kind, site);  // a free of ptr in flight holds its ticket (before())
     if (call.recorder().capturing()) call.recorder().timeline().captured(site.owner, size);
 }
 
@@ -55,17 +55,17 @@ void freed(Call& call, CUresult r, std::uint64_t ptr) {
     book(call).freed(ptr, ok, result_name(r), site_if_failed(call, ok, bare), call.free_ticket);
 }
 
-OrderHold mark_free(Call& call, std::uint64_t ptr) {
+OrderHold take_ticket(Call& call, std::uint64_t ptr) {
     if (ptr != 0) call.free_ticket = book(call).freeing(ptr);
     return {};
 }
 
 }  // namespace
 
-OrderHold before(ev::Free, Call& call, CUdeviceptr p) { return mark_free(call, p); }
-OrderHold before(ev::FreeAsync, Call& call, CUdeviceptr p, CUstream) { return mark_free(call, p); }
-OrderHold before(ev::FreeHost, Call& call, void* p) { return mark_free(call, addr(p)); }
-OrderHold before(ev::IpcClose, Call& call, CUdeviceptr p) { return mark_free(call, p); }
+OrderHold before(ev::Free, Call& call, CUdeviceptr p) { return take_ticket(call, p); }
+OrderHold before(ev::FreeAsync, Call& call, CUdeviceptr p, CUstream) { return take_ticket(call, p); }
+OrderHold before(ev::FreeHost, Call& call, void* p) { return take_ticket(call, addr(p)); }
+OrderHold before(ev::IpcClose, Call& call, CUdeviceptr p) { return take_ticket(call, p); }
 
 void record(ev::Create, Call& call, CUresult r, CUmemGenericAllocationHandle* handle, size_t size,
             const CUmemAllocationProp* prop, unsigned long long) {
