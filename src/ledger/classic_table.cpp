@@ -1,23 +1,11 @@
 #include "classic_table.hpp"
 
-#include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <new>
 
 namespace cumemaudit::ledger::detail {
-
-void ClassicTable::SpinLock::lock() noexcept {
-    for (int spins = 0; held_.exchange(true, std::memory_order_acquire); ++spins) {
-        while (held_.load(std::memory_order_relaxed)) {
-            if (spins++ >= 64) sched_yield();
-#if defined(__x86_64__)
-            else __builtin_ia32_pause();
-#endif
-        }
-    }
-}
 
 ClassicTable::Writing::Writing(Shard& s) : s_(s) {
     s.version.store(s.version.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -50,7 +38,7 @@ ClassicTable::Slot* ClassicTable::map_slots(std::uint32_t n) {
     return static_cast<Slot*>(p);  // zero pages: every slot empty
 }
 
-ClassicTable::ClassicTable() {
+ClassicTable::ClassicTable(Owners& owners) : owners_(owners) {
     for (Shard& s : shards_) {
         s.slots.store(map_slots(kInitialSlots), std::memory_order_relaxed);
         s.mask.store(kInitialSlots - 1, std::memory_order_relaxed);
@@ -109,6 +97,12 @@ void ClassicTable::grow(Shard& s) {
     s.retired.push_back(Mapped{old, bytes_of(old_n)});
 }
 
+void ClassicTable::warm(const Shard& s, std::uint64_t ptr) {
+    warm_line(&s);
+    const Slot* slots = s.slots.load(std::memory_order_relaxed);  // a stale array is harmless: a hint only
+    warm_line(&slots[home(s.mask.load(std::memory_order_relaxed), ptr)]);
+}
+
 std::uint8_t ClassicTable::api_index(const char* api) {
     const std::uint32_t n = hot_.apis_used.load(std::memory_order_acquire);
     for (std::uint32_t i = 0; i < n; ++i)
@@ -127,11 +121,13 @@ ClassicRecord ClassicTable::record_of(const Slot& s) const {
     return ClassicRecord{s.size, hot_.apis[s.api].load(std::memory_order_relaxed), s.trace, s.owner, s.kind, s.epoch};
 }
 
-std::optional<ClassicRecord> ClassicTable::insert(std::uint64_t ptr, std::uint64_t size, Kind kind, const Site& site) {
+void ClassicTable::insert(std::uint64_t ptr, std::uint64_t size, Kind kind, const Site& site) {
     const std::uint8_t api = api_index(site.api);
     const std::uint32_t epoch = hot_.epoch.load(std::memory_order_relaxed);
     Shard& s = shards_[shard_of(ptr)];
-    std::lock_guard lock(s.mu);
+    warm(s, ptr);
+    owners_.warm(site.owner);
+    std::lock_guard lock(owners_.lock());
     if (++s.stamps == 0) s.stamps = 1;  // 0 means "no record"
     const Slot fresh{ptr, size, site.trace, epoch, site.owner, kind, api, s.stamps};
     Writing w(s);
@@ -141,19 +137,19 @@ std::optional<ClassicRecord> ClassicTable::insert(std::uint64_t ptr, std::uint64
     std::uint32_t i = home(mask, ptr);
     while (slots[i].ptr != 0 && slots[i].ptr != ptr) i = (i + 1) & mask;
     if (slots[i].ptr == ptr) {
-        const ClassicRecord old = record_of(slots[i]);
+        owners_.sub(slots[i].owner, slots[i].kind, slots[i].size);
         put(slots[i], fresh);  // a new stamp: the free in flight is done, the driver handed ptr out again
-        return old;
+    } else {
+        if ((s.used + 1) * 2 > mask + 1) [[unlikely]] {
+            grow(s);  // may throw: then nothing has changed
+            slots = s.array();
+            mask = s.size_mask();
+            for (i = home(mask, ptr); slots[i].ptr != 0;) i = (i + 1) & mask;
+        }
+        put(slots[i], fresh);
+        ++s.used;
     }
-    if ((s.used + 1) * 2 > mask + 1) [[unlikely]] {
-        grow(s);
-        slots = s.array();
-        mask = s.size_mask();
-        for (i = home(mask, ptr); slots[i].ptr != 0;) i = (i + 1) & mask;
-    }
-    put(slots[i], fresh);
-    ++s.used;
-    return std::nullopt;
+    owners_.add(site.owner, kind, size);
 }
 
 std::uint32_t ClassicTable::stamp_of(std::uint64_t ptr) const {
@@ -176,31 +172,31 @@ std::uint32_t ClassicTable::stamp_of(std::uint64_t ptr) const {
         std::atomic_thread_fence(std::memory_order_acquire);
         if (s.version.load(std::memory_order_relaxed) == before) return stamp;
     }
-    std::lock_guard lock(s.mu);  // writers kept changing the shard: read it under its lock
+    std::lock_guard lock(owners_.lock());  // writers kept changing the shard: read it under the lock
     const Slot* at = find(s, ptr);
     return at != nullptr ? at->stamp : 0;
 }
 
-std::optional<ClassicRecord> ClassicTable::erase(std::uint64_t ptr, std::uint32_t stamp) {
+bool ClassicTable::erase(std::uint64_t ptr, std::uint32_t stamp) {
     Shard& s = shards_[shard_of(ptr)];
-    std::lock_guard lock(s.mu);
+    warm(s, ptr);
+    std::lock_guard lock(owners_.lock());
     Slot* at = find(s, ptr);
-    if (at == nullptr || (stamp != 0 && at->stamp != stamp)) return std::nullopt;
-    const ClassicRecord old = record_of(*at);
+    if (at == nullptr || (stamp != 0 && at->stamp != stamp)) return false;
+    owners_.sub(at->owner, at->kind, at->size);
     Writing w(s);
     remove(s, at);
-    return old;
+    return true;
 }
 
 bool ClassicTable::contains(std::uint64_t ptr) const {
     const Shard& s = shards_[shard_of(ptr)];
-    std::lock_guard lock(s.mu);
+    std::lock_guard lock(owners_.lock());
     return find(s, ptr) != nullptr;
 }
 
 void ClassicTable::clear() {
     for (Shard& s : shards_) {
-        s.mu.reset();
         Slot* const fresh = map_slots(kInitialSlots);
         munmap(s.array(), bytes_of(s.size_mask() + 1));
         for (const Mapped& old : s.retired) munmap(old.slots, old.bytes);

@@ -1,25 +1,28 @@
-// classic_table: live classic allocations (cuMemAlloc*, async, host, managed, IPC opens) by pointer.
-// This is the hot path of PyTorch-style programs, and after a real driver call none of it is in cache, so
-// what it costs is the cache lines it touches and its locked instructions (about 7 ns each). An allocation
-// or a free touches:
-//   1. its shard's line (the lock, the version, the slot array's address, size and use count),
-//   2. its slot's line (one 32-byte slot: pointer, size, trace, epoch, owner, kind, api, stamp),
-//   3. for an allocation only, the hot line (the epoch and the first API names, read-mostly).
+// classic_table: live classic allocations (cuMemAlloc*, async, host, managed, IPC opens) by pointer, and
+// their bytes in the owners' figures. This is the hot path of PyTorch-style programs, and after a real
+// driver call none of it is in cache, so what it costs is the cache lines it touches and its locked
+// instructions (about 7 ns each). An allocation or a free touches:
+//   1. the owners' lock and totals (one line, owners.hpp), and its owner's line,
+//   2. its shard's line (the version, the slot array's address, size and use count),
+//   3. its slot's line (one 32-byte slot: pointer, size, trace, epoch, owner, kind, api, stamp),
+//   4. for an allocation only, the hot line (the epoch and the first API names, read-mostly).
 // No hash node is allocated or freed (open addressing with linear probing and backward-shift deletion;
-// a shard's array doubles at half load, so growth is amortised and never in steady state), and no other
-// lock is taken: the order between "A frees p" and "B allocates p" that the driver's reuse of p demands is
-// carried by the slot's stamp (see stamp_of). An allocation takes its shard's lock once; a free reads its
-// record's stamp without the lock (a seqlock read) and takes the lock once, to take the record out. 64
-// shards keep threads apart; a slot is 32 bytes, so a live allocation costs 64 to 128 bytes of table.
+// a shard's array doubles at half load, so growth is amortised and never in steady state). The one lock
+// is the owners' (the table changes under it, so the bytes move with the record in one step); the order
+// between "A frees p" and "B allocates p" that the driver's reuse of p demands is carried by the slot's
+// stamp (see stamp_of). An allocation takes the lock once; a free reads its record's stamp without the
+// lock (a seqlock read) and takes the lock once, to take the record out: one locked instruction a call.
+// 64 shards keep growth small and a lock-free reader's retries rare; a slot is 32 bytes, so a live
+// allocation costs 64 to 128 bytes of table.
 #pragma once
 
 #include "ledger.hpp"
+#include "owners.hpp"
 
 #include <array>
 #include <atomic>
 #include <cstdint>
 #include <mutex>
-#include <optional>
 #include <vector>
 
 namespace cumemaudit::ledger::detail {
@@ -36,40 +39,41 @@ struct ClassicRecord {
 
 class ClassicTable {
 public:
-    ClassicTable();
+    explicit ClassicTable(Owners&);
     ~ClassicTable();
     ClassicTable(const ClassicTable&) = delete;
     ClassicTable& operator=(const ClassicTable&) = delete;
 
-    // Records ptr as live, made in the current epoch. Returns the record ptr had if one was still there: a
-    // free we never saw, or one in flight (its ticket names the old record) that the driver has already
-    // done, since it handed ptr out again. Whoever takes a record out of the table accounts for its bytes.
-    std::optional<ClassicRecord> insert(std::uint64_t ptr, std::uint64_t size, Kind, const Site&);
+    // Records ptr as live, made in the current epoch, and counts its bytes. A record ptr still had is
+    // replaced and its bytes uncounted: a free we never saw, or one in flight (its ticket names the old
+    // record) that the driver has already done, since it handed ptr out again.
+    void insert(std::uint64_t ptr, std::uint64_t size, Kind, const Site&);
 
     // Before the driver frees ptr: the stamp of its record (0: none). Every insert stamps its record anew,
     // so if another thread is handed ptr again and records it before this free is recorded, that record
-    // has another stamp and the erase below leaves it alone. Read without the shard's lock.
+    // has another stamp and the erase below leaves it alone. Read without the lock.
     std::uint32_t stamp_of(std::uint64_t ptr) const;
-    // After the driver freed ptr. With a stamp, only the record that still has it is taken out (another
-    // one is a new allocation that replaced it). Stamp 0: whatever record ptr has (a free seen only after
-    // the fact, as the CUPTI backend sees it, or of a pointer the table did not know when it began).
-    std::optional<ClassicRecord> erase(std::uint64_t ptr, std::uint32_t stamp);
+    // After the driver freed ptr: its record is taken out and its bytes uncounted. With a stamp, only the
+    // record that still has it (another one is a new allocation that replaced it). Stamp 0: whatever record
+    // ptr has (a free seen only after the fact, as the CUPTI backend sees it, or of a pointer the table did
+    // not know when it began). False: there was none.
+    bool erase(std::uint64_t ptr, std::uint32_t stamp);
     bool contains(std::uint64_t ptr) const;
 
     void set_epoch(std::uint32_t e) { hot_.epoch.store(e, std::memory_order_relaxed); }
 
-    // Visits every live record, one shard locked at a time (a snapshot, not an atomic view).
+    // Visits every live record, the lock taken for one shard at a time (a snapshot, not an atomic view).
     template <class F>
     void for_each(F&& f) const {
         for (const Shard& s : shards_) {
-            std::lock_guard lock(s.mu);
+            std::lock_guard lock(owners_.lock());
             const Slot* slots = s.array();
             for (std::uint32_t i = 0; i <= s.size_mask(); ++i)
                 if (slots[i].ptr != 0) f(slots[i].ptr, record_of(slots[i]));
         }
     }
     // Back to the initial size: a fork child should not inherit the parent's footprint. One thread alive
-    // (Ledger::reset): the locks are reset, not taken, since a thread gone with the fork may hold one.
+    // (Ledger::reset, which resets the owners and their lock).
     void clear();
 
 private:
@@ -87,19 +91,6 @@ private:
 
     static constexpr std::size_t kShards = 64;
     static constexpr std::uint32_t kInitialSlots = 128;  // one page: arrays are mapped, not malloc'd
-    // Held for a probe or two (tens of nanoseconds; a growth, rarely, for longer): a lock that takes one
-    // atomic exchange and releases with a plain store, where a mutex pays a second atomic to release. A
-    // waiter yields its core after a short spin, so a holder preempted on a busy machine gets it back.
-    class SpinLock {
-    public:
-        void lock() noexcept;
-        void unlock() noexcept { held_.store(false, std::memory_order_release); }
-        // A fork child: the holder may be a thread that no longer exists.
-        void reset() noexcept { held_.store(false, std::memory_order_relaxed); }
-
-    private:
-        std::atomic<bool> held_{false};
-    };
     // A reader without the lock (stamp_of) sees the slots through a seqlock: `version` is odd while a
     // writer changes them, and the slots' pointer and stamp are written and read atomically. Arrays are
     // mapped pages: the one a growth replaces is given back with MADV_DONTNEED but stays mapped until
@@ -109,8 +100,7 @@ private:
         Slot* slots;
         std::size_t bytes;
     };
-    struct alignas(64) Shard {  // own cache line: neighbouring shards' locks must not false-share
-        mutable SpinLock mu;
+    struct alignas(64) Shard {  // own cache line: a writer's version must not move a neighbour's readers
         std::atomic<std::uint32_t> version{0};
         std::atomic<Slot*> slots{nullptr};
         std::atomic<std::uint32_t> mask{0};  // slots - 1 (a power of two)
@@ -120,7 +110,7 @@ private:
         Slot* array() const { return slots.load(std::memory_order_relaxed); }  // under the lock
         std::uint32_t size_mask() const { return mask.load(std::memory_order_relaxed); }
     };
-    // Brackets a change of a shard's slots, under its lock.
+    // Brackets a change of a shard's slots, under the lock.
     class Writing {
     public:
         explicit Writing(Shard& s);
@@ -149,12 +139,16 @@ private:
     static std::size_t shard_of(std::uint64_t ptr) { return mix(ptr) >> 58; }
     static std::uint32_t home(std::uint32_t mask, std::uint64_t ptr) { return static_cast<std::uint32_t>(mix(ptr) >> 26) & mask; }
 
-    Slot* find(const Shard&, std::uint64_t ptr) const;  // under the shard's lock
+    Slot* find(const Shard&, std::uint64_t ptr) const;  // under the lock
     void remove(Shard&, Slot*);                         // backward-shift deletion, under the lock
     void grow(Shard&);                                  // doubles, under the lock
+    // Before the lock: the lines a change writes (its shard's, its slot's, with Owners::warm its owner's)
+    // come in while the lock is taken, so the lock is held for the change, not for cache misses.
+    static void warm(const Shard&, std::uint64_t ptr);
     std::uint8_t api_index(const char* api);
     ClassicRecord record_of(const Slot&) const;
 
+    Owners& owners_;  // counts the records' bytes; its lock is the table's
     Hot hot_;
     std::mutex api_mu_;  // registration of a new API name only
     std::array<Shard, kShards> shards_;

@@ -53,7 +53,7 @@ struct Ledger::State {
     detail::Owners owners;
     detail::MisuseLog misuse;
     detail::VmmModel vmm{owners, misuse};
-    detail::ClassicTable classic;
+    detail::ClassicTable classic{owners};
     std::atomic<std::uint32_t> epoch{0};
 };
 
@@ -87,9 +87,7 @@ void Ledger::address_freed(std::uint64_t va, std::uint64_t size, bool ok, const 
 }
 
 void Ledger::allocated(std::uint64_t ptr, std::uint64_t size, Kind kind, const Site& site) {
-    const auto old = state_->classic.insert(ptr, size, kind, site);
-    if (old) state_->owners.sub(old->owner, old->kind, old->size);  // its free went around us, or is in flight
-    state_->owners.add(site.owner, kind, size);
+    state_->classic.insert(ptr, size, kind, site);
 }
 
 Ledger::FreeTicket Ledger::freeing(std::uint64_t ptr) { return state_->classic.stamp_of(ptr); }
@@ -106,7 +104,7 @@ void Ledger::freed(std::uint64_t ptr, bool ok, const char* result, const Site& s
         return;
     }
     // An unknown pointer the driver accepted came from before we loaded (or is null): not misuse.
-    if (const auto old = state_->classic.erase(ptr, ticket)) state_->owners.sub(old->owner, old->kind, old->size);
+    state_->classic.erase(ptr, ticket);
 }
 
 OwnerId Ledger::owner_id(std::string_view name) { return state_->owners.id(name); }

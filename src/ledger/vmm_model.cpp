@@ -28,6 +28,7 @@ void VmmModel::learn_size(Allocation& a, std::uint64_t size) {
     if (a.size_known) return;
     a.size = size;
     a.size_known = true;
+    std::lock_guard lock(owners_.lock());
     owners_.add(a.origin.owner, a.kind, size);
 }
 
@@ -36,7 +37,10 @@ void VmmModel::forget_if_unpinned(std::uint64_t alloc_id) {
     if (it == allocs_.end()) return;
     Allocation& a = it->second;
     if (!a.refs.empty() || a.mappings != 0 || !a.fds.empty()) return;
-    if (a.size_known) owners_.sub(a.origin.owner, a.kind, a.size);
+    if (a.size_known) {
+        std::lock_guard lock(owners_.lock());
+        owners_.sub(a.origin.owner, a.kind, a.size);
+    }
     for (std::size_t i = 0; i < a.keys.size(); ++i) {
         if (released_exports_.size() == kReleasedExports) released_exports_.erase(released_exports_.begin());
         released_exports_.push_back(ShareRow{a.keys[i], a.handle_type, a.size, true, false, a.key_sites[i]});
