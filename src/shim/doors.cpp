@@ -14,13 +14,14 @@
 #include <cstring>
 #include <string>
 
-// The loader's functions, hidden; the trampolines below read them.
+// The loader's functions, hidden; the trampolines below read them. `used`: only the trampolines' assembly
+// names them, which link-time optimization does not see, so it would drop them.
 extern "C" {
-__attribute__((visibility("hidden"))) void* cumemaudit_next_dlsym = nullptr;
-__attribute__((visibility("hidden"))) void* cumemaudit_next_dlopen = nullptr;
-__attribute__((visibility("hidden"))) void cumemaudit_resolve_loader() noexcept;
-__attribute__((visibility("hidden"))) void* cumemaudit_dlsym_hook(void* handle, const char* name) noexcept;
-__attribute__((visibility("hidden"))) int cumemaudit_dlopen_flags(const char* file, int flags) noexcept;
+__attribute__((visibility("hidden"), used)) void* cumemaudit_next_dlsym = nullptr;
+__attribute__((visibility("hidden"), used)) void* cumemaudit_next_dlopen = nullptr;
+__attribute__((visibility("hidden"), used)) void cumemaudit_resolve_loader() noexcept;
+__attribute__((visibility("hidden"), used)) void* cumemaudit_dlsym_hook(void* handle, const char* name) noexcept;
+__attribute__((visibility("hidden"), used)) int cumemaudit_dlopen_flags(const char* file, int flags) noexcept;
 }
 
 // ---- door 2: dlsym and dlopen. Both depend on who calls them: dlsym(RTLD_NEXT) searches after the
