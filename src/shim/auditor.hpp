@@ -74,7 +74,9 @@ private:
 // already on this thread's stack (programs_call()), not when auditing failed to start, not from a wrapper
 // while CUPTI records the calls instead (backend=cupti), not while a benchmark pauses recording.
 Recorder* recorder_for_call_slow();
-inline Recorder* recorder_for_call() {
+// Always inline (and count_call with it): link-time optimization would otherwise make each a call of its
+// own in every wrapper.
+[[gnu::always_inline]] inline Recorder* recorder_for_call() {
     // The common case from this thread's first line alone (and the Recorder's Hot line, read next anyway).
     ThreadState& t = thread_state();
     if (t.driver_depth == 0 && t.shim_depth == 0 && t.recorder != nullptr && !t.recorder_cupti_only) [[likely]] {

@@ -56,7 +56,7 @@ inline bool programs_call() {
 // counter can be kept (no thread-exit hook).
 bool count_first_call();
 // Counts a recorded call on this thread's counter. One writer: a plain increment, no locked instruction.
-inline void count_call() {
+[[gnu::always_inline]] inline void count_call() {
     ThreadState& t = thread_state();
     if (!t.counted && !count_first_call()) [[unlikely]]
         return;
@@ -103,6 +103,9 @@ std::mutex& order_stripe(std::uint64_t value);
 
 using OrderHold = std::unique_lock<std::mutex>;
 inline OrderHold hold_order(std::uint64_t value) { return OrderHold(order_stripe(value)); }
+// What a call that holds no stripe keeps across the driver call: nothing, at no cost (a classic free's
+// order is its ticket, Call::free_ticket).
+struct NoHold {};
 // In a fork child, from the atfork handler only (one thread alive).
 void reset_order_stripes_in_child();
 

@@ -55,17 +55,17 @@ void freed(Call& call, CUresult r, std::uint64_t ptr) {
     book(call).freed(ptr, ok, result_name(r), site_if_failed(call, ok, bare), call.free_ticket);
 }
 
-OrderHold take_ticket(Call& call, std::uint64_t ptr) {
+NoHold take_ticket(Call& call, std::uint64_t ptr) {
     if (ptr != 0) call.free_ticket = book(call).freeing(ptr);
     return {};
 }
 
 }  // namespace
 
-OrderHold before(ev::Free, Call& call, CUdeviceptr p) { return take_ticket(call, p); }
-OrderHold before(ev::FreeAsync, Call& call, CUdeviceptr p, CUstream) { return take_ticket(call, p); }
-OrderHold before(ev::FreeHost, Call& call, void* p) { return take_ticket(call, addr(p)); }
-OrderHold before(ev::IpcClose, Call& call, CUdeviceptr p) { return take_ticket(call, p); }
+NoHold before(ev::Free, Call& call, CUdeviceptr p) { return take_ticket(call, p); }
+NoHold before(ev::FreeAsync, Call& call, CUdeviceptr p, CUstream) { return take_ticket(call, p); }
+NoHold before(ev::FreeHost, Call& call, void* p) { return take_ticket(call, addr(p)); }
+NoHold before(ev::IpcClose, Call& call, CUdeviceptr p) { return take_ticket(call, p); }
 
 void record(ev::Create, Call& call, CUresult r, CUmemGenericAllocationHandle* handle, size_t size,
             const CUmemAllocationProp* prop, unsigned long long) {
@@ -199,7 +199,7 @@ void record(ev::CaptureEnd, Call& call, CUresult r, CUstream stream, CUgraph* gr
     call.recorder().timeline().capture_ended(stream, r == CUDA_SUCCESS && graph != nullptr ? *graph : nullptr);
 }
 
-OrderHold before(ev::Instantiate, Call&, CUgraphExec*, CUgraph, unsigned long long) {
+NoHold before(ev::Instantiate, Call&, CUgraphExec*, CUgraph, unsigned long long) {
     // Instantiation is rare and slow (milliseconds): two cuMemGetInfo around it price the graph.
     const DriverMemory m = driver_memory();
     t_used_before_instantiate = m.known ? static_cast<std::int64_t>(m.used) : -1;

@@ -68,15 +68,15 @@ void record(ev::MemInfo, Call&, CUresult, A...) {}
 // holds the value's stripe across the driver call (see order_stripe). Instantiating a graph samples
 // driver-used memory first; the rest do nothing.
 template <typename Event, typename... A>
-OrderHold before(Event, Call&, A...) { return {}; }
+NoHold before(Event, Call&, A...) { return {}; }
 inline OrderHold before(ev::Release, Call&, CUmemGenericAllocationHandle h) { return hold_order(h); }
 inline OrderHold before(ev::Unmap, Call&, CUdeviceptr p, size_t) { return hold_order(p); }
 inline OrderHold before(ev::AddressFree, Call&, CUdeviceptr p, size_t) { return hold_order(p); }
-OrderHold before(ev::Free, Call&, CUdeviceptr);
-OrderHold before(ev::FreeAsync, Call&, CUdeviceptr, CUstream);
-OrderHold before(ev::FreeHost, Call&, void*);
-OrderHold before(ev::IpcClose, Call&, CUdeviceptr);
-OrderHold before(ev::Instantiate, Call&, CUgraphExec*, CUgraph, unsigned long long);
+NoHold before(ev::Free, Call&, CUdeviceptr);
+NoHold before(ev::FreeAsync, Call&, CUdeviceptr, CUstream);
+NoHold before(ev::FreeHost, Call&, void*);
+NoHold before(ev::IpcClose, Call&, CUdeviceptr);
+NoHold before(ev::Instantiate, Call&, CUgraphExec*, CUgraph, unsigned long long);
 
 void record(ev::Create, Call&, CUresult, CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*,
             unsigned long long);

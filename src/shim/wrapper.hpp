@@ -65,7 +65,7 @@ struct DriverHook<Id, Event, CUresult(A...)> {
         Call call(*rec, api, caller, call_class(Event{}));  // allocates nothing, cannot throw
         const bool enforce = rec->enforcing();
         std::optional<CUresult> answered;
-        OrderHold order;
+        decltype(before(Event{}, call, a...)) order;  // a stripe's lock, or NoHold
         const bool prepared = guarded(api, [&] {
             if (enforce) answered = enforce_before(Event{}, call, a...);
             if (!answered) order = before(Event{}, call, a...);
