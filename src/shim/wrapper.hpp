@@ -42,11 +42,11 @@ struct DriverHook;
 //   per thread:    ThreadState (depths, call counter, the pc cache's address), the pc cache entry    2
 //   read-mostly:   g_real[Id]; the auditor's state, fork flag and address; the Recorder's Hot line
 //                  (options the call reads, the capture and OOM counters)                           ~3
-//   ledger data:   the classic table's hot line, its shard, its slot; the owner's line; the totals    5
+//   ledger data:   the classic table's hot line, its shard, its slot; the owner's line; the totals'
+//                  line, which holds the one lock of the table and the figures (owners.hpp)          5
 // A free touches the same but the pc cache entry and the hot line, and its shard and slot twice: its
-// ticket read before the driver runs (without the lock), taken out after. Locked instructions: 3 for an
-// allocation (shard lock, owner, total), 3 for a free (the same). The totals' line is shared by every
-// thread: it is what an exact peak costs. Before issue 18 an allocation also touched an order stripe's
+// ticket read before the driver runs (without the lock), taken out after. Locked instructions: one a
+// call, the lock. The totals' line is shared by every thread: it is what an exact peak costs. Before issue 18 an allocation also touched an order stripe's
 // mutex, the shard map's bucket, a malloc'd node and malloc's own lines (freed again by the free), a
 // per-thread kind stripe, the owners' registration count, a shared call-counter stripe, the TLS lines
 // behind three __tls_get_addr calls and six read-mostly globals in five files: about 22 lines where there
