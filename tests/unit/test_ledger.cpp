@@ -382,6 +382,38 @@ TEST_CASE("8 threads churning classic allocations: exactly the planted leaks") {
     CHECK(live == kThreads * 4 * 512);
 }
 
+TEST_CASE("8 threads changing one owner's VMM and classic memory at once: exact live bytes by kind") {
+    // NCCL's buffers are both (cuMemCreate with NCCL_CUMEM_ENABLE, cuMemAlloc otherwise): every change
+    // moves the owner's figures and the totals with plain stores under one lock, so no change is lost.
+    Ledger l;
+    const OwnerId o = l.owner_id("libnccl.so.2");
+    constexpr int kThreads = 8, kIters = 4000, kKept = 4;  // a thread keeps 4 of each
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+        threads.emplace_back([&, t] {
+            for (int i = 0; i < kIters; ++i) {
+                const std::uint64_t n = std::uint64_t(t) * kIters + i + 1;
+                const bool keep = i % (kIters / kKept) == 0;
+                l.created(n, 2 * MiB, HandleType::none, site("cuMemCreate", 1, o));
+                l.mapped(n << 21, 2 * MiB, n, true, "CUDA_SUCCESS", site("cuMemMap", 2, o));
+                l.allocated(n << 12, 4096, Kind::classic, site("cuMemAlloc_v2", 3, o));
+                l.unmapped(n << 21, 2 * MiB, true, "CUDA_SUCCESS", site("cuMemUnmap", 4, o));
+                if (keep) continue;
+                l.released(n, true, "CUDA_SUCCESS", site("cuMemRelease", 5, o));
+                l.freed(n << 12, true, "CUDA_SUCCESS", site("cuMemFree_v2", 6, o));
+            }
+        });
+    for (auto& th : threads) th.join();
+    const Snapshot s = l.snapshot(Moment::checkpoint, kAllOpen);
+    REQUIRE(s.owners.size() == 1);
+    const std::uint64_t vmm = kThreads * kKept * 2 * MiB, classic = kThreads * kKept * 4096;
+    CHECK(s.owners[0].live_by_kind[static_cast<int>(Kind::vmm_physical)] == vmm);
+    CHECK(s.owners[0].live_by_kind[static_cast<int>(Kind::classic)] == classic);
+    CHECK(s.owners[0].live_bytes == vmm + classic);
+    CHECK(s.summary.live_bytes == vmm + classic);
+    CHECK(s.owners[0].peak_bytes >= vmm + classic);
+}
+
 TEST_CASE("reset forgets everything but owner names") {
     Ledger l;
     const OwnerId o = l.owner_id("nvshmem");
@@ -604,7 +636,6 @@ TEST_CASE("an unmap or address free asks for its site only when it is misuse, an
 
 TEST_CASE("an owner that allocates three ways splits its live bytes by kind exactly, whichever kind came first") {
     // NCCL's pattern: cuMemAlloc for its buffers, cuMemAllocAsync for scratch, cuMemHostAlloc for proxies.
-    // The owner's first kind keeps no counter of its own (live less the others): every figure stays exact.
     Ledger l;
     const OwnerId o = l.owner_id("libnccl.so.2");
     auto split = [&] {
@@ -624,7 +655,7 @@ TEST_CASE("an owner that allocates three ways splits its live bytes by kind exac
     l.freed(0x20000, true, "CUDA_SUCCESS", site("cuMemFree_v2", 5, o));
     l.allocated(0x40000, 1 * MiB, Kind::async_pool, site("cuMemAllocAsync", 1, o));
     CHECK(split() == std::array<std::uint64_t, 5>{3 * MiB, 22 * MiB, 0, 1 * MiB, 2 * MiB});
-    l.reset();  // a fork child: the next first kind is the child's own
+    l.reset();  // a fork child starts from zero
     const OwnerId again = l.owner_id("libnccl.so.2");
     l.allocated(0x50000, 8 * MiB, Kind::host_pinned, site("cuMemHostAlloc", 3, again));
     l.allocated(0x60000, 1 * MiB, Kind::async_pool, site("cuMemAllocAsync", 1, again));
