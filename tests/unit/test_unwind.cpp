@@ -1,6 +1,7 @@
 // The shim's unwinder (src/shim/unwind.cpp): the frames a deep site keeps are the frames glibc sees, and a
 // build that carries its own libunwind uses it and loads no other. And the per-thread cache of deep stacks
 // (src/shim/pc_cache.cpp) answers only for the very same frames.
+#include "shim/call.hpp"
 #include "shim/pc_cache.hpp"
 #include "shim/recorder.hpp"
 #include "shim/unwind.hpp"
@@ -10,9 +11,49 @@
 #include <dlfcn.h>
 #include <execinfo.h>
 
+#include <algorithm>
 #include <vector>
 
 namespace {
+
+using cumemaudit::ledger::Pc;
+using cumemaudit::ledger::Site;
+using cumemaudit::shim::Recorder;
+
+// A stand-in for a wrapper whose Call is made `own` frames below it: how many of the shim's own frames sit
+// above the caller differs between paths, and the unwind learns the most it has seen.
+__attribute__((noinline)) Site site_below(Recorder& rec, void* caller, int own) {
+    if (own > 0) {
+        const Site s = site_below(rec, caller, own - 1);
+        asm volatile("" ::: "memory");  // keeps this frame: no tail call
+        return s;
+    }
+    cumemaudit::shim::Call call(rec, "cuMemCreate", caller, cumemaudit::shim::CallClass::vmm);
+    return call.site();
+}
+
+struct WrapperSeen {
+    Site site;
+    std::vector<Pc> expected;  // glibc's frames from the caller outwards
+};
+
+__attribute__((noinline)) WrapperSeen wrapper(Recorder& rec, int own, std::size_t depth) {
+    void* const caller = __builtin_return_address(0);
+    std::vector<void*> bt(64);
+    bt.resize(static_cast<std::size_t>(backtrace(bt.data(), 64)));
+    WrapperSeen w{site_below(rec, caller, own), {}};
+    const auto at = std::find(bt.begin(), bt.end(), caller);
+    for (auto it = at; it != bt.end() && w.expected.size() < depth; ++it) w.expected.push_back(reinterpret_cast<Pc>(*it));
+    asm volatile("" ::: "memory");
+    return w;
+}
+
+__attribute__((noinline)) WrapperSeen deep_wrapper(int depth, Recorder& rec, int own, std::size_t keep) {
+    if (depth == 0) return wrapper(rec, own, keep);
+    WrapperSeen w = deep_wrapper(depth - 1, rec, own, keep);
+    asm volatile("" ::: "memory");
+    return w;
+}
 
 struct Seen {
     std::vector<void*> ours, glibc;
@@ -87,5 +128,19 @@ TEST_CASE("a deep stack seen again interns to the same trace without growing the
         const auto in_child = cumemaudit::shim::deep_site(child, "cuMemCreate", a, a.size());
         CHECK(child.ledger().traces().size() == 4);
         CHECK(child.ledger().traces().frames(in_child.trace) == a);
+    }
+}
+
+TEST_CASE("a deep site keeps the caller's frames and the next ones, however many of the shim's frames are above") {
+    cumemaudit::options::Options o;
+    o.python_frames = cumemaudit::options::PythonFrames::none;
+    Recorder rec{o, 1};
+    const std::size_t depth = static_cast<std::size_t>(o.vmm_stack_depth);
+    // A few own frames, then more than seen so far (the walk is made again with room), then a few again.
+    for (const int own : {0, 2, 1, 0}) {
+        const WrapperSeen w = deep_wrapper(30, rec, own, depth);
+        INFO("own frames below the wrapper: " << own);
+        REQUIRE(w.expected.size() == depth);
+        CHECK(rec.ledger().traces().frames(w.site.trace) == w.expected);
     }
 }
