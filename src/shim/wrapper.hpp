@@ -66,10 +66,17 @@ struct DriverHook<Id, Event, CUresult(A...)> {
         const bool enforce = rec->enforcing();
         std::optional<CUresult> answered;
         decltype(before(Event{}, call, a...)) order;  // a stripe's lock, or NoHold
-        const bool prepared = guarded(api, [&] {
-            if (enforce) answered = enforce_before(Event{}, call, a...);
-            if (!answered) order = before(Event{}, call, a...);
-        });
+        bool prepared;
+        {
+            // A ledger lock may be taken here (a free's ticket read under the lock when writers keep moving
+            // its shard; enforce mode's table): a SIGTERM's report written on this thread meanwhile would
+            // wait for it forever, so the signal waits for the scope's end.
+            ShimScope preparing;
+            prepared = guarded(api, [&] {
+                if (enforce) answered = enforce_before(Event{}, call, a...);
+                if (!answered) order = before(Event{}, call, a...);
+            });
+        }
         if (answered) return *answered;
         CUresult r;
         {
