@@ -97,12 +97,6 @@ void ClassicTable::grow(Shard& s) {
     s.retired.push_back(Mapped{old, bytes_of(old_n)});
 }
 
-void ClassicTable::warm(const Shard& s, std::uint64_t ptr) {
-    warm_line(&s);
-    const Slot* slots = s.slots.load(std::memory_order_relaxed);  // a stale array is harmless: a hint only
-    warm_line(&slots[home(s.mask.load(std::memory_order_relaxed), ptr)]);
-}
-
 std::uint8_t ClassicTable::api_index(const char* api) {
     const std::uint32_t n = hot_.apis_used.load(std::memory_order_acquire);
     for (std::uint32_t i = 0; i < n; ++i)
@@ -125,8 +119,6 @@ void ClassicTable::insert(std::uint64_t ptr, std::uint64_t size, Kind kind, cons
     const std::uint8_t api = api_index(site.api);
     const std::uint32_t epoch = hot_.epoch.load(std::memory_order_relaxed);
     Shard& s = shards_[shard_of(ptr)];
-    warm(s, ptr);
-    owners_.warm(site.owner);
     std::lock_guard lock(owners_.lock());
     if (++s.stamps == 0) s.stamps = 1;  // 0 means "no record"
     const Slot fresh{ptr, size, site.trace, epoch, site.owner, kind, api, s.stamps};
@@ -177,16 +169,14 @@ std::uint32_t ClassicTable::stamp_of(std::uint64_t ptr) const {
     return at != nullptr ? at->stamp : 0;
 }
 
-bool ClassicTable::erase(std::uint64_t ptr, std::uint32_t stamp) {
+void ClassicTable::erase(std::uint64_t ptr, std::uint32_t stamp) {
     Shard& s = shards_[shard_of(ptr)];
-    warm(s, ptr);
     std::lock_guard lock(owners_.lock());
     Slot* at = find(s, ptr);
-    if (at == nullptr || (stamp != 0 && at->stamp != stamp)) return false;
+    if (at == nullptr || (stamp != 0 && at->stamp != stamp)) return;
     owners_.sub(at->owner, at->kind, at->size);
     Writing w(s);
     remove(s, at);
-    return true;
 }
 
 bool ClassicTable::contains(std::uint64_t ptr) const {

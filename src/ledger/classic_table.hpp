@@ -56,8 +56,8 @@ public:
     // After the driver freed ptr: its record is taken out and its bytes uncounted. With a stamp, only the
     // record that still has it (another one is a new allocation that replaced it). Stamp 0: whatever record
     // ptr has (a free seen only after the fact, as the CUPTI backend sees it, or of a pointer the table did
-    // not know when it began). False: there was none.
-    bool erase(std::uint64_t ptr, std::uint32_t stamp);
+    // not know when it began).
+    void erase(std::uint64_t ptr, std::uint32_t stamp);
     bool contains(std::uint64_t ptr) const;
 
     void set_epoch(std::uint32_t e) { hot_.epoch.store(e, std::memory_order_relaxed); }
@@ -142,9 +142,6 @@ private:
     Slot* find(const Shard&, std::uint64_t ptr) const;  // under the lock
     void remove(Shard&, Slot*);                         // backward-shift deletion, under the lock
     void grow(Shard&);                                  // doubles, under the lock
-    // Before the lock: the lines a change writes (its shard's, its slot's, with Owners::warm its owner's)
-    // come in while the lock is taken, so the lock is held for the change, not for cache misses.
-    static void warm(const Shard&, std::uint64_t ptr);
     std::uint8_t api_index(const char* api);
     ClassicRecord record_of(const Slot&) const;
 

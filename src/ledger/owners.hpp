@@ -30,7 +30,6 @@ public:
     SpinLock& lock() { return totals_.lock; }
     void add(OwnerId, Kind, std::uint64_t bytes);
     void sub(OwnerId, Kind, std::uint64_t bytes);
-    void warm(OwnerId o) const { warm_line(&counters_[clamp(o)]); }  // before the lock: the line add() writes
 
     std::uint64_t live(OwnerId o) const { return counters_[clamp(o)].live.load(std::memory_order_relaxed); }
     std::uint64_t peak(OwnerId o) const { return counters_[clamp(o)].peak.load(std::memory_order_relaxed); }

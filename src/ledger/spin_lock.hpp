@@ -30,15 +30,4 @@ private:
     std::atomic<bool> held_{false};
 };
 
-// Asks for a line the holder of a lock will write, before the lock is taken: the miss overlaps the lock's
-// exchange, and the lock is held for the change, not for the miss. PREFETCHW fetches the line ready to be
-// written (on x86-64 CPUs older than Broadwell it is a NOP); elsewhere the compiler's write prefetch.
-inline void warm_line(const void* p) {
-#if defined(__x86_64__)
-    asm volatile("prefetchw %0" : : "m"(*static_cast<const char*>(p)));
-#else
-    __builtin_prefetch(p, 1);
-#endif
-}
-
 }  // namespace cumemaudit::ledger::detail
