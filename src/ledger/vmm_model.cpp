@@ -2,9 +2,86 @@
 
 namespace cumemaudit::ledger::detail {
 
+VmmModel::Allocation& VmmModel::Allocations::make(std::uint64_t id) {
+    std::uint32_t slot;
+    if (free_.empty()) {
+        slot = static_cast<std::uint32_t>(slots_.size());
+        slots_.emplace_back();
+    } else {
+        slot = free_.back();
+        free_.pop_back();
+        std::vector<Site> refs = std::move(slots_[slot].refs);
+        refs.clear();
+        slots_[slot] = Allocation{};
+        slots_[slot].refs = std::move(refs);  // keeps its capacity
+    }
+    by_id_[id] = slot;
+    slots_[slot].id = id;
+    return slots_[slot];
+}
+
+VmmModel::Allocation* VmmModel::Allocations::find(std::uint64_t id) {
+    auto it = by_id_.find(id);
+    return it == by_id_.end() ? nullptr : &slots_[it->second];
+}
+
+const VmmModel::Allocation* VmmModel::Allocations::find(std::uint64_t id) const {
+    auto it = by_id_.find(id);
+    return it == by_id_.end() ? nullptr : &slots_[it->second];
+}
+
+void VmmModel::Allocations::erase(std::uint64_t id) {
+    auto it = by_id_.find(id);
+    if (it == by_id_.end()) return;
+    free_.push_back(it->second);  // may throw before anything changed: the caller's fence catches it
+    by_id_.erase(it);
+}
+
+std::vector<const VmmModel::Allocation*> VmmModel::Allocations::in_creation_order() const {
+    std::vector<const Allocation*> out;
+    out.reserve(by_id_.size());
+    for (const auto& [id, slot] : by_id_) out.push_back(&slots_[slot]);
+    std::sort(out.begin(), out.end(), [](const Allocation* x, const Allocation* y) { return x->id < y->id; });
+    return out;
+}
+
+std::vector<VmmModel::Allocation*> VmmModel::Allocations::in_creation_order() {
+    std::vector<Allocation*> out;
+    out.reserve(by_id_.size());
+    for (const auto& [id, slot] : by_id_) out.push_back(&slots_[slot]);
+    std::sort(out.begin(), out.end(), [](const Allocation* x, const Allocation* y) { return x->id < y->id; });
+    return out;
+}
+
+void VmmModel::Allocations::clear() {
+    slots_.clear();
+    free_.clear();
+    by_id_.clear();
+}
+
+void VmmModel::add_mapping(Mappings::iterator hint, std::uint64_t va, Mapping m) {
+    if (spare_mappings_.empty()) {
+        mappings_.emplace_hint(hint, va, m);
+        return;
+    }
+    Mappings::node_type node = std::move(spare_mappings_.back());
+    spare_mappings_.pop_back();
+    node.key() = va;
+    node.mapped() = m;
+    mappings_.insert(hint, std::move(node));
+}
+
+VmmModel::Mappings::iterator VmmModel::drop_mapping(Mappings::iterator it) {
+    constexpr std::size_t kSpare = 16;
+    if (spare_mappings_.size() >= kSpare) return mappings_.erase(it);
+    auto next = std::next(it);
+    spare_mappings_.push_back(mappings_.extract(it));
+    return next;
+}
+
 std::uint64_t VmmModel::new_allocation(HandleType ht, Kind kind, const Site& site, std::uint64_t handle) {
     const std::uint64_t id = next_id_++;
-    Allocation& a = allocs_[id];
+    Allocation& a = allocs_.make(id);
     a.handle_type = ht;
     a.kind = kind;
     a.origin = site;
@@ -17,10 +94,11 @@ std::uint64_t VmmModel::new_allocation(HandleType ht, Kind kind, const Site& sit
 }
 
 void VmmModel::take_reference(std::uint64_t alloc_id, std::uint64_t handle, const Site& site) {
-    allocs_[alloc_id].refs.push_back(site);
+    allocs_.find(alloc_id)->refs.push_back(site);
     auto [it, inserted] = handles_.try_emplace(handle, HandleEntry{alloc_id, 0});
-    if (!inserted && it->second.alloc != alloc_id) it->second = HandleEntry{alloc_id, 0};
-    ++it->second.refs;
+    HandleEntry& entry = it.value();
+    if (!inserted && entry.alloc != alloc_id) entry = HandleEntry{alloc_id, 0};
+    ++entry.refs;
     seen_handles_.insert(handle);
 }
 
@@ -33,9 +111,9 @@ void VmmModel::learn_size(Allocation& a, std::uint64_t size) {
 }
 
 void VmmModel::forget_if_unpinned(std::uint64_t alloc_id) {
-    auto it = allocs_.find(alloc_id);
-    if (it == allocs_.end()) return;
-    Allocation& a = it->second;
+    Allocation* found = allocs_.find(alloc_id);
+    if (found == nullptr) return;
+    Allocation& a = *found;
     if (!a.refs.empty() || a.mappings != 0 || !a.fds.empty()) return;
     if (a.size_known) {
         std::lock_guard lock(owners_.lock());
@@ -49,7 +127,7 @@ void VmmModel::forget_if_unpinned(std::uint64_t alloc_id) {
         auto e = exports_.find(k);
         if (e != exports_.end() && e->second == alloc_id) exports_.erase(e);
     }
-    allocs_.erase(it);
+    allocs_.erase(alloc_id);
 }
 
 bool VmmModel::overlaps_mapping(std::uint64_t va, std::uint64_t size) const {
@@ -72,7 +150,7 @@ const char* VmmModel::unknown_handle_what(std::uint64_t handle) const {
 void VmmModel::created(std::uint64_t handle, std::uint64_t size, HandleType ht, const Site& site) {
     std::lock_guard lock(mu_);
     const std::uint64_t id = new_allocation(ht, Kind::vmm_physical, site, handle);
-    learn_size(allocs_[id], size);
+    learn_size(*allocs_.find(id), size);
 }
 
 void VmmModel::retained(std::uint64_t handle, std::uint64_t va, const Site& site) {
@@ -86,7 +164,7 @@ void VmmModel::retained(std::uint64_t handle, std::uint64_t va, const Site& site
         if (h == handles_.end()) return;  // mapped before the shim was loaded: nothing to attach to
         alloc = h->second.alloc;
     }
-    if (allocs_.count(alloc)) take_reference(alloc, handle, site);
+    if (allocs_.contains(alloc)) take_reference(alloc, handle, site);
 }
 
 void VmmModel::released(std::uint64_t handle, bool ok, const char* result, const Site& site) {
@@ -101,10 +179,10 @@ void VmmModel::released(std::uint64_t handle, bool ok, const char* result, const
     }
     if (h == handles_.end()) return;  // accepted by the driver, so not misuse: a handle from before we loaded
     const std::uint64_t alloc = h->second.alloc;
-    if (--h->second.refs == 0) handles_.erase(h);
-    auto a = allocs_.find(alloc);
-    if (a == allocs_.end()) return;
-    if (!a->second.refs.empty()) a->second.refs.pop_back();
+    if (--h.value().refs == 0) handles_.erase(h);
+    Allocation* a = allocs_.find(alloc);
+    if (a == nullptr) return;
+    if (!a->refs.empty()) a->refs.pop_back();
     forget_if_unpinned(alloc);
 }
 
@@ -112,23 +190,23 @@ void VmmModel::exported(std::uint64_t handle, HandleType ht, const ExportKey& ke
     std::lock_guard lock(mu_);
     auto h = handles_.find(handle);
     if (h == handles_.end()) return;
-    auto a = allocs_.find(h->second.alloc);
-    if (a == allocs_.end()) return;
-    if (a->second.handle_type == HandleType::none) a->second.handle_type = ht;
-    exports_[key] = a->first;
-    a->second.keys.push_back(key);
-    a->second.key_sites.push_back(site);
-    if (fd >= 0) a->second.fds.push_back(ExportFd{fd, key, site});
+    Allocation* a = allocs_.find(h->second.alloc);
+    if (a == nullptr) return;
+    if (a->handle_type == HandleType::none) a->handle_type = ht;
+    exports_[key] = a->id;
+    a->keys.push_back(key);
+    a->key_sites.push_back(site);
+    if (fd >= 0) a->fds.push_back(ExportFd{fd, key, site});
 }
 
 void VmmModel::imported(std::uint64_t handle, HandleType ht, const ExportKey& key, const Site& site) {
     std::lock_guard lock(mu_);
     auto e = exports_.find(key);
-    if (e != exports_.end() && allocs_.count(e->second)) {
+    if (e != exports_.end() && allocs_.contains(e->second)) {
         take_reference(e->second, handle, site);  // our own export: one allocation, one more reference
         return;
     }
-    allocs_[new_allocation(ht, Kind::imported, site, handle)].import_key = key;
+    allocs_.find(new_allocation(ht, Kind::imported, site, handle))->import_key = key;
 }
 
 void VmmModel::mapped(std::uint64_t va, std::uint64_t size, std::uint64_t handle, bool ok, const char* result,
@@ -145,17 +223,21 @@ void VmmModel::mapped(std::uint64_t va, std::uint64_t size, std::uint64_t handle
         return;
     }
     if (h == handles_.end()) return;
-    auto a = allocs_.find(h->second.alloc);
-    if (a == allocs_.end()) return;
-    learn_size(a->second, size);
-    auto [m, inserted] = mappings_.try_emplace(va, Mapping{size, a->first});
-    if (!inserted) {  // the driver accepted a map where we saw one: we missed its unmap
-        const std::uint64_t old = m->second.alloc;
-        m->second = Mapping{size, a->first};
-        if (auto o = allocs_.find(old); o != allocs_.end() && o->second.mappings) --o->second.mappings;
-        forget_if_unpinned(old);
+    Allocation* a = allocs_.find(h->second.alloc);
+    if (a == nullptr) return;
+    learn_size(*a, size);
+    ++a->mappings;
+    const Mapping now{size, a->id};
+    auto m = mappings_.lower_bound(va);
+    if (m == mappings_.end() || m->first != va) {
+        add_mapping(m, va, now);
+        return;
     }
-    ++a->second.mappings;
+    // The driver accepted a map where we saw one: we missed its unmap.
+    const std::uint64_t old = m->second.alloc;
+    m->second = now;
+    if (Allocation* o = allocs_.find(old); o != nullptr && o->mappings) --o->mappings;
+    forget_if_unpinned(old);
 }
 
 const char* VmmModel::unmapped(std::uint64_t va, std::uint64_t size, bool ok) {
@@ -165,21 +247,19 @@ const char* VmmModel::unmapped(std::uint64_t va, std::uint64_t size, bool ok) {
     const std::uint64_t end = va + (size ? size : 1);
     auto it = mappings_.upper_bound(va);
     if (it != mappings_.begin() && std::prev(it)->first + std::prev(it)->second.size > va) --it;
-    std::vector<std::uint64_t> touched;
     if (it == mappings_.end() || it->first >= end) {
         // The real driver accepts an unmap of a reserved range nothing maps (vLLM's free while asleep): the
         // answer is success, the call still misuse. Outside our reservations it may predate the shim.
         return inside_reservation(va, size) ? "unmap of an unmapped range" : nullptr;
     }
     while (it != mappings_.end() && it->first < end) {
-        touched.push_back(it->second.alloc);
-        if (auto a = allocs_.find(it->second.alloc); a != allocs_.end()) a->second.last_unmapped_va = it->first;
-        it = mappings_.erase(it);
-    }
-    for (std::uint64_t id : touched) {
-        auto a = allocs_.find(id);
-        if (a == allocs_.end()) continue;
-        if (a->second.mappings) --a->second.mappings;
+        const std::uint64_t id = it->second.alloc;
+        const std::uint64_t start = it->first;
+        it = drop_mapping(it);
+        Allocation* a = allocs_.find(id);
+        if (a == nullptr) continue;
+        a->last_unmapped_va = start;
+        if (a->mappings) --a->mappings;
         forget_if_unpinned(id);
     }
     return nullptr;
@@ -205,7 +285,9 @@ void VmmModel::collect(Moment moment, const ExportProbe& still_open, LeakRows& r
                        std::vector<std::uint64_t>& leaked_by_owner) {
     std::lock_guard lock(mu_);
     std::vector<std::uint64_t> closed_out;
-    for (auto& [id, a] : allocs_) {
+    for (Allocation* live : allocs_.in_creation_order()) {
+        Allocation& a = *live;
+        const std::uint64_t id = a.id;
         if (still_open)  // without a probe an fd counts as open: never call memory freed that may not be
             std::erase_if(a.fds, [&](const ExportFd& f) { return !still_open(f.fd, f.key); });
         if (a.refs.empty() && a.mappings == 0 && a.fds.empty()) {
@@ -237,7 +319,8 @@ void VmmModel::collect(Moment moment, const ExportProbe& still_open, LeakRows& r
 void VmmModel::shares(std::vector<ShareRow>& exports, std::vector<ShareRow>& imports) const {
     std::lock_guard lock(mu_);
     exports.insert(exports.end(), released_exports_.begin(), released_exports_.end());
-    for (const auto& [id, a] : allocs_) {
+    for (const Allocation* live : allocs_.in_creation_order()) {
+        const Allocation& a = *live;
         for (std::size_t i = 0; i < a.keys.size(); ++i)
             exports.push_back(ShareRow{a.keys[i], a.handle_type, a.size, false, a.mappings > 0, a.key_sites[i]});
         if (a.kind == Kind::imported && !(a.import_key == ExportKey{}))
@@ -259,9 +342,9 @@ Ledger::Unreachable VmmModel::describe_unreachable(std::uint64_t id, const Alloc
 std::vector<Ledger::Unreachable> VmmModel::unreachable_in(std::uint64_t va, std::uint64_t size) const {
     std::lock_guard lock(mu_);
     std::vector<Ledger::Unreachable> out;
-    for (const auto& [id, a] : allocs_) {
-        if (a.refs.empty() || a.mappings != 0 || a.last_unmapped_va < va || a.last_unmapped_va >= va + size) continue;
-        out.push_back(describe_unreachable(id, a));
+    for (const Allocation* a : allocs_.in_creation_order()) {
+        if (a->refs.empty() || a->mappings != 0 || a->last_unmapped_va < va || a->last_unmapped_va >= va + size) continue;
+        out.push_back(describe_unreachable(a->id, *a));
     }
     return out;
 }
@@ -270,9 +353,9 @@ std::vector<Ledger::Unreachable> VmmModel::still_unreachable(const std::vector<s
     std::lock_guard lock(mu_);
     std::vector<Ledger::Unreachable> out;
     for (std::uint64_t id : ids) {
-        auto a = allocs_.find(id);  // gone: every reference released and the memory freed
-        if (a == allocs_.end() || a->second.refs.empty() || a->second.mappings != 0) continue;
-        out.push_back(describe_unreachable(id, a->second));
+        const Allocation* a = allocs_.find(id);  // gone: every reference released and the memory freed
+        if (a == nullptr || a->refs.empty() || a->mappings != 0) continue;
+        out.push_back(describe_unreachable(id, *a));
     }
     return out;
 }
@@ -290,6 +373,7 @@ void VmmModel::clear() {
     handles_.clear();
     seen_handles_.clear();
     mappings_.clear();
+    spare_mappings_.clear();
     reservations_.clear();
     exports_.clear();
     released_exports_.clear();

@@ -10,10 +10,15 @@
 #include "owners.hpp"
 #include "spin_lock.hpp"
 
+#include <tsl/robin_map.h>
+#include <tsl/robin_set.h>
+
+#include <algorithm>
 #include <atomic>
+#include <deque>
 #include <map>
 #include <unordered_map>
-#include <unordered_set>
+#include <vector>
 
 namespace cumemaudit::ledger::detail {
 
@@ -46,7 +51,8 @@ public:
     template <class F>
     void for_each_live(F&& f) const {
         std::lock_guard lock(mu_);
-        for (const auto& [id, a] : allocs_) f(a.origin, a.size, a.epoch, a.refs.size(), a.mappings, a.fds.size(), a.refs, a.kind);
+        for (const Allocation* a : allocs_.in_creation_order())
+            f(a->origin, a->size, a->epoch, a->refs.size(), a->mappings, a->fds.size(), a->refs, a->kind);
     }
 
     // Exports of live allocations and imports of other processes' allocations (see Snapshot).
@@ -65,6 +71,7 @@ private:
         Site site;
     };
     struct Allocation {
+        std::uint64_t id = 0;         // creation order
         std::uint64_t size = 0;
         bool size_known = false;  // an import from another process learns its size at the first mapping
         HandleType handle_type = HandleType::none;
@@ -86,6 +93,26 @@ private:
     struct Mapping {
         std::uint64_t size;
         std::uint64_t alloc;
+    };
+    // Live allocations by id. A VMM call finds its allocation with one probe where a tree walked a node
+    // per level (a program with thousands of live handles, expandable segments' 2 MiB chunks, walks a dozen
+    // cold nodes), and a create reuses a released allocation's storage, references' capacity included, so a
+    // steady create/release cycle allocates nothing. Addresses stay put while others come and go.
+    class Allocations {
+    public:
+        Allocation& make(std::uint64_t id);
+        Allocation* find(std::uint64_t id);
+        const Allocation* find(std::uint64_t id) const;
+        bool contains(std::uint64_t id) const { return by_id_.count(id) != 0; }
+        void erase(std::uint64_t id);
+        std::vector<const Allocation*> in_creation_order() const;  // reports list allocations this way
+        std::vector<Allocation*> in_creation_order();
+        void clear();
+
+    private:
+        std::deque<Allocation> slots_;
+        std::vector<std::uint32_t> free_;
+        tsl::robin_map<std::uint64_t, std::uint32_t> by_id_;  // id -> slot
     };
     struct KeyHash {
         std::size_t operator()(const ExportKey& k) const noexcept { return k.a ^ (k.b * 0x9E3779B97F4A7C15ull); }
@@ -109,10 +136,17 @@ private:
     // job merge joins the two reports by key. Bounded; the oldest go first.
     std::vector<ShareRow> released_exports_;
     static constexpr std::size_t kReleasedExports = 4096;
-    std::map<std::uint64_t, Allocation> allocs_;  // by id; ordered so reports list allocations in creation order
-    std::unordered_map<std::uint64_t, HandleEntry> handles_;  // live handle values only
-    std::unordered_set<std::uint64_t> seen_handles_;         // tells "already released" from "never created"
-    std::map<std::uint64_t, Mapping> mappings_;              // by start address
+    using Mappings = std::map<std::uint64_t, Mapping>;  // by start address: unmaps and misuse ask for ranges
+    void add_mapping(Mappings::iterator hint, std::uint64_t va, Mapping);
+    Mappings::iterator drop_mapping(Mappings::iterator);
+
+    Allocations allocs_;
+    tsl::robin_map<std::uint64_t, HandleEntry> handles_;  // live handle values only
+    // Tells "already released" from "never created". The driver hands released values out again, so this
+    // holds about as many values as were ever live at once.
+    tsl::robin_set<std::uint64_t> seen_handles_;
+    Mappings mappings_;
+    std::vector<Mappings::node_type> spare_mappings_;  // an unmap's nodes, for the next maps: no malloc a cycle
     std::map<std::uint64_t, std::uint64_t> reservations_;    // start address -> size
     std::unordered_map<ExportKey, std::uint64_t, KeyHash> exports_;
 };

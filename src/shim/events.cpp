@@ -121,9 +121,13 @@ void record(ev::Import, Call& call, CUresult r, CUmemGenericAllocationHandle* ha
 
 void record(ev::Map, Call& call, CUresult r, CUdeviceptr ptr, size_t size, size_t, CUmemGenericAllocationHandle handle,
             unsigned long long) {
-    const ledger::Site& site = call.site();
+    // The ledger keeps no site of a successful map (its allocation keeps the create's): a deep unwind
+    // saved, half of what a create+map+unmap+release cycle unwinds.
+    const bool ok = r == CUDA_SUCCESS;
+    ledger::Site bare;
+    const ledger::Site& site = site_if_failed(call, ok, bare);
     const OrderHold order = hold_order(ptr);
-    book(call).mapped(ptr, size, handle, r == CUDA_SUCCESS, result_name(r), site);
+    book(call).mapped(ptr, size, handle, ok, result_name(r), site);
 }
 
 namespace {

@@ -49,7 +49,7 @@ __attribute__((noinline)) CUmemGenericAllocationHandle create_second(size_t size
     return h;
 }
 
-// Double release, address free while mapped, unmap of an unmapped range: the driver's codes reach us.
+// Double release, address free while mapped, a map onto a mapped range: the driver's codes reach us.
 int misuse() {
     init_primary_context();
     CUmemAllocationProp p = props();
@@ -58,6 +58,7 @@ int misuse() {
     CUdeviceptr va = 0;
     OK(cuMemAddressReserve(&va, kGran, 0, 0, 0));
     OK(cuMemMap(va, kGran, 0, h, 0));
+    CHECK(cuMemMap(va, kGran, 0, h, 0), CUDA_ERROR_INVALID_VALUE);  // site:map_onto_mapped
     CHECK(cuMemAddressFree(va, kGran), CUDA_ERROR_INVALID_VALUE);  // site:free_mapped
     OK(cuMemUnmap(va, kGran));
     OK(cuMemAddressFree(va, kGran));

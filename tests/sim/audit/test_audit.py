@@ -147,13 +147,18 @@ def case_misuse(tmp):
     run([SCENARIOS, "misuse"], tmp, rc=0)
     rep = only_report(tmp)
     rows = {(m["api"], m["result"]): m for m in rep["misuse"]}
-    expect(set(rows) == {("cuMemRelease", "CUDA_ERROR_INVALID_VALUE"), ("cuMemAddressFree", "CUDA_ERROR_INVALID_VALUE")},
+    expect(set(rows) == {("cuMemRelease", "CUDA_ERROR_INVALID_VALUE"), ("cuMemAddressFree", "CUDA_ERROR_INVALID_VALUE"),
+                         ("cuMemMap", "CUDA_ERROR_INVALID_VALUE")},
            f"misuse rows: {rep['misuse']}")
-    expect(rep["summary"]["misuse_events"] == 2, f"misuse_events {rep['summary']['misuse_events']}")
-    for (api, _), marker in ((("cuMemRelease", ""), "double_release"), (("cuMemAddressFree", ""), "free_mapped")):
+    expect(rep["summary"]["misuse_events"] == 3, f"misuse_events {rep['summary']['misuse_events']}")
+    # A successful map keeps no site (the allocation keeps its create's); a refused one is captured whole.
+    for api, marker in (("cuMemRelease", "double_release"), ("cuMemAddressFree", "free_mapped"),
+                        ("cuMemMap", "map_onto_mapped")):
         row = rows[(api, "CUDA_ERROR_INVALID_VALUE")]
         frame = row["site"]["frames"][0]
         expect(frame["line"] == marker_line(SCEN_SRC, marker), f"{api}: line {frame['line']}")
+    expect(rows[("cuMemMap", "CUDA_ERROR_INVALID_VALUE")]["what"] == "map onto a mapped range",
+           f"the refused map: {rows[('cuMemMap', 'CUDA_ERROR_INVALID_VALUE')]}")
     expect(rep["leaks"] == [], f"no leaks expected: {rep['leaks']}")
     # misuse does not fail the default gate, fail_on=misuse does
     tmp2 = tempfile.mkdtemp(dir=tmp)
@@ -607,11 +612,12 @@ def case_enforce_clean(tmp):
 
 
 def case_enforce_misuse(tmp):
-    """Double release and address free while mapped return the driver's codes under enforce too (the
-    program checks them), and are recorded as misuse."""
+    """Double release, address free while mapped and a map onto a mapped range return the driver's codes
+    under enforce too (the program checks them), and are recorded as misuse."""
     run([SCENARIOS, "misuse"], tmp, flags=["--option", "mode=enforce"], rc=0)
     rep = only_report(tmp)
-    expect(sorted(m["api"] for m in rep["misuse"]) == ["cuMemAddressFree", "cuMemRelease"], f"misuse: {rep['misuse']}")
+    expect(sorted(m["api"] for m in rep["misuse"]) == ["cuMemAddressFree", "cuMemMap", "cuMemRelease"],
+           f"misuse: {rep['misuse']}")
     d = tempfile.mkdtemp(dir=tmp)
     proc = run([SCENARIOS, "reuse"], d, flags=["--option", "mode=enforce"], rc=23)
     expect("same_value=0" in proc.stdout, f"virtual handle values are never reused: {proc.stdout}")
