@@ -99,7 +99,6 @@ void VmmModel::take_reference(std::uint64_t alloc_id, std::uint64_t handle, cons
     HandleEntry& entry = it.value();
     if (!inserted && entry.alloc != alloc_id) entry = HandleEntry{alloc_id, 0};
     ++entry.refs;
-    seen_handles_.insert(handle);
 }
 
 void VmmModel::learn_size(Allocation& a, std::uint64_t size) {
@@ -144,7 +143,9 @@ bool VmmModel::inside_reservation(std::uint64_t va, std::uint64_t size) const {
 }
 
 const char* VmmModel::unknown_handle_what(std::uint64_t handle) const {
-    return seen_handles_.count(handle) ? "a handle already released" : "a handle never created";
+    const auto end = released_handles_.begin() + std::min<std::uint64_t>(releases_, kReleasedHandles);
+    return std::find(released_handles_.begin(), end, handle) != end ? "a handle already released"
+                                                                    : "a handle never created";
 }
 
 void VmmModel::created(std::uint64_t handle, std::uint64_t size, HandleType ht, const Site& site) {
@@ -179,7 +180,10 @@ void VmmModel::released(std::uint64_t handle, bool ok, const char* result, const
     }
     if (h == handles_.end()) return;  // accepted by the driver, so not misuse: a handle from before we loaded
     const std::uint64_t alloc = h->second.alloc;
-    if (--h.value().refs == 0) handles_.erase(h);
+    if (--h.value().refs == 0) {
+        handles_.erase(h);
+        released_handles_[releases_++ % kReleasedHandles] = handle;
+    }
     Allocation* a = allocs_.find(alloc);
     if (a == nullptr) return;
     if (!a->refs.empty()) a->refs.pop_back();
@@ -371,7 +375,7 @@ void VmmModel::clear() {
     next_id_ = 1;
     allocs_.clear();
     handles_.clear();
-    seen_handles_.clear();
+    releases_ = 0;
     mappings_.clear();
     spare_mappings_.clear();
     reservations_.clear();

@@ -11,9 +11,9 @@
 #include "spin_lock.hpp"
 
 #include <tsl/robin_map.h>
-#include <tsl/robin_set.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <deque>
 #include <map>
@@ -21,6 +21,18 @@
 #include <vector>
 
 namespace cumemaudit::ledger::detail {
+
+// robin_map picks a bucket from a hash's low bits, and std::hash of an integer is the integer. Handle values
+// and addresses are aligned (2 MiB granules; a driver whose handles are spaced 4 KiB apart), so their low
+// bits are all zero: every key would probe from one bucket, and the table double until its probes are
+// short, gigabytes for thousands of handles. splitmix64's finalizer spreads every bit into the low ones.
+struct MixedHash {
+    std::size_t operator()(std::uint64_t x) const noexcept {
+        x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+        x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+        return x ^ (x >> 31);
+    }
+};
 
 class VmmModel {
 public:
@@ -112,7 +124,7 @@ private:
     private:
         std::deque<Allocation> slots_;
         std::vector<std::uint32_t> free_;
-        tsl::robin_map<std::uint64_t, std::uint32_t> by_id_;  // id -> slot
+        tsl::robin_map<std::uint64_t, std::uint32_t, MixedHash> by_id_;  // id -> slot
     };
     struct KeyHash {
         std::size_t operator()(const ExportKey& k) const noexcept { return k.a ^ (k.b * 0x9E3779B97F4A7C15ull); }
@@ -141,10 +153,14 @@ private:
     Mappings::iterator drop_mapping(Mappings::iterator);
 
     Allocations allocs_;
-    tsl::robin_map<std::uint64_t, HandleEntry> handles_;  // live handle values only
-    // Tells "already released" from "never created". The driver hands released values out again, so this
-    // holds about as many values as were ever live at once.
-    tsl::robin_set<std::uint64_t> seen_handles_;
+    tsl::robin_map<std::uint64_t, HandleEntry, MixedHash> handles_;  // live handle values only
+    // The handle values released last, the oldest overwritten: tells "already released" from "never
+    // created" when a refused call names a handle no longer live. A release pays one store; a refused
+    // call, rare, scans them. (A set of every value ever seen grows without bound under a driver that
+    // never hands a value out again.)
+    static constexpr std::size_t kReleasedHandles = 4096;
+    std::array<std::uint64_t, kReleasedHandles> released_handles_{};
+    std::uint64_t releases_ = 0;
     Mappings mappings_;
     std::vector<Mappings::node_type> spare_mappings_;  // an unmap's nodes, for the next maps: no malloc a cycle
     std::map<std::uint64_t, std::uint64_t> reservations_;    // start address -> size

@@ -218,6 +218,22 @@ TEST_CASE("double release is misuse with the driver's result") {
     CHECK(s.summary.misuse_events == 3);
 }
 
+TEST_CASE("a refused release of one of the last 4096 handles released says already released, of an older one never created") {
+    Ledger l;
+    const Site s = site("cuMemCreate", 1);
+    for (std::uint64_t h = 1; h <= 4097; ++h) {  // values the driver never hands out again
+        l.created(h << 21, 2 * MiB, HandleType::none, s);
+        l.released(h << 21, true, "CUDA_SUCCESS", site("cuMemRelease", 1));
+    }
+    l.released(2ull << 21, false, "CUDA_ERROR_INVALID_VALUE", site("cuMemRelease", 2));  // 4096 releases ago
+    l.released(1ull << 21, false, "CUDA_ERROR_INVALID_VALUE", site("cuMemRelease", 3));  // 4097: forgotten
+    const Snapshot snap = l.snapshot(Moment::exit, kAllOpen);
+    REQUIRE(snap.misuse.size() == 2);
+    for (const MisuseRow& m : snap.misuse)
+        CHECK(m.what == (m.site.trace == 2 ? "release of a handle already released" : "release of a handle never created"));
+    CHECK(snap.leaks.empty());
+}
+
 TEST_CASE("address free with live mappings, unmap of unmapped range, map onto mapped range") {
     Ledger l;
     const std::uint64_t va = 0x4000000, size = 2 * MiB;
@@ -455,6 +471,35 @@ TEST_CASE("a live classic allocation costs at most 160 bytes of ledger memory") 
     const std::size_t per = (resident() - before) / kLive;
     INFO("resident bytes per live classic allocation: " << per);
     CHECK(per <= 160);
+}
+
+TEST_CASE("a live VMM allocation costs at most 600 bytes of ledger memory, whatever its handle values") {
+    // Handle values 1 MiB apart, each mapped at its own 2 MiB granule: aligned keys, as drivers hand out.
+    Ledger l;
+    constexpr std::uint64_t kLive = 20000;
+    const Site s{"cuMemCreate", 1, 0};
+    l.created(1, 2 * MiB, HandleType::none, s);  // first touch of the tables outside the measurement
+    l.released(1, true, "CUDA_SUCCESS", s);
+    const auto resident = [] {
+        std::ifstream statm("/proc/self/statm");
+        std::size_t size = 0, pages = 0;
+        statm >> size >> pages;
+        return pages * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    };
+    const std::size_t before = resident();
+    for (std::uint64_t i = 1; i <= kLive; ++i) {
+        l.created(i << 20, 2 * MiB, HandleType::none, s);
+        l.mapped(0x7f0000000000 + i * 2 * MiB, 2 * MiB, i << 20, true, "CUDA_SUCCESS", site("cuMemMap"));
+    }
+    const std::size_t per = (resident() - before) / kLive;
+    INFO("resident bytes per live VMM allocation: " << per);
+    CHECK(per <= 600);
+    CHECK(l.snapshot(Moment::checkpoint, kAllOpen).summary.leaked_bytes == 0);  // all mapped: in use
+    for (std::uint64_t i = 1; i <= kLive; ++i) {
+        l.unmapped(0x7f0000000000 + i * 2 * MiB, 2 * MiB, true, "CUDA_SUCCESS", site("cuMemUnmap"));
+        l.released(i << 20, true, "CUDA_SUCCESS", s);
+    }
+    CHECK(l.references_through(1ull << 20) == 0);
 }
 
 TEST_CASE("held_since counts only what allocations made since the mark still hold") {
