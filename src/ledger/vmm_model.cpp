@@ -1,5 +1,7 @@
 #include "vmm_model.hpp"
 
+#include <utility>
+
 namespace cumemaudit::ledger::detail {
 
 VmmModel::Allocation& VmmModel::Allocations::make(std::uint64_t id) {
@@ -47,9 +49,7 @@ std::vector<const VmmModel::Allocation*> VmmModel::Allocations::in_creation_orde
 
 std::vector<VmmModel::Allocation*> VmmModel::Allocations::in_creation_order() {
     std::vector<Allocation*> out;
-    out.reserve(by_id_.size());
-    for (const auto& [id, slot] : by_id_) out.push_back(&slots_[slot]);
-    std::sort(out.begin(), out.end(), [](const Allocation* x, const Allocation* y) { return x->id < y->id; });
+    for (const Allocation* a : std::as_const(*this).in_creation_order()) out.push_back(const_cast<Allocation*>(a));
     return out;
 }
 

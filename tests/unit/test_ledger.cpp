@@ -27,6 +27,15 @@ const ExportProbe kAllOpen = [](int, const ExportKey&) { return true; };
 
 std::string api_of(const LeakRow& r) { return r.site.api; }
 
+// Resident pages: the heap and the classic table's mapped slot arrays alike (a growth gives the pages of
+// the array it replaced back, and they must not count).
+std::size_t resident_bytes() {
+    std::ifstream statm("/proc/self/statm");
+    std::size_t size = 0, pages = 0;
+    statm >> size >> pages;
+    return pages * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+}
+
 }  // namespace
 
 TEST_CASE("DeepEP sequence without releases leaves one unreachable allocation with three references") {
@@ -458,17 +467,9 @@ TEST_CASE("a live classic allocation costs at most 160 bytes of ledger memory") 
     const Site s{"cuMemAlloc_v2", 1, 0};
     l.allocated(0x10, 1, Kind::classic, s);  // first touch of the tables outside the measurement
     l.freed(0x10, true, "CUDA_SUCCESS", s);
-    // Resident pages: the heap and the classic table's mapped slot arrays alike (a growth gives the pages
-    // of the array it replaced back, and they must not count).
-    const auto resident = [] {
-        std::ifstream statm("/proc/self/statm");
-        std::size_t size = 0, pages = 0;
-        statm >> size >> pages;
-        return pages * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-    };
-    const std::size_t before = resident();
+    const std::size_t before = resident_bytes();
     for (std::uint64_t i = 0; i < kLive; ++i) l.allocated(0x7f0000000000 + i * 512, 512, Kind::classic, s);
-    const std::size_t per = (resident() - before) / kLive;
+    const std::size_t per = (resident_bytes() - before) / kLive;
     INFO("resident bytes per live classic allocation: " << per);
     CHECK(per <= 160);
 }
@@ -480,18 +481,12 @@ TEST_CASE("a live VMM allocation costs at most 600 bytes of ledger memory, whate
     const Site s{"cuMemCreate", 1, 0};
     l.created(1, 2 * MiB, HandleType::none, s);  // first touch of the tables outside the measurement
     l.released(1, true, "CUDA_SUCCESS", s);
-    const auto resident = [] {
-        std::ifstream statm("/proc/self/statm");
-        std::size_t size = 0, pages = 0;
-        statm >> size >> pages;
-        return pages * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-    };
-    const std::size_t before = resident();
+    const std::size_t before = resident_bytes();
     for (std::uint64_t i = 1; i <= kLive; ++i) {
         l.created(i << 20, 2 * MiB, HandleType::none, s);
         l.mapped(0x7f0000000000 + i * 2 * MiB, 2 * MiB, i << 20, true, "CUDA_SUCCESS", site("cuMemMap"));
     }
-    const std::size_t per = (resident() - before) / kLive;
+    const std::size_t per = (resident_bytes() - before) / kLive;
     INFO("resident bytes per live VMM allocation: " << per);
     CHECK(per <= 600);
     CHECK(l.snapshot(Moment::checkpoint, kAllOpen).summary.leaked_bytes == 0);  // all mapped: in use
