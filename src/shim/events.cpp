@@ -71,10 +71,8 @@ void record(ev::Create, Call& call, CUresult r, CUmemGenericAllocationHandle* ha
             const CUmemAllocationProp* prop, unsigned long long) {
     if (r != CUDA_SUCCESS || handle == nullptr) return;
     const ledger::Site& site = call.site();
-    {
-        const OrderHold order = hold_order(*handle);
-        book(call).created(*handle, size, requested_type(prop), site);
-    }
+    wait_for_order(*handle);
+    book(call).created(*handle, size, requested_type(prop), site);
     if (call.recorder().capturing()) call.recorder().timeline().captured(site.owner, size);
 }
 
@@ -87,7 +85,7 @@ void record(ev::Release, Call& call, CUresult r, CUmemGenericAllocationHandle ha
 void record(ev::Retain, Call& call, CUresult r, CUmemGenericAllocationHandle* handle, void* va) {
     if (r != CUDA_SUCCESS || handle == nullptr) return;
     const ledger::Site& site = call.site();
-    const OrderHold order = hold_order(*handle);
+    wait_for_order(*handle);
     book(call).retained(*handle, addr(va), site);
 }
 
@@ -115,7 +113,7 @@ void record(ev::Import, Call& call, CUresult r, CUmemGenericAllocationHandle* ha
     if (t == HandleType::posix_fd) key = key_of_fd(static_cast<int>(addr(os_handle)));
     else if (t == HandleType::fabric && os_handle != nullptr) key = key_of_fabric(os_handle);
     const ledger::Site& site = call.site();
-    const OrderHold order = hold_order(*handle);
+    wait_for_order(*handle);
     book(call).imported(*handle, t, key, site);
 }
 
@@ -126,7 +124,7 @@ void record(ev::Map, Call& call, CUresult r, CUdeviceptr ptr, size_t size, size_
     const bool ok = r == CUDA_SUCCESS;
     ledger::Site bare;
     const ledger::Site& site = site_if_failed(call, ok, bare);
-    const OrderHold order = hold_order(ptr);
+    wait_for_order(ptr);
     book(call).mapped(ptr, size, handle, ok, result_name(r), site);
 }
 
@@ -146,7 +144,7 @@ void record(ev::Reserve, Call& call, CUresult r, CUdeviceptr* ptr, size_t size, 
             unsigned long long) {
     if (r != CUDA_SUCCESS || ptr == nullptr) return;
     const ledger::Site& site = call.site();
-    const OrderHold order = hold_order(*ptr);
+    wait_for_order(*ptr);
     book(call).reserved(*ptr, size, site);
 }
 
