@@ -1,5 +1,6 @@
 #include "vmm_model.hpp"
 
+#include <algorithm>
 #include <utility>
 
 namespace cumemaudit::ledger::detail {
@@ -23,8 +24,7 @@ VmmModel::Allocation& VmmModel::Allocations::make(std::uint64_t id) {
 }
 
 VmmModel::Allocation* VmmModel::Allocations::find(std::uint64_t id) {
-    auto it = by_id_.find(id);
-    return it == by_id_.end() ? nullptr : &slots_[it->second];
+    return const_cast<Allocation*>(std::as_const(*this).find(id));
 }
 
 const VmmModel::Allocation* VmmModel::Allocations::find(std::uint64_t id) const {

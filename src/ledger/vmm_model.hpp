@@ -12,7 +12,6 @@
 
 #include <tsl/robin_map.h>
 
-#include <algorithm>
 #include <array>
 #include <atomic>
 #include <deque>
@@ -24,8 +23,8 @@ namespace cumemaudit::ledger::detail {
 
 // robin_map picks a bucket from a hash's low bits, and std::hash of an integer is the integer. Handle values
 // and addresses are aligned (2 MiB granules; a driver whose handles are spaced 4 KiB apart), so their low
-// bits are all zero: every key would probe from one bucket, and the table double until its probes are
-// short, gigabytes for thousands of handles. splitmix64's finalizer spreads every bit into the low ones.
+// bits are all zero: every key would probe from one bucket, and the table would double until its probes
+// were short, gigabytes for thousands of handles. splitmix64's finalizer spreads every bit into the low ones.
 struct MixedHash {
     std::size_t operator()(std::uint64_t x) const noexcept {
         x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
