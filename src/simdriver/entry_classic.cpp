@@ -1,7 +1,7 @@
 // Classic allocation entry points (cuMemAlloc family, host and managed memory, stream-ordered
 // allocation, IPC). Device allocations are charged against capacity rounded up to 512 bytes; host and
 // managed allocations are real host memory and are not charged.
-#include "cuda_decls.hpp"
+#include "entry_guard.hpp"
 #include "state.hpp"
 
 using cumemaudit::sim::guarded;

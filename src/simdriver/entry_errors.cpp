@@ -1,5 +1,5 @@
 // cuGetErrorName / cuGetErrorString with the real names of every CUresult of CUDA 13 (common/cuda_errors.inc).
-#include "cuda_decls.hpp"
+#include "entry_guard.hpp"
 
 #include "common/cuda_errors.hpp"
 

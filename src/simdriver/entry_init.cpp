@@ -1,6 +1,6 @@
 // Entry points for initialisation, devices and contexts. The simulated devices look like H200s
 // (compute capability 9.0) that support VMM with POSIX-fd and fabric handles.
-#include "cuda_decls.hpp"
+#include "entry_guard.hpp"
 #include "state.hpp"
 
 #include <cstdio>

@@ -2,7 +2,7 @@
 // catalog (common/cuda_catalog.inc) and return the address of the variant it names. The name->address
 // map comes from the same .inc, so every row the catalog resolves to is a function defined here.
 #include "common/cuda_catalog.hpp"
-#include "cuda_decls.hpp"
+#include "entry_guard.hpp"
 
 #include <string_view>
 

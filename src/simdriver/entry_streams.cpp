@@ -1,6 +1,6 @@
 // Streams, capture and graphs as plain objects: enough for allocators and frameworks that capture
 // graphs to run (nothing executes on a simulated device, so synchronisation returns at once).
-#include "cuda_decls.hpp"
+#include "entry_guard.hpp"
 #include "state.hpp"
 
 using cumemaudit::sim::guarded;

@@ -1,5 +1,5 @@
 // Virtual memory management entry points: argument checks, then SimState's rules (state.cpp).
-#include "cuda_decls.hpp"
+#include "entry_guard.hpp"
 #include "state.hpp"
 
 using cumemaudit::sim::guarded;

@@ -1,9 +1,9 @@
 // The CUPTI backend's translation: callback data as CUPTI delivers it (parameter structs of
 // generated_cuda_meta.h, recorded by hand here) reaches the same ledger events as the wrappers do. The
 // simulated driver cannot host CUPTI, so the backend itself runs only on a GPU (tests/gpu).
-#include "shim/call.hpp"
-#include "shim/cupti_backend.hpp"
-#include "shim/recorder.hpp"
+#include "shim/record/call.hpp"
+#include "shim/boundary/cupti_backend.hpp"
+#include "shim/record/recorder.hpp"
 
 #include <catch2/catch.hpp>
 #include <cupti.h>

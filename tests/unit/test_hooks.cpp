@@ -3,8 +3,8 @@
 // and version maps back to the same row); every memory entry point of the catalog is wrapped.
 #include "common/cuda_catalog.hpp"
 #include "common/cuda_errors.hpp"
-#include "shim/events.hpp"
-#include "shim/hooks.hpp"
+#include "shim/record/events.hpp"
+#include "shim/boundary/hooks.hpp"
 
 #include <catch2/catch.hpp>
 #include <dlfcn.h>

@@ -6,10 +6,10 @@
 #include "report/report.hpp"
 #include "report/suppressions.hpp"
 #include "report/text.hpp"
-#include "shim/python_layout.hpp"
-#include "shim/python_linetable.hpp"
-#include "shim/python_stack.hpp"
-#include "shim/safe_read.hpp"
+#include "shim/services/python_layout.hpp"
+#include "shim/services/python_linetable.hpp"
+#include "shim/services/python_stack.hpp"
+#include "shim/services/safe_read.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

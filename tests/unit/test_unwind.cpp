@@ -1,10 +1,10 @@
 // The shim's unwinder (src/shim/unwind.cpp): the frames a deep site keeps are the frames glibc sees, and a
 // build that carries its own libunwind uses it and loads no other. And the per-thread cache of deep stacks
 // (src/shim/pc_cache.cpp) answers only for the very same frames.
-#include "shim/call.hpp"
-#include "shim/pc_cache.hpp"
-#include "shim/recorder.hpp"
-#include "shim/unwind.hpp"
+#include "shim/record/call.hpp"
+#include "shim/record/pc_cache.hpp"
+#include "shim/record/recorder.hpp"
+#include "shim/services/unwind.hpp"
 
 #include <catch2/catch.hpp>
 

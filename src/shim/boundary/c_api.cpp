@@ -1,0 +1,134 @@
+// The C API of include/cumemaudit/cumemaudit.h. Programs may call it without linking us (dlsym with
+// RTLD_DEFAULT finds it when the shim is preloaded); before any CUDA call there is nothing to report, so
+// these do nothing then: a process that never touches CUDA starts no thread and writes no report.
+#include "cumemaudit/cumemaudit.h"
+
+#include "shim/process/auditor.hpp"
+#include "shim/boundary/hooks.hpp"
+#include "shim/boundary/fence.hpp"
+#include "shim/record/oom.hpp"
+#include "shim/record/site_line.hpp"
+
+#include <cstring>
+
+using cumemaudit::shim::Auditor;
+using cumemaudit::shim::guarded;
+
+// Each body runs inside the fence (fence.hpp): the program calling these never sees an exception.
+
+extern "C" {
+
+__attribute__((visibility("default"))) void cumemaudit_checkpoint(void) {
+    guarded("cumemaudit_checkpoint", [] {
+        if (Auditor::started() && Auditor::enter()) Auditor::get().checkpoint("cumemaudit_checkpoint()");
+    });
+}
+
+__attribute__((visibility("default"))) void cumemaudit_step(uint64_t step) {
+    guarded("cumemaudit_step", [&] {
+        if (Auditor::started() && Auditor::enter()) Auditor::get().step(step, nullptr);
+    });
+}
+
+__attribute__((visibility("default"))) void cumemaudit_mark(const char* label) {
+    guarded("cumemaudit_mark", [&] {
+        if (Auditor::started() && Auditor::enter()) Auditor::get().step(0, label != nullptr && *label != '\0' ? label : "mark");
+    });
+}
+
+__attribute__((visibility("default"))) void cumemaudit_torch_step(uint64_t step, uint64_t allocated, uint64_t reserved) {
+    guarded("cumemaudit_torch_step", [&] {
+        if (Auditor::started() && Auditor::enter()) Auditor::get().step(step, nullptr, allocated, reserved);
+    });
+}
+
+__attribute__((visibility("default"))) int cumemaudit_leak_mark(cumemaudit_leak_mark_t* mark) {
+    if (mark == nullptr) return -1;
+    *mark = {};
+    int answer = -1;
+    guarded("cumemaudit_leak_mark", [&] {
+        if (cumemaudit::shim::Recorder* rec = Auditor::enter()) {
+            mark->misuse_events = rec->ledger().misuse_events();
+            mark->epoch = rec->ledger().begin_epoch();
+            answer = 0;
+        }
+    });
+    return answer;
+}
+
+__attribute__((visibility("default"))) int cumemaudit_held_since(const cumemaudit_leak_mark_t* mark,
+                                                                  cumemaudit_held_t* held, char* site,
+                                                                  size_t site_size) {
+    if (mark == nullptr || held == nullptr) return -1;
+    *held = {};
+    if (site_size > 0) site[0] = '\0';
+    cumemaudit::shim::Recorder* rec = nullptr;
+    if (!guarded("cumemaudit_held_since", [&] { rec = Auditor::enter(); }) || rec == nullptr) return -1;
+    try {
+        const auto& ledger = rec->ledger();
+        const auto now = ledger.held_since(static_cast<std::uint32_t>(mark->epoch));
+        *held = {now.leaked_bytes, now.leaked_allocations, now.leaked_references, now.unfreed_bytes,
+                 now.unfreed_allocations, ledger.misuse_events() - mark->misuse_events};
+        if (site_size > 0 && !now.sites.empty()) {
+            const std::string text = cumemaudit::shim::describe_stack(*rec, now.sites.front().first, 8);
+            const std::size_t n = std::min(text.size(), site_size - 1);
+            std::memcpy(site, text.data(), n);
+            site[n] = '\0';
+        }
+    } catch (...) {  // no exception crosses into the program; the counts filled so far stand
+    }
+    return 0;
+}
+
+}
+
+extern "C" {
+
+__attribute__((visibility("default"))) void cumemaudit_torch_pool(const char* pool, uint64_t allocated, uint64_t reserved) {
+    guarded("cumemaudit_torch_pool", [&] {
+        if (!Auditor::started() || !Auditor::enter()) return;
+        Auditor::get().recorder().oom_log().stage_pool(
+            {pool != nullptr ? pool : "", allocated, reserved, reserved > allocated ? reserved - allocated : 0});
+    });
+}
+
+__attribute__((visibility("default"))) void cumemaudit_torch_oom(uint64_t requested_bytes) {
+    guarded("cumemaudit_torch_oom", [&] {
+        if (!Auditor::started() || !Auditor::enter()) return;
+        cumemaudit::shim::ShimScope busy;
+        if (cumemaudit::shim::torch_out_of_memory(Auditor::get().recorder(), requested_bytes))
+            Auditor::get().oom_checkpoint();
+    });
+}
+
+// ---- For measurement only (tests/bench/bench_calls --ab, tests/gpu/cost.py), not in cumemaudit.h ----
+// One process times the same calls straight to the driver and through the wrappers, alternating call by
+// call, in blocks recorded and blocks paused (the forwarding alone). Process-to-process noise on a GPU
+// host is tens of percent; calls side by side in one process share memory, driver state and core, so a
+// few percent can be told apart.
+
+// The driver entry point the wrapper of `symbol` forwards to (null when the shim does not wrap it).
+__attribute__((visibility("default"))) void* cumemaudit_bench_real(const char* symbol) {
+    void* real = nullptr;
+    guarded("cumemaudit_bench_real", [&] {
+        if (symbol == nullptr) return;
+        const cumemaudit::shim::HookId id = cumemaudit::shim::find_hook(symbol);
+        if (id != cumemaudit::shim::HookId::count) real = cumemaudit::shim::real_fn(id);
+    });
+    return real;
+}
+
+// While on, every wrapper of the process forwards without recording. Only between balanced blocks: an
+// allocation made while on is unknown to the ledger when it is freed later. 0 done, -1 not recording.
+__attribute__((visibility("default"))) int cumemaudit_bench_pass_through(int on) {
+    int answer = -1;
+    guarded("cumemaudit_bench_pass_through", [&] {
+        if (cumemaudit::shim::Recorder* rec = Auditor::enter()) {
+            rec->pass_through(on != 0);
+            answer = 0;
+        }
+    });
+    return answer;
+}
+
+}

@@ -1,0 +1,244 @@
+// The CUPTI backend: the same hook table (hooks.inc), fed from CUPTI's driver-API callbacks instead of our
+// wrappers, into the same record() functions and the same ledger, so a report reads the same whichever
+// backend fed it. Loaded through CUDA_INJECTION64_PATH (InitializeInjection); libcupti is dlopen'ed, never
+// linked. CUPTI allows one subscriber: when another tool holds it, the preload backend takes over (the CLI
+// preloads the shim in standby for exactly that) and one message says which tool holds CUPTI.
+#include "shim/boundary/cupti_backend.hpp"
+
+#include "shim/process/auditor.hpp"
+#include "shim/record/call.hpp"
+#include "shim/record/cupti_pools.hpp"
+#include "shim/record/events.hpp"
+#include "shim/boundary/fence.hpp"
+#include "shim/services/log.hpp"
+#include "shim/services/options_store.hpp"
+#include "shim/record/pc_cache.hpp"
+#include "shim/record/recorder.hpp"
+#include "shim/services/unwind.hpp"
+
+#include "common/paths.hpp"
+
+#include <cupti.h>
+#include <dlfcn.h>
+#include <link.h>
+
+#include <array>
+#include <atomic>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace cumemaudit::shim {
+namespace {
+
+std::atomic<bool> g_subscribed{false};
+
+// The program's call into the driver: the first frame outside the shim, CUPTI, libcuda and cudart (cudart
+// standing in for its caller, as the runtime wrappers make it). What each frame's object is, is cached per
+// thread by return address (pc_cache.hpp).
+void* program_caller() {
+    void* frames[64];
+    const int n = unwind(frames, 64);
+    for (int i = 0; i < n; ++i)
+        if (!passes_on(reinterpret_cast<ledger::Pc>(frames[i]))) return frames[i];
+    return n > 0 ? frames[n - 1] : nullptr;
+}
+
+// Into `target`, or the process's recorder when null.
+template <typename Event, typename... A>
+void record_from_cupti(Recorder* target, const char* api, CUresult r, A... a) {
+    ThreadState& t = thread_state();
+    t.in_cupti_callback = true;
+    guarded(api, [&] {
+        Recorder* rec = target == nullptr ? recorder_for_call() : programs_call() ? target : nullptr;
+        if (rec == nullptr) return;
+        Call call(*rec, api, program_caller(), call_class(Event{}));
+        ShimScope busy;
+        record(Event{}, call, r, a...);
+    });
+    t.in_cupti_callback = false;
+}
+
+#define CUMA_FIELDS_1(p, a) p->a
+#define CUMA_FIELDS_2(p, a, ...) p->a, CUMA_FIELDS_1(p, __VA_ARGS__)
+#define CUMA_FIELDS_3(p, a, ...) p->a, CUMA_FIELDS_2(p, __VA_ARGS__)
+#define CUMA_FIELDS_4(p, a, ...) p->a, CUMA_FIELDS_3(p, __VA_ARGS__)
+#define CUMA_FIELDS_5(p, a, ...) p->a, CUMA_FIELDS_4(p, __VA_ARGS__)
+#define CUMA_FIELDS_6(p, a, ...) p->a, CUMA_FIELDS_5(p, __VA_ARGS__)
+#define CUMA_PICK(_1, _2, _3, _4, _5, _6, name, ...) name
+#define CUMA_FIELDS_N(p, ...) \
+    CUMA_PICK(__VA_ARGS__, CUMA_FIELDS_6, CUMA_FIELDS_5, CUMA_FIELDS_4, CUMA_FIELDS_3, CUMA_FIELDS_2, CUMA_FIELDS_1)(p, __VA_ARGS__)
+#define CUMA_FIELDS(p, args) CUMA_FIELDS_N(p, CUMA_UNPAREN args)
+#define CUMA_UNPAREN(...) __VA_ARGS__
+
+// The driver-API callback ids the hook table covers.
+constexpr CUpti_CallbackId kCallbacks[] = {
+#define DRIVER_HOOK(symbol, event, api, params, args) CUPTI_DRIVER_TRACE_CBID_##symbol,
+#define RUNTIME_HOOK(symbol, api, params, args)
+#define DOOR_HOOK(symbol)
+#include "shim/boundary/hooks.inc"
+#undef DRIVER_HOOK
+#undef RUNTIME_HOOK
+#undef DOOR_HOOK
+};
+
+using Subscribe = CUptiResult(CUPTIAPI*)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*, CUpti_SubscriberParams*);
+using EnableCallback = CUptiResult(CUPTIAPI*)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId);
+using ResultString = CUptiResult(CUPTIAPI*)(CUptiResult, const char**);
+using RegisterBuffers = CUptiResult(CUPTIAPI*)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc);
+using EnableActivity = CUptiResult(CUPTIAPI*)(CUpti_ActivityKind);
+using NextRecord = CUptiResult(CUPTIAPI*)(uint8_t*, size_t, CUpti_Activity**);
+using FlushAll = CUptiResult(CUPTIAPI*)(uint32_t);
+
+NextRecord g_next_record = nullptr;
+FlushAll g_flush_all = nullptr;
+
+// Activity buffers: CUPTI asks for one, fills it, hands it back from its own thread.
+constexpr size_t kActivityBuffer = 1 << 20;
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) noexcept {
+    *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kActivityBuffer));
+    *size = *buffer != nullptr ? kActivityBuffer : 0;
+    *max_records = 0;
+}
+
+void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) noexcept {
+    guarded("CUPTI activity buffer", [&] {
+        CUpti_Activity* record = nullptr;
+        Recorder* rec = Auditor::recorder_now();
+        while (rec != nullptr && g_next_record != nullptr && g_next_record(buffer, valid, &record) == CUPTI_SUCCESS)
+            rec->pools().absorb(record);
+    });
+    std::free(buffer);
+}
+
+// Memory and pool records: the growth of stream-ordered pools, which no entry point shows.
+void enable_pool_records(void* lib) {
+    auto register_buffers = reinterpret_cast<RegisterBuffers>(dlsym(lib, "cuptiActivityRegisterCallbacks"));
+    auto enable = reinterpret_cast<EnableActivity>(dlsym(lib, "cuptiActivityEnable"));
+    g_next_record = reinterpret_cast<NextRecord>(dlsym(lib, "cuptiActivityGetNextRecord"));
+    g_flush_all = reinterpret_cast<FlushAll>(dlsym(lib, "cuptiActivityFlushAll"));
+    if (register_buffers == nullptr || enable == nullptr || g_next_record == nullptr || g_flush_all == nullptr ||
+        register_buffers(buffer_requested, buffer_completed) != CUPTI_SUCCESS) {
+        g_flush_all = nullptr;
+        return;
+    }
+    enable(CUPTI_ACTIVITY_KIND_MEMORY2);
+    enable(CUPTI_ACTIVITY_KIND_MEMORY_POOL);
+    set_activity_flush([] { g_flush_all(0); });
+}
+
+// libcupti already in the process before the driver loaded us: a profiler (PyTorch's kineto, Nsight) links
+// it and may subscribe later. CUPTI takes one subscriber, so the audit yields it rather than break that tool.
+std::string cupti_loaded_by_others() {
+    std::string found;
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, size_t, void* out) {
+            const std::string_view path = info->dlpi_name != nullptr ? info->dlpi_name : "";
+            if (cumemaudit::basename(path).starts_with("libcupti")) {
+                *static_cast<std::string*>(out) = std::string(path);
+                return 1;
+            }
+            return 0;
+        },
+        &found);
+    return found;
+}
+
+void* load_cupti() {
+    // The toolkit's and the wheels' (nvidia-cuda-cupti) copies are rarely on the library path: the CLI
+    // passes the one it found in CUMEMAUDIT_CUPTI_LIB.
+    for (const char* name : {static_cast<const char*>(std::getenv("CUMEMAUDIT_CUPTI_LIB")), "libcupti.so.13", "libcupti.so",
+                             "/usr/local/cuda/lib64/libcupti.so.13", "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13"})
+        if (name != nullptr && *name != '\0')
+            if (void* lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)) return lib;
+    return nullptr;
+}
+
+}  // namespace
+
+void dispatch_cupti(Recorder* into, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) noexcept {
+    if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+    const auto* info = static_cast<const CUpti_CallbackData*>(data);
+    if (info->callbackSite != CUPTI_API_EXIT || info->functionParams == nullptr || info->functionReturnValue == nullptr)
+        return;
+    const CUresult r = *static_cast<const CUresult*>(info->functionReturnValue);
+    switch (cbid) {
+#define DRIVER_HOOK(symbol, event, api, params, args)                                    \
+    case CUPTI_DRIVER_TRACE_CBID_##symbol: {                                             \
+        const auto* p = static_cast<const symbol##_params*>(info->functionParams);       \
+        record_from_cupti<ev::event>(into, api, r, CUMA_FIELDS(p, args));                      \
+        break;                                                                           \
+    }
+#define RUNTIME_HOOK(symbol, api, params, args)
+#define DOOR_HOOK(symbol)
+#include "shim/boundary/hooks.inc"
+#undef DRIVER_HOOK
+#undef RUNTIME_HOOK
+#undef DOOR_HOOK
+        default: break;
+    }
+}
+
+bool cupti_subscribed() { return g_subscribed.load(std::memory_order_relaxed); }
+
+}  // namespace cumemaudit::shim
+
+using namespace cumemaudit::shim;
+
+// Called by the driver at cuInit for CUDA_INJECTION64_PATH. Returns 1 (success) even when CUPTI is taken:
+// the preload backend then carries the audit, and the program must not notice either way.
+namespace {
+int initialize_injection();
+}
+
+// Noexcept through the fence: a failure here leaves the preload backend to carry the audit.
+extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
+    guarded("InitializeInjection", [] { initialize_injection(); });
+    return 1;
+}
+
+namespace {
+int initialize_injection() {
+    if (current_options().backend == cumemaudit::options::Backend::preload) return 1;
+    if (const std::string other = cupti_loaded_by_others(); !other.empty()) {
+        log_warning("backend={}: {} was loaded before the driver started, so a profiler in this process may need "
+                    "CUPTI, which takes one subscriber; the preload backend carries the audit and CUPTI is left to it",
+                    cumemaudit::options::name_of(current_options().backend), other);
+        return 1;
+    }
+    void* lib = load_cupti();
+    auto subscribe = lib ? reinterpret_cast<Subscribe>(dlsym(lib, "cuptiSubscribe_v2")) : nullptr;
+    auto enable = lib ? reinterpret_cast<EnableCallback>(dlsym(lib, "cuptiEnableCallback")) : nullptr;
+    auto result_string = lib ? reinterpret_cast<ResultString>(dlsym(lib, "cuptiGetResultString")) : nullptr;
+    if (subscribe == nullptr || enable == nullptr) {
+        log_warning("backend={}: libcupti not found (set CUMEMAUDIT_CUPTI_LIB); the preload backend carries the audit",
+                    cumemaudit::options::name_of(current_options().backend));
+        return 1;
+    }
+    static CUpti_SubscriberHandle subscriber = nullptr;
+    char holder[256] = {};
+    CUpti_SubscriberParams params{};
+    params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+    params.subscriberName = "cumemaudit";
+    params.oldSubscriberName = holder;
+    params.oldSubscriberSize = sizeof holder;
+    const CUptiResult res = subscribe(
+        &subscriber, [](void*, CUpti_CallbackDomain d, CUpti_CallbackId id, const void* data) { dispatch_cupti(nullptr, d, id, data); },
+        nullptr, &params);
+    if (res != CUPTI_SUCCESS) {
+        const char* why = nullptr;
+        if (result_string != nullptr) result_string(res, &why);
+        log_warning("backend={}: CUPTI is held by {} ({}); the preload backend carries the audit, and the other tool "
+                    "keeps CUPTI", cumemaudit::options::name_of(current_options().backend), holder[0] != '\0' ? holder : "another tool",
+                    why != nullptr ? why : "subscribe failed");
+        return 1;
+    }
+    for (CUpti_CallbackId id : kCallbacks) enable(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
+    enable_pool_records(lib);
+    g_subscribed.store(true);
+    log_info("backend={}: subscribed to CUPTI's driver-API callbacks", cumemaudit::options::name_of(current_options().backend));
+    return 1;
+}
+}  // namespace

@@ -1,0 +1,226 @@
+#include "shim/boundary/doors.hpp"
+
+#include "common/cuda_catalog.hpp"
+#include "shim/boundary/fence.hpp"
+#include "shim/boundary/hooks.hpp"
+#include "shim/services/log.hpp"
+#include "shim/services/options_store.hpp"
+
+#include <dlfcn.h>
+#include <link.h>
+
+#include <atomic>
+#include <climits>
+#include <cstring>
+#include <string>
+
+// The loader's functions, hidden; the trampolines below read them. `used`: only the trampolines' assembly
+// names them, which link-time optimization does not see, so it would drop them.
+extern "C" {
+__attribute__((visibility("hidden"), used)) void* cumemaudit_next_dlsym = nullptr;
+__attribute__((visibility("hidden"), used)) void* cumemaudit_next_dlopen = nullptr;
+__attribute__((visibility("hidden"), used)) void cumemaudit_resolve_loader() noexcept;
+__attribute__((visibility("hidden"), used)) void* cumemaudit_dlsym_hook(void* handle, const char* name) noexcept;
+__attribute__((visibility("hidden"), used)) int cumemaudit_dlopen_flags(const char* file, int flags) noexcept;
+}
+
+// ---- door 2: dlsym and dlopen. Both depend on who calls them: dlsym(RTLD_NEXT) searches after the
+// caller's object, and dlopen uses the caller's RUNPATH ($ORIGIN) and namespace. A C wrapper would make
+// the shim the caller and break both, so these are tail jumps: the real function sees the program's return
+// address. dlsym(RTLD_NEXT, …) goes straight to the loader (other interposers rely on it); every other
+// dlsym goes through the hook, which swaps in our wrapper of a symbol we wrap. dlopen only loses
+// RTLD_DEEPBIND (which would let the library bind past us), unless deepbind=keep.
+#if !defined(__x86_64__)
+#error "the dlsym/dlopen trampolines are written for x86-64"
+#endif
+asm(R"(
+    .text
+    .globl dlsym
+    .type dlsym, @function
+dlsym:
+    cmpq $-1, %rdi
+    jne 1f
+    movq cumemaudit_next_dlsym(%rip), %rax
+    testq %rax, %rax
+    jz 1f
+    jmp *%rax
+1:  jmp cumemaudit_dlsym_hook
+    .size dlsym, .-dlsym
+
+    .globl dlopen
+    .type dlopen, @function
+dlopen:
+    testl $0x8, %esi
+    jz 2f
+    pushq %rdi
+    pushq %rsi
+    subq $8, %rsp
+    call cumemaudit_dlopen_flags
+    addq $8, %rsp
+    popq %rsi
+    popq %rdi
+    movl %eax, %esi
+2:  movq cumemaudit_next_dlopen(%rip), %rax
+    testq %rax, %rax
+    jnz 3f
+    pushq %rdi
+    pushq %rsi
+    subq $8, %rsp
+    call cumemaudit_resolve_loader
+    addq $8, %rsp
+    popq %rsi
+    popq %rdi
+    movq cumemaudit_next_dlopen(%rip), %rax
+3:  jmp *%rax
+    .size dlopen, .-dlopen
+)");
+
+namespace {
+
+void* versioned(const char* name) {
+    // dlvsym is not overridden, so this cannot reach our own dlsym.
+    void* p = dlvsym(RTLD_NEXT, name, "GLIBC_2.34");
+    return p != nullptr ? p : dlvsym(RTLD_NEXT, name, "GLIBC_2.2.5");
+}
+
+using DlsymFn = void* (*)(void*, const char*);
+using DlopenFn = void* (*)(const char*, int);
+
+DlopenFn real_dlopen() {
+    if (cumemaudit_next_dlopen == nullptr) cumemaudit_resolve_loader();
+    return reinterpret_cast<DlopenFn>(cumemaudit_next_dlopen);
+}
+
+// The first loaded object whose file name starts with `prefix` ("libcuda.so", "libcudart.so"), found by
+// walking the link maps: it may have been loaded privately (RTLD_LOCAL), out of reach of RTLD_NEXT.
+void* symbol_in_loaded(std::string_view prefix, const char* name) {
+    struct Search {
+        std::string_view prefix;
+        char path[PATH_MAX];
+    } search{prefix, {}};
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, size_t, void* data) {
+            auto* s = static_cast<Search*>(data);
+            const char* path = info->dlpi_name;
+            if (path == nullptr || *path == '\0') return 0;
+            const char* slash = std::strrchr(path, '/');
+            std::string_view base = slash != nullptr ? slash + 1 : path;
+            if (base.substr(0, s->prefix.size()) != s->prefix) return 0;
+            if (std::strlen(path) >= sizeof s->path) return 0;  // longer than any path open() takes
+            std::strcpy(s->path, path);
+            return 1;
+        },
+        &search);
+    if (search.path[0] == '\0') return nullptr;
+    void* handle = real_dlopen()(search.path, RTLD_LAZY | RTLD_NOLOAD);
+    if (handle == nullptr) return nullptr;
+    void* p = cumemaudit::shim::real_dlsym(handle, name);
+    dlclose(handle);  // balances the reference NOLOAD took; the object stays loaded
+    return p;
+}
+
+// The answer of cuGetProcAddress, swapped for our wrapper of the variant the driver returned; when that
+// fails, the driver's own pointer (the calls through it then go unaudited).
+void answer(const char* symbol, int version, cuuint64_t flags, void** pfn) noexcept {
+    if (symbol == nullptr || pfn == nullptr || *pfn == nullptr) return;
+    void* const theirs = *pfn;
+    void* ours = theirs;
+    cumemaudit::shim::guarded("cuGetProcAddress", [&] {
+        const auto r = cumemaudit::catalog::resolve(symbol, version, flags);
+        if (r.status == cumemaudit::catalog::Lookup::found) ours = cumemaudit::shim::swap_in(r.symbol, theirs);
+    });
+    *pfn = ours;
+}
+
+}  // namespace
+
+extern "C" void cumemaudit_resolve_loader() noexcept {
+    if (cumemaudit_next_dlsym == nullptr) cumemaudit_next_dlsym = versioned("dlsym");
+    if (cumemaudit_next_dlopen == nullptr) cumemaudit_next_dlopen = versioned("dlopen");
+}
+
+extern "C" void* cumemaudit_dlsym_hook(void* handle, const char* name) noexcept {
+    void* p = cumemaudit::shim::real_dlsym(handle, name);
+    if (p == nullptr || name == nullptr) return p;
+    void* ours = p;
+    cumemaudit::shim::guarded("dlsym", [&] { ours = cumemaudit::shim::swap_in(name, p); });
+    return ours;
+}
+
+// dlclose: a program may unload libcuda.so.1 (or cudart) and load it again, at another address. The real
+// entry points the wrappers cached then point into unmapped memory: after every dlclose, each cached one
+// that no loaded object contains any more is forgotten, and found again on next use.
+extern "C" __attribute__((visibility("default"))) int dlclose(void* handle) {
+    using CloseFn = int (*)(void*);
+    static const auto real = reinterpret_cast<CloseFn>(versioned("dlclose"));
+    if (real == nullptr) return -1;
+    const int r = real(handle);
+    if (r == 0) cumemaudit::shim::guarded("dlclose", [] { cumemaudit::shim::forget_unloaded_entries(); });
+    return r;
+}
+
+extern "C" int cumemaudit_dlopen_flags(const char* file, int flags) noexcept {
+    using namespace cumemaudit::shim;
+    int out = flags;  // a failure below leaves the program's flags as they were
+    guarded("dlopen", [&] {
+        if (current_options().deepbind == cumemaudit::options::Deepbind::keep) return;
+        static std::atomic<bool> warned{false};
+        if (!warned.exchange(true))
+            log_warning("dlopen(\"{}\", RTLD_DEEPBIND): flag removed so the audit sees the library's CUDA calls "
+                        "(deepbind=keep leaves it; warned once)",
+                        file != nullptr ? file : "(null)");
+        out = flags & ~RTLD_DEEPBIND;
+    });
+    return out;
+}
+
+// ---- door 3: cuGetProcAddress. The real one answers first, with the caller's version and flags; then
+// the pointer it returned is exchanged for our wrapper of that exact variant. Asked for
+// "cuGetProcAddress" itself, it returns our wrapper of the signature that version has (v1 below 12000):
+// cudart asks at 11030 and 12000 and then uses only the pointer it got.
+extern "C" __attribute__((visibility("default"))) CUresult CUDAAPI
+cuGetProcAddress_v2(const char* symbol, void** pfn, int version, cuuint64_t flags,
+                    CUdriverProcAddressQueryResult* status) {
+    using namespace cumemaudit::shim;
+    using Real = CUresult(CUDAAPI*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+    Real real = nullptr;
+    if (!guarded("cuGetProcAddress_v2", [&] { real = reinterpret_cast<Real>(real_fn(HookId::cuGetProcAddress_v2)); }) ||
+        real == nullptr)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    const CUresult r = real(symbol, pfn, version, flags, status);
+    if (r == CUDA_SUCCESS) answer(symbol, version, flags, pfn);
+    return r;
+}
+
+extern "C" __attribute__((visibility("default"))) CUresult CUDAAPI
+cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags) {
+    using namespace cumemaudit::shim;
+    using Real = CUresult(CUDAAPI*)(const char*, void**, int, cuuint64_t);
+    Real real = nullptr;
+    if (!guarded("cuGetProcAddress", [&] { real = reinterpret_cast<Real>(real_fn(HookId::cuGetProcAddress)); }) ||
+        real == nullptr)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    const CUresult r = real(symbol, pfn, version, flags);
+    if (r == CUDA_SUCCESS) answer(symbol, version, flags, pfn);
+    return r;
+}
+
+namespace cumemaudit::shim {
+
+void* real_dlsym(void* handle, const char* name) {
+    if (cumemaudit_next_dlsym == nullptr) cumemaudit_resolve_loader();
+    return reinterpret_cast<DlsymFn>(cumemaudit_next_dlsym)(handle, name);
+}
+
+void* next_symbol(const char* name) { return real_dlsym(RTLD_NEXT, name); }
+
+void* driver_symbol(const char* name) { return symbol_in_loaded("libcuda.so", name); }
+
+void* runtime_symbol(const char* name) { return symbol_in_loaded("libcudart.so", name); }
+
+const char* simulated_driver_version() {
+    void* p = symbol_in_loaded("libcuda.so", "cumemaudit_sim_driver_version");
+    return p != nullptr ? *static_cast<const char* const*>(p) : nullptr;
+}
+
+}  // namespace cumemaudit::shim

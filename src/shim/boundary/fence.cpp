@@ -1,0 +1,27 @@
+#include "shim/boundary/fence.hpp"
+
+#include "shim/services/log.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+
+namespace cumemaudit::shim {
+
+void bookkeeping_failed(const char* where, const char* what) noexcept {
+    static std::atomic<bool> warned{false};
+    if (warned.exchange(true)) return;
+    try {
+        log_warning("bookkeeping of {} failed ({}); this call and any other whose bookkeeping fails pass through "
+                    "unrecorded, so the report may miss them (warned once)",
+                    where, what);
+    } catch (...) {
+        // The logger itself could not allocate: say it without it.
+        static const char msg[] = "cumemaudit warning: bookkeeping failed; calls whose bookkeeping fails pass "
+                                  "through unrecorded (warned once)\n";
+        [[maybe_unused]] const ssize_t n = write(STDERR_FILENO, msg, sizeof msg - 1);
+    }
+}
+
+}  // namespace cumemaudit::shim

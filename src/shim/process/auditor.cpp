@@ -1,0 +1,423 @@
+#include "shim/process/auditor.hpp"
+
+#include "shim/record/call.hpp"
+#include "shim/boundary/doors.hpp"
+#include "shim/boundary/cupti_backend.hpp"
+#include "shim/record/enforce.hpp"
+#include "shim/record/export_key.hpp"
+#include "shim/services/log.hpp"
+#include "shim/services/options_store.hpp"
+#include "shim/process/process_info.hpp"
+#include "report/build.hpp"
+#include "report/gate.hpp"
+#include "report/oom_text.hpp"
+#include "report/report.hpp"
+#include "report/suppressions.hpp"
+#include "report/symbolizer.hpp"
+#include "report/text.hpp"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+namespace cumemaudit::shim {
+
+namespace {
+
+enum State : int { not_started, running, failed };
+std::atomic<int> g_state{not_started};
+std::once_flag g_start_once;
+Auditor* g_auditor = nullptr;
+std::atomic<bool> g_forked{false};  // set in a fork child; the first CUDA call there starts afresh
+
+struct sigaction g_old_term {}, g_old_int {}, g_old_usr2 {};
+
+// How long a SIGTERM/SIGINT waits for its report, and exit() for a report another thread is writing:
+// bounded, so the program's own disposition always follows. The first report symbolizes (reads DWARF).
+constexpr int kSignalWaitMs = 20'000;
+constexpr auto kExitWait = std::chrono::seconds(20);
+
+std::int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+// The suppression file, read once; a malformed or unreadable one is reported and ignored, never fatal
+// (nothing is suppressed then: the gate errs on the side of failing).
+report::Suppressions load_suppressions(const std::string& path) {
+    if (path.empty()) return {};
+    try {
+        return report::Suppressions::load(path);
+    } catch (const report::SuppressionError& e) {
+        log_warning("suppressions not used: {}", e.what());
+        return {};
+    }
+}
+
+int driver_version() {
+    // A query that needs no context and changes nothing: the one driver call the shim makes itself.
+    using Fn = CUresult(CUDAAPI*)(int*);
+    auto fn = reinterpret_cast<Fn>(driver_symbol("cuDriverGetVersion"));
+    int v = 0;
+    if (fn == nullptr || fn(&v) != CUDA_SUCCESS) return 0;
+    return v;
+}
+
+}  // namespace
+
+Auditor& Auditor::get() { return *g_auditor; }
+
+Auditor::Auditor(std::uint64_t generation) : recorder_(current_options(), generation) {
+    program_context_ = current_context();
+}
+
+Recorder* Auditor::recorder_now() {
+    return g_state.load(std::memory_order_acquire) == running ? &g_auditor->recorder_ : nullptr;
+}
+
+Recorder* recorder_for_call_slow() {
+    if (!programs_call()) return nullptr;
+    Recorder* rec = Auditor::enter();
+    // backend=cupti: CUPTI records; the wrappers stand by unless it could not subscribe.
+    const ThreadState& t = thread_state();
+    if (rec != nullptr && t.recorder_cupti_only && !t.in_cupti_callback && cupti_subscribed()) return nullptr;
+    if (rec != nullptr && rec->passing_through()) return nullptr;  // the Hot line the call reads next anyway
+    return rec;
+}
+
+bool Auditor::started() { return g_state.load(std::memory_order_acquire) == running; }
+
+Recorder* Auditor::enter() {
+    ThreadState& t = thread_state();
+    if (t.recorder != nullptr) {  // the common case: one line, this thread's own
+        count_call();
+        return t.recorder;
+    }
+    if (g_state.load(std::memory_order_acquire) != running) {
+        std::call_once(g_start_once, [] {
+            ShimScope busy;
+            try {
+                g_auditor = new Auditor(1);  // never destroyed: the exit handler needs it last of all
+                g_auditor->start_background();
+                g_state.store(running, std::memory_order_release);
+            } catch (const std::exception& e) {
+                log_warning("could not start ({}); calls pass through unrecorded", e.what());
+                g_state.store(failed);
+            }
+        });
+        if (g_state.load(std::memory_order_acquire) != running) return nullptr;
+    }
+    if (g_forked.load(std::memory_order_relaxed)) {
+        ShimScope busy;
+        restart_in_child();
+    }
+    count_call();
+    t.recorder = &g_auditor->recorder_;
+    t.recorder_cupti_only = t.recorder->hot().cupti_only;
+    return t.recorder;
+}
+
+void Auditor::start_background() {
+    std::thread([this] { checkpoint_loop(); }).detach();
+    // SIGTERM and SIGINT write a report first, then do what the program had them do. Installed with the
+    // program's own flags and mask (no SA_RESTART added: a read() the signal interrupted must still return
+    // EINTR, or Python's Ctrl-C during os.read() never raises KeyboardInterrupt).
+    for (auto [sig, old] : {std::pair{SIGTERM, &g_old_term}, std::pair{SIGINT, &g_old_int}}) {
+        struct sigaction current {};
+        sigaction(sig, nullptr, &current);
+        if (!(current.sa_flags & SA_SIGINFO) && current.sa_handler == SIG_IGN) continue;  // ignored stays ignored
+        struct sigaction sa = current;
+        sa.sa_sigaction = &Auditor::on_signal;
+        sa.sa_flags = (current.sa_flags & ~SA_RESETHAND) | SA_SIGINFO;  // a one-shot handler is reset by us
+        sigaction(sig, &sa, old);
+    }
+    // SIGUSR2 marks the timeline, unless the program uses it (its default would kill the program anyway).
+    struct sigaction usr2 {};
+    sigaction(SIGUSR2, nullptr, &usr2);
+    if (!(usr2.sa_flags & SA_SIGINFO) && usr2.sa_handler == SIG_DFL) {
+        struct sigaction sa {};
+        sa.sa_sigaction = &Auditor::on_signal;
+        sa.sa_flags = SA_SIGINFO | SA_RESTART;  // ours alone: the program never asked for SIGUSR2
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGUSR2, &sa, &g_old_usr2);
+    }
+}
+
+void Auditor::restart_in_child() {
+    // One thread runs here (the child of fork). Any lock of the parent's auditor may have been held by a
+    // thread that does not exist here, and any of its maps may be halfway through an update: the old
+    // auditor is left untouched (never freed, never locked) and a fresh one starts with a fresh Recorder —
+    // ledger, timeline, OOM record, enforce table, pool figures in one move — and a new generation, so
+    // per-thread caches of trace and owner ids see it.
+    if (!g_forked.exchange(false)) return;
+    Auditor* old = g_auditor;
+    Auditor* fresh = new Auditor(old->recorder_.generation() + 1);
+    reset_calls_after_fork();  // the per-thread call counters are not the auditor's: they start from zero here
+    g_auditor = fresh;
+    fresh->start_background();
+}
+
+void Auditor::checkpoint_loop() {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, nullptr);  // signals belong to the program's threads
+    using Clock = std::chrono::steady_clock;
+    const auto every = [](int n, int unit_ms) { return std::chrono::milliseconds(std::int64_t{n} * unit_ms); };
+    auto next_report = Clock::now() + every(options_.checkpoint_s, 1000);
+    auto next_sample = Clock::now() + every(options_.sample_ms, 1);
+    std::uint64_t usr2_seen = 0;
+    std::uint32_t woken = 0;  // from zero: a request made before this thread first ran is not missed
+    for (;;) {
+        auto wake = Clock::time_point::max();
+        if (options_.checkpoint_s > 0) wake = std::min(wake, next_report);
+        if (options_.sample_ms > 0) wake = std::min(wake, next_sample);
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(wake - Clock::now()).count();
+        // Asked already (a signal may come before this thread first runs): no sleep.
+        if (requests_.load() == served_.load() && usr2_requests_.load() == usr2_seen)
+            woken = wakeup_.wait(woken, wake == Clock::time_point::max() ? -1 : static_cast<long>(std::max<std::int64_t>(left, 0)));
+        else
+            woken = wakeup_.count();
+        const auto now = Clock::now();
+        if (const std::uint64_t usr2 = usr2_requests_.load(); usr2 != usr2_seen) {
+            usr2_seen = usr2;
+            sample("SIGUSR2");
+        }
+        if (options_.sample_ms > 0 && now >= next_sample) {
+            sample("sample");
+            next_sample = now + every(options_.sample_ms, 1);
+        }
+        const std::uint64_t asked = requests_.load();
+        if (asked != served_.load() || (options_.checkpoint_s > 0 && now >= next_report)) {
+            write_report(ledger::Moment::checkpoint, nullptr, false);
+            served_.store(asked);
+            next_report = now + every(options_.checkpoint_s, 1000);
+        }
+    }
+}
+
+void Auditor::checkpoint(const char* why) {
+    if (why != nullptr) log_info("report written ({})", why);
+    // On the program's thread, asked for: safe to release for it. The periodic checkpoint thread never
+    // does, as it could race a release the program is making right then.
+    if (recorder_.enforcing()) reclaim_pending(recorder_, true);
+    write_report(ledger::Moment::checkpoint, nullptr, false);
+}
+
+void Auditor::oom_checkpoint() { write_report(ledger::Moment::checkpoint, nullptr, false, true); }
+
+void Auditor::step(std::uint64_t step, const char* label, std::uint64_t torch_allocated, std::uint64_t torch_reserved) {
+    ShimScope busy;
+    if (CUcontext ctx = current_context()) program_context_ = ctx;
+    const PoolFigures pools = recorder_.pools().figures_now();
+    recorder_.timeline().mark(Mark{step, label != nullptr ? label : "", torch_allocated, torch_reserved, driver_memory(nullptr, WithNvml::yes),
+                                   pools.reserved, pools.used, recorder_.oom_log().take_pools()});
+}
+
+void Auditor::sample(const char* label) {
+    ShimScope busy;
+    const PoolFigures pools = recorder_.pools().figures_now();
+    recorder_.timeline().mark(Mark{0, label, 0, 0, driver_memory(program_context_.load(), WithNvml::yes), pools.reserved, pools.used, {}});
+}
+
+std::string Auditor::report_path() const {
+    const ProcessIdentity id = process_identity();
+    return report::report_path(report::expand_report_dir(options_.report_dir, id.host, getpid(), id.rank), id.host,
+                               getpid(), id.rank);
+}
+
+void Auditor::write_report(ledger::Moment moment, const int* exit_code, bool final, bool print_oom) {
+    ShimScope busy;  // first: a signal arriving while this thread holds the report lock waits for the scope
+    std::unique_lock lock(report_mutex_, std::defer_lock);
+    if (final || print_oom) {
+        // Bounded: exit, and the thread whose allocation was refused, never wait forever for a report
+        // another thread is writing. Polled rather than a timed lock: pthread_mutex_clocklock is glibc
+        // 2.30, above the 2.28 floor.
+        const auto give_up = std::chrono::steady_clock::now() + kExitWait;
+        while (!lock.try_lock() && std::chrono::steady_clock::now() < give_up)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        if (!lock.owns_lock()) {
+            if (final) {
+                log_warning("report not written at exit: another report was still being written after {} s",
+                            kExitWait.count());
+                fail_closed(exit_code);
+            } else {  // the record stays in the OOM log: the next report carries it
+                log_warning("out-of-memory report not written: another report was still being written after {} s",
+                            kExitWait.count());
+            }
+            return;
+        }
+    } else {
+        lock.lock();
+    }
+    try {
+        // Read once and never destroyed: static destructors run before this exit handler does.
+        static report::Suppressions& suppressions = *new report::Suppressions(load_suppressions(options_.suppressions));
+        const ProcessIdentity id = process_identity();
+        ledger::Ledger& book = recorder_.ledger();
+        const Timeline& timeline = recorder_.timeline();
+        const ledger::Snapshot snapshot =
+            book.snapshot(moment, [](int fd, const ledger::ExportKey& key) { return fd_still_open(fd, key); });
+        report::BuildInput in{.snapshot = snapshot, .ledger = book};
+        in.process.pid = getpid();
+        in.process.rank = id.rank;
+        in.process.world_size = id.world_size;
+        in.process.local_rank = id.local_rank;
+        in.process.host = id.host;
+        in.process.argv = id.argv;
+        if (exit_code != nullptr) in.process.exit_code = *exit_code;
+        if (driver_version_ < 0) driver_version_ = driver_version();
+        in.driver.version = driver_version_;
+        in.driver.simulated = simulated_driver_version() != nullptr;
+        in.intercepted_calls = calls_so_far();
+        in.symbolizer = &recorder_.symbolizer();
+        in.suppressions = &suppressions;
+        in.options = options::option_values(options_);
+        in.checkpoint = moment == ledger::Moment::checkpoint;
+        in.time_ns = static_cast<std::uint64_t>(now_ns());
+        in.steps = timeline.steps();
+        in.alarms = timeline.alarms();
+        in.graphs = timeline.graphs();
+        in.oom = recorder_.oom_log().records();
+        in.oom_events = recorder_.oom_log().events();
+        in.reclaimed = recorder_.enforcer().reclaimed();
+        const report::Report rep = report::build(in);
+        const std::string path = report_path();
+        std::error_code ignored;  // a failure shows as the write's own error, with the path
+        const std::string dir = path.substr(0, path.rfind('/') + 1);
+        std::filesystem::create_directories(dir, ignored);
+        if (const std::string unsafe = report::unsafe_report_dir(dir); !unsafe.empty()) {
+            static std::atomic<bool> warned{false};
+            if (!warned.exchange(true)) log_warning("{}", unsafe);
+            if (final) fail_closed(exit_code);
+            return;
+        }
+        if (auto err = report::write_atomic(path, rep, report_mode()); !err.empty())
+            log_warning("could not write the report: {}", err);
+        if (print_oom && !rep.oom.empty()) {
+            const std::string text = report::oom_text(rep.oom.back());
+            std::fprintf(stderr, "==%d== cumemaudit:%s  report: %s\n", static_cast<int>(getpid()), text.c_str(), path.c_str());
+        }
+        if (!final) return;
+        if (options_.summary) {
+            std::fflush(stdout);  // exit would flush it anyway; first, so the summary comes last
+            const std::string text = report::text_summary(rep, 8, options_.show_held);
+            std::fprintf(stderr, "%s", text.c_str());
+            std::fprintf(stderr, "cumemaudit: report: %s\n", path.c_str());
+        }
+        if (exit_code == nullptr) return;
+        const int code = report::exit_code_after_gate(*exit_code, report::gate_fails(rep, options_.fail_on, std::nullopt),
+                                                      options_.exitcode);
+        if (code != *exit_code) {
+            std::fflush(nullptr);
+            _exit(code);  // LSan's way: the program's remaining exit work is skipped
+        }
+    } catch (const std::exception& e) {
+        log_warning("report not written: {}", e.what());
+        if (final) fail_closed(exit_code);
+    }
+}
+
+void Auditor::fail_closed(const int* exit_code) {
+    // No report, so no verdict: a program that exited 0 must not pass a gate nobody could check.
+    if (exit_code == nullptr || *exit_code != 0 || options_.fail_on == options::FailOn{false, false, false}) return;
+    log_warning("the leak gate failed closed (no report to check): exit {}", options_.exitcode);
+    std::fflush(nullptr);
+    _exit(options_.exitcode);
+}
+
+mode_t Auditor::report_mode() const {
+    // Reports hold argv, which may hold secrets: owner-only unless asked otherwise. The typed option is
+    // already an octal mode from 0 to 0777 (a bad value kept the default with a warning).
+    return static_cast<mode_t>(options_.report_mode.value & 0777);
+}
+
+void Auditor::exit_handler(int status) {
+    ShimScope busy;
+    if (recorder_.enforcing()) reclaim_pending(recorder_, true);
+    write_report(ledger::Moment::exit, &status, true);
+}
+
+void Auditor::on_exit_trampoline(int status, void*) {
+    if (g_state.load() != running || g_forked.load()) return;  // no CUDA here, or none since fork
+    Auditor::get().exit_handler(status);
+}
+
+void Auditor::on_signal(int sig, siginfo_t* info, void* context) {
+    const int saved_errno = errno;
+    Auditor* a = g_auditor;
+    if (sig == SIGUSR2) {  // a mark, taken by the checkpoint thread; the program goes on
+        if (a != nullptr && !g_forked.load()) {
+            a->usr2_requests_.fetch_add(1);
+            a->wakeup_.notify();
+        }
+        errno = saved_errno;
+        return;
+    }
+    ThreadState& t = thread_state();
+    if (t.shim_depth > 0) {
+        // This thread holds (or may hold) a shim lock the report needs: waiting here would deadlock.
+        // Raised again when its outermost shim scope ends, microseconds from now.
+        t.deferred_signal = sig;
+        t.deferred_info = *info;
+        errno = saved_errno;
+        return;
+    }
+    if (t.deferred_signal == sig && info != nullptr && info->si_pid == getpid()) info = &t.deferred_info;
+    t.deferred_signal = 0;
+    if (a != nullptr && !g_forked.load()) {
+        // Only async-signal-safe work here: wake the checkpoint thread and wait (bounded) for its report.
+        const std::uint64_t mine = a->requests_.fetch_add(1) + 1;
+        a->wakeup_.notify();
+        timespec tick{0, 2'000'000};
+        for (int i = 0; i < kSignalWaitMs / 2 && a->served_.load() < mine; ++i) nanosleep(&tick, nullptr);
+    }
+    struct sigaction& old = sig == SIGTERM ? g_old_term : g_old_int;
+    const struct sigaction chained = old;
+    if (old.sa_flags & SA_RESETHAND) {  // the program asked for a one-shot handler: the next one is default
+        struct sigaction dfl {};
+        dfl.sa_handler = SIG_DFL;
+        sigaction(sig, &dfl, nullptr);
+        old = dfl;
+    }
+    if (chained.sa_flags & SA_SIGINFO) {
+        if (chained.sa_sigaction != nullptr) chained.sa_sigaction(sig, info, context);
+    } else if (chained.sa_handler == SIG_DFL) {
+        sigaction(sig, &chained, nullptr);  // blocked while we run: delivered, with its default, on return
+        raise(sig);
+    } else if (chained.sa_handler != SIG_IGN) {
+        chained.sa_handler(sig);
+    }
+    errno = saved_errno;
+}
+
+void deliver_deferred_signal() {
+    // Raised to this very thread: the handler runs again at once, now holding no shim lock.
+    const int sig = thread_state().deferred_signal;
+    if (sig != 0) pthread_kill(pthread_self(), sig);
+}
+
+namespace {
+// Registered when the library loads, before the program registers its own: handlers registered earlier
+// run later, so the final report sees what the program's exit handlers and static destructors freed.
+// Both are a few bytes of bookkeeping; a process that never touches CUDA returns from them at once.
+__attribute__((constructor)) void register_handlers() {
+    on_exit(&Auditor::on_exit_trampoline, nullptr);
+    pthread_atfork(nullptr, nullptr, [] {
+        g_forked.store(g_state.load() == running);
+        thread_state().recorder = nullptr;  // the child's one thread: its first call finds the fresh Recorder
+        reset_order_stripes_in_child();
+    });
+}
+}  // namespace
+
+}  // namespace cumemaudit::shim

@@ -1,0 +1,278 @@
+#include "shim/record/enforce.hpp"
+
+#include "shim/boundary/hooks.hpp"
+#include "shim/services/log.hpp"
+#include "shim/record/recorder.hpp"
+#include "shim/record/site_line.hpp"
+
+#include "report/text.hpp"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <unordered_map>
+
+namespace cumemaudit::shim {
+namespace {
+
+// A handle value the program holds. How many references stand behind it is the ledger's to count (one
+// refcount model); kept here is only the real value it stands for and `reclaimed`: references the shim
+// released for it, which the program's own late releases use up. It translates while it is its real
+// value's current virtual value.
+struct Virtual {
+    std::uint64_t real = 0;
+    std::uint32_t reclaimed = 0;
+};
+
+struct SiteKey {
+    const char* api;
+    ledger::TraceId trace;
+    ledger::OwnerId owner;
+    friend bool operator<(const SiteKey& a, const SiteKey& b) {
+        return std::tie(a.api, a.trace, a.owner) < std::tie(b.api, b.trace, b.owner);
+    }
+};
+
+// An allocation whose last mapped range was freed while references were held, and the thread that freed it.
+struct Pending {
+    std::uint64_t id;
+    std::uint64_t thread;
+};
+
+std::uint64_t this_thread() { return static_cast<std::uint64_t>(pthread_self()); }
+
+}  // namespace
+
+// VMM calls are rare and slow (tens of µs): one mutex keeps the two maps consistent.
+struct Enforcer::State {
+    std::mutex mu;
+    std::uint64_t next = 1;
+    std::unordered_map<std::uint64_t, Virtual> virtuals;  // virtual value → what it stands for
+    std::unordered_map<std::uint64_t, std::uint64_t> current;  // live real value → its virtual value
+    std::map<SiteKey, report::ReclaimInput> reclaimed;
+    std::vector<Pending> pending;          // allocations left unreachable by a range free, to look at again
+    std::atomic<bool> any_pending{false};  // read without the lock on every allocation
+};
+
+namespace {
+
+using State = Enforcer::State;
+
+// Virtual values stand apart from any real handle value: the program cannot confuse the two.
+constexpr std::uint64_t kVirtualBase = 0xC0DE000000000000ull;
+
+// Hands `real` to the program: its current virtual value (a retain, or an import the driver answered with
+// a handle it already gave), or a fresh one for a fresh creation.
+std::uint64_t hand_out(State& s, std::uint64_t real, bool fresh) {
+    std::lock_guard lock(s.mu);
+    if (auto it = s.current.find(real); it != s.current.end() && !fresh) return it->second;
+    const std::uint64_t v = kVirtualBase + s.next++;
+    s.virtuals[v] = Virtual{real, 0};
+    s.current[real] = v;
+    return v;
+}
+
+// The real value behind `v` while it is that value's current virtual one; nullopt for a value never handed
+// out, or one whose references are all gone (released, or reclaimed).
+std::optional<std::uint64_t> real_of(State& s, std::uint64_t v) {
+    std::lock_guard lock(s.mu);
+    auto it = s.virtuals.find(v);
+    if (it == s.virtuals.end()) return std::nullopt;
+    auto cur = s.current.find(it->second.real);
+    if (cur == s.current.end() || cur->second != v) return std::nullopt;
+    return it->second.real;
+}
+
+// After a release of `real` (the program's or the shim's) was recorded: once the ledger counts no
+// reference through it, the driver may hand the value out again, and then it gets a new virtual value.
+// Called with the state lock held.
+void retire_if_released(State& s, const ledger::Ledger& book, std::uint64_t real) {
+    auto cur = s.current.find(real);
+    if (cur == s.current.end() || book.references_through(real) > 0) return;
+    if (auto v = s.virtuals.find(cur->second); v != s.virtuals.end() && v->second.reclaimed == 0) s.virtuals.erase(v);
+    s.current.erase(cur);
+}
+
+// A handle the program passed that no driver would take is refused with the driver's own code, never
+// passed on as garbage.
+CUresult refuse(Call& call, const char* api) {
+    log_error("mode=enforce: {} of a handle this process does not hold, at {}; refused with CUDA_ERROR_INVALID_VALUE",
+              api, describe_site(call.recorder(), call.site()));
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+}  // namespace
+
+Enforcer::Enforcer() : state_(std::make_unique<State>()) {}
+Enforcer::~Enforcer() = default;
+
+State& state_of(Call& call) { return call.recorder().enforcer().state(); }
+
+std::optional<CUresult> enforce_before(ev::Release, Call& call, CUmemGenericAllocationHandle& handle) {
+    State& s = state_of(call);
+    {
+        std::lock_guard lock(s.mu);
+        auto it = s.virtuals.find(handle);
+        if (it != s.virtuals.end() && it->second.reclaimed > 0) {
+            // The shim released this reference already: the program's own release is the one it owed.
+            if (--it->second.reclaimed == 0 && !s.current.count(it->second.real)) s.virtuals.erase(it);
+            return CUDA_SUCCESS;
+        }
+    }
+    const auto real = real_of(state_of(call), handle);
+    if (!real) {
+        // As without the shim: a second release is the driver's CUDA_ERROR_INVALID_VALUE, and misuse.
+        call.recorder().ledger().released(handle, false, result_name(CUDA_ERROR_INVALID_VALUE), call.site());
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    handle = *real;
+    return std::nullopt;
+}
+
+std::optional<CUresult> enforce_before(ev::Map, Call& call, CUdeviceptr&, size_t&, size_t&,
+                                       CUmemGenericAllocationHandle& handle, unsigned long long&) {
+    const auto real = real_of(state_of(call), handle);
+    if (!real) return refuse(call, "cuMemMap");
+    handle = *real;
+    return std::nullopt;
+}
+
+std::optional<CUresult> enforce_before(ev::Export, Call& call, void*&, CUmemGenericAllocationHandle& handle,
+                                       CUmemAllocationHandleType&, unsigned long long&) {
+    const auto real = real_of(state_of(call), handle);
+    if (!real) return refuse(call, "cuMemExportToShareableHandle");
+    handle = *real;
+    return std::nullopt;
+}
+
+std::optional<CUresult> enforce_before(ev::Properties, Call& call, CUmemAllocationProp*&,
+                                       CUmemGenericAllocationHandle& handle) {
+    const auto real = real_of(state_of(call), handle);
+    if (!real) return refuse(call, "cuMemGetAllocationPropertiesFromHandle");
+    handle = *real;
+    return std::nullopt;
+}
+
+std::optional<CUresult> enforce_before(ev::MapArray, Call& call, CUarrayMapInfo*& list, unsigned int& count, CUstream&) {
+    if (list == nullptr || count == 0) return std::nullopt;  // the driver's own answer
+    // The driver reads the list during the call (the mapping itself is stream-ordered), so a per-thread
+    // copy lives long enough.
+    thread_local std::vector<CUarrayMapInfo> copy;
+    copy.assign(list, list + count);
+    for (CUarrayMapInfo& m : copy) {
+        if (m.memOperationType != CU_MEM_OPERATION_TYPE_MAP || m.memHandleType != CU_MEM_HANDLE_TYPE_GENERIC) continue;
+        const auto real = real_of(state_of(call), m.memHandle.memHandle);
+        if (!real) return refuse(call, "cuMemMapArrayAsync");
+        m.memHandle.memHandle = *real;
+    }
+    list = copy.data();
+    return std::nullopt;
+}
+
+void enforce_after(ev::Create, Call& call, CUresult r, CUmemGenericAllocationHandle* handle, size_t, const CUmemAllocationProp*,
+                   unsigned long long) {
+    if (r == CUDA_SUCCESS && handle != nullptr) *handle = hand_out(state_of(call), *handle, true);
+}
+
+void enforce_after(ev::Retain, Call& call, CUresult r, CUmemGenericAllocationHandle* handle, void*) {
+    if (r == CUDA_SUCCESS && handle != nullptr) *handle = hand_out(state_of(call), *handle, false);
+}
+
+void enforce_after(ev::Import, Call& call, CUresult r, CUmemGenericAllocationHandle* handle, void*, CUmemAllocationHandleType) {
+    if (r == CUDA_SUCCESS && handle != nullptr) *handle = hand_out(state_of(call), *handle, false);
+}
+
+void enforce_after(ev::Release, Call& call, CUresult r, CUmemGenericAllocationHandle real) {
+    if (r != CUDA_SUCCESS) return;
+    State& s = state_of(call);
+    std::lock_guard lock(s.mu);
+    retire_if_released(s, call.recorder().ledger(), real);
+}
+
+// Not reclaimed here: DeepEP's free() retains, unmaps, frees the range and only then releases its retain.
+// The allocations are remembered with the thread that freed the range and looked at again later.
+void enforce_after(ev::AddressFree, Call& call, CUresult r, CUdeviceptr va, size_t size) {
+    if (r != CUDA_SUCCESS) return;
+    std::vector<ledger::Ledger::Unreachable> found = call.recorder().ledger().unreachable_in(va, size);
+    if (found.empty()) return;
+    State& s = state_of(call);
+    std::lock_guard lock(s.mu);
+    for (const auto& u : found) s.pending.push_back(Pending{u.id, this_thread()});
+    s.any_pending.store(true, std::memory_order_release);
+}
+
+void reclaim_pending(Recorder& rec, bool every_thread) {
+    State& s = rec.enforcer().state();
+    if (!s.any_pending.load(std::memory_order_acquire)) return;  // the allocation path's whole cost
+    std::vector<std::uint64_t> ids;
+    {
+        std::lock_guard lock(s.mu);
+        const std::uint64_t me = this_thread();
+        std::erase_if(s.pending, [&](const Pending& p) {
+            if (!every_thread && p.thread != me) return false;
+            ids.push_back(p.id);
+            return true;
+        });
+        s.any_pending.store(!s.pending.empty(), std::memory_order_release);
+    }
+    if (ids.empty()) return;
+    ledger::Ledger& book = rec.ledger();
+    using Release = CUresult(CUDAAPI*)(CUmemGenericAllocationHandle);
+    auto release = reinterpret_cast<Release>(real_fn(HookId::cuMemRelease));
+    if (release == nullptr) return;
+    // The ledger's own view, asked now: only references still held with nothing mapped are reclaimed, the
+    // same ones the audit classes unreachable.
+    for (const ledger::Ledger::Unreachable& u : book.still_unreachable(ids)) {
+        std::size_t released = 0;
+        for (std::uint64_t real : u.handles) {
+            CUresult rr;
+            {
+                DriverScope in_driver;
+                rr = release(real);
+            }
+            book.released(real, rr == CUDA_SUCCESS, result_name(rr), ledger::Site{"cuMemRelease (enforce)", 0, 0});
+            if (rr != CUDA_SUCCESS) continue;
+            ++released;
+            std::lock_guard lock(s.mu);
+            if (auto cur = s.current.find(real); cur != s.current.end()) ++s.virtuals[cur->second].reclaimed;
+            retire_if_released(s, book, real);
+        }
+        // The ledger retires references LIFO: the ones released are the newest `released` sites.
+        const std::vector<ledger::Site> sites(u.sites.end() - static_cast<std::ptrdiff_t>(std::min(released, u.sites.size())),
+                                              u.sites.end());
+        std::string taken_by;
+        {
+            std::lock_guard lock(s.mu);
+            std::map<SiteKey, std::uint32_t> refs_by_site;
+            for (const ledger::Site& site : sites) ++refs_by_site[SiteKey{site.api, site.trace, site.owner}];
+            for (const ledger::Site& site : sites) {
+                const SiteKey key{site.api, site.trace, site.owner};
+                auto n = refs_by_site.find(key);
+                if (n == refs_by_site.end()) continue;  // this site's row is done for this allocation
+                report::ReclaimInput& row = s.reclaimed[key];
+                row.site = site;
+                row.reclaim.bytes += u.bytes;
+                row.reclaim.allocations += 1;
+                row.reclaim.references += n->second;
+                row.members.push_back(ledger::HeldAllocation{u.id, u.bytes});
+                taken_by += (taken_by.empty() ? "" : "; ") + describe_site(rec, site);
+                refs_by_site.erase(n);
+            }
+        }
+        log_warning("mode=enforce: reclaimed {} held by {} reference(s) nothing could release any more; taken by {}",
+                    report::human_bytes(u.bytes), released, taken_by);
+    }
+}
+
+std::vector<report::ReclaimInput> Enforcer::reclaimed() const {
+    std::lock_guard lock(state_->mu);
+    std::vector<report::ReclaimInput> out;
+    for (const auto& [key, row] : state_->reclaimed) out.push_back(row);
+    return out;
+}
+
+}  // namespace cumemaudit::shim

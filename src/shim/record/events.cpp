@@ -1,0 +1,228 @@
+#include "shim/record/events.hpp"
+
+#include "shim/services/driver_query.hpp"
+#include "shim/record/export_key.hpp"
+#include "shim/record/recorder.hpp"
+
+#include "common/cuda_errors.hpp"
+
+namespace cumemaudit::shim {
+namespace {
+
+using ledger::HandleType;
+using ledger::Kind;
+
+ledger::Ledger& book(Call& call) { return call.recorder().ledger(); }
+
+std::uint64_t addr(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
+
+HandleType requested_type(const CUmemAllocationProp* prop) {
+    if (prop == nullptr) return HandleType::none;
+    const unsigned types = prop->requestedHandleTypes;
+    if (types & CU_MEM_HANDLE_TYPE_FABRIC) return HandleType::fabric;
+    if (types & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return HandleType::posix_fd;
+    return types == 0 ? HandleType::none : HandleType::other;
+}
+
+HandleType shared_type(CUmemAllocationHandleType type) {
+    switch (type) {
+        case CU_MEM_HANDLE_TYPE_FABRIC: return HandleType::fabric;
+        case CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR: return HandleType::posix_fd;
+        default: return HandleType::other;
+    }
+}
+
+// A successful call records with its full site; a failed one is recorded only as possible misuse, and
+// then also needs its site. Successful calls whose site the ledger does not keep pass the bare API.
+const ledger::Site& site_if_failed(Call& call, bool ok, ledger::Site& bare) {
+    if (ok) return bare = call.bare();
+    return call.site();
+}
+
+void allocated(Call& call, CUresult r, std::uint64_t ptr, std::uint64_t size, Kind kind) {
+    if (r != CUDA_SUCCESS) return;
+    const ledger::Site& site = call.site();
+    book(call).allocated(ptr, size, kind, site);  // a free of ptr in flight holds its ticket (before())
+    if (call.recorder().capturing()) call.recorder().timeline().captured(site.owner, size);
+}
+
+thread_local std::int64_t t_used_before_instantiate = -1;
+
+void freed(Call& call, CUresult r, std::uint64_t ptr) {
+    const bool ok = r == CUDA_SUCCESS;
+    if (ok && ptr == 0) return;  // freeing null is a no-op the driver accepts
+    ledger::Site bare;
+    book(call).freed(ptr, ok, result_name(r), site_if_failed(call, ok, bare), call.free_ticket);
+}
+
+NoHold take_ticket(Call& call, std::uint64_t ptr) {
+    if (ptr != 0) call.free_ticket = book(call).freeing(ptr);
+    return {};
+}
+
+}  // namespace
+
+NoHold before(ev::Free, Call& call, CUdeviceptr p) { return take_ticket(call, p); }
+NoHold before(ev::FreeAsync, Call& call, CUdeviceptr p, CUstream) { return take_ticket(call, p); }
+NoHold before(ev::FreeHost, Call& call, void* p) { return take_ticket(call, addr(p)); }
+NoHold before(ev::IpcClose, Call& call, CUdeviceptr p) { return take_ticket(call, p); }
+
+void record(ev::Create, Call& call, CUresult r, CUmemGenericAllocationHandle* handle, size_t size,
+            const CUmemAllocationProp* prop, unsigned long long) {
+    if (r != CUDA_SUCCESS || handle == nullptr) return;
+    const ledger::Site& site = call.site();
+    wait_for_order(*handle);
+    book(call).created(*handle, size, requested_type(prop), site);
+    if (call.recorder().capturing()) call.recorder().timeline().captured(site.owner, size);
+}
+
+void record(ev::Release, Call& call, CUresult r, CUmemGenericAllocationHandle handle) {
+    const bool ok = r == CUDA_SUCCESS;
+    ledger::Site bare;
+    book(call).released(handle, ok, result_name(r), site_if_failed(call, ok, bare));
+}
+
+void record(ev::Retain, Call& call, CUresult r, CUmemGenericAllocationHandle* handle, void* va) {
+    if (r != CUDA_SUCCESS || handle == nullptr) return;
+    const ledger::Site& site = call.site();
+    wait_for_order(*handle);
+    book(call).retained(*handle, addr(va), site);
+}
+
+void record(ev::Export, Call& call, CUresult r, void* shareable, CUmemGenericAllocationHandle handle,
+            CUmemAllocationHandleType type, unsigned long long) {
+    if (r != CUDA_SUCCESS || shareable == nullptr) return;
+    const HandleType t = shared_type(type);
+    int fd = -1;
+    ledger::ExportKey key;
+    if (t == HandleType::posix_fd) {
+        fd = *static_cast<const int*>(shareable);
+        key = key_of_fd(fd);
+    } else if (t == HandleType::fabric) {
+        key = key_of_fabric(shareable);
+    }
+    book(call).exported(handle, t, key, fd, call.site());
+}
+
+void record(ev::Import, Call& call, CUresult r, CUmemGenericAllocationHandle* handle, void* os_handle,
+            CUmemAllocationHandleType type) {
+    if (r != CUDA_SUCCESS || handle == nullptr) return;
+    const HandleType t = shared_type(type);
+    ledger::ExportKey key;
+    // A POSIX fd travels in the pointer's bits; a fabric handle is pointed to.
+    if (t == HandleType::posix_fd) key = key_of_fd(static_cast<int>(addr(os_handle)));
+    else if (t == HandleType::fabric && os_handle != nullptr) key = key_of_fabric(os_handle);
+    const ledger::Site& site = call.site();
+    wait_for_order(*handle);
+    book(call).imported(*handle, t, key, site);
+}
+
+void record(ev::Map, Call& call, CUresult r, CUdeviceptr ptr, size_t size, size_t, CUmemGenericAllocationHandle handle,
+            unsigned long long) {
+    // The ledger keeps no site of a successful map (its allocation keeps the create's): a deep unwind
+    // saved, half of what a create+map+unmap+release cycle unwinds.
+    const bool ok = r == CUDA_SUCCESS;
+    ledger::Site bare;
+    const ledger::Site& site = site_if_failed(call, ok, bare);
+    wait_for_order(ptr);
+    book(call).mapped(ptr, size, handle, ok, result_name(r), site);
+}
+
+namespace {
+// Only misuse keeps the site of an unmap or address free: it is captured only then.
+auto site_of(Call& call) {
+    return [&call]() -> const ledger::Site& { return call.site(); };
+}
+}  // namespace
+
+void record(ev::Unmap, Call& call, CUresult r, CUdeviceptr ptr, size_t size) {
+    auto site = site_of(call);
+    book(call).unmapped(ptr, size, r == CUDA_SUCCESS, result_name(r), site);
+}
+
+void record(ev::Reserve, Call& call, CUresult r, CUdeviceptr* ptr, size_t size, size_t, CUdeviceptr,
+            unsigned long long) {
+    if (r != CUDA_SUCCESS || ptr == nullptr) return;
+    const ledger::Site& site = call.site();
+    wait_for_order(*ptr);
+    book(call).reserved(*ptr, size, site);
+}
+
+void record(ev::AddressFree, Call& call, CUresult r, CUdeviceptr ptr, size_t size) {
+    auto site = site_of(call);
+    book(call).address_freed(ptr, size, r == CUDA_SUCCESS, result_name(r), site);
+}
+
+void record(ev::AllocDevice, Call& call, CUresult r, CUdeviceptr* dptr, size_t size) {
+    if (dptr != nullptr) allocated(call, r, *dptr, size, Kind::classic);
+}
+
+void record(ev::AllocPitch, Call& call, CUresult r, CUdeviceptr* dptr, size_t* pitch, size_t, size_t height,
+            unsigned int) {
+    if (dptr != nullptr && pitch != nullptr) allocated(call, r, *dptr, std::uint64_t{*pitch} * height, Kind::classic);
+}
+
+void record(ev::AllocManaged, Call& call, CUresult r, CUdeviceptr* dptr, size_t size, unsigned int) {
+    if (dptr != nullptr) allocated(call, r, *dptr, size, Kind::managed);
+}
+
+void record(ev::AllocAsync, Call& call, CUresult r, CUdeviceptr* dptr, size_t size, CUstream) {
+    if (dptr != nullptr) allocated(call, r, *dptr, size, Kind::async_pool);
+}
+
+void record(ev::AllocFromPool, Call& call, CUresult r, CUdeviceptr* dptr, size_t size, CUmemoryPool, CUstream) {
+    if (dptr != nullptr) allocated(call, r, *dptr, size, Kind::async_pool);
+}
+
+void record(ev::HostAlloc, Call& call, CUresult r, void** pp, size_t size, unsigned int) {
+    if (pp != nullptr) allocated(call, r, addr(*pp), size, Kind::host_pinned);
+}
+
+void record(ev::AllocHost, Call& call, CUresult r, void** pp, size_t size) {
+    if (pp != nullptr) allocated(call, r, addr(*pp), size, Kind::host_pinned);
+}
+
+void record(ev::IpcOpen, Call& call, CUresult r, CUdeviceptr* dptr, CUipcMemHandle, unsigned int) {
+    // The size of a peer's allocation is not in the call; asking the driver would be a CUDA call of our own.
+    if (dptr != nullptr) allocated(call, r, *dptr, 0, Kind::ipc);
+}
+
+void record(ev::Free, Call& call, CUresult r, CUdeviceptr dptr) { freed(call, r, dptr); }
+void record(ev::FreeAsync, Call& call, CUresult r, CUdeviceptr dptr, CUstream) { freed(call, r, dptr); }
+void record(ev::FreeHost, Call& call, CUresult r, void* p) { freed(call, r, addr(p)); }
+void record(ev::IpcClose, Call& call, CUresult r, CUdeviceptr dptr) { freed(call, r, dptr); }
+
+void record(ev::CaptureBegin, Call& call, CUresult r, CUstream stream, CUstreamCaptureMode) {
+    if (r == CUDA_SUCCESS) call.recorder().timeline().capture_began(stream);
+}
+
+void record(ev::CaptureEnd, Call& call, CUresult r, CUstream stream, CUgraph* graph) {
+    // A failed end (an invalidated capture) still ends the capture.
+    call.recorder().timeline().capture_ended(stream, r == CUDA_SUCCESS && graph != nullptr ? *graph : nullptr);
+}
+
+NoHold before(ev::Instantiate, Call&, CUgraphExec*, CUgraph, unsigned long long) {
+    // Instantiation is rare and slow (milliseconds): two cuMemGetInfo around it price the graph.
+    const DriverMemory m = driver_memory();
+    t_used_before_instantiate = m.known ? static_cast<std::int64_t>(m.used) : -1;
+    return {};
+}
+
+void record(ev::Instantiate, Call& call, CUresult r, CUgraphExec* exec, CUgraph graph, unsigned long long) {
+    const std::int64_t before = t_used_before_instantiate;
+    t_used_before_instantiate = -1;
+    if (r != CUDA_SUCCESS || before < 0 || exec == nullptr) return;
+    const DriverMemory m = driver_memory();
+    if (m.known) call.recorder().timeline().instantiated(graph, *exec, static_cast<std::int64_t>(m.used) - before);
+}
+
+void record(ev::ExecDestroy, Call& call, CUresult r, CUgraphExec exec) {
+    if (r == CUDA_SUCCESS) call.recorder().timeline().exec_destroyed(exec);
+}
+
+const char* result_name(CUresult r) {
+    const cuda_errors::Row* row = cuda_errors::find(r);
+    return row != nullptr ? row->name : "CUDA_ERROR_OTHER";  // a code newer than this build's cuda.h
+}
+
+}  // namespace cumemaudit::shim

@@ -1,0 +1,142 @@
+#include "shim/record/pc_cache.hpp"
+
+#include "shim/record/call.hpp"
+#include "shim/services/owner_rules.hpp"
+#include "shim/record/recorder.hpp"
+
+#include "ledger/python_frames.hpp"
+
+#include <algorithm>
+#include <array>
+#include <optional>
+
+namespace cumemaudit::shim {
+
+// One return address. `passes_on` is the object's, the same under every recorder; the owner and the trace
+// are ids of one recorder's ledger, valid while `generation` is that recorder's.
+struct alignas(32) PcFacts {  // two a cache line, never one across two
+    ledger::Pc pc = 0;
+    std::uint64_t generation = 0;
+    ledger::TraceId trace = 0;  // 0: not interned yet
+    ledger::OwnerId owner = 0;
+    bool owner_known = false;
+    std::int8_t passes_on = -1;  // -1: not looked up
+};
+static_assert(sizeof(PcFacts) == 32);
+
+namespace {
+
+constexpr std::size_t kEntries = 256;  // direct-mapped, 8 KiB a thread
+
+PcFacts& facts(ledger::Pc pc) {
+    ThreadState& t = thread_state();
+    // On the heap, one per thread: in the TLS block itself it would overflow the static TLS a dlopen() may get.
+    if (t.pcs == nullptr) t.pcs = new PcFacts[kEntries]();
+    PcFacts& e = t.pcs[(pc >> 2) % kEntries];
+    if (e.pc != pc) e = PcFacts{.pc = pc};
+    return e;
+}
+
+void learn_object(PcFacts& e, Recorder* rec) {
+    const std::string object = object_of(e.pc);
+    e.passes_on = is_intermediary(object) || is_cupti(object);
+    if (rec != nullptr && !e.passes_on) {
+        e.owner = rec->ledger().owner_id(owner_name_for_object(object));
+        e.owner_known = true;
+    }
+}
+
+// `e` with the ids of `rec`: a fresh recorder (a fork child's) has its own.
+PcFacts& current(PcFacts& e, const Recorder& rec) {
+    if (e.generation != rec.generation()) {
+        e.generation = rec.generation();
+        e.trace = 0;
+        e.owner_known = false;
+    }
+    return e;
+}
+
+// The owner `e`'s object names, or nullopt when it passes memory on.
+std::optional<ledger::OwnerId> owner_at(PcFacts& e, Recorder& rec) {
+    if (e.passes_on < 0 || (!e.passes_on && !e.owner_known)) learn_object(e, &rec);
+    if (e.passes_on) return std::nullopt;
+    return e.owner;
+}
+
+}  // namespace
+
+ledger::Site one_frame_site(Recorder& rec, const char* api, ledger::Pc pc) {
+    PcFacts& e = current(facts(pc), rec);  // one entry for the trace and the owner
+    if (e.trace == 0) {
+        const ledger::Pc one[1] = {pc};
+        e.trace = rec.ledger().traces().intern(one);
+    }
+    return ledger::Site{api, e.trace, owner_at(e, rec).value_or(0)};
+}
+
+ledger::OwnerId owner_of(Recorder& rec, std::span<const ledger::Pc> pcs) {
+    for (const ledger::Pc pc : pcs) {
+        if (ledger::is_python(pc)) break;  // Python frames follow the native ones: none of them is an object
+        if (const auto owner = owner_at(current(facts(pc), rec), rec)) return *owner;
+    }
+    return 0;
+}
+
+// One deep stack seen on this thread: its frames, and the trace and owner they intern to in the ledger of
+// the recorder whose generation it carries. Longer stacks are not kept (they go to the tree every time).
+constexpr std::size_t kStackFrames = 48, kStackEntries = 32;  // direct-mapped, 13 KiB a thread that needs it
+struct StackFacts {
+    std::uint64_t generation = 0;
+    std::uint64_t hash = 0;
+    std::uint32_t n = 0;
+    ledger::TraceId trace = 0;
+    ledger::OwnerId owner = 0;
+    std::array<ledger::Pc, kStackFrames> pcs{};
+};
+
+namespace {
+
+std::uint64_t hash_of(std::span<const ledger::Pc> frames) {
+    std::uint64_t h = frames.size();
+    for (const ledger::Pc pc : frames) h = (h ^ pc) * 0x9E3779B97F4A7C15ull;
+    return h ^ (h >> 29);
+}
+
+}  // namespace
+
+ledger::Site deep_site(Recorder& rec, const char* api, std::span<const ledger::Pc> frames, std::size_t native) {
+    ledger::Ledger& book = rec.ledger();
+    auto intern = [&] { return ledger::Site{api, book.traces().intern(frames), owner_of(rec, frames.first(native))}; };
+    if (frames.size() > kStackFrames) return intern();
+    ThreadState& t = thread_state();
+    if (t.stacks == nullptr) t.stacks = new StackFacts[kStackEntries]();
+    const std::uint64_t h = hash_of(frames);
+    StackFacts& e = t.stacks[h % kStackEntries];
+    if (e.generation == rec.generation() && e.hash == h && e.n == frames.size() &&
+        std::equal(frames.begin(), frames.end(), e.pcs.begin()))
+        return ledger::Site{api, e.trace, e.owner};
+    const ledger::Site site = intern();
+    e.generation = rec.generation();
+    e.hash = h;
+    e.n = static_cast<std::uint32_t>(frames.size());
+    e.trace = site.trace;
+    e.owner = site.owner;
+    std::copy(frames.begin(), frames.end(), e.pcs.begin());
+    return site;
+}
+
+bool passes_on(ledger::Pc pc) {
+    PcFacts& e = facts(pc);
+    if (e.passes_on < 0) learn_object(e, nullptr);
+    return e.passes_on != 0;
+}
+
+void free_thread_pc_cache() {
+    ThreadState& t = thread_state();
+    delete[] t.pcs;
+    t.pcs = nullptr;
+    delete[] t.stacks;
+    t.stacks = nullptr;
+}
+
+}  // namespace cumemaudit::shim

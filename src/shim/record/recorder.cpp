@@ -1,0 +1,17 @@
+#include "shim/record/recorder.hpp"
+
+namespace cumemaudit::shim {
+
+Recorder::Recorder(const Options& o, std::uint64_t generation)
+    : hot_{.generation = generation,
+           .stack_depth = o.stack_depth,
+           .vmm_stack_depth = o.vmm_stack_depth,
+           .python_depth = o.python_depth,
+           .python_frames = o.python_frames,
+           .enforcing = o.mode == options::Mode::enforce,
+           .cupti_only = o.backend == options::Backend::cupti},
+      options_(o),
+      timeline_(*this, hot_.captures),
+      oom_(hot_.oom_waiting) {}
+
+}  // namespace cumemaudit::shim

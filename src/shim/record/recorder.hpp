@@ -1,0 +1,71 @@
+// recorder: all one process's audit knows — the ledger, the timeline of marks and graphs, the OOM record,
+// enforce mode's handle table, the stream-ordered pool figures, the options it runs under — and nothing that
+// runs on its own: no thread, no signal handler, no report written. Every recorded call carries one
+// (Call::recorder()); the Auditor (auditor.hpp) owns the process's, starts it, writes its reports; a fork
+// child builds a fresh one in one move (the parent's is left untouched: a parent thread may have held any
+// of its locks); a unit test makes its own.
+#pragma once
+
+#include "shim/record/cupti_pools.hpp"
+#include "shim/record/enforce.hpp"
+#include "shim/record/oom.hpp"
+#include "shim/services/options_store.hpp"
+#include "shim/record/step_timeline.hpp"
+
+#include "ledger/ledger.hpp"
+#include "report/symbolizer.hpp"
+
+#include <atomic>
+#include <cstdint>
+
+namespace cumemaudit::shim {
+
+class Recorder {
+public:
+    Recorder(const Options&, std::uint64_t generation);
+    Recorder(const Recorder&) = delete;
+    Recorder& operator=(const Recorder&) = delete;
+
+    // What a recorded call reads besides its own data, on one cache line (docs/HOT_PATH.md): the options
+    // the call path consults and the two counters it checks on every allocation.
+    struct alignas(64) Hot {
+        std::uint64_t generation;  // a fresh recorder (a fork child's) has a new one: caches of ids check it
+        int stack_depth, vmm_stack_depth, python_depth;
+        options::PythonFrames python_frames;
+        bool enforcing;   // mode=enforce
+        bool cupti_only;  // backend=cupti: the wrappers stand by while CUPTI records
+        std::atomic<int> captures{0};     // streams being captured (Timeline)
+        std::atomic<int> oom_waiting{0};  // OOM records waiting for their retry (OomLog)
+        // Set only by the benchmarks (cumemaudit_bench_pass_through): every wrapper forwards unrecorded,
+        // so one process can time recorded and unrecorded calls side by side.
+        std::atomic<bool> passing_through{false};
+    };
+    const Hot& hot() const { return hot_; }
+    std::uint64_t generation() const { return hot_.generation; }
+    bool enforcing() const { return hot_.enforcing; }
+    bool capturing() const { return hot_.captures.load(std::memory_order_relaxed) > 0; }
+    bool passing_through() const { return hot_.passing_through.load(std::memory_order_relaxed); }
+    void pass_through(bool on) { hot_.passing_through.store(on, std::memory_order_relaxed); }
+
+    const Options& options() const { return options_; }
+    ledger::Ledger& ledger() { return ledger_; }
+    const ledger::Ledger& ledger() const { return ledger_; }
+    Timeline& timeline() { return timeline_; }
+    OomLog& oom_log() { return oom_; }
+    Enforcer& enforcer() { return enforcer_; }
+    CuptiPools& pools() { return pools_; }
+    // Names the frames of a site for log lines and reports (reads debug info on demand, writes nothing).
+    report::Symbolizer& symbolizer() { return symbolizer_; }
+
+private:
+    Hot hot_;
+    Options options_;
+    ledger::Ledger ledger_;
+    report::Symbolizer symbolizer_;
+    Timeline timeline_;
+    OomLog oom_;
+    Enforcer enforcer_;
+    CuptiPools pools_;
+};
+
+}  // namespace cumemaudit::shim

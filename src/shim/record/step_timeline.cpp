@@ -1,0 +1,171 @@
+#include "shim/record/step_timeline.hpp"
+
+#include "shim/services/log.hpp"
+#include "shim/record/recorder.hpp"
+#include "shim/record/site_line.hpp"
+
+#include "report/text.hpp"
+
+#include <chrono>
+
+namespace cumemaudit::shim {
+namespace {
+
+std::uint64_t now_ns() {
+    return static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count());
+}
+
+
+// The owner whose growth is PyTorch's own business (its allocator stats see it), not an alarm.
+constexpr std::string_view kPyTorch = "pytorch";
+
+}  // namespace
+
+Timeline::Timeline(Recorder& recorder, std::atomic<int>& captures)
+    : recorder_(recorder), ledger_(recorder.ledger()), options_(recorder.options()), active_captures_(captures) {}
+
+void Timeline::mark(const Mark& m) {
+    const std::vector<ledger::OwnerRow> owners = ledger_.owners_now();
+    report::Step s;
+    s.label = m.label;
+    s.time_ns = now_ns();
+    s.pytorch_allocated_bytes = m.torch_allocated;
+    s.pytorch_reserved_bytes = m.torch_reserved;
+    s.async_pool_reserved_bytes = m.pool_reserved;
+    s.async_pool_used_bytes = m.pool_used;
+    s.pytorch_pools = m.torch_pools;
+    std::uint64_t tracked_on_device = 0;
+    for (const ledger::OwnerRow& o : owners) {
+        s.by_owner[o.name] = o.live_bytes;
+        for (int k = 0; k < static_cast<int>(ledger::Kind::count); ++k) {
+            const auto kind = static_cast<ledger::Kind>(k);
+            if (o.live_by_kind[k] == 0) continue;
+            s.by_kind[ledger::to_string(kind)] += o.live_by_kind[k];
+            if (counts_on_device(kind)) tracked_on_device += o.live_by_kind[k];
+        }
+    }
+    if (m.driver.known) {
+        s.driver_used_bytes = m.driver.used;
+        s.driver_total_bytes = m.driver.total;
+        s.process_used_bytes = m.driver.process_used;
+        // Context, modules, graph executables, and any other process on the device: what no call named.
+        s.unattributed_bytes = m.driver.used > tracked_on_device ? m.driver.used - tracked_on_device : 0;
+        s.graph_mem_used_bytes = m.driver.graph_used;
+        s.graph_mem_reserved_bytes = m.driver.graph_reserved;
+    }
+    std::lock_guard lock(mu_);
+    // A named mark (a phase, a signal, a sample) sits at the last numbered step: the views place it there.
+    if (s.label.empty()) last_step_ = m.step;
+    s.step = last_step_;
+    check_growth(s, owners);
+    steps_.push_back(std::move(s));
+}
+
+void Timeline::check_growth(const report::Step& s, const std::vector<ledger::OwnerRow>& owners) {
+    ++marks_;
+    const bool past_warmup = marks_ > static_cast<std::uint64_t>(options_.warmup_steps);
+    const std::uint64_t step = s.step;
+    for (const ledger::OwnerRow& o : owners) {
+        const std::uint64_t before = last_live_[o.owner];
+        last_live_[o.owner] = o.live_bytes;
+        if (!past_warmup || o.name == kPyTorch || o.live_bytes <= before) continue;
+        const std::uint64_t growth = o.live_bytes - before;
+        if (growth <= options_.growth_alarm) continue;
+        const auto sites = ledger_.growth_sites(o.owner, since_epoch_);
+        const ledger::Site site = sites.empty() ? ledger::Site{} : sites.front().first;
+        alarms_.push_back({report::Alarm{step, s.time_ns, "growth", o.name, growth, o.live_bytes, {}}, site});
+        log_warning("step {}: memory outside PyTorch grew by {} in {} (now {}){}", step, report::human_bytes(growth), o.name,
+                    report::human_bytes(o.live_bytes), sites.empty() ? "" : ", most at " + describe_site(recorder_, site));
+    }
+    std::uint64_t unreachable = 0;
+    // A periodic sample lands between any two calls of any thread: a handle between its cuMemCreate and
+    // cuMemMap, or its cuMemUnmap and cuMemRelease (a thread descheduled there for milliseconds), is not a
+    // leak. Only the program's own marks (steps, labels, SIGUSR2) are quiet points that can call it one.
+    const bool quiet_point = s.label != "sample";
+    const auto sites = quiet_point ? ledger_.unreachable_sites(&unreachable) : decltype(ledger_.unreachable_sites(nullptr)){};
+    if (!quiet_point) unreachable = last_unreachable_;
+    if (unreachable > last_unreachable_ && !sites.empty()) {
+        const ledger::Site& site = sites.front().first;
+        const std::uint64_t growth = unreachable - last_unreachable_;
+        alarms_.push_back(
+            {report::Alarm{step, s.time_ns, "leak", ledger_.owner_name(site.owner), growth, unreachable, {}}, site});
+        log_warning("step {}: unreachable VMM memory grew by {} (now {}): a leak, reference taken by {}", step,
+                    report::human_bytes(growth), report::human_bytes(unreachable), describe_site(recorder_, site));
+    }
+    last_unreachable_ = unreachable;
+    since_epoch_ = ledger_.begin_epoch();
+}
+
+void Timeline::capture_began(const void* stream) {
+    std::lock_guard lock(mu_);
+    report::Graph g;
+    g.id = graphs_.size() + 1;
+    g.step = last_step_;
+    g.time_ns = now_ns();
+    graphs_.push_back(std::move(g));
+    if (capturing_.insert_or_assign(stream, graphs_.size() - 1).second) active_captures_.fetch_add(1);
+}
+
+void Timeline::capture_ended(const void* stream, const void* graph) {
+    std::lock_guard lock(mu_);
+    auto it = capturing_.find(stream);
+    if (it == capturing_.end()) return;
+    if (graph != nullptr) by_graph_[graph] = it->second;
+    capturing_.erase(it);
+    active_captures_.fetch_sub(1);
+}
+
+void Timeline::captured(ledger::OwnerId owner, std::uint64_t bytes) {
+    std::lock_guard lock(mu_);
+    if (capturing_.empty()) return;
+    // Allocations carry no stream: with several captures at once, the latest one begun is charged.
+    std::size_t latest = 0;
+    for (const auto& [stream, index] : capturing_) latest = std::max(latest, index);
+    report::Graph& g = graphs_[latest];
+    ++g.allocations;
+    g.bytes += bytes;
+    g.bytes_by_owner[ledger_.owner_name(owner)] += bytes;
+}
+
+void Timeline::instantiated(const void* graph, const void* exec, std::int64_t delta) {
+    std::lock_guard lock(mu_);
+    auto it = by_graph_.find(graph);
+    if (it == by_graph_.end()) return;  // a graph built by hand, not captured: not one of ours
+    report::Graph& g = graphs_[it->second];
+    ++g.instantiations;
+    g.instantiate_cost_bytes += delta;
+    g.held_instantiate_bytes += delta;
+    execs_[exec] = {it->second, delta};
+}
+
+void Timeline::exec_destroyed(const void* exec) {
+    std::lock_guard lock(mu_);
+    auto it = execs_.find(exec);
+    if (it == execs_.end()) return;
+    graphs_[it->second.first].held_instantiate_bytes -= it->second.second;
+    execs_.erase(it);
+}
+
+std::vector<report::Step> Timeline::steps() const {
+    std::lock_guard lock(mu_);
+    return steps_;
+}
+
+std::vector<report::AlarmInput> Timeline::alarms() const {
+    std::lock_guard lock(mu_);
+    return alarms_;
+}
+
+std::vector<report::Graph> Timeline::graphs() const {
+    std::lock_guard lock(mu_);
+    return graphs_;
+}
+
+std::uint64_t Timeline::last_step() const {
+    std::lock_guard lock(mu_);
+    return last_step_;
+}
+
+}  // namespace cumemaudit::shim

@@ -1,0 +1,81 @@
+// timeline: who grew, and when. Each mark (cumemaudit_step, a phase, SIGUSR2, a periodic sample) records
+// live bytes per owner and kind (O(owners), from the ledger's counters) and the driver's own used memory;
+// memory outside PyTorch that grew past growth_alarm over one step raises an alarm naming the owner, the
+// site that grew and the bytes, at that step; unreachable VMM memory that grew is named as a leak then.
+// CUDA graphs: bytes allocated while a stream captures are tallied per graph, and instantiating one
+// records the driver-used memory it cost.
+#pragma once
+
+#include "shim/services/driver_query.hpp"
+#include "ledger/ledger.hpp"
+#include "shim/services/options_store.hpp"
+#include "report/build.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace cumemaudit::shim {
+
+class Recorder;
+
+// Kinds whose bytes live on the device and count in the driver's used memory.
+inline bool counts_on_device(ledger::Kind k) {
+    return k == ledger::Kind::vmm_physical || k == ledger::Kind::classic || k == ledger::Kind::async_pool;
+}
+
+struct Mark {
+    std::uint64_t step = 0;
+    std::string label;
+    std::uint64_t torch_allocated = 0, torch_reserved = 0;
+    DriverMemory driver;
+    std::uint64_t pool_reserved = 0, pool_used = 0;  // stream-ordered pools (CUPTI backend)
+    std::vector<report::TorchPool> torch_pools;      // PyTorch's pools, from the Python helper
+};
+
+class Timeline {
+public:
+    // `captures` counts the streams capturing now, for the hot path (Recorder::capturing()).
+    Timeline(Recorder&, std::atomic<int>& captures);
+
+    void mark(const Mark&);
+
+    // Stream capture. The hot path asks Recorder::capturing() (one relaxed load) before tallying an allocation.
+    void capture_began(const void* stream);
+    void capture_ended(const void* stream, const void* graph);  // graph null: capture failed
+    void captured(ledger::OwnerId, std::uint64_t bytes);        // an allocation during capture
+    void instantiated(const void* graph, const void* exec, std::int64_t driver_used_delta);
+    void exec_destroyed(const void* exec);  // its instantiate cost is no longer held
+
+    // Copies for a report (the report build symbolizes the alarm sites).
+    std::vector<report::Step> steps() const;
+    std::vector<report::AlarmInput> alarms() const;
+    std::vector<report::Graph> graphs() const;
+
+    std::uint64_t last_step() const;  // the last numbered step marked (0 before any)
+
+private:
+    void check_growth(const report::Step&, const std::vector<ledger::OwnerRow>&);
+    Recorder& recorder_;
+    ledger::Ledger& ledger_;
+    const Options& options_;
+    mutable std::mutex mu_;  // marks and captures are rare: one lock keeps them in order
+    std::vector<report::Step> steps_;
+    std::vector<report::AlarmInput> alarms_;
+    std::map<ledger::OwnerId, std::uint64_t> last_live_;
+    std::uint64_t last_unreachable_ = 0;
+    std::uint32_t since_epoch_ = 0;
+    std::uint64_t marks_ = 0;
+    std::uint64_t last_step_ = 0;  // the last numbered step marked
+
+    std::vector<report::Graph> graphs_;
+    std::map<const void*, std::size_t> capturing_;  // stream → index into graphs_
+    std::map<const void*, std::size_t> by_graph_;   // CUgraph → index into graphs_
+    std::map<const void*, std::pair<std::size_t, std::int64_t>> execs_;  // CUgraphExec → (graph, its cost)
+    std::atomic<int>& active_captures_;
+};
+
+}  // namespace cumemaudit::shim

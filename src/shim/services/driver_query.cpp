@@ -1,0 +1,53 @@
+#include "shim/services/driver_query.hpp"
+
+#include "shim/record/call.hpp"
+#include "shim/boundary/doors.hpp"
+#include "shim/boundary/hooks.hpp"
+#include "shim/services/nvml_query.hpp"
+
+namespace cumemaudit::shim {
+namespace {
+
+template <typename Fn>
+Fn driver_fn(const char* name) {
+    return reinterpret_cast<Fn>(driver_symbol(name));
+}
+
+}  // namespace
+
+CUcontext current_context() {
+    static const auto get = driver_fn<CUresult(CUDAAPI*)(CUcontext*)>("cuCtxGetCurrent");
+    CUcontext ctx = nullptr;
+    if (get == nullptr || get(&ctx) != CUDA_SUCCESS) return nullptr;
+    return ctx;
+}
+
+DriverMemory driver_memory(CUcontext fallback, WithNvml nvml) {
+    DriverScope in_driver;  // our own questions are not the program's calls
+    DriverMemory m;
+    if (current_context() == nullptr) {
+        static const auto set = driver_fn<CUresult(CUDAAPI*)(CUcontext)>("cuCtxSetCurrent");
+        if (fallback == nullptr || set == nullptr || set(fallback) != CUDA_SUCCESS) return m;
+    }
+    using MemGetInfo = CUresult(CUDAAPI*)(size_t*, size_t*);
+    auto info = reinterpret_cast<MemGetInfo>(real_fn(HookId::cuMemGetInfo_v2));
+    size_t free = 0, total = 0;
+    if (info == nullptr || info(&free, &total) != CUDA_SUCCESS) return m;
+    m.known = true;
+    m.used = total - free;
+    m.total = total;
+    static const auto device_of = driver_fn<CUresult(CUDAAPI*)(CUdevice*)>("cuCtxGetDevice");
+    static const auto graph_attr =
+        driver_fn<CUresult(CUDAAPI*)(CUdevice, CUgraphMem_attribute, void*)>("cuDeviceGetGraphMemAttribute");
+    CUdevice dev = 0;
+    if (device_of == nullptr || device_of(&dev) != CUDA_SUCCESS) return m;
+    if (graph_attr != nullptr) {
+        cuuint64_t v = 0;
+        if (graph_attr(dev, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &v) == CUDA_SUCCESS) m.graph_used = v;
+        if (graph_attr(dev, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &v) == CUDA_SUCCESS) m.graph_reserved = v;
+    }
+    if (nvml == WithNvml::yes) m.process_used = nvml_process_used(dev);
+    return m;
+}
+
+}  // namespace cumemaudit::shim

@@ -1,0 +1,93 @@
+#include "shim/services/nvml_query.hpp"
+
+#include "shim/boundary/doors.hpp"
+#include "shim/services/log.hpp"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <mutex>
+#include <vector>
+
+namespace cumemaudit::shim {
+namespace {
+
+// NVML's ABI, declared here because the toolkit on a build machine need not ship nvml.h. These are the
+// versioned entry points nvml.h maps its names to since CUDA 11 / 12 (stable ABI).
+using NvmlReturn = int;
+using NvmlDevice = void*;
+constexpr NvmlReturn kNvmlSuccess = 0;
+constexpr NvmlReturn kNvmlInsufficientSize = 7;
+constexpr unsigned long long kNvmlValueNotAvailable = ~0ull;
+
+struct NvmlProcessInfo {  // nvmlProcessInfo_v2_t, what nvmlDeviceGetComputeRunningProcesses_v3 fills
+    unsigned int pid;
+    unsigned long long usedGpuMemory;
+    unsigned int gpuInstanceId;
+    unsigned int computeInstanceId;
+};
+
+struct Nvml {
+    NvmlReturn (*init)() = nullptr;
+    NvmlReturn (*by_bus_id)(const char*, NvmlDevice*) = nullptr;
+    NvmlReturn (*processes)(NvmlDevice, unsigned int*, NvmlProcessInfo*) = nullptr;
+    bool ready = false;
+};
+
+Nvml load() {
+    Nvml n;
+    void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) {
+        log_info("NVML not found (libnvidia-ml.so.1): steps carry no per-process figure");
+        return n;
+    }
+    n.init = reinterpret_cast<decltype(n.init)>(dlsym(lib, "nvmlInit_v2"));
+    n.by_bus_id = reinterpret_cast<decltype(n.by_bus_id)>(dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2"));
+    n.processes = reinterpret_cast<decltype(n.processes)>(dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v3"));
+    if (n.init == nullptr || n.by_bus_id == nullptr || n.processes == nullptr) {
+        log_info("NVML lacks nvmlDeviceGetComputeRunningProcesses_v3: steps carry no per-process figure");
+        return n;
+    }
+    if (const NvmlReturn r = n.init(); r != kNvmlSuccess) {
+        log_info("nvmlInit_v2 failed ({}): steps carry no per-process figure", r);
+        return n;
+    }
+    n.ready = true;
+    return n;
+}
+
+}  // namespace
+
+// Called inside driver_memory()'s DriverScope: nothing asked here counts as the program's call.
+std::uint64_t nvml_process_used(CUdevice device) {
+    static std::once_flag once;
+    static Nvml nvml;
+    std::call_once(once, [] { nvml = load(); });
+    if (!nvml.ready) return 0;
+
+    // CUDA ordinals and NVML indices differ under CUDA_VISIBLE_DEVICES; the PCI bus id names one device.
+    static const auto bus_id_of =
+        reinterpret_cast<CUresult(CUDAAPI*)(char*, int, CUdevice)>(driver_symbol("cuDeviceGetPCIBusId"));
+    char bus[64] = {};
+    if (bus_id_of == nullptr || bus_id_of(bus, sizeof bus, device) != CUDA_SUCCESS) return 0;
+    NvmlDevice dev = nullptr;
+    if (nvml.by_bus_id(bus, &dev) != kNvmlSuccess) return 0;
+
+    std::vector<NvmlProcessInfo> infos(16);
+    for (int attempt = 0; attempt < 4; ++attempt) {
+        auto count = static_cast<unsigned int>(infos.size());
+        const NvmlReturn r = nvml.processes(dev, &count, infos.data());
+        if (r == kNvmlInsufficientSize) {
+            infos.resize(count + 16);  // processes came and went between the two questions
+            continue;
+        }
+        if (r != kNvmlSuccess) return 0;
+        const auto self = static_cast<unsigned int>(::getpid());
+        for (unsigned int i = 0; i < count; ++i)
+            if (infos[i].pid == self && infos[i].usedGpuMemory != kNvmlValueNotAvailable) return infos[i].usedGpuMemory;
+        return 0;
+    }
+    return 0;
+}
+
+}  // namespace cumemaudit::shim
