@@ -1,5 +1,5 @@
 // deepep_fabric_leak: a runnable reproduction of the DeepEP/HybridEP fabric allocator leak (DeepEP
-// issue 799; REFERENCE.md, "The DeepEP / HybridEP fabric allocator"). Each growth of the buffer frees the
+// issue 799; docs/DRIVER.md, "The allocators the scenarios model"). Each growth of the buffer frees the
 // old one the way DeepEP does, which unmaps but never drops the creation, retain and import references,
 // so a whole buffer stays held per growth and cuMemGetInfo's free figure falls by exactly that much.
 // --fixed adds the three missing cuMemRelease calls and the figure returns to where it started.
@@ -126,7 +126,7 @@ struct Shareable {
 };
 
 // DeepEP's allocator (hybrid-ep branch), reduced to its driver calls. Each method's sequence is the
-// row of REFERENCE.md's table; `fixed_` adds the releases the fix added.
+// one docs/DRIVER.md lists; `fixed_` adds the releases the fix added.
 class FabricAllocator {
 public:
     FabricAllocator(const Driver& d, CUmemAllocationHandleType type, bool fixed) : d_(d), type_(type), fixed_(fixed) {}

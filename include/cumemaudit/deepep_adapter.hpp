@@ -1,6 +1,6 @@
 // deepep_adapter: the method shape of DeepEP's fabric allocator (allocate, free, get_handle, open_handle,
-// close_handle; REFERENCE.md's table) on the pool, so code written against that shape switches with one
-// line and cannot leak the three references of DeepEP issue 799.
+// close_handle; their calls are in docs/DRIVER.md) on the pool, so code written against that shape
+// switches with one line and cannot leak the three references of DeepEP issue 799.
 //
 // Where each reference lives instead:
 //   the creation reference  owned by the local Buffer's chunks; free() hands them back to the pool

@@ -2,7 +2,7 @@
 //
 // Why it exists: VMM allocators (DeepEP/HybridEP, NVSHMEM, NCCL's cuMem path) keep physical memory alive
 // through handle references that nothing else counts; one forgotten cuMemRelease per buffer growth leaked
-// tens of GiB per rank (DeepEP issue 799, REFERENCE.md). Here every driver resource is owned by exactly
+// tens of GiB per rank (DeepEP issue 799; docs/DRIVER.md). Here every driver resource is owned by exactly
 // one move-only object that releases it exactly once, so forgetting is not possible, and FabricPool grows
 // a buffer in place (one large address reservation, more chunks mapped at its end) instead of releasing
 // and re-allocating it, so a new tokens-per-rank high costs only the new bytes.

@@ -16,7 +16,7 @@
 // allocation costs 64 to 128 bytes of table.
 #pragma once
 
-#include "ledger.hpp"
+#include "ledger/types.hpp"
 #include "owners.hpp"
 
 #include <array>

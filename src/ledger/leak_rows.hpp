@@ -3,7 +3,7 @@
 // count the same way.
 #pragma once
 
-#include "ledger.hpp"
+#include "ledger/types.hpp"
 
 #include <map>
 #include <tuple>

@@ -2,7 +2,7 @@
 // rare by nature, so one mutex is enough and the hot paths never touch it.
 #pragma once
 
-#include "ledger.hpp"
+#include "ledger/types.hpp"
 
 #include <map>
 #include <mutex>

@@ -8,7 +8,7 @@
 // 1.2 µs). The peaks stay exact: a peak is the maximum of one live figure every change moves.
 #pragma once
 
-#include "ledger.hpp"
+#include "ledger/types.hpp"
 #include "spin_lock.hpp"
 
 #include <array>

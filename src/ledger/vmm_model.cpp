@@ -333,8 +333,8 @@ void VmmModel::shares(std::vector<ShareRow>& exports, std::vector<ShareRow>& imp
     }
 }
 
-Ledger::Unreachable VmmModel::describe_unreachable(std::uint64_t id, const Allocation& a) const {
-    Ledger::Unreachable u;
+Unreachable VmmModel::describe_unreachable(std::uint64_t id, const Allocation& a) const {
+    Unreachable u;
     u.id = id;
     u.bytes = a.size;
     for (const auto& [handle, entry] : handles_)
@@ -343,9 +343,9 @@ Ledger::Unreachable VmmModel::describe_unreachable(std::uint64_t id, const Alloc
     return u;
 }
 
-std::vector<Ledger::Unreachable> VmmModel::unreachable_in(std::uint64_t va, std::uint64_t size) const {
+std::vector<Unreachable> VmmModel::unreachable_in(std::uint64_t va, std::uint64_t size) const {
     std::lock_guard lock(mu_);
-    std::vector<Ledger::Unreachable> out;
+    std::vector<Unreachable> out;
     for (const Allocation* a : allocs_.in_creation_order()) {
         if (a->refs.empty() || a->mappings != 0 || a->last_unmapped_va < va || a->last_unmapped_va >= va + size) continue;
         out.push_back(describe_unreachable(a->id, *a));
@@ -353,9 +353,9 @@ std::vector<Ledger::Unreachable> VmmModel::unreachable_in(std::uint64_t va, std:
     return out;
 }
 
-std::vector<Ledger::Unreachable> VmmModel::still_unreachable(const std::vector<std::uint64_t>& ids) const {
+std::vector<Unreachable> VmmModel::still_unreachable(const std::vector<std::uint64_t>& ids) const {
     std::lock_guard lock(mu_);
-    std::vector<Ledger::Unreachable> out;
+    std::vector<Unreachable> out;
     for (std::uint64_t id : ids) {
         const Allocation* a = allocs_.find(id);  // gone: every reference released and the memory freed
         if (a == nullptr || a->refs.empty() || a->mappings != 0) continue;

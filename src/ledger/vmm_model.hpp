@@ -69,8 +69,8 @@ public:
     // Exports of live allocations and imports of other processes' allocations (see Snapshot).
     void shares(std::vector<ShareRow>& exports, std::vector<ShareRow>& imports) const;
 
-    std::vector<Ledger::Unreachable> unreachable_in(std::uint64_t va, std::uint64_t size) const;
-    std::vector<Ledger::Unreachable> still_unreachable(const std::vector<std::uint64_t>& ids) const;
+    std::vector<Unreachable> unreachable_in(std::uint64_t va, std::uint64_t size) const;
+    std::vector<Unreachable> still_unreachable(const std::vector<std::uint64_t>& ids) const;
     std::uint32_t references_through(std::uint64_t handle) const;
 
     void clear();
@@ -136,7 +136,7 @@ private:
     bool overlaps_mapping(std::uint64_t va, std::uint64_t size) const;
     bool inside_reservation(std::uint64_t va, std::uint64_t size) const;
     const char* unknown_handle_what(std::uint64_t handle) const;
-    Ledger::Unreachable describe_unreachable(std::uint64_t id, const Allocation&) const;
+    Unreachable describe_unreachable(std::uint64_t id, const Allocation&) const;
 
     Owners& owners_;
     MisuseLog& misuse_;

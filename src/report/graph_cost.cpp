@@ -1,6 +1,6 @@
 #include "graph_cost.hpp"
 
-#include "text.hpp"
+#include "report/human_bytes.hpp"
 
 #include <fmt/format.h>
 

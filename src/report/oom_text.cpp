@@ -1,6 +1,6 @@
 #include "oom_text.hpp"
 
-#include "text.hpp"
+#include "report/human_bytes.hpp"
 
 #include <fmt/format.h>
 

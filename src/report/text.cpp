@@ -42,17 +42,6 @@ bool fails_gate(const Report& r, const Leak& l) {
 
 }  // namespace
 
-std::string human_bytes(std::uint64_t b) {
-    static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-    double v = static_cast<double>(b);
-    int u = 0;
-    while (v >= 1024 && u < 5) {
-        v /= 1024;
-        ++u;
-    }
-    return u == 0 ? fmt::format("{} B", b) : fmt::format("{:.1f} {}", v, units[u]);
-}
-
 std::string summary_line(const Summary& s) {
     return fmt::format(
         "SUMMARY: cumemaudit: {} bytes leaked in {} allocations ({} references); {} misuse events; {} bytes unfreed "

@@ -4,7 +4,8 @@
 // prints it for report files.
 #pragma once
 
-#include "report.hpp"
+#include "report/human_bytes.hpp"
+#include "report/report.hpp"
 
 #include <string>
 
@@ -16,7 +17,5 @@ std::string text_summary(const Report&, int max_frames = 8, bool show_held = fal
 // allocations (<leaked_references> references); <misuse_events> misuse events; <unfreed_bytes> bytes
 // unfreed at exit".
 std::string summary_line(const Summary&);
-
-std::string human_bytes(std::uint64_t);  // "1.0 GiB"
 
 }  // namespace cumemaudit::report

@@ -1,4 +1,4 @@
-// The simulated driver's state and rules; see state.hpp. Rules follow REFERENCE.md ("Driver semantics").
+// The simulated driver's state and rules; see state.hpp. Rules follow the real driver's (docs/DRIVER.md).
 #include "state.hpp"
 
 #include "config.hpp"

@@ -1,8 +1,8 @@
 // state: every piece of mutable state of the simulated driver, behind one interface.
-// Entry points (entry_*.cpp) only validate pointers and translate; every rule REFERENCE.md measured
-// (reference counting, handle reuse, mapping checks, capacity) lives here, under one mutex. A later
-// issue moves this object into shared memory for several processes on one simulated node, so nothing
-// else may keep state of its own.
+// Entry points (entry_*.cpp) only validate pointers and translate; every rule of the real driver's
+// (docs/DRIVER.md: reference counting, handle reuse, mapping checks) and capacity lives here, under one
+// mutex. What the processes of one simulated node share sits in SimNode (node.hpp), in shared memory
+// when CUMEMAUDIT_SIM_NODE names a node, so nothing else may keep state of its own.
 #pragma once
 
 #include <cuda.h>

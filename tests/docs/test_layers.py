@@ -1,61 +1,121 @@
 #!/usr/bin/env python3
-"""The layering DESIGN.md draws, checked on every #include "dir/..." line of src/ and tools/: a library
-includes only the libraries below it (data runs one way: door -> wrapper -> driver -> ledger -> report).
-The build enforces most of it already (each library compiles seeing only src/layers/<lib>/); this check
-names the offending line, and also catches what a layer shows transitively (the CLI sees ledger/ through
-report's layer, yet may not include it itself). Usage: test_layers.py SOURCE_ROOT"""
+"""The include map of docs/ARCHITECTURE.md, checked on every #include line under src/ and tools/: a folder
+includes only the folders its row allows (data runs one way: door -> wrapper -> driver -> ledger -> report),
+and no unit (a .hpp with its .cpp) includes, directly or through others, a unit that includes it back.
+Usage: test_layers.py SOURCE_ROOT"""
 import os
 import re
 import sys
 
-# Who may include whom ("cumemaudit" is include/cumemaudit/, the public headers).
+COMMON = {"common"}
+# Who may include whom, by folder ("cumemaudit" is include/cumemaudit/, the public headers). Inside src/shim
+# the rooms run one way too: boundary -> process -> record -> services.
+SHIM_BELOW = {"common", "ledger", "report", "cumemaudit"}
 ALLOWED = {
-    "src/common": set(),                               # tables both sides share: options, CUDA catalog and errors
-    "src/ledger": set(),                               # the model: pure C++, no CUDA, no I/O
-    "src/report": {"common", "ledger"},                # knows nothing of CUDA or of the shim
-    "src/simdriver": {"common"},                       # the simulated libcuda.so.1
-    "src/pool": {"cumemaudit"},                        # the pooled allocator, over its public header
-    "src/shim": {"common", "ledger", "report", "cumemaudit"},
-    "tools/cumemaudit": {"common", "report"},          # the CLI reads reports; it holds no shim policy
+    "src/common": {"common"},                                   # tables both sides share
+    "src/ledger": {"ledger"},                                   # the model: pure C++, no CUDA, no I/O
+    "src/report": {"common", "ledger", "report"},               # knows nothing of CUDA or of the shim
+    "src/simdriver": {"common", "simdriver"},                   # the simulated libcuda.so.1
+    "src/pool": {"cumemaudit", "pool"},                         # the pooled allocator, over its public header
+    "src/shim/services": SHIM_BELOW | {"shim/services"},
+    "src/shim/record": SHIM_BELOW | {"shim/services", "shim/record"},
+    "src/shim/process": SHIM_BELOW | {"shim/services", "shim/record", "shim/process"},
+    "src/shim/boundary": SHIM_BELOW | {"shim/services", "shim/record", "shim/process", "shim/boundary"},
+    "tools/cumemaudit": {"common", "report"},                   # the CLI reads reports; it holds no shim policy
 }
-INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/', re.M)
-
-# Inside src/shim, the Recorder and all it is made of (ledger access, events, enforce, timeline, OOM, owners,
-# sites) never reach up to the process around them: a call hands its Recorder down (Call::recorder()).
-# Only these files may name the Auditor, the wrappers or the CUPTI entry point.
-SHIM_UPPER = {"auditor.hpp", "wrapper.hpp", "cupti_backend.hpp"}
-SHIM_BOUNDARY = {"auditor.cpp", "auditor.hpp", "c_api.cpp", "cupti_backend.cpp", "cupti_backend.hpp", "hooks.cpp",
-                 "wrapper.hpp"}
-LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+\.hpp)"', re.M)
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+# Below the process room nothing names the Auditor: a call hands its Recorder down (Call::recorder()).
 NAMES_AUDITOR = re.compile(r'\bAuditor::')
+SOURCES = (".cpp", ".hpp", ".inc", ".h")
 
 root = sys.argv[1]
+src = os.path.join(root, "src")
 failures = []
+
+
+def folder_of(include):
+    parts = include.split("/")
+    if len(parts) < 2:
+        return None  # a file beside this one
+    return "/".join(parts[:2]) if parts[0] == "shim" and len(parts) > 2 else parts[0]
+
+
+rooms = [f for f in os.listdir(os.path.join(src, "shim")) if os.path.isdir(os.path.join(src, "shim", f))]
+for room in rooms:
+    if f"src/shim/{room}" not in ALLOWED:
+        failures.append(f"src/shim/{room}: a room docs/ARCHITECTURE.md and this check do not name")
+for name in os.listdir(os.path.join(src, "shim")):
+    if name.endswith(SOURCES):
+        failures.append(f"src/shim/{name}: a file outside the rooms (boundary, process, record, services)")
+
 for folder, allowed in ALLOWED.items():
     for dirpath, _, names in os.walk(os.path.join(root, folder)):
         for name in sorted(names):
-            if not name.endswith((".cpp", ".hpp", ".inc", ".h")):
+            if not name.endswith(SOURCES):
                 continue
             path = os.path.join(dirpath, name)
+            rel = os.path.relpath(path, root)
             text = open(path, encoding="utf-8").read()
             for m in INCLUDE.finditer(text):
-                if m.group(1) not in allowed:
+                target = folder_of(m.group(1))
+                if target is not None and target not in allowed:
                     line = text.count("\n", 0, m.start()) + 1
-                    failures.append(f"{os.path.relpath(path, root)}:{line}: includes {m.group(1)}/, "
-                                    f"which {folder} may not (allowed: {', '.join(sorted(allowed)) or 'nothing'})")
-shim = os.path.join(root, "src/shim")
-for name in sorted(os.listdir(shim)):
-    if name in SHIM_BOUNDARY or not name.endswith((".cpp", ".hpp", ".inc")):
-        continue
-    text = open(os.path.join(shim, name), encoding="utf-8").read()
-    for m in LOCAL_INCLUDE.finditer(text):
-        if m.group(1) in SHIM_UPPER:
-            line = text.count("\n", 0, m.start()) + 1
-            failures.append(f"src/shim/{name}:{line}: includes {m.group(1)}: below the Recorder's boundary, take the "
-                            f"Recorder from the Call instead")
-    for m in NAMES_AUDITOR.finditer(text):
-        line = text.count("\n", 0, m.start()) + 1
-        failures.append(f"src/shim/{name}:{line}: names the Auditor: below the Recorder's boundary")
-print("\n".join(failures) or f"layers hold: {len(ALLOWED)} folders include only what DESIGN.md allows, and "
-      f"{len(SHIM_BOUNDARY)} files of src/shim alone reach the Auditor")
+                    failures.append(f"{rel}:{line}: includes {m.group(1)}, which {folder} may not "
+                                    f"(allowed: {', '.join(sorted(allowed))})")
+            if folder in ("src/shim/record", "src/shim/services"):
+                for m in NAMES_AUDITOR.finditer(text):
+                    line = text.count("\n", 0, m.start()) + 1
+                    failures.append(f"{rel}:{line}: names the Auditor, below the process room")
+
+# Units: dir/stem. An edge A -> B when a file of A includes B's header (by path from src/, or beside it).
+files = []
+for dirpath, _, names in os.walk(src):
+    files += [os.path.join(dirpath, n) for n in names if n.endswith(SOURCES)]
+unit_of = {f: os.path.splitext(os.path.relpath(f, src))[0] for f in files}
+edges = {}
+for f in files:
+    here = os.path.dirname(os.path.relpath(f, src))
+    for m in INCLUDE.finditer(open(f, encoding="utf-8").read()):
+        for cand in (os.path.normpath(os.path.join(here, m.group(1))), os.path.normpath(m.group(1))):
+            if os.path.isfile(os.path.join(src, cand)):
+                target = os.path.splitext(cand)[0]
+                if target != unit_of[f]:
+                    edges.setdefault(unit_of[f], set()).add(target)
+                break
+
+# Tarjan's strongly connected components: any of more than one unit is an include cycle.
+index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+sys.setrecursionlimit(100000)
+
+
+def visit(v):
+    index[v] = low[v] = len(index)
+    stack.append(v)
+    on_stack.add(v)
+    for w in sorted(edges.get(v, ())):
+        if w not in index:
+            visit(w)
+            low[v] = min(low[v], low[w])
+        elif w in on_stack:
+            low[v] = min(low[v], index[w])
+    if low[v] == index[v]:
+        component = []
+        while True:
+            w = stack.pop()
+            on_stack.discard(w)
+            component.append(w)
+            if w == v:
+                break
+        if len(component) > 1:
+            cycles.append(sorted(component))
+
+
+for unit in sorted(set(unit_of.values())):
+    if unit not in index:
+        visit(unit)
+for c in cycles:
+    failures.append("src/: units that include each other: " + " <-> ".join(c))
+
+print("\n".join(failures) or f"layers hold: {len(ALLOWED)} folders include only what docs/ARCHITECTURE.md allows, "
+      f"and the {len(set(unit_of.values()))} units under src/ include one another without a cycle")
 sys.exit(1 if failures else 0)

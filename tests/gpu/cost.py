@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""What the shim costs on a GPU, measured so that a few percent can be told from noise (issue 18).
+"""What the shim costs on a GPU, measured so that a few percent can be told from noise.
 
 Two measurements in the same rounds, every process pinned to the same cores:
 
-- Between processes (the issue's method): plain; under cumemaudit (`cumemaudit run`, default options); under
+- Between processes (the first method): plain; under cumemaudit (`cumemaudit run`, default options); under
   the minimal recorder (tests/bench/floor's libminrec.so: one open-addressing slot and a per-thread counter
   per allocation, the floor of any recorder), interleaved round by round (the order rotates). A pattern's
   result is the median over rounds and the spread (min..max) of the per-round ratios audited/plain. On a
@@ -56,7 +56,7 @@ CALL_ROWS = [  # (row name, bench pattern, threads, calls per pair/cycle, iterat
     ("VMM create+map+access+unmap+release 2 MiB (per cycle)", "vmm", 1, 5, 2000),
 ]
 TORCH_ROW = "PyTorch training step, PYTORCH_NO_CUDA_MEMORY_CACHING=1"
-TARGET = {"async": 10.0, "batch": 5.0, "vmm": 2.0, "torch": 1.0}  # issue 18: at most this many % added
+TARGET = {"async": 10.0, "batch": 5.0, "vmm": 2.0, "torch": 1.0}  # target: at most this many % added
 
 
 def sh(cmd, env, timeout):
@@ -174,7 +174,7 @@ def main():
                        f"≤ {TARGET[pat]:.0f}% | {verdict} |")
         raw[f"{row} | in-process"] = {"cumemaudit": ours, "floor": in_process.get((row, "floor"), [])}
 
-    # Between processes: the issue's first method, kept beside it.
+    # Between processes: the first method, kept beside the in-process one.
     rows = ["| pattern | rounds | plain (median) | cumemaudit | added (median; pairwise spread) | floor | added |",
             "| --- | --- | --- | --- | --- | --- | --- |"]
     for row, pat, *_ in CALL_ROWS + [(TORCH_ROW, "torch", 0, 0, 0)]:

@@ -225,7 +225,7 @@ def part_overhead(s):
 
 
 def part_pysites(s):
-    """Issue 11 points 1 and 2: leaks made through cuda-python name the Python line (cuda.bindings'
+    """Leaks made through cuda-python name the Python line (cuda.bindings'
     cuMemCreate never released; cuda.core's VirtualMemoryResource allocate/close), and what the new default
     VMM sites cost (16 native frames and the Python frames) against plain and against the old default
     (vmm_stack_depth=1:python_frames=none): a VMM cycle from C++ (bench_calls) and from Python (ctypes),
@@ -269,8 +269,8 @@ def part_pysites(s):
 
 
 def part_timeline(s):
-    """Issue 5 on a real job: a training loop (expandable segments, a CUDA graph, an NCCL group) marked with
-    cumemaudit.torch_step; each step's parts must add up to driver-used memory."""
+    """The step timeline on a real job: a training loop (expandable segments, a CUDA graph, an NCCL group)
+    marked with cumemaudit.torch_step; each step's parts must add up to driver-used memory."""
     d = tempfile.mkdtemp()
     env = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True", "PYTHONPATH": f"{ROOT}/tools/python"}
     rc, out, err = s.audited([sys.executable, f"{HERE}/torch_workloads.py", "loop", "--steps", "12"], d, env=env,
@@ -309,7 +309,7 @@ def part_timeline(s):
 
 
 def part_oom(s):
-    """Issue 14: the out-of-memory moment on a real GPU. A VMM buffer outside PyTorch, the GPU filled by a
+    """The out-of-memory moment on a real GPU. A VMM buffer outside PyTorch, the GPU filled by a
     plain allocation, graphs captured over growing batch sizes into one pool until PyTorch raises: the oom
     record names the failed request, the outside buffer's owner, PyTorch's pools and every graph's cost,
     and its parts add up to driver-used memory within 1%."""
@@ -377,7 +377,7 @@ def part_oom(s):
 
 
 def part_ranks(s):
-    """Issue 6 on the GPU: two processes, a POSIX fd over a Unix socket; the importer's unreleased import
+    """Ranks on the GPU: two processes, a POSIX fd over a Unix socket; the importer's unreleased import
     pins the exporter's memory, and the merge says so, matching cuMemGetInfo."""
     d = tempfile.mkdtemp()
     rc, out, err = s.audited([os.path.join(s.build, "tests", "ranks", "fd_share"), "--gib", "2"], d)
@@ -393,7 +393,7 @@ def part_ranks(s):
 
 
 def part_pool(s):
-    """Issue 7's pool on the GPU: the DeepEP sequence on the pool is leak-free; growth vs reallocation."""
+    """The pool on the GPU: the DeepEP sequence on the pool is leak-free; growth vs reallocation."""
     d = tempfile.mkdtemp()
     pool_example = os.path.join(s.build, "examples", "deepep_pool")
     rc, out, err = s.audited([pool_example, "--handle", "posix", "--steps", "4", "--size-mib", "512"], d)
@@ -410,7 +410,7 @@ def part_pool(s):
 
 
 def part_mempool(s):
-    """Issue 17 on the GPU: capture-time temporaries in the default pool vs in a cumemaudit pool MemPool
+    """The MemPool on the GPU: capture-time temporaries in the default pool vs in a cumemaudit pool MemPool
     (tests/gpu/pool_capture.py, about 3 minutes), side by side, each mode also under the auditor."""
     out = os.path.join(s.out, "mempool.json")
     rc, text, err = s.sh([sys.executable, f"{HERE}/pool_capture.py", "bench", "--cli", s.cli,
@@ -434,7 +434,7 @@ def part_mempool(s):
 
 
 def part_enforce(s):
-    """Issue 7's enforce mode on the GPU: the unfixed DeepEP sequence (POSIX fds, 1+2+3 GiB) keeps free memory
+    """Enforce mode on the GPU: the unfixed DeepEP sequence (POSIX fds, 1+2+3 GiB) keeps free memory
     flat under mode=enforce, where audit mode shows it falling."""
     argv = [s.deepep, "--handle", "posix", "--steps", "3", "--size-mib", "1024"]
     out_of = {}
@@ -449,7 +449,7 @@ def part_enforce(s):
                         "leaked_bytes": reps[0]["summary"]["leaked_bytes"] if reps else None}
     s.facts["enforce"] = out_of
     e, a = out_of["enforce"], out_of["audit"]
-    # Exit 23 under enforce too: fail_on=leaks fails on what enforce reclaimed (issue 11, point 5).
+    # Exit 23 under enforce too: fail_on=leaks fails on what enforce reclaimed, as on what stays leaked.
     s.check("enforce: the unfixed DeepEP sequence keeps free memory flat (drop 0, 6 GiB reclaimed, gate fails), "
             "audit shows 6 GiB lost",
             e["drop"] == 0 and e["rc"] == 23 and e["reclaimed_bytes"] == 6 << 30 and a["drop"] == 6 << 30, **out_of)
@@ -477,8 +477,8 @@ CUPTI_CASES = ["deepep", "deepep-fixed", "door-direct", "door-dlsym", "door-proc
 
 
 def part_cupti(s):
-    """Issue 8 on the GPU: the scenarios again with --backend cupti (same reports), proof that CUPTI did the
-    recording, torch.profiler beside each backend, and the CUPTI backend's cost."""
+    """The CUPTI backend on the GPU: the scenarios again with --backend cupti (same reports), proof that
+    CUPTI did the recording, torch.profiler beside each backend, and the CUPTI backend's cost."""
     b = s.build
     env = {"AUDIT_DRIVER": "real", "AUDIT_BACKEND": "cupti", "CLI": s.cli,
            "SCENARIOS": f"{b}/tests/sim/audit/audit_scenarios", "DEEPEP": s.deepep,
@@ -538,7 +538,7 @@ RELIABILITY_CASES = ["sigterm-in-locks", "sa-restart", "non-utf8", "dlclose-relo
 
 
 def part_reliability(s):
-    """Issue 12's hostile-program cases on the real driver. Left out: fork (CUDA does not support a fork child using its parent's context)
+    """The reliability cases on the real driver. Left out: fork (CUDA does not support a fork child using its parent's context)
     and closed-fds (closing every fd takes the real driver's own, and it keeps eventfds of its own)."""
     b = s.build
     env = {"RELIABILITY_DRIVER": "real", "CLI": s.cli, "CUMEMAUDIT_SHIM": f"{b}/src/shim/libcumemaudit.so",

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The GPU check of issue 14, run by gpu_suite.py's `oom` part under `cumemaudit run`: a PyTorch program with
+"""The GPU `oom` check, run by gpu_suite.py's `oom` part under `cumemaudit run`: a PyTorch program with
 a VMM buffer outside PyTorch (cuMemCreate + map through ctypes), a GPU filled by a plain cuMemAlloc until
 `--headroom-mib` is left, and a loop capturing CUDA graphs over growing batch sizes into one shared pool
 until PyTorch raises OutOfMemoryError. Prints one JSON line: PyTorch's own per-pool figures after each

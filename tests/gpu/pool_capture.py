@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The seed's shape at small scale (issue 17): CUDA graph capture at decreasing batch sizes whose warm-up
+"""Capture-time fragmentation at small scale: CUDA graph capture at decreasing batch sizes whose warm-up
 allocates varying-size temporaries, beside a fixed outside VMM buffer (DeepEP's registered buffers), with
 the default pool's expandable segments off. The temporaries go either to PyTorch's default pool (mode
 `default`, vLLM's way) or to a cumemaudit pool MemPool made for each batch size and dropped after its
@@ -206,7 +206,7 @@ def bench(args):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.join(ROOT, "tools", "python"), env.get("PYTHONPATH")]))
     env["CUMEMAUDIT_POOL_LIB"] = os.path.abspath(args.pool_lib)
-    env.pop("PYTORCH_CUDA_ALLOC_CONF", None)  # expandable segments off: the seed's default pool
+    env.pop("PYTORCH_CUDA_ALLOC_CONF", None)  # expandable segments off, as DeepEP's registered buffers require
     common = ["--hidden", str(args.hidden), "--tokens", str(args.tokens), "--temps", str(args.temps),
               "--fixed-gib", str(args.fixed_gib), "--seed", str(args.seed)]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Workloads for the GPU suite's `pysites` part (issue 11 points 1 and 2): leaks made from Python through
+"""Workloads for the GPU suite's `pysites` part: leaks made from Python through
 cuda-python, whose sites must name this file's lines, and a VMM cycle driven from Python to time the
 Python frames and deep stacks at VMM calls. Runs on the interpreter the suite runs on.
 

@@ -23,7 +23,7 @@ def test_clean_training_step():
 
 def test_cuda_python_leak():
     # cuda-python's own binding, the way cuda.core's VirtualMemoryResource reaches the driver: a cuMemCreate
-    # whose reference is never released (REFERENCE.md: cuda-python's known bug).
+    # whose reference is never released (cuda-python's known leak, measured in docs/DRIVER.md).
     from cuda.bindings import driver as cu
     torch.zeros(1, device="cuda")  # PyTorch's primary context, current on this thread
     prop = cu.CUmemAllocationProp()

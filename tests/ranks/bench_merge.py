@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark of `cumemaudit merge` (issue 6: 1024 rank reports of 1 MB each in under 30 s on 2 cores, in
+"""Benchmark of `cumemaudit merge` (target: 1024 rank reports of 1 MB each in under 30 s on 2 cores, in
 bounded memory). Generates the reports (leak rows with deep stacks, steps, exports and imports that join
 across ranks), merges them and prints the wall time and the merge's peak RSS. A measurement, never an
 assertion: it fails only when the merge itself fails.

@@ -2,7 +2,7 @@
 // between ranks. Each rank allocates its buffer, exports it, writes the 64-byte handle to a file in a shared
 // directory, imports and maps every peer's, and grows the buffer --growths times (release_buffer, then
 // allocate_buffer) the way DeepEP does, which leaves the creation, retain and import references behind
-// (REFERENCE.md, "The DeepEP / HybridEP fabric allocator"); --fixed adds the three missing releases.
+// (docs/DRIVER.md, "The allocators the scenarios model"); --fixed adds the three missing releases.
 // Rank 0 sums cuMemGetInfo over the node's devices before the first allocation and after every rank tore
 // down (all ranks still alive, so nothing was dropped by an exit) and prints "node_drop=<bytes>".
 // --hang-rank R: rank R stops after the last barrier and prints "hanging" (a test kills it there).

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Rank processes on one simulated node (issue 6): 8 ranks run the DeepEP growth sequence with fabric handles
+"""Rank processes on one simulated node: 8 ranks run the DeepEP growth sequence with fabric handles
 under `cumemaudit run --sim`, sharing the node named by CUMEMAUDIT_SIM_NODE; each rank's report, the merged
 job report and the node's lost memory (rank 0's cuMemGetInfo over all devices, taken while every rank is
 still alive) must agree exactly.

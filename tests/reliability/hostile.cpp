@@ -1,4 +1,4 @@
-// Programs that treat the shim as a hostile or unlucky user would (issue 12): close its fds, signal it in
+// Programs that treat the shim as a hostile or unlucky user would: close its fds, signal it in
 // the middle of its locks, fork under it, unload the driver under it, churn it from 32 threads. Each
 // subcommand prints `key=value` figures that test_reliability.py compares; a mismatch it can see itself
 // exits 99 with a message. Linked with the toolkit's stub libcuda; runs on the simulated or a real driver.

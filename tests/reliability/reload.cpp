@@ -1,4 +1,4 @@
-// Cases 6 and 12 (issue 12): a program that loads libcuda.so.1 itself, uses it, unloads it, and loads it
+// Reliability cases 6 and 12: a program that loads libcuda.so.1 itself, uses it, unloads it, and loads it
 // again, many times. Not linked with libcuda (else the loader would keep it loaded): everything through
 // dlopen/dlsym/cuGetProcAddress, as DeepEP's lazy driver and cudart do. Prints cycles_ok and moved.
 #include <cuda.h>

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""The reliability suite (issue 12): one case per numbered finding, each reproducing what a hostile or
-unlucky program did to the shim (the comment says what the code before the fix did), plus the figures
-of "Done when": the CLI fuzzer, 50 SIGKILLs, 32 threads with exact totals, SIGTERM at random moments.
+"""The reliability suite: one case per finding numbered in tests/RELIABILITY.md, each reproducing what a
+hostile or unlucky program did to the shim (the comment says what the code before the fix did), plus the
+stress figures: the CLI fuzzer, 50 SIGKILLs, 32 threads with exact totals, SIGTERM at random moments.
 Figures are printed as `figure NAME: ...` lines; tests/RELIABILITY.md records them.
 
 Usage: test_reliability.py CASE   (paths from the environment meson sets: CLI, CUMEMAUDIT_SHIM,
@@ -338,7 +338,7 @@ def case_glibc_2_28(tmp):
     print(f"figure glibc: newest GLIBC version needed: {worst}")
 
 
-# ---- the figures of "Done when" -----------------------------------------------------------------------
+# ---- the stress figures -------------------------------------------------------------------------------
 
 def mutate(text, rng):
     ops = [

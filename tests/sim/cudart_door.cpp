@@ -1,4 +1,4 @@
-// cudart_door: the way cudart 13 reaches the driver (REFERENCE.md): dlopen libcuda.so.1, dlsym only
+// cudart_door: the way cudart 13 reaches the driver (docs/DRIVER.md): dlopen libcuda.so.1, dlsym only
 // cuGetProcAddress_v2, ask it for "cuGetProcAddress" (11030 and 12000), then look every entry point up by
 // base name and version through the pointer obtained at 12000 — the versions cudart asks for — and use
 // the memory ones. Checks the resolution and that memory comes back.

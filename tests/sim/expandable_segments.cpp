@@ -1,4 +1,4 @@
-// expandable_segments: PyTorch's expandable-segment allocator (REFERENCE.md). One huge address
+// expandable_segments: PyTorch's expandable-segment allocator (docs/DRIVER.md). One huge address
 // reservation (~157 GiB), 20 MiB cuMemCreate + cuMemMap + cuMemSetAccess per growth, shrink by
 // cuMemUnmap -> close the exported fd -> cuMemRelease, sharing by POSIX-fd export and import. Entry points
 // come from cuGetProcAddress at 12000, as cudaGetDriverEntryPoint gives them. Balanced.

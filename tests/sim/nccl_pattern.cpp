@@ -1,4 +1,4 @@
-// nccl_pattern: NCCL 2.28's cuMem path (REFERENCE.md): entry points through cuGetProcAddress, buffers
+// nccl_pattern: NCCL 2.28's cuMem path (docs/DRIVER.md): entry points through cuGetProcAddress, buffers
 // allocated as granularity -> create -> reserve -> map -> set access keeping the creation reference,
 // freed as retain -> release -> get address range -> unmap -> release -> address free, and peer buffers
 // imported (import -> map -> release at once). Balanced: free memory must come back to where it started.

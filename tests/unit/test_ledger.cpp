@@ -1,4 +1,4 @@
-// The ledger against the sequences real programs run (REFERENCE.md): exact bytes, counts and sites.
+// The ledger against the sequences real programs run (docs/DRIVER.md): exact bytes, counts and sites.
 #include "ledger/ledger.hpp"
 
 #include <catch2/catch.hpp>

@@ -2,7 +2,8 @@
 // built by hand (exact parts, largest first, adding up), the rate limit and retry matching of OomLog, and
 // the record's JSON form read back field for field.
 #include "report/report.hpp"
-#include "shim/record/oom.hpp"
+#include "shim/record/oom_log.hpp"
+#include "shim/record/oom_watch.hpp"
 
 #include <nlohmann/json.hpp>
 

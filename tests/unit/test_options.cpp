@@ -72,7 +72,7 @@ TEST_CASE("the last of a key wins") {
 }
 
 TEST_CASE("option warnings quote long values clipped; stack_depth is bounded by the table") {
-    // Issue 12 case 10: a 1 MB value was echoed whole, and stack_depth=99999 was clamped to 64 by the
+    // Reliability case 10: a 1 MB value was echoed whole, and stack_depth=99999 was clamped to 64 by the
     // capture while the report said 99999. The typed table refuses it (keeping the default) and says so.
     const auto big = parse_options("log_level=error:exitcode=" + std::string(1 << 20, 'x'));
     REQUIRE(big.warnings.size() == 1);

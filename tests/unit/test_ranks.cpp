@@ -1,4 +1,4 @@
-// Per-rank pieces of reports (issue 6): report directory expansion, and the ledger's exports and imports
+// Per-rank pieces of reports: report directory expansion, and the ledger's exports and imports
 // that let reports of several processes be joined by key.
 #include "ledger/ledger.hpp"
 #include "report/build.hpp"

@@ -205,7 +205,7 @@ TEST_CASE("report load errors name the file and the problem") {
     CHECK(message_of([&] { load(d.path); }) == d.path + ": is a directory, not a report file");
 }
 
-TEST_CASE("report_path follows DESIGN.md's naming") {
+TEST_CASE("report_path follows the README's naming") {
     CHECK(report_path("/r", "node1", 42, -1) == "/r/cumemaudit.node1.42.json");
     CHECK(report_path("/r/", "node1", 42, 3) == "/r/cumemaudit.node1.42.r3.json");
     CHECK(report_path("", "h", 1, 0) == "./cumemaudit.h.1.r0.json");
@@ -224,7 +224,7 @@ TEST_CASE("write_atomic leaves no temp file and replaces, never follows, a symli
     REQUIRE(::stat(dest.c_str(), &st) == 0);
     CHECK((st.st_mode & 0777) == 0600);  // argv may hold secrets: owner-only by default
 
-    // Issue 12 case 8: the old writer refused a link at the final name and lost the report. rename()
+    // Reliability case 8: the old writer refused a link at the final name and lost the report. rename()
     // replaces the link itself; the file it pointed to is untouched.
     const std::string target = d.write("target", "precious");
     const std::string link = d.path + "/link.json";

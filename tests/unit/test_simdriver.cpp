@@ -1,4 +1,4 @@
-// The simulated driver against REFERENCE.md: one TEST_CASE per rule of "Driver semantics", then the
+// The simulated driver against docs/DRIVER.md: one TEST_CASE per measured or documented rule, then the
 // capacity, configuration, lookup and classic-memory behaviour the scenario programs rely on. The test
 // links libcuda.so.1 (simulated) directly. Figures are exact; since all cases share one process (and the
 // leak case leaks on purpose), they compare free memory before and after rather than absolute values.
@@ -123,7 +123,7 @@ ChildResult run_child(const char* test_name, std::vector<std::string> env) {
 
 }  // namespace
 
-// ---------------- REFERENCE.md "Driver semantics", one case per rule ----------------
+// ---------------- the real driver's rules (docs/DRIVER.md), one case per rule ----------------
 
 TEST_CASE("allocation granularity is 2 MiB, minimum and recommended") {
     setup();

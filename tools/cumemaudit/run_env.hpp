@@ -1,6 +1,6 @@
 // run_env: the environment `cumemaudit run` hands to the audited program. The CLI holds no policy of its
-// own (DESIGN.md): it only composes CUMEMAUDIT_OPTIONS, LD_PRELOAD and, with --sim, LD_LIBRARY_PATH, and
-// then becomes the program through execvp so its exit code and signals are the program's own.
+// own (docs/ARCHITECTURE.md): it only composes CUMEMAUDIT_OPTIONS, LD_PRELOAD and, with --sim,
+// LD_LIBRARY_PATH, then becomes the program through execvp: its exit code and signals are the program's own.
 #pragma once
 
 #include <map>

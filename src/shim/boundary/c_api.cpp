@@ -6,7 +6,7 @@
 #include "shim/process/auditor.hpp"
 #include "shim/boundary/hooks.hpp"
 #include "shim/boundary/fence.hpp"
-#include "shim/record/oom.hpp"
+#include "shim/record/oom_watch.hpp"
 #include "shim/record/site_line.hpp"
 
 #include <cstring>
@@ -70,7 +70,7 @@ __attribute__((visibility("default"))) int cumemaudit_held_since(const cumemaudi
         *held = {now.leaked_bytes, now.leaked_allocations, now.leaked_references, now.unfreed_bytes,
                  now.unfreed_allocations, ledger.misuse_events() - mark->misuse_events};
         if (site_size > 0 && !now.sites.empty()) {
-            const std::string text = cumemaudit::shim::describe_stack(*rec, now.sites.front().first, 8);
+            const std::string text = cumemaudit::shim::describe_stack(rec->ledger(), rec->symbolizer(), now.sites.front().first, 8);
             const std::size_t n = std::min(text.size(), site_size - 1);
             std::memcpy(site, text.data(), n);
             site[n] = '\0';

@@ -8,7 +8,7 @@
 #include "shim/process/auditor.hpp"
 #include "shim/record/call.hpp"
 #include "shim/record/cupti_pools.hpp"
-#include "shim/record/events.hpp"
+#include "shim/record/entry_point.hpp"
 #include "shim/boundary/fence.hpp"
 #include "shim/services/log.hpp"
 #include "shim/services/options_store.hpp"
@@ -32,8 +32,6 @@
 namespace cumemaudit::shim {
 namespace {
 
-std::atomic<bool> g_subscribed{false};
-
 // The program's call into the driver: the first frame outside the shim, CUPTI, libcuda and cudart (cudart
 // standing in for its caller, as the runtime wrappers make it). What each frame's object is, is cached per
 // thread by return address (pc_cache.hpp).
@@ -53,9 +51,10 @@ void record_from_cupti(Recorder* target, const char* api, CUresult r, A... a) {
     guarded(api, [&] {
         Recorder* rec = target == nullptr ? recorder_for_call() : programs_call() ? target : nullptr;
         if (rec == nullptr) return;
-        Call call(*rec, api, program_caller(), call_class(Event{}));
+        using Row = Declared<Event, A...>;
+        Call call(*rec, api, program_caller(), Row::d.call_class);
         ShimScope busy;
-        record(Event{}, call, r, a...);
+        Row::record_answer(call, r, a...);
     });
     t.in_cupti_callback = false;
 }
@@ -181,8 +180,6 @@ void dispatch_cupti(Recorder* into, CUpti_CallbackDomain domain, CUpti_CallbackI
     }
 }
 
-bool cupti_subscribed() { return g_subscribed.load(std::memory_order_relaxed); }
-
 }  // namespace cumemaudit::shim
 
 using namespace cumemaudit::shim;
@@ -237,7 +234,7 @@ int initialize_injection() {
     }
     for (CUpti_CallbackId id : kCallbacks) enable(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
     enable_pool_records(lib);
-    g_subscribed.store(true);
+    Auditor::cupti_subscribed(true);
     log_info("backend={}: subscribed to CUPTI's driver-API callbacks", cumemaudit::options::name_of(current_options().backend));
     return 1;
 }

@@ -14,7 +14,4 @@ class Recorder;
 // a unit test passes its own and feeds recorded structs).
 void dispatch_cupti(Recorder* into, CUpti_CallbackDomain, CUpti_CallbackId, const void* callback_data) noexcept;
 
-// CUPTI accepted our subscription: with backend=cupti the wrappers stand by.
-bool cupti_subscribed();
-
 }  // namespace cumemaudit::shim

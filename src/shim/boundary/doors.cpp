@@ -1,9 +1,12 @@
-#include "shim/boundary/doors.hpp"
+// doors: the ways a program reaches the driver besides the exported symbols (hooks.cpp): dlsym and dlopen
+// are overridden; cuGetProcAddress and _v2 call the real one with the caller's version and flags and swap in
+// our wrapper of the exact variant it returned. See docs/ARCHITECTURE.md, "The three doors".
 
 #include "common/cuda_catalog.hpp"
 #include "shim/boundary/fence.hpp"
 #include "shim/boundary/hooks.hpp"
 #include "shim/services/log.hpp"
+#include "shim/services/loader.hpp"
 #include "shim/services/options_store.hpp"
 
 #include <dlfcn.h>
@@ -14,12 +17,12 @@
 #include <cstring>
 #include <string>
 
-// The loader's functions, hidden; the trampolines below read them. `used`: only the trampolines' assembly
-// names them, which link-time optimization does not see, so it would drop them.
+// What the trampolines below call and read, hidden: the loader's own functions (services/loader.cpp) and the
+// hooks. `used`: only the trampolines' assembly names them, which link-time optimization does not see.
 extern "C" {
-__attribute__((visibility("hidden"), used)) void* cumemaudit_next_dlsym = nullptr;
-__attribute__((visibility("hidden"), used)) void* cumemaudit_next_dlopen = nullptr;
-__attribute__((visibility("hidden"), used)) void cumemaudit_resolve_loader() noexcept;
+__attribute__((visibility("hidden"))) extern void* cumemaudit_next_dlsym;
+__attribute__((visibility("hidden"))) extern void* cumemaudit_next_dlopen;
+__attribute__((visibility("hidden"))) void cumemaudit_resolve_loader() noexcept;
 __attribute__((visibility("hidden"), used)) void* cumemaudit_dlsym_hook(void* handle, const char* name) noexcept;
 __attribute__((visibility("hidden"), used)) int cumemaudit_dlopen_flags(const char* file, int flags) noexcept;
 }
@@ -77,48 +80,6 @@ dlopen:
 
 namespace {
 
-void* versioned(const char* name) {
-    // dlvsym is not overridden, so this cannot reach our own dlsym.
-    void* p = dlvsym(RTLD_NEXT, name, "GLIBC_2.34");
-    return p != nullptr ? p : dlvsym(RTLD_NEXT, name, "GLIBC_2.2.5");
-}
-
-using DlsymFn = void* (*)(void*, const char*);
-using DlopenFn = void* (*)(const char*, int);
-
-DlopenFn real_dlopen() {
-    if (cumemaudit_next_dlopen == nullptr) cumemaudit_resolve_loader();
-    return reinterpret_cast<DlopenFn>(cumemaudit_next_dlopen);
-}
-
-// The first loaded object whose file name starts with `prefix` ("libcuda.so", "libcudart.so"), found by
-// walking the link maps: it may have been loaded privately (RTLD_LOCAL), out of reach of RTLD_NEXT.
-void* symbol_in_loaded(std::string_view prefix, const char* name) {
-    struct Search {
-        std::string_view prefix;
-        char path[PATH_MAX];
-    } search{prefix, {}};
-    dl_iterate_phdr(
-        [](dl_phdr_info* info, size_t, void* data) {
-            auto* s = static_cast<Search*>(data);
-            const char* path = info->dlpi_name;
-            if (path == nullptr || *path == '\0') return 0;
-            const char* slash = std::strrchr(path, '/');
-            std::string_view base = slash != nullptr ? slash + 1 : path;
-            if (base.substr(0, s->prefix.size()) != s->prefix) return 0;
-            if (std::strlen(path) >= sizeof s->path) return 0;  // longer than any path open() takes
-            std::strcpy(s->path, path);
-            return 1;
-        },
-        &search);
-    if (search.path[0] == '\0') return nullptr;
-    void* handle = real_dlopen()(search.path, RTLD_LAZY | RTLD_NOLOAD);
-    if (handle == nullptr) return nullptr;
-    void* p = cumemaudit::shim::real_dlsym(handle, name);
-    dlclose(handle);  // balances the reference NOLOAD took; the object stays loaded
-    return p;
-}
-
 // The answer of cuGetProcAddress, swapped for our wrapper of the variant the driver returned; when that
 // fails, the driver's own pointer (the calls through it then go unaudited).
 void answer(const char* symbol, int version, cuuint64_t flags, void** pfn) noexcept {
@@ -134,11 +95,6 @@ void answer(const char* symbol, int version, cuuint64_t flags, void** pfn) noexc
 
 }  // namespace
 
-extern "C" void cumemaudit_resolve_loader() noexcept {
-    if (cumemaudit_next_dlsym == nullptr) cumemaudit_next_dlsym = versioned("dlsym");
-    if (cumemaudit_next_dlopen == nullptr) cumemaudit_next_dlopen = versioned("dlopen");
-}
-
 extern "C" void* cumemaudit_dlsym_hook(void* handle, const char* name) noexcept {
     void* p = cumemaudit::shim::real_dlsym(handle, name);
     if (p == nullptr || name == nullptr) return p;
@@ -152,7 +108,7 @@ extern "C" void* cumemaudit_dlsym_hook(void* handle, const char* name) noexcept 
 // that no loaded object contains any more is forgotten, and found again on next use.
 extern "C" __attribute__((visibility("default"))) int dlclose(void* handle) {
     using CloseFn = int (*)(void*);
-    static const auto real = reinterpret_cast<CloseFn>(versioned("dlclose"));
+    static const auto real = reinterpret_cast<CloseFn>(cumemaudit::shim::loader_symbol("dlclose"));
     if (real == nullptr) return -1;
     const int r = real(handle);
     if (r == 0) cumemaudit::shim::guarded("dlclose", [] { cumemaudit::shim::forget_unloaded_entries(); });
@@ -205,22 +161,3 @@ cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags) 
     return r;
 }
 
-namespace cumemaudit::shim {
-
-void* real_dlsym(void* handle, const char* name) {
-    if (cumemaudit_next_dlsym == nullptr) cumemaudit_resolve_loader();
-    return reinterpret_cast<DlsymFn>(cumemaudit_next_dlsym)(handle, name);
-}
-
-void* next_symbol(const char* name) { return real_dlsym(RTLD_NEXT, name); }
-
-void* driver_symbol(const char* name) { return symbol_in_loaded("libcuda.so", name); }
-
-void* runtime_symbol(const char* name) { return symbol_in_loaded("libcudart.so", name); }
-
-const char* simulated_driver_version() {
-    void* p = symbol_in_loaded("libcuda.so", "cumemaudit_sim_driver_version");
-    return p != nullptr ? *static_cast<const char* const*>(p) : nullptr;
-}
-
-}  // namespace cumemaudit::shim

@@ -1,31 +1,17 @@
-// The exported wrappers and the maps the doors use, all expanded from hooks.inc.
+// The maps the doors use, expanded from hooks.inc. The exported wrappers themselves are exports.cpp.
 #include "shim/boundary/hooks.hpp"
 
-#include "shim/boundary/doors.hpp"
-#include "shim/boundary/wrapper.hpp"
+#include "shim/services/loader.hpp"
 
 #include <dlfcn.h>
 
 #include <array>
 #include <unordered_map>
 
-#define CUMA_EXPORT extern "C" __attribute__((visibility("default")))
-#define CUMA_ARGS(...) __VA_ARGS__
-
-// ---- door 1: the exported symbols. The caller's return address is taken here, in the function the
-// program called, so it is the program's call site whichever door led it here.
-#define DRIVER_HOOK(symbol, event, api, params, args)                                                   \
-    CUMA_EXPORT CUresult CUDAAPI symbol params {                                                         \
-        using namespace cumemaudit::shim;                                                                \
-        return DriverHook<HookId::symbol, ev::event, CUresult params>::call(api, __builtin_return_address(0), \
-                                                                             CUMA_ARGS args);            \
-    }
-#define RUNTIME_HOOK(symbol, api, params, args)                                                          \
-    CUMA_EXPORT cudaError_t CUDARTAPI symbol params {                                                    \
-        using namespace cumemaudit::shim;                                                                \
-        return RuntimeHook<HookId::symbol, cudaError_t params>::call(api, __builtin_return_address(0),   \
-                                                                      CUMA_ARGS args);                   \
-    }
+// The exported wrappers (exports.cpp), declared as the rows spell them: the per-thread runtime twins have no
+// declaration in the toolkit's headers.
+#define DRIVER_HOOK(symbol, event, api, params, args) extern "C" CUresult CUDAAPI symbol params;
+#define RUNTIME_HOOK(symbol, api, params, args) extern "C" cudaError_t CUDARTAPI symbol params;
 #define DOOR_HOOK(symbol)
 #include "shim/boundary/hooks.inc"
 #undef DRIVER_HOOK
@@ -85,13 +71,10 @@ void forget_unloaded_entries() {
 
 void* real_entry(HookId id) {
     const HookInfo& info = hook_info(id);
-    // The next definition after us in the global scope: libcuda for -lcuda programs, libcudart for the
-    // runtime, or another interposer loaded after us (which then sees the call as it would without us).
     // info.symbol views a string literal (kHooks below), so its data() is NUL-terminated.
-    void* p = next_symbol(info.symbol.data());
-    // cudart and others load libcuda.so.1 privately (RTLD_LOCAL): look in that very object.
-    if (p == nullptr)
-        p = info.kind == HookKind::runtime ? runtime_symbol(info.symbol.data()) : driver_symbol(info.symbol.data());
+    void* p = info.kind == HookKind::runtime ? next_symbol(info.symbol.data()) : driver_entry(info.symbol.data());
+    // cudart loads privately (RTLD_LOCAL) too: look in that very object.
+    if (p == nullptr && info.kind == HookKind::runtime) p = runtime_symbol(info.symbol.data());
     adopt_real(id, p);
     return g_real[static_cast<std::size_t>(id)].load(std::memory_order_acquire);
 }

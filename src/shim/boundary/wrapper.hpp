@@ -1,59 +1,29 @@
 // wrapper: the tiny templates every row of hooks.inc expands into (heaptrack-style). One wrapper per entry
-// point forwards to the real driver and, around that call, hands the Recorder of the process the events
-// the call makes (events.hpp), enforce mode's translations (enforce.hpp) and the OOM watch (oom.hpp).
+// point forwards to the real driver and, around that call, does what its event's row declares
+// (record/events.inc, derived in record/entry_point.hpp): enforce mode's part, the order between threads,
+// the ledger event, the OOM watch. A report the record asks for is written by the process room.
 #pragma once
 
-#include "shim/process/auditor.hpp"
-#include "shim/record/call.hpp"
-#include "shim/services/cuda_api.hpp"
-#include "shim/record/enforce.hpp"
-#include "shim/record/events.hpp"
 #include "shim/boundary/fence.hpp"
 #include "shim/boundary/hooks.hpp"
-#include "shim/record/oom.hpp"
-#include "shim/record/recorder.hpp"
+#include "shim/process/auditor.hpp"
+#include "shim/record/entry_point.hpp"
+#include "shim/services/cuda_api.hpp"
 
 #include <optional>
 
 namespace cumemaudit::shim {
-
-// After the record of a call: an allocation refused for lack of memory (true: the OOM report is due now),
-// or the retry of one.
-template <typename Event, typename... A>
-inline bool watch_oom(Event e, Call& call, CUresult r, A... a) {
-    // Decided at compile time: a free or a map never reads the OOM counter's line.
-    if constexpr (std::is_same_v<decltype(requested(e, a...)), std::nullopt_t>) return false;
-    if (r != CUDA_ERROR_OUT_OF_MEMORY && !(r == CUDA_SUCCESS && call.recorder().hot().oom_waiting.load(std::memory_order_relaxed) > 0))
-        return false;
-    const std::optional<std::uint64_t> bytes = requested(e, a...);
-    if (!bytes) return false;
-    if (r == CUDA_ERROR_OUT_OF_MEMORY) return out_of_memory(call, r, *bytes);
-    allocation_succeeded(call, *bytes);
-    return false;
-}
 
 template <HookId Id, typename Event, typename Fn>
 struct DriverHook;
 
 // One intercepted driver call. Noexcept: the shim's work runs inside guarded() (fence.hpp), so a failure
 // there leaves the call to the driver alone; what the program gets is always the driver's own answer.
-//
-// Cache lines a recorded classic allocation touches (default options, one-frame site, no enforce/CUPTI):
-//   per thread:    ThreadState (depths, call counter, the pc cache's address), the pc cache entry    2
-//   read-mostly:   g_real[Id]; the auditor's state, fork flag and address; the Recorder's Hot line
-//                  (options the call reads, the capture and OOM counters)                           ~3
-//   ledger data:   the classic table's hot line, its shard, its slot; the owner's line; the totals'
-//                  line, which holds the one lock of the table and the figures (owners.hpp)          5
-// A free touches the same but the pc cache entry and the hot line, and its shard and slot twice: its
-// ticket read before the driver runs (without the lock), taken out after. Locked instructions: one a
-// call, the lock. The totals' line is shared by every thread: it is what an exact peak costs. Before issue 18 an allocation also touched an order stripe's
-// mutex, the shard map's bucket, a malloc'd node and malloc's own lines (freed again by the free), a
-// per-thread kind stripe, the owners' registration count, a shared call-counter stripe, the TLS lines
-// behind three __tls_get_addr calls and six read-mostly globals in five files: about 22 lines where there
-// are now about 10. Counted by cachegrind with every line evicted before each call (tests/bench/RESULTS.md,
-// "Cold caches"), stack frames, GOT entries and the driver's own lines included.
+// Everything it does besides the driver call comes from the event's row (record/events.inc), through
+// Declared. Which cache lines and locked instructions a call touches is docs/HOT_PATH.md.
 template <HookId Id, typename Event, typename... A>
 struct DriverHook<Id, Event, CUresult(A...)> {
+    using Row = Declared<Event, A...>;
     static CUresult call(const char* api, void* caller, A... a) noexcept {
         using Real = CUresult(CUDAAPI*)(A...);
         Real real = nullptr;
@@ -62,10 +32,10 @@ struct DriverHook<Id, Event, CUresult(A...)> {
             return CUDA_ERROR_NOT_INITIALIZED;
         Recorder* rec = nullptr;
         if (!guarded(api, [&] { rec = recorder_for_call(); }) || rec == nullptr) return real(a...);
-        Call call(*rec, api, caller, call_class(Event{}));  // allocates nothing, cannot throw
+        Call call(*rec, api, caller, Row::d.call_class);  // allocates nothing, cannot throw
         const bool enforce = rec->enforcing();
         std::optional<CUresult> answered;
-        decltype(before(Event{}, call, a...)) order;  // a stripe's lock, or NoHold
+        decltype(Row::before_driver(call, a...)) order;  // a stripe's lock, or NoHold
         bool prepared;
         {
             // A ledger lock may be taken here (a free's ticket read under the lock when writers keep moving
@@ -73,8 +43,8 @@ struct DriverHook<Id, Event, CUresult(A...)> {
             // wait for it forever, so the signal waits for the scope's end.
             ShimScope preparing;
             prepared = guarded(api, [&] {
-                if (enforce) answered = enforce_before(Event{}, call, a...);
-                if (!answered) order = before(Event{}, call, a...);
+                if (enforce) answered = Row::enforce_first(call, a...);
+                if (!answered) order = Row::before_driver(call, a...);
             });
         }
         if (answered) return *answered;
@@ -85,9 +55,9 @@ struct DriverHook<Id, Event, CUresult(A...)> {
         }
         ShimScope busy;
         guarded(api, [&] {
-            record(Event{}, call, r, a...);
-            if (watch_oom(Event{}, call, r, a...)) Auditor::get().oom_checkpoint();
-            if (prepared && enforce) enforce_after(Event{}, call, r, a...);
+            Row::record_answer(call, r, a...);
+            if (Row::watch_oom(call, r, a...)) rec->report_due();
+            if (prepared && enforce) Row::enforce_last(call, r, a...);
         });
         return r;
     }

@@ -1,8 +1,8 @@
 #include "shim/process/auditor.hpp"
 
 #include "shim/record/call.hpp"
-#include "shim/boundary/doors.hpp"
-#include "shim/boundary/cupti_backend.hpp"
+#include "shim/record/order_stripe.hpp"
+#include "shim/services/loader.hpp"
 #include "shim/record/enforce.hpp"
 #include "shim/record/export_key.hpp"
 #include "shim/services/log.hpp"
@@ -78,6 +78,7 @@ int driver_version() {
 Auditor& Auditor::get() { return *g_auditor; }
 
 Auditor::Auditor(std::uint64_t generation) : recorder_(current_options(), generation) {
+    recorder_.answer_report_requests([](Recorder&) { Auditor::get().oom_checkpoint(); });
     program_context_ = current_context();
 }
 
@@ -90,7 +91,7 @@ Recorder* recorder_for_call_slow() {
     Recorder* rec = Auditor::enter();
     // backend=cupti: CUPTI records; the wrappers stand by unless it could not subscribe.
     const ThreadState& t = thread_state();
-    if (rec != nullptr && t.recorder_cupti_only && !t.in_cupti_callback && cupti_subscribed()) return nullptr;
+    if (rec != nullptr && t.recorder_cupti_only && !t.in_cupti_callback && Auditor::cupti_subscribed()) return nullptr;
     if (rec != nullptr && rec->passing_through()) return nullptr;  // the Hot line the call reads next anyway
     return rec;
 }
@@ -153,6 +154,8 @@ void Auditor::start_background() {
     }
 }
 
+void Auditor::note_fork_child() { g_forked.store(g_state.load() == running); }
+
 void Auditor::restart_in_child() {
     // One thread runs here (the child of fork). Any lock of the parent's auditor may have been held by a
     // thread that does not exist here, and any of its maps may be halfway through an update: the old
@@ -162,7 +165,6 @@ void Auditor::restart_in_child() {
     if (!g_forked.exchange(false)) return;
     Auditor* old = g_auditor;
     Auditor* fresh = new Auditor(old->recorder_.generation() + 1);
-    reset_calls_after_fork();  // the per-thread call counters are not the auditor's: they start from zero here
     g_auditor = fresh;
     fresh->start_background();
 }
@@ -409,14 +411,10 @@ void deliver_deferred_signal() {
 namespace {
 // Registered when the library loads, before the program registers its own: handlers registered earlier
 // run later, so the final report sees what the program's exit handlers and static destructors freed.
-// Both are a few bytes of bookkeeping; a process that never touches CUDA returns from them at once.
+// A few bytes of bookkeeping; a process that never touches CUDA returns from it at once. The fork story is
+// fork_child.cpp.
 __attribute__((constructor)) void register_handlers() {
     on_exit(&Auditor::on_exit_trampoline, nullptr);
-    pthread_atfork(nullptr, nullptr, [] {
-        g_forked.store(g_state.load() == running);
-        thread_state().recorder = nullptr;  // the child's one thread: its first call finds the fresh Recorder
-        reset_order_stripes_in_child();
-    });
 }
 }  // namespace
 

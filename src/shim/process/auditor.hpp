@@ -7,6 +7,7 @@
 #pragma once
 
 #include "shim/services/driver_query.hpp"
+#include "shim/services/thread_state.hpp"
 #include "shim/record/recorder.hpp"
 #include "shim/process/wakeup.hpp"
 
@@ -34,6 +35,10 @@ public:
 
     Recorder& recorder() { return recorder_; }
 
+    // CUPTI accepted our subscription (the CUPTI backend says so): with backend=cupti the wrappers stand by.
+    static void cupti_subscribed(bool yes) { cupti_subscribed_.store(yes, std::memory_order_relaxed); }
+    static bool cupti_subscribed() { return cupti_subscribed_.load(std::memory_order_relaxed); }
+
     // Writes the report now, from the thread whose allocation was refused, and prints the OOM block.
     void oom_checkpoint();
 
@@ -42,6 +47,9 @@ public:
     // A mark from a program thread (the C API): live bytes per owner and kind now (O(owners)) and the
     // driver's used memory; the report lists it and growth alarms are checked.
     void step(std::uint64_t step, const char* label, std::uint64_t torch_allocated = 0, std::uint64_t torch_reserved = 0);
+
+    // In a fork child, from its atfork handler (fork_child.cpp): the first CUDA call there starts afresh.
+    static void note_fork_child();
 
     // Process hooks, registered by the library's constructor and at start.
     static void on_exit_trampoline(int status, void*);
@@ -68,6 +76,7 @@ private:
     // One report written at a time (checkpoint thread, exit, C API); timed, so exit never waits forever.
     std::mutex report_mutex_;
     int driver_version_ = -1;  // asked once: the report path then makes no driver call at all
+    static inline std::atomic<bool> cupti_subscribed_{false};
 };
 
 // The recorder a call made now on this thread records into, or null: not while the shim or the driver is

@@ -1,6 +1,7 @@
 #include "shim/record/enforce.hpp"
 
-#include "shim/boundary/hooks.hpp"
+#include "shim/record/enforcer.hpp"
+#include "shim/services/loader.hpp"
 #include "shim/services/log.hpp"
 #include "shim/record/recorder.hpp"
 #include "shim/record/site_line.hpp"
@@ -19,48 +20,9 @@
 namespace cumemaudit::shim {
 namespace {
 
-// A handle value the program holds. How many references stand behind it is the ledger's to count (one
-// refcount model); kept here is only the real value it stands for and `reclaimed`: references the shim
-// released for it, which the program's own late releases use up. It translates while it is its real
-// value's current virtual value.
-struct Virtual {
-    std::uint64_t real = 0;
-    std::uint32_t reclaimed = 0;
-};
-
-struct SiteKey {
-    const char* api;
-    ledger::TraceId trace;
-    ledger::OwnerId owner;
-    friend bool operator<(const SiteKey& a, const SiteKey& b) {
-        return std::tie(a.api, a.trace, a.owner) < std::tie(b.api, b.trace, b.owner);
-    }
-};
-
-// An allocation whose last mapped range was freed while references were held, and the thread that freed it.
-struct Pending {
-    std::uint64_t id;
-    std::uint64_t thread;
-};
+using State = Enforcer::State;
 
 std::uint64_t this_thread() { return static_cast<std::uint64_t>(pthread_self()); }
-
-}  // namespace
-
-// VMM calls are rare and slow (tens of µs): one mutex keeps the two maps consistent.
-struct Enforcer::State {
-    std::mutex mu;
-    std::uint64_t next = 1;
-    std::unordered_map<std::uint64_t, Virtual> virtuals;  // virtual value → what it stands for
-    std::unordered_map<std::uint64_t, std::uint64_t> current;  // live real value → its virtual value
-    std::map<SiteKey, report::ReclaimInput> reclaimed;
-    std::vector<Pending> pending;          // allocations left unreachable by a range free, to look at again
-    std::atomic<bool> any_pending{false};  // read without the lock on every allocation
-};
-
-namespace {
-
-using State = Enforcer::State;
 
 // Virtual values stand apart from any real handle value: the program cannot confuse the two.
 constexpr std::uint64_t kVirtualBase = 0xC0DE000000000000ull;
@@ -71,7 +33,7 @@ std::uint64_t hand_out(State& s, std::uint64_t real, bool fresh) {
     std::lock_guard lock(s.mu);
     if (auto it = s.current.find(real); it != s.current.end() && !fresh) return it->second;
     const std::uint64_t v = kVirtualBase + s.next++;
-    s.virtuals[v] = Virtual{real, 0};
+    s.virtuals[v] = Enforcer::Virtual{real, 0};
     s.current[real] = v;
     return v;
 }
@@ -101,14 +63,11 @@ void retire_if_released(State& s, const ledger::Ledger& book, std::uint64_t real
 // passed on as garbage.
 CUresult refuse(Call& call, const char* api) {
     log_error("mode=enforce: {} of a handle this process does not hold, at {}; refused with CUDA_ERROR_INVALID_VALUE",
-              api, describe_site(call.recorder(), call.site()));
+              api, describe_site(call.recorder().ledger(), call.recorder().symbolizer(), call.site()));
     return CUDA_ERROR_INVALID_VALUE;
 }
 
 }  // namespace
-
-Enforcer::Enforcer() : state_(std::make_unique<State>()) {}
-Enforcer::~Enforcer() = default;
 
 State& state_of(Call& call) { return call.recorder().enforcer().state(); }
 
@@ -201,7 +160,7 @@ void enforce_after(ev::AddressFree, Call& call, CUresult r, CUdeviceptr va, size
     if (found.empty()) return;
     State& s = state_of(call);
     std::lock_guard lock(s.mu);
-    for (const auto& u : found) s.pending.push_back(Pending{u.id, this_thread()});
+    for (const auto& u : found) s.pending.push_back(Enforcer::Pending{u.id, this_thread()});
     s.any_pending.store(true, std::memory_order_release);
 }
 
@@ -212,7 +171,7 @@ void reclaim_pending(Recorder& rec, bool every_thread) {
     {
         std::lock_guard lock(s.mu);
         const std::uint64_t me = this_thread();
-        std::erase_if(s.pending, [&](const Pending& p) {
+        std::erase_if(s.pending, [&](const Enforcer::Pending& p) {
             if (!every_thread && p.thread != me) return false;
             ids.push_back(p.id);
             return true;
@@ -222,7 +181,7 @@ void reclaim_pending(Recorder& rec, bool every_thread) {
     if (ids.empty()) return;
     ledger::Ledger& book = rec.ledger();
     using Release = CUresult(CUDAAPI*)(CUmemGenericAllocationHandle);
-    auto release = reinterpret_cast<Release>(real_fn(HookId::cuMemRelease));
+    auto release = reinterpret_cast<Release>(driver_entry("cuMemRelease"));
     if (release == nullptr) return;
     // The ledger's own view, asked now: only references still held with nothing mapped are reclaimed, the
     // same ones the audit classes unreachable.
@@ -247,10 +206,10 @@ void reclaim_pending(Recorder& rec, bool every_thread) {
         std::string taken_by;
         {
             std::lock_guard lock(s.mu);
-            std::map<SiteKey, std::uint32_t> refs_by_site;
-            for (const ledger::Site& site : sites) ++refs_by_site[SiteKey{site.api, site.trace, site.owner}];
+            std::map<Enforcer::SiteKey, std::uint32_t> refs_by_site;
+            for (const ledger::Site& site : sites) ++refs_by_site[Enforcer::SiteKey{site.api, site.trace, site.owner}];
             for (const ledger::Site& site : sites) {
-                const SiteKey key{site.api, site.trace, site.owner};
+                const Enforcer::SiteKey key{site.api, site.trace, site.owner};
                 auto n = refs_by_site.find(key);
                 if (n == refs_by_site.end()) continue;  // this site's row is done for this allocation
                 report::ReclaimInput& row = s.reclaimed[key];
@@ -259,20 +218,13 @@ void reclaim_pending(Recorder& rec, bool every_thread) {
                 row.reclaim.allocations += 1;
                 row.reclaim.references += n->second;
                 row.members.push_back(ledger::HeldAllocation{u.id, u.bytes});
-                taken_by += (taken_by.empty() ? "" : "; ") + describe_site(rec, site);
+                taken_by += (taken_by.empty() ? "" : "; ") + describe_site(book, rec.symbolizer(), site);
                 refs_by_site.erase(n);
             }
         }
         log_warning("mode=enforce: reclaimed {} held by {} reference(s) nothing could release any more; taken by {}",
                     report::human_bytes(u.bytes), released, taken_by);
     }
-}
-
-std::vector<report::ReclaimInput> Enforcer::reclaimed() const {
-    std::lock_guard lock(state_->mu);
-    std::vector<report::ReclaimInput> out;
-    for (const auto& [key, row] : state_->reclaimed) out.push_back(row);
-    return out;
 }
 
 }  // namespace cumemaudit::shim

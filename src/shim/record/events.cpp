@@ -1,8 +1,8 @@
 #include "shim/record/events.hpp"
 
-#include "shim/services/driver_query.hpp"
 #include "shim/record/export_key.hpp"
 #include "shim/record/recorder.hpp"
+#include "shim/services/driver_query.hpp"
 
 #include "common/cuda_errors.hpp"
 
@@ -55,23 +55,16 @@ void freed(Call& call, CUresult r, std::uint64_t ptr) {
     book(call).freed(ptr, ok, result_name(r), site_if_failed(call, ok, bare), call.free_ticket);
 }
 
-NoHold take_ticket(Call& call, std::uint64_t ptr) {
-    if (ptr != 0) call.free_ticket = book(call).freeing(ptr);
-    return {};
-}
-
 }  // namespace
 
-NoHold before(ev::Free, Call& call, CUdeviceptr p) { return take_ticket(call, p); }
-NoHold before(ev::FreeAsync, Call& call, CUdeviceptr p, CUstream) { return take_ticket(call, p); }
-NoHold before(ev::FreeHost, Call& call, void* p) { return take_ticket(call, addr(p)); }
-NoHold before(ev::IpcClose, Call& call, CUdeviceptr p) { return take_ticket(call, p); }
+void take_free_ticket(Call& call, std::uint64_t ptr) {
+    if (ptr != 0) call.free_ticket = book(call).freeing(ptr);
+}
 
 void record(ev::Create, Call& call, CUresult r, CUmemGenericAllocationHandle* handle, size_t size,
             const CUmemAllocationProp* prop, unsigned long long) {
     if (r != CUDA_SUCCESS || handle == nullptr) return;
     const ledger::Site& site = call.site();
-    wait_for_order(*handle);
     book(call).created(*handle, size, requested_type(prop), site);
     if (call.recorder().capturing()) call.recorder().timeline().captured(site.owner, size);
 }
@@ -85,7 +78,6 @@ void record(ev::Release, Call& call, CUresult r, CUmemGenericAllocationHandle ha
 void record(ev::Retain, Call& call, CUresult r, CUmemGenericAllocationHandle* handle, void* va) {
     if (r != CUDA_SUCCESS || handle == nullptr) return;
     const ledger::Site& site = call.site();
-    wait_for_order(*handle);
     book(call).retained(*handle, addr(va), site);
 }
 
@@ -113,7 +105,6 @@ void record(ev::Import, Call& call, CUresult r, CUmemGenericAllocationHandle* ha
     if (t == HandleType::posix_fd) key = key_of_fd(static_cast<int>(addr(os_handle)));
     else if (t == HandleType::fabric && os_handle != nullptr) key = key_of_fabric(os_handle);
     const ledger::Site& site = call.site();
-    wait_for_order(*handle);
     book(call).imported(*handle, t, key, site);
 }
 
@@ -124,7 +115,6 @@ void record(ev::Map, Call& call, CUresult r, CUdeviceptr ptr, size_t size, size_
     const bool ok = r == CUDA_SUCCESS;
     ledger::Site bare;
     const ledger::Site& site = site_if_failed(call, ok, bare);
-    wait_for_order(ptr);
     book(call).mapped(ptr, size, handle, ok, result_name(r), site);
 }
 
@@ -144,7 +134,6 @@ void record(ev::Reserve, Call& call, CUresult r, CUdeviceptr* ptr, size_t size, 
             unsigned long long) {
     if (r != CUDA_SUCCESS || ptr == nullptr) return;
     const ledger::Site& site = call.site();
-    wait_for_order(*ptr);
     book(call).reserved(*ptr, size, site);
 }
 
@@ -201,11 +190,10 @@ void record(ev::CaptureEnd, Call& call, CUresult r, CUstream stream, CUgraph* gr
     call.recorder().timeline().capture_ended(stream, r == CUDA_SUCCESS && graph != nullptr ? *graph : nullptr);
 }
 
-NoHold before(ev::Instantiate, Call&, CUgraphExec*, CUgraph, unsigned long long) {
+void prepare(ev::Instantiate, Call&, CUgraphExec*, CUgraph, unsigned long long) {
     // Instantiation is rare and slow (milliseconds): two cuMemGetInfo around it price the graph.
     const DriverMemory m = driver_memory();
     t_used_before_instantiate = m.known ? static_cast<std::int64_t>(m.used) : -1;
-    return {};
 }
 
 void record(ev::Instantiate, Call& call, CUresult r, CUgraphExec* exec, CUgraph graph, unsigned long long) {

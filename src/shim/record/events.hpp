@@ -1,83 +1,31 @@
-// events: what each wrapped call tells the ledger, one overload per event named in hooks.inc. They run
-// after the driver answered, see its result and the call's arguments (out-parameters filled), and never
-// change either: the program gets the driver's answer bit for bit.
+// events: the event types hooks.inc names, declared in events.inc, and what each tells the ledger: one
+// record() overload per event whose row says `records`. They run after the driver answered, see its result
+// and the call's arguments (out-parameters filled), and never change either: the program gets the driver's
+// answer bit for bit.
 #pragma once
 
-#include "shim/services/cuda_api.hpp"
 #include "shim/record/call.hpp"
+#include "shim/record/declaration.hpp"
+#include "shim/services/cuda_api.hpp"
 
 namespace cumemaudit::shim {
 
+// The event types, one per row of events.inc, each carrying its declaration.
 namespace ev {
-struct Count {};  // counted, nothing to record
-struct Properties {};  // cuMemGetAllocationPropertiesFromHandle: counted; enforce mode translates its handle
-struct MapArray {};    // cuMemMapArrayAsync (sparse arrays): counted, not modelled; enforce mode translates its handles
-struct MemInfo {};     // cuMemGetInfo: counted; enforce mode reclaims first, so the free figure is the one after
-struct Create {};
-struct Release {};
-struct Retain {};
-struct Export {};
-struct Import {};
-struct Map {};
-struct Unmap {};
-struct Reserve {};
-struct AddressFree {};
-struct AllocDevice {};
-struct AllocPitch {};
-struct AllocManaged {};
-struct AllocAsync {};
-struct AllocFromPool {};
-struct HostAlloc {};
-struct AllocHost {};
-struct IpcOpen {};
-struct Free {};
-struct FreeAsync {};
-struct FreeHost {};
-struct IpcClose {};
-struct CaptureBegin {};
-struct CaptureEnd {};
-struct Instantiate {};
-struct ExecDestroy {};
+using namespace declaration_terms;
+#define EVENT(...) CUMEMAUDIT_DECLARE_EVENT(__VA_ARGS__)
+#include "shim/record/events.inc"
+#undef EVENT
 }  // namespace ev
 
-// Which calls are VMM calls (Call's CallClass): the events of the VMM refcount model.
-template <typename Event>
-constexpr CallClass call_class(Event) { return CallClass::classic; }
-constexpr CallClass call_class(ev::Create) { return CallClass::vmm; }
-constexpr CallClass call_class(ev::Release) { return CallClass::vmm; }
-constexpr CallClass call_class(ev::Retain) { return CallClass::vmm; }
-constexpr CallClass call_class(ev::Export) { return CallClass::vmm; }
-constexpr CallClass call_class(ev::Import) { return CallClass::vmm; }
-constexpr CallClass call_class(ev::Map) { return CallClass::vmm; }
-constexpr CallClass call_class(ev::Unmap) { return CallClass::vmm; }
-constexpr CallClass call_class(ev::Reserve) { return CallClass::vmm; }
-constexpr CallClass call_class(ev::AddressFree) { return CallClass::vmm; }
+// The order a call declared (declaration.hpp), acted on by entry_point.hpp: a classic free takes its
+// record's ticket before the driver runs (Call::free_ticket); the stripes are order_stripe.hpp's.
+void take_free_ticket(Call&, std::uint64_t value);
 
-template <typename... A>
-void record(ev::Count, Call&, CUresult, A...) {}
-template <typename... A>
-void record(ev::Properties, Call&, CUresult, A...) {}
-template <typename... A>
-void record(ev::MapArray, Call&, CUresult, A...) {}
-template <typename... A>
-void record(ev::MemInfo, Call&, CUresult, A...) {}
+// Instantiating a graph samples driver-used memory first (its row says `prepares`).
+void prepare(ev::Instantiate, Call&, CUgraphExec*, CUgraph, unsigned long long);
 
-// What a call does before the driver runs. A call that ends a value's life orders itself before the next
-// life of that value (the driver hands a freed pointer or released handle out again at once): a classic
-// free takes its record's ticket (Call::free_ticket); a VMM release, unmap or address free
-// holds the value's stripe across the driver call (see order_stripe). Instantiating a graph samples
-// driver-used memory first; the rest do nothing.
-template <typename Event, typename... A>
-NoHold before(Event, Call&, A...) { return {}; }
-inline OrderHold before(ev::Release, Call&, CUmemGenericAllocationHandle h) { return hold_order(h); }
-inline OrderHold before(ev::Unmap, Call&, CUdeviceptr p, size_t) { return hold_order(p); }
-inline OrderHold before(ev::AddressFree, Call&, CUdeviceptr p, size_t) { return hold_order(p); }
-NoHold before(ev::Free, Call&, CUdeviceptr);
-NoHold before(ev::FreeAsync, Call&, CUdeviceptr, CUstream);
-NoHold before(ev::FreeHost, Call&, void*);
-NoHold before(ev::IpcClose, Call&, CUdeviceptr);
-NoHold before(ev::Instantiate, Call&, CUgraphExec*, CUgraph, unsigned long long);
-
+// What each event that `records` tells the ledger, the timeline or the graphs, after the driver answered.
 void record(ev::Create, Call&, CUresult, CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*,
             unsigned long long);
 void record(ev::Release, Call&, CUresult, CUmemGenericAllocationHandle);

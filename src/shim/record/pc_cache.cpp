@@ -1,10 +1,12 @@
 #include "shim/record/pc_cache.hpp"
 
-#include "shim/record/call.hpp"
-#include "shim/services/owner_rules.hpp"
 #include "shim/record/recorder.hpp"
+#include "shim/services/owner_rules.hpp"
+#include "shim/services/thread_state.hpp"
 
 #include "ledger/python_frames.hpp"
+
+#include <pthread.h>
 
 #include <algorithm>
 #include <array>
@@ -28,10 +30,29 @@ namespace {
 
 constexpr std::size_t kEntries = 256;  // direct-mapped, 8 KiB a thread
 
+// The calling thread's caches are freed at its exit, through a pthread key's destructor (initial-exec TLS
+// runs no destructor of its own). The key is set when the thread makes its first cache.
+void free_thread_caches(void*) {
+    ThreadState& t = thread_state();
+    delete[] t.pcs;
+    t.pcs = nullptr;
+    delete[] t.stacks;
+    t.stacks = nullptr;
+}
+
+void free_at_thread_exit() {
+    static pthread_key_t key;
+    static const bool made = pthread_key_create(&key, free_thread_caches) == 0;
+    if (made) pthread_setspecific(key, &thread_state());
+}
+
 PcFacts& facts(ledger::Pc pc) {
     ThreadState& t = thread_state();
     // On the heap, one per thread: in the TLS block itself it would overflow the static TLS a dlopen() may get.
-    if (t.pcs == nullptr) t.pcs = new PcFacts[kEntries]();
+    if (t.pcs == nullptr) {
+        t.pcs = new PcFacts[kEntries]();
+        free_at_thread_exit();
+    }
     PcFacts& e = t.pcs[(pc >> 2) % kEntries];
     if (e.pc != pc) e = PcFacts{.pc = pc};
     return e;
@@ -109,7 +130,10 @@ ledger::Site deep_site(Recorder& rec, const char* api, std::span<const ledger::P
     auto intern = [&] { return ledger::Site{api, book.traces().intern(frames), owner_of(rec, frames.first(native))}; };
     if (frames.size() > kStackFrames) return intern();
     ThreadState& t = thread_state();
-    if (t.stacks == nullptr) t.stacks = new StackFacts[kStackEntries]();
+    if (t.stacks == nullptr) {
+        t.stacks = new StackFacts[kStackEntries]();
+        free_at_thread_exit();
+    }
     const std::uint64_t h = hash_of(frames);
     StackFacts& e = t.stacks[h % kStackEntries];
     if (e.generation == rec.generation() && e.hash == h && e.n == frames.size() &&
@@ -129,14 +153,6 @@ bool passes_on(ledger::Pc pc) {
     PcFacts& e = facts(pc);
     if (e.passes_on < 0) learn_object(e, nullptr);
     return e.passes_on != 0;
-}
-
-void free_thread_pc_cache() {
-    ThreadState& t = thread_state();
-    delete[] t.pcs;
-    t.pcs = nullptr;
-    delete[] t.stacks;
-    t.stacks = nullptr;
 }
 
 }  // namespace cumemaudit::shim

@@ -29,7 +29,4 @@ ledger::Site deep_site(Recorder&, const char* api, std::span<const ledger::Pc> f
 // pc lies in an object that only passes calls on (owners.hpp's is_intermediary, or libcupti).
 bool passes_on(ledger::Pc pc);
 
-// The calling thread's caches, freed at its exit.
-void free_thread_pc_cache();
-
 }  // namespace cumemaudit::shim

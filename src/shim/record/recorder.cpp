@@ -11,7 +11,7 @@ Recorder::Recorder(const Options& o, std::uint64_t generation)
            .enforcing = o.mode == options::Mode::enforce,
            .cupti_only = o.backend == options::Backend::cupti},
       options_(o),
-      timeline_(*this, hot_.captures),
+      timeline_(ledger_, options_, symbolizer_, hot_.captures),
       oom_(hot_.oom_waiting) {}
 
 }  // namespace cumemaudit::shim

@@ -7,10 +7,10 @@
 #pragma once
 
 #include "shim/record/cupti_pools.hpp"
-#include "shim/record/enforce.hpp"
-#include "shim/record/oom.hpp"
-#include "shim/services/options_store.hpp"
+#include "shim/record/enforcer.hpp"
+#include "shim/record/oom_log.hpp"
 #include "shim/record/step_timeline.hpp"
+#include "shim/services/options_store.hpp"
 
 #include "ledger/ledger.hpp"
 #include "report/symbolizer.hpp"
@@ -57,6 +57,16 @@ public:
     // Names the frames of a site for log lines and reports (reads debug info on demand, writes nothing).
     report::Symbolizer& symbolizer() { return symbolizer_; }
 
+    // A record that wants the report written now (an OOM record) says so here; whoever writes reports (the
+    // process room's Auditor) answered for it at start. It writes before the call returns, so the record is
+    // on disk before the program can react to the refusal (many abort). A recorder nobody answers for (a
+    // unit test's) writes nothing.
+    using ReportWriter = void (*)(Recorder&);
+    void answer_report_requests(ReportWriter w) { report_writer_ = w; }
+    void report_due() {
+        if (report_writer_ != nullptr) report_writer_(*this);
+    }
+
 private:
     Hot hot_;
     Options options_;
@@ -66,6 +76,7 @@ private:
     OomLog oom_;
     Enforcer enforcer_;
     CuptiPools pools_;
+    ReportWriter report_writer_ = nullptr;
 };
 
 }  // namespace cumemaudit::shim

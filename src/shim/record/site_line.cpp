@@ -1,16 +1,18 @@
 #include "shim/record/site_line.hpp"
 
-#include "shim/record/recorder.hpp"
 #include "ledger/python_frames.hpp"
 
 #include <fmt/format.h>
 
 namespace cumemaudit::shim {
 
-std::string describe_site(Recorder& rec, const ledger::Site& site) { return describe_stack(rec, site, 1); }
+std::string describe_site(const ledger::Ledger& book, report::Symbolizer& symbolizer, const ledger::Site& site) {
+    return describe_stack(book, symbolizer, site, 1);
+}
 
-std::string describe_stack(Recorder& rec, const ledger::Site& site, std::size_t max_frames) {
-    const auto frames = rec.ledger().traces().frames(site.trace);
+std::string describe_stack(const ledger::Ledger& book, report::Symbolizer& symbolizer, const ledger::Site& site,
+                           std::size_t max_frames) {
+    const auto frames = book.traces().frames(site.trace);
     std::string out = site.api;
     std::size_t native = 0, python = 0;
     for (const ledger::Pc pc : frames) {
@@ -18,12 +20,12 @@ std::string describe_stack(Recorder& rec, const ledger::Site& site, std::size_t 
         // interpreter's own table, after the native ones, innermost first.
         if (ledger::is_python(pc)) {
             if (python == max_frames) continue;
-            const ledger::PythonFrame f = rec.ledger().python_frames().frame(pc);
+            const ledger::PythonFrame f = book.python_frames().frame(pc);
             out += fmt::format("{}{} {}:{}", python++ == 0 ? "; Python: " : " < ", f.function, f.file, f.line);
             continue;
         }
         if (native == max_frames || python > 0) continue;
-        const report::Frame f = rec.symbolizer().resolve(pc);
+        const report::Frame f = symbolizer.resolve(pc);
         const std::string where = f.file.empty() ? f.object : fmt::format("{}:{}", f.file, f.line);
         out += fmt::format("{}{} {}", native++ == 0 ? " in " : " < ", f.symbol.empty() ? "??" : f.symbol, where);
     }

@@ -3,17 +3,16 @@
 #pragma once
 
 #include "ledger/ledger.hpp"
+#include "report/symbolizer.hpp"
 
 #include <string>
 
 namespace cumemaudit::shim {
 
-class Recorder;
-
-std::string describe_site(Recorder&, const ledger::Site&);
+std::string describe_site(const ledger::Ledger&, report::Symbolizer&, const ledger::Site&);
 
 // The same for up to `max_frames` frames, innermost first: "cuMemCreate in f a.c:3 < g b.c:9 < ...".
 // For messages naming a leak at a test's end (cumemaudit_held_since).
-std::string describe_stack(Recorder&, const ledger::Site&, std::size_t max_frames);
+std::string describe_stack(const ledger::Ledger&, report::Symbolizer&, const ledger::Site&, std::size_t max_frames);
 
 }  // namespace cumemaudit::shim

@@ -1,7 +1,6 @@
 #include "shim/record/step_timeline.hpp"
 
 #include "shim/services/log.hpp"
-#include "shim/record/recorder.hpp"
 #include "shim/record/site_line.hpp"
 
 #include "report/text.hpp"
@@ -23,8 +22,9 @@ constexpr std::string_view kPyTorch = "pytorch";
 
 }  // namespace
 
-Timeline::Timeline(Recorder& recorder, std::atomic<int>& captures)
-    : recorder_(recorder), ledger_(recorder.ledger()), options_(recorder.options()), active_captures_(captures) {}
+Timeline::Timeline(ledger::Ledger& book, const Options& options, report::Symbolizer& symbolizer,
+                   std::atomic<int>& captures)
+    : ledger_(book), options_(options), symbolizer_(symbolizer), active_captures_(captures) {}
 
 void Timeline::mark(const Mark& m) {
     const std::vector<ledger::OwnerRow> owners = ledger_.owners_now();
@@ -43,7 +43,7 @@ void Timeline::mark(const Mark& m) {
             const auto kind = static_cast<ledger::Kind>(k);
             if (o.live_by_kind[k] == 0) continue;
             s.by_kind[ledger::to_string(kind)] += o.live_by_kind[k];
-            if (counts_on_device(kind)) tracked_on_device += o.live_by_kind[k];
+            if (ledger::counts_on_device(kind)) tracked_on_device += o.live_by_kind[k];
         }
     }
     if (m.driver.known) {
@@ -77,7 +77,7 @@ void Timeline::check_growth(const report::Step& s, const std::vector<ledger::Own
         const ledger::Site site = sites.empty() ? ledger::Site{} : sites.front().first;
         alarms_.push_back({report::Alarm{step, s.time_ns, "growth", o.name, growth, o.live_bytes, {}}, site});
         log_warning("step {}: memory outside PyTorch grew by {} in {} (now {}){}", step, report::human_bytes(growth), o.name,
-                    report::human_bytes(o.live_bytes), sites.empty() ? "" : ", most at " + describe_site(recorder_, site));
+                    report::human_bytes(o.live_bytes), sites.empty() ? "" : ", most at " + describe_site(ledger_, symbolizer_, site));
     }
     std::uint64_t unreachable = 0;
     // A periodic sample lands between any two calls of any thread: a handle between its cuMemCreate and
@@ -92,7 +92,7 @@ void Timeline::check_growth(const report::Step& s, const std::vector<ledger::Own
         alarms_.push_back(
             {report::Alarm{step, s.time_ns, "leak", ledger_.owner_name(site.owner), growth, unreachable, {}}, site});
         log_warning("step {}: unreachable VMM memory grew by {} (now {}): a leak, reference taken by {}", step,
-                    report::human_bytes(growth), report::human_bytes(unreachable), describe_site(recorder_, site));
+                    report::human_bytes(growth), report::human_bytes(unreachable), describe_site(ledger_, symbolizer_, site));
     }
     last_unreachable_ = unreachable;
     since_epoch_ = ledger_.begin_epoch();

@@ -10,6 +10,7 @@
 #include "ledger/ledger.hpp"
 #include "shim/services/options_store.hpp"
 #include "report/build.hpp"
+#include "report/symbolizer.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -19,13 +20,6 @@
 #include <vector>
 
 namespace cumemaudit::shim {
-
-class Recorder;
-
-// Kinds whose bytes live on the device and count in the driver's used memory.
-inline bool counts_on_device(ledger::Kind k) {
-    return k == ledger::Kind::vmm_physical || k == ledger::Kind::classic || k == ledger::Kind::async_pool;
-}
 
 struct Mark {
     std::uint64_t step = 0;
@@ -38,8 +32,9 @@ struct Mark {
 
 class Timeline {
 public:
-    // `captures` counts the streams capturing now, for the hot path (Recorder::capturing()).
-    Timeline(Recorder&, std::atomic<int>& captures);
+    // `captures` counts the streams capturing now, for the hot path (Recorder::capturing()). Alarms name their
+    // sites through `symbolizer`.
+    Timeline(ledger::Ledger&, const Options&, report::Symbolizer&, std::atomic<int>& captures);
 
     void mark(const Mark&);
 
@@ -59,9 +54,9 @@ public:
 
 private:
     void check_growth(const report::Step&, const std::vector<ledger::OwnerRow>&);
-    Recorder& recorder_;
     ledger::Ledger& ledger_;
     const Options& options_;
+    report::Symbolizer& symbolizer_;
     mutable std::mutex mu_;  // marks and captures are rare: one lock keeps them in order
     std::vector<report::Step> steps_;
     std::vector<report::AlarmInput> alarms_;

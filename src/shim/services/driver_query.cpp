@@ -1,8 +1,7 @@
 #include "shim/services/driver_query.hpp"
 
-#include "shim/record/call.hpp"
-#include "shim/boundary/doors.hpp"
-#include "shim/boundary/hooks.hpp"
+#include "shim/services/thread_state.hpp"
+#include "shim/services/loader.hpp"
 #include "shim/services/nvml_query.hpp"
 
 namespace cumemaudit::shim {
@@ -30,7 +29,8 @@ DriverMemory driver_memory(CUcontext fallback, WithNvml nvml) {
         if (fallback == nullptr || set == nullptr || set(fallback) != CUDA_SUCCESS) return m;
     }
     using MemGetInfo = CUresult(CUDAAPI*)(size_t*, size_t*);
-    auto info = reinterpret_cast<MemGetInfo>(real_fn(HookId::cuMemGetInfo_v2));
+    // Looked up each time (marks are rare): a program may dlclose libcuda and load it again elsewhere.
+    const auto info = reinterpret_cast<MemGetInfo>(driver_entry("cuMemGetInfo_v2"));
     size_t free = 0, total = 0;
     if (info == nullptr || info(&free, &total) != CUDA_SUCCESS) return m;
     m.known = true;

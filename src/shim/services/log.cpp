@@ -2,6 +2,8 @@
 
 #include <spdlog/sinks/stdout_sinks.h>
 
+#include <atomic>
+
 namespace cumemaudit::shim {
 namespace {
 
@@ -15,18 +17,34 @@ spdlog::level::level_enum level_of(options::LogLevel l) {
     return spdlog::level::warn;
 }
 
+// Not registered with spdlog's registry: the program may use spdlog too, and names must not clash. Never
+// destroyed: a warning may be written during exit.
+spdlog::logger* make_logger(spdlog::level::level_enum level) {
+    auto* l = new spdlog::logger("cumemaudit", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+    l->set_pattern("cumemaudit[%P] %^%l%$: %v");
+    l->set_level(level);
+    l->flush_on(spdlog::level::trace);
+    return l;
+}
+
+std::atomic<spdlog::logger*> g_logger{nullptr};
+
 }  // namespace
 
 spdlog::logger& logger() {
-    // Not registered with spdlog's registry: the program may use spdlog too, and names must not clash.
-    static auto* log = [] {
-        auto* l = new spdlog::logger("cumemaudit", std::make_shared<spdlog::sinks::stderr_sink_mt>());
-        l->set_pattern("cumemaudit[%P] %^%l%$: %v");
-        l->set_level(spdlog::level::warn);
-        l->flush_on(spdlog::level::trace);
-        return l;
+    static const bool made = [] {
+        g_logger.store(make_logger(spdlog::level::warn), std::memory_order_release);
+        return true;
     }();
-    return *log;
+    (void)made;
+    return *g_logger.load(std::memory_order_acquire);
+}
+
+void reset_logger_in_child() {
+    // The sink's mutex may be held by a parent thread that does not exist here: a fresh logger, at the same
+    // level, takes its place (the old one is left untouched, never locked again).
+    spdlog::logger* old = g_logger.load(std::memory_order_acquire);
+    if (old != nullptr) g_logger.store(make_logger(old->level()), std::memory_order_release);
 }
 
 void set_log_level(options::LogLevel level) { logger().set_level(level_of(level)); }

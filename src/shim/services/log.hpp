@@ -12,6 +12,8 @@ namespace cumemaudit::shim {
 
 spdlog::logger& logger();
 void set_log_level(options::LogLevel);
+// In a fork child, from its atfork handler only (one thread alive).
+void reset_logger_in_child();
 
 template <typename... A>
 void log_warning(fmt::format_string<A...> f, A&&... a) { logger().warn(f, std::forward<A>(a)...); }

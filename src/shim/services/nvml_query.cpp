@@ -1,6 +1,6 @@
 #include "shim/services/nvml_query.hpp"
 
-#include "shim/boundary/doors.hpp"
+#include "shim/services/loader.hpp"
 #include "shim/services/log.hpp"
 
 #include <dlfcn.h>

@@ -1,6 +1,6 @@
 #include "shim/services/python_stack.hpp"
 
-#include "shim/boundary/doors.hpp"
+#include "shim/services/loader.hpp"
 #include "shim/services/python_layout.hpp"
 #include "shim/services/python_linetable.hpp"
 #include "shim/services/safe_read.hpp"
@@ -13,7 +13,9 @@
 #include <cstdio>
 #include <cstring>
 #include <initializer_list>
+#include <atomic>
 #include <mutex>
+#include <new>
 #include <string>
 #include <unordered_map>
 
@@ -121,13 +123,26 @@ public:
         map_[code] = info;
     }
 
+    // A fork child: a parent thread may have held the lock (try-locked, so never waited on, but never
+    // freed either). One thread runs: rebuilt, not taken.
+    void reset_in_child() {
+        new (&mu_) std::mutex();
+        map_.clear();
+    }
+
 private:
     std::mutex mu_;
     std::unordered_map<Addr, CodeInfo> map_;
 };
 
+std::atomic<CodeCache*> g_code_cache{nullptr};
+
 CodeCache& code_cache() {
-    static auto* cache = new CodeCache();  // never destroyed: a capture may run during exit
+    static CodeCache* const cache = [] {
+        auto* c = new CodeCache();  // never destroyed: a capture may run during exit
+        g_code_cache.store(c, std::memory_order_release);
+        return c;
+    }();
     return *cache;
 }
 
@@ -227,6 +242,10 @@ bool in_sub_interpreter(const Interpreter& in, Addr main_interp, unsigned long s
 }
 
 }  // namespace
+
+void reset_python_cache_in_child() {
+    if (CodeCache* c = g_code_cache.load(std::memory_order_acquire)) c->reset_in_child();
+}
 
 int python_stack(ledger::PythonFrames& table, ledger::Pc* out, int max) {
     constexpr int kMaxWalk = 1024;  // frames looked at, skipped ones included

@@ -19,5 +19,7 @@ int python_stack(ledger::PythonFrames& table, ledger::Pc* out, int max);
 
 // The interpreter version the walker reads, e.g. "3.11"; "" where python_stack gives nothing.
 const char* python_stack_support();
+// In a fork child, from its atfork handler only (one thread alive): the walker's cache of code objects.
+void reset_python_cache_in_child();
 
 }  // namespace cumemaudit::shim

@@ -39,7 +39,7 @@ CUmemAllocationProp device_prop() {
     return prop;
 }
 
-// DeepEP's buffer, as REFERENCE.md lists its calls: allocate = create → reserve → map → set access,
+// DeepEP's buffer, as docs/DRIVER.md lists its calls: allocate = create → reserve → map → set access,
 // get_handle = retain → export, free = retain → unmap → address free → release (its own retain only).
 struct Buffer {
     CUdeviceptr va = 0;

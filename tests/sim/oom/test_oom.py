@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The `oom` record on the simulated driver (issue 14): each case drives a program into
+"""The `oom` record on the simulated driver: each case drives a program into
 CUDA_ERROR_OUT_OF_MEMORY under `cumemaudit run --sim` with a small CUMEMAUDIT_SIM_MEMORY and asserts the
 record exactly: the request, its site (file:line), the driver's figures at the refusal, and parts that add
 up to the simulated driver's used memory to the byte (the simulated driver has no context or module cost,

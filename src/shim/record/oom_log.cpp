@@ -1,8 +1,4 @@
-#include "shim/record/oom.hpp"
-
-#include "shim/services/driver_query.hpp"
-#include "shim/record/export_key.hpp"
-#include "shim/record/recorder.hpp"
+#include "shim/record/oom_log.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -15,12 +11,6 @@ namespace cumemaudit::shim {
 namespace {
 
 constexpr std::size_t kLeakSitesKept = 8;  // leaked parts with a site; the rest is summed per owner and kind
-
-std::uint64_t now_ns() {
-    return static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-            .count());
-}
 
 }  // namespace
 
@@ -38,7 +28,7 @@ report::OomInput oom_breakdown(const ledger::Ledger& book, const std::vector<rep
     std::uint64_t leaked = 0;
     std::size_t with_site = 0;
     for (const ledger::Ledger::OriginBytes& row : book.unreachable_by_origin()) {
-        if (!counts_on_device(row.kind)) continue;
+        if (!ledger::counts_on_device(row.kind)) continue;
         leaked_of[{row.site.owner, row.kind}] += row.bytes;
         leaked += row.bytes;
         if (with_site++ < kLeakSitesKept)
@@ -51,7 +41,7 @@ report::OomInput oom_breakdown(const ledger::Ledger& book, const std::vector<rep
     for (const ledger::OwnerRow& o : book.owners_now()) {
         for (int k = 0; k < static_cast<int>(ledger::Kind::count); ++k) {
             const auto kind = static_cast<ledger::Kind>(k);
-            if (!counts_on_device(kind)) continue;
+            if (!ledger::counts_on_device(kind)) continue;
             const auto it = leaked_of.find({o.owner, kind});
             const std::uint64_t held = o.live_by_kind[k] - std::min(o.live_by_kind[k], it == leaked_of.end() ? 0 : it->second);
             if (held != 0) add({"live", o.name, ledger::to_string(kind), 0, held, {}});
@@ -147,48 +137,6 @@ std::vector<report::OomInput> OomLog::records() const {
 std::uint64_t OomLog::events() const {
     std::lock_guard lock(mu_);
     return events_;
-}
-
-namespace {
-
-// The moment itself: the driver's figures first (closest to the refusal), then the ledger's.
-report::OomInput take_moment(Recorder& a, const char* api, const char* result, std::uint64_t bytes) {
-    const DriverMemory m = driver_memory();
-    // Exported fds the program closed since are learnt first: memory whose last pin was one is free, and
-    // memory they no longer pin is unreachable. The snapshot does that (and is otherwise discarded).
-    (void)a.ledger().snapshot(ledger::Moment::checkpoint,
-                              [](int fd, const ledger::ExportKey& key) { return fd_still_open(fd, key); });
-    const PoolFigures pools = a.pools().figures_now();
-    report::OomInput in = oom_breakdown(a.ledger(), a.timeline().graphs(), m.known ? m.used : 0, pools.reserved, pools.used);
-    in.oom.time_ns = now_ns();
-    in.oom.step = a.timeline().last_step();
-    in.oom.api = api;
-    in.oom.result = result;
-    in.oom.requested_bytes = bytes;
-    in.oom.driver_total_bytes = m.total;
-    in.oom.driver_free_bytes = m.total - m.used;
-    return in;
-}
-
-}  // namespace
-
-bool out_of_memory(Call& call, CUresult r, std::uint64_t bytes) {
-    Recorder& a = call.recorder();
-    report::OomInput in = take_moment(a, call.api(), result_name(r), bytes);
-    in.site = call.site();
-    in.oom.owner = a.ledger().owner_name(in.site.owner);
-    return a.oom_log().refused(std::move(in), a.options().oom_interval_s);
-}
-
-void allocation_succeeded(Call& call, std::uint64_t bytes) {
-    call.recorder().oom_log().succeeded(call.api(), bytes, now_ns());
-}
-
-bool torch_out_of_memory(Recorder& a, std::uint64_t bytes) {
-    report::OomInput in = take_moment(a, "torch", "torch.OutOfMemoryError", bytes);
-    in.site = ledger::Site{"torch", 0, 0};
-    in.oom.owner = "pytorch";
-    return a.oom_log().torch_oom(bytes, std::move(in));
 }
 
 }  // namespace cumemaudit::shim

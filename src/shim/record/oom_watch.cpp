@@ -1,0 +1,64 @@
+#include "shim/record/oom_watch.hpp"
+
+#include "shim/record/events.hpp"
+#include "shim/record/export_key.hpp"
+#include "shim/record/recorder.hpp"
+#include "shim/services/driver_query.hpp"
+
+#include <chrono>
+
+namespace cumemaudit::shim {
+
+namespace {
+
+std::uint64_t now_ns() {
+    return static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count());
+}
+
+}  // namespace
+
+namespace {
+
+// The moment itself: the driver's figures first (closest to the refusal), then the ledger's.
+report::OomInput take_moment(Recorder& a, const char* api, const char* result, std::uint64_t bytes) {
+    const DriverMemory m = driver_memory();
+    // Exported fds the program closed since are learnt first: memory whose last pin was one is free, and
+    // memory they no longer pin is unreachable. The snapshot does that (and is otherwise discarded).
+    (void)a.ledger().snapshot(ledger::Moment::checkpoint,
+                              [](int fd, const ledger::ExportKey& key) { return fd_still_open(fd, key); });
+    const PoolFigures pools = a.pools().figures_now();
+    report::OomInput in = oom_breakdown(a.ledger(), a.timeline().graphs(), m.known ? m.used : 0, pools.reserved, pools.used);
+    in.oom.time_ns = now_ns();
+    in.oom.step = a.timeline().last_step();
+    in.oom.api = api;
+    in.oom.result = result;
+    in.oom.requested_bytes = bytes;
+    in.oom.driver_total_bytes = m.total;
+    in.oom.driver_free_bytes = m.total - m.used;
+    return in;
+}
+
+}  // namespace
+
+bool out_of_memory(Call& call, CUresult r, std::uint64_t bytes) {
+    Recorder& a = call.recorder();
+    report::OomInput in = take_moment(a, call.api(), result_name(r), bytes);
+    in.site = call.site();
+    in.oom.owner = a.ledger().owner_name(in.site.owner);
+    return a.oom_log().refused(std::move(in), a.options().oom_interval_s);
+}
+
+void allocation_succeeded(Call& call, std::uint64_t bytes) {
+    call.recorder().oom_log().succeeded(call.api(), bytes, now_ns());
+}
+
+bool torch_out_of_memory(Recorder& a, std::uint64_t bytes) {
+    report::OomInput in = take_moment(a, "torch", "torch.OutOfMemoryError", bytes);
+    in.site = ledger::Site{"torch", 0, 0};
+    in.oom.owner = "pytorch";
+    return a.oom_log().torch_oom(bytes, std::move(in));
+}
+
+}  // namespace cumemaudit::shim

@@ -1,0 +1,29 @@
+// loader: the dynamic loader's own answers, past the shim's overrides of dlsym and dlopen. The doors need
+// them to look up what a wrapper forwards to; the services need them for the few questions the shim asks
+// the driver itself (free memory at a mark, enforce mode's releases).
+#pragma once
+
+namespace cumemaudit::shim {
+
+// The loader's own function `name` (dlsym, dlopen, dlclose), found with dlvsym(RTLD_NEXT, ..., "GLIBC_2.34"),
+// then "GLIBC_2.2.5"; never through a global look-up, which would find our own override and recurse.
+void* loader_symbol(const char* name);
+// The loader's own dlsym.
+void* real_dlsym(void* handle, const char* name);
+
+// Look-ups a wrapper makes on its first call. They allocate nothing (the first call of an entry point must
+// reach the driver even when memory is short: boundary/fence.hpp), so names are NUL-terminated strings.
+// `name` as the next object after the shim defines it (RTLD_NEXT from here), or null.
+void* next_symbol(const char* name);
+// `name` in the libcuda.so.1 already loaded in this process (however privately), or null.
+void* driver_symbol(const char* name);
+// `name` in the libcudart.so already loaded in this process, or null.
+void* runtime_symbol(const char* name);
+// The driver entry point `name` as a wrapper would reach it: the next definition after the shim (libcuda
+// for -lcuda programs, or another interposer, which then sees the call as it would without us), else the
+// libcuda.so.1 that cudart or the program loaded privately (RTLD_LOCAL).
+void* driver_entry(const char* name);
+// Whether the loaded libcuda.so.1 is cumemaudit's simulated driver; its version string if so.
+const char* simulated_driver_version();
+
+}  // namespace cumemaudit::shim
