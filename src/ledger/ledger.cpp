@@ -242,11 +242,18 @@ std::vector<Ledger::OriginBytes> Ledger::unreachable_by_origin() const {
     return rows;
 }
 
-Snapshot Ledger::snapshot(Moment moment, const ExportProbe& still_open) const {
+void Ledger::forget_closed_exports(const ExportProbe& still_open) { state_->vmm.forget_closed_exports(still_open); }
+
+Snapshot Ledger::snapshot(Moment moment, const ExportProbe& still_open) {
+    forget_closed_exports(still_open);
+    return snapshot(moment);
+}
+
+Snapshot Ledger::snapshot(Moment moment) const {
     Snapshot snap;
     detail::LeakRows rows;
     std::vector<std::uint64_t> leaked_by_owner(kMaxOwners, 0);
-    state_->vmm.collect(moment, still_open, rows, snap.summary, leaked_by_owner);
+    state_->vmm.collect(moment, rows, snap.summary, leaked_by_owner);
     state_->vmm.shares(snap.exports, snap.imports);
 
     if (moment == Moment::exit) {

@@ -93,9 +93,12 @@ public:
     std::vector<OriginBytes> unreachable_by_origin() const;
 
     // Asks still_open about every exported fd not yet seen closed (under the VMM lock; an empty probe means
-    // "open"); allocations whose last pin was such an fd are forgotten here, which is why live bytes may
-    // drop across a snapshot.
-    Snapshot snapshot(Moment, const ExportProbe& still_open) const;
+    // "open"); allocations whose last pin was such an fd are forgotten, which is why live bytes may drop.
+    void forget_closed_exports(const ExportProbe& still_open);
+    // What the ledger holds now, read only: the leak rows by class at `moment`, misuse, owners, shares.
+    Snapshot snapshot(Moment) const;
+    // Both, in that order: what a report takes.
+    Snapshot snapshot(Moment, const ExportProbe& still_open);
 
     // Enforce mode: physical allocations whose last mapping lay in [va, va + size), a range just freed,
     // while the program still holds references — nothing can map them again through that range. Each with

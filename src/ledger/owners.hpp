@@ -1,11 +1,11 @@
 // owners: who holds device memory. Names are registered once (a few dozen at most); live and peak bytes
 // per owner and kind, and the totals, are read without a lock, so a step sample reads O(owners) numbers.
 // Every change of them is made under one lock, the same one the classic table takes (classic_table.hpp):
-// a change is then a few plain stores, where counters of their own took a locked instruction each (about
-// 7 ns, measured: tests/bench/RESULTS.md), and a classic allocation or free takes one locked instruction
-// in all. One lock costs no parallelism the driver gives: it serializes these calls itself (16 threads
-// make an async pair in 57.8 µs each on an H200 host, 3.6 µs a pair in aggregate, where one thread takes
-// 1.2 µs). The peaks stay exact: a peak is the maximum of one live figure every change moves.
+// a change is then a few plain stores, where counters of their own took a locked instruction each
+// (tests/bench/RESULTS.md), and a classic allocation or free takes one locked instruction in all. One lock
+// costs no parallelism the driver gives: the driver serializes these calls itself (on an H200 host 16
+// threads together make async pairs more slowly than one thread alone). The peaks stay exact: a peak is the
+// maximum of one live figure every change moves.
 #pragma once
 
 #include "ledger/types.hpp"

@@ -285,19 +285,24 @@ const char* VmmModel::address_freed(std::uint64_t va, std::uint64_t size, bool o
     return nullptr;
 }
 
-void VmmModel::collect(Moment moment, const ExportProbe& still_open, LeakRows& rows, Summary& summary,
-                       std::vector<std::uint64_t>& leaked_by_owner) {
+void VmmModel::forget_closed_exports(const ExportProbe& still_open) {
     std::lock_guard lock(mu_);
     std::vector<std::uint64_t> closed_out;
     for (Allocation* live : allocs_.in_creation_order()) {
         Allocation& a = *live;
-        const std::uint64_t id = a.id;
         if (still_open)  // without a probe an fd counts as open: never call memory freed that may not be
             std::erase_if(a.fds, [&](const ExportFd& f) { return !still_open(f.fd, f.key); });
-        if (a.refs.empty() && a.mappings == 0 && a.fds.empty()) {
-            closed_out.push_back(id);
-            continue;
-        }
+        if (a.refs.empty() && a.mappings == 0 && a.fds.empty()) closed_out.push_back(a.id);
+    }
+    for (std::uint64_t id : closed_out) forget_if_unpinned(id);
+}
+
+void VmmModel::collect(Moment moment, LeakRows& rows, Summary& summary, std::vector<std::uint64_t>& leaked_by_owner) const {
+    std::lock_guard lock(mu_);
+    for (const Allocation* live : allocs_.in_creation_order()) {
+        const Allocation& a = *live;
+        const std::uint64_t id = a.id;
+        if (a.refs.empty() && a.mappings == 0 && a.fds.empty()) continue;  // held by nothing (not yet forgotten)
         if (a.mappings > 0) {  // in use at a checkpoint; never torn down at exit
             if (moment != Moment::exit) continue;
             summary.mapped_at_exit_bytes += a.size;
@@ -317,7 +322,6 @@ void VmmModel::collect(Moment moment, const ExportProbe& still_open, LeakRows& r
         summary.leaked_references += a.refs.size();
         leaked_by_owner[a.origin.owner] += a.size;
     }
-    for (std::uint64_t id : closed_out) forget_if_unpinned(id);
 }
 
 void VmmModel::shares(std::vector<ShareRow>& exports, std::vector<ShareRow>& imports) const {

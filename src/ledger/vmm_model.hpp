@@ -52,10 +52,10 @@ public:
     void reserved(std::uint64_t va, std::uint64_t size);
     const char* address_freed(std::uint64_t va, std::uint64_t size, bool ok);
 
-    // Asks the probe about every exported fd (forgetting allocations whose last pin was a closed fd), then
-    // adds the leaked allocations to rows and summary, and their bytes to leaked_by_owner.
-    void collect(Moment, const ExportProbe&, LeakRows& rows, Summary& summary,
-                 std::vector<std::uint64_t>& leaked_by_owner);
+    // Asks the probe about every exported fd, forgetting allocations whose last pin was a closed fd.
+    void forget_closed_exports(const ExportProbe&);
+    // Adds the leaked allocations to rows and summary, and their bytes to leaked_by_owner. Reads only.
+    void collect(Moment, LeakRows& rows, Summary& summary, std::vector<std::uint64_t>& leaked_by_owner) const;
 
     // Visits every live allocation (origin site, size, epoch, references, mappings, open fds, reference
     // sites) under the model's lock.

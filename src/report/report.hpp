@@ -1,4 +1,4 @@
-// report: the plain model of report v1 (DESIGN.md "The report"), its JSON form, and reading and writing
+// report: the plain model of report v1 (docs/ARCHITECTURE.md, "Adding a report field"), its JSON form, and reading and writing
 // report files. The shim writes reports and the CLI reads them; both go through this one model, so a field
 // is named in exactly one place (report_json.cpp). Knows nothing of CUDA or of the ledger.
 #pragma once
@@ -236,7 +236,7 @@ Report from_json(const nlohmann::json&);  // throws ReportError naming the field
 
 std::string to_string(const Report&);  // pretty-printed JSON text
 
-// <dir>/cumemaudit.<host>.<pid>[.r<rank>].json (DESIGN.md); rank < 0 leaves the rank out. The host name
+// <dir>/cumemaudit.<host>.<pid>[.r<rank>].json (the README's naming); rank < 0 leaves the rank out. The host name
 // is the kernel's, settable by anyone with a container: every byte but [A-Za-z0-9._-] becomes '_', so it
 // can never name a directory ("x/../../escaped" stays one file name inside dir).
 std::string report_path(const std::string& dir, const std::string& host, std::int64_t pid, std::int64_t rank);

@@ -1,7 +1,7 @@
 // fence: the C boundary. Every function a program, the driver or CUPTI calls into is noexcept and runs
 // the shim's own work through guarded(): an exception (an allocation that failed, a bug) stops there, one
 // warning says so, and the call goes on as if it were not audited. The program gets the driver's answer,
-// bit for bit, and never sees an unwind through C frames (DESIGN.md: robustness rules).
+// bit for bit, and never sees an unwind through C frames (docs/ARCHITECTURE.md, "The data path").
 #pragma once
 
 #include <exception>

@@ -7,6 +7,7 @@
 #include "shim/record/export_key.hpp"
 #include "shim/services/log.hpp"
 #include "shim/services/options_store.hpp"
+#include "shim/services/wall_clock.hpp"
 #include "shim/process/process_info.hpp"
 #include "report/build.hpp"
 #include "report/gate.hpp"
@@ -29,6 +30,7 @@
 #include <filesystem>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 namespace cumemaudit::shim {
 
@@ -47,10 +49,6 @@ struct sigaction g_old_term {}, g_old_int {}, g_old_usr2 {};
 constexpr int kSignalWaitMs = 20'000;
 constexpr auto kExitWait = std::chrono::seconds(20);
 
-std::int64_t now_ns() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
 
 // The suppression file, read once; a malformed or unreadable one is reported and ignored, never fatal
 // (nothing is suppressed then: the gate errs on the side of failing).
@@ -237,92 +235,114 @@ std::string Auditor::report_path() const {
                                getpid(), id.rank);
 }
 
+// The report lock, for one report: exit and the thread whose allocation was refused wait a bounded time
+// for a report another thread is writing (polled rather than a timed lock: pthread_mutex_clocklock is glibc
+// 2.30, above the 2.28 floor); a checkpoint waits its turn.
+std::unique_lock<std::mutex> Auditor::lock_for_report(bool bounded) {
+    std::unique_lock lock(report_mutex_, std::defer_lock);
+    if (!bounded) {
+        lock.lock();
+        return lock;
+    }
+    const auto give_up = std::chrono::steady_clock::now() + kExitWait;
+    while (!lock.try_lock() && std::chrono::steady_clock::now() < give_up)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return lock;
+}
+
+// Everything the recorder knows and the process facts, as one Report.
+report::Report Auditor::build_report(ledger::Moment moment, const int* exit_code) {
+    // Read once and never destroyed: static destructors run before this exit handler does.
+    static report::Suppressions& suppressions = *new report::Suppressions(load_suppressions(options_.suppressions));
+    const ProcessIdentity id = process_identity();
+    ledger::Ledger& book = recorder_.ledger();
+    const Timeline& timeline = recorder_.timeline();
+    book.forget_closed_exports([](int fd, const ledger::ExportKey& key) { return fd_still_open(fd, key); });
+    const ledger::Snapshot snapshot = std::as_const(book).snapshot(moment);
+    report::BuildInput in{.snapshot = snapshot, .ledger = book};
+    in.process.pid = getpid();
+    in.process.rank = id.rank;
+    in.process.world_size = id.world_size;
+    in.process.local_rank = id.local_rank;
+    in.process.host = id.host;
+    in.process.argv = id.argv;
+    if (exit_code != nullptr) in.process.exit_code = *exit_code;
+    if (driver_version_ < 0) driver_version_ = driver_version();
+    in.driver.version = driver_version_;
+    in.driver.simulated = simulated_driver_version() != nullptr;
+    in.intercepted_calls = calls_so_far();
+    in.symbolizer = &recorder_.symbolizer();
+    in.suppressions = &suppressions;
+    in.options = options::option_values(options_);
+    in.checkpoint = moment == ledger::Moment::checkpoint;
+    in.time_ns = wall_clock_ns();
+    in.steps = timeline.steps();
+    in.alarms = timeline.alarms();
+    in.graphs = timeline.graphs();
+    in.oom = recorder_.oom_log().records();
+    in.oom_events = recorder_.oom_log().events();
+    in.reclaimed = recorder_.enforcer().reclaimed();
+    return report::build(in);
+}
+
+// Writes `rep` to its file; the path, or "" when its directory is unsafe (warned once).
+std::string Auditor::save_report(const report::Report& rep) {
+    const std::string path = report_path();
+    std::error_code ignored;  // a failure shows as the write's own error, with the path
+    const std::string dir = path.substr(0, path.rfind('/') + 1);
+    std::filesystem::create_directories(dir, ignored);
+    if (const std::string unsafe = report::unsafe_report_dir(dir); !unsafe.empty()) {
+        static std::atomic<bool> warned{false};
+        if (!warned.exchange(true)) log_warning("{}", unsafe);
+        return "";
+    }
+    if (auto err = report::write_atomic(path, rep, report_mode()); !err.empty())
+        log_warning("could not write the report: {}", err);
+    return path;
+}
+
+// At exit: the summary on stderr, then the gate, which may end the process with its own code.
+void Auditor::summarize_and_gate(const report::Report& rep, const std::string& path, const int* exit_code) {
+    if (options_.summary) {
+        std::fflush(stdout);  // exit would flush it anyway; first, so the summary comes last
+        const std::string text = report::text_summary(rep, 8, options_.show_held);
+        std::fprintf(stderr, "%s", text.c_str());
+        std::fprintf(stderr, "cumemaudit: report: %s\n", path.c_str());
+    }
+    if (exit_code == nullptr) return;
+    const int code = report::exit_code_after_gate(*exit_code, report::gate_fails(rep, options_.fail_on, std::nullopt),
+                                                  options_.exitcode);
+    if (code != *exit_code) {
+        std::fflush(nullptr);
+        _exit(code);  // LSan's way: the program's remaining exit work is skipped
+    }
+}
+
 void Auditor::write_report(ledger::Moment moment, const int* exit_code, bool final, bool print_oom) {
     ShimScope busy;  // first: a signal arriving while this thread holds the report lock waits for the scope
-    std::unique_lock lock(report_mutex_, std::defer_lock);
-    if (final || print_oom) {
-        // Bounded: exit, and the thread whose allocation was refused, never wait forever for a report
-        // another thread is writing. Polled rather than a timed lock: pthread_mutex_clocklock is glibc
-        // 2.30, above the 2.28 floor.
-        const auto give_up = std::chrono::steady_clock::now() + kExitWait;
-        while (!lock.try_lock() && std::chrono::steady_clock::now() < give_up)
-            std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        if (!lock.owns_lock()) {
-            if (final) {
-                log_warning("report not written at exit: another report was still being written after {} s",
-                            kExitWait.count());
-                fail_closed(exit_code);
-            } else {  // the record stays in the OOM log: the next report carries it
-                log_warning("out-of-memory report not written: another report was still being written after {} s",
-                            kExitWait.count());
-            }
-            return;
+    const std::unique_lock lock = lock_for_report(final || print_oom);
+    if (!lock.owns_lock()) {
+        if (final) {
+            log_warning("report not written at exit: another report was still being written after {} s", kExitWait.count());
+            fail_closed(exit_code);
+        } else {  // the record stays in the OOM log: the next report carries it
+            log_warning("out-of-memory report not written: another report was still being written after {} s",
+                        kExitWait.count());
         }
-    } else {
-        lock.lock();
+        return;
     }
     try {
-        // Read once and never destroyed: static destructors run before this exit handler does.
-        static report::Suppressions& suppressions = *new report::Suppressions(load_suppressions(options_.suppressions));
-        const ProcessIdentity id = process_identity();
-        ledger::Ledger& book = recorder_.ledger();
-        const Timeline& timeline = recorder_.timeline();
-        const ledger::Snapshot snapshot =
-            book.snapshot(moment, [](int fd, const ledger::ExportKey& key) { return fd_still_open(fd, key); });
-        report::BuildInput in{.snapshot = snapshot, .ledger = book};
-        in.process.pid = getpid();
-        in.process.rank = id.rank;
-        in.process.world_size = id.world_size;
-        in.process.local_rank = id.local_rank;
-        in.process.host = id.host;
-        in.process.argv = id.argv;
-        if (exit_code != nullptr) in.process.exit_code = *exit_code;
-        if (driver_version_ < 0) driver_version_ = driver_version();
-        in.driver.version = driver_version_;
-        in.driver.simulated = simulated_driver_version() != nullptr;
-        in.intercepted_calls = calls_so_far();
-        in.symbolizer = &recorder_.symbolizer();
-        in.suppressions = &suppressions;
-        in.options = options::option_values(options_);
-        in.checkpoint = moment == ledger::Moment::checkpoint;
-        in.time_ns = static_cast<std::uint64_t>(now_ns());
-        in.steps = timeline.steps();
-        in.alarms = timeline.alarms();
-        in.graphs = timeline.graphs();
-        in.oom = recorder_.oom_log().records();
-        in.oom_events = recorder_.oom_log().events();
-        in.reclaimed = recorder_.enforcer().reclaimed();
-        const report::Report rep = report::build(in);
-        const std::string path = report_path();
-        std::error_code ignored;  // a failure shows as the write's own error, with the path
-        const std::string dir = path.substr(0, path.rfind('/') + 1);
-        std::filesystem::create_directories(dir, ignored);
-        if (const std::string unsafe = report::unsafe_report_dir(dir); !unsafe.empty()) {
-            static std::atomic<bool> warned{false};
-            if (!warned.exchange(true)) log_warning("{}", unsafe);
+        const report::Report rep = build_report(moment, exit_code);
+        const std::string path = save_report(rep);
+        if (path.empty()) {
             if (final) fail_closed(exit_code);
             return;
         }
-        if (auto err = report::write_atomic(path, rep, report_mode()); !err.empty())
-            log_warning("could not write the report: {}", err);
         if (print_oom && !rep.oom.empty()) {
             const std::string text = report::oom_text(rep.oom.back());
             std::fprintf(stderr, "==%d== cumemaudit:%s  report: %s\n", static_cast<int>(getpid()), text.c_str(), path.c_str());
         }
-        if (!final) return;
-        if (options_.summary) {
-            std::fflush(stdout);  // exit would flush it anyway; first, so the summary comes last
-            const std::string text = report::text_summary(rep, 8, options_.show_held);
-            std::fprintf(stderr, "%s", text.c_str());
-            std::fprintf(stderr, "cumemaudit: report: %s\n", path.c_str());
-        }
-        if (exit_code == nullptr) return;
-        const int code = report::exit_code_after_gate(*exit_code, report::gate_fails(rep, options_.fail_on, std::nullopt),
-                                                      options_.exitcode);
-        if (code != *exit_code) {
-            std::fflush(nullptr);
-            _exit(code);  // LSan's way: the program's remaining exit work is skipped
-        }
+        if (final) summarize_and_gate(rep, path, exit_code);
     } catch (const std::exception& e) {
         log_warning("report not written: {}", e.what());
         if (final) fail_closed(exit_code);

@@ -10,6 +10,7 @@
 #include "shim/services/thread_state.hpp"
 #include "shim/record/recorder.hpp"
 #include "shim/process/wakeup.hpp"
+#include "report/report.hpp"
 
 #include <atomic>
 #include <csignal>
@@ -58,7 +59,12 @@ public:
 private:
     explicit Auditor(std::uint64_t generation);
     void start_background();  // checkpoint thread and signal handlers, in this process
+    // A report, written by job: the lock, the build, the file, then (at exit) the summary and the gate.
     void write_report(ledger::Moment, const int* exit_code, bool print_summary_and_gate, bool print_oom = false);
+    std::unique_lock<std::mutex> lock_for_report(bool bounded);
+    report::Report build_report(ledger::Moment, const int* exit_code);
+    std::string save_report(const report::Report&);
+    void summarize_and_gate(const report::Report&, const std::string& path, const int* exit_code);
     void exit_handler(int status);
     void fail_closed(const int* exit_code);  // at exit without a report: the gate fails, with a warning
     mode_t report_mode() const;

@@ -4,20 +4,9 @@
 #include "shim/record/export_key.hpp"
 #include "shim/record/recorder.hpp"
 #include "shim/services/driver_query.hpp"
-
-#include <chrono>
+#include "shim/services/wall_clock.hpp"
 
 namespace cumemaudit::shim {
-
-namespace {
-
-std::uint64_t now_ns() {
-    return static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-            .count());
-}
-
-}  // namespace
 
 namespace {
 
@@ -25,12 +14,11 @@ namespace {
 report::OomInput take_moment(Recorder& a, const char* api, const char* result, std::uint64_t bytes) {
     const DriverMemory m = driver_memory();
     // Exported fds the program closed since are learnt first: memory whose last pin was one is free, and
-    // memory they no longer pin is unreachable. The snapshot does that (and is otherwise discarded).
-    (void)a.ledger().snapshot(ledger::Moment::checkpoint,
-                              [](int fd, const ledger::ExportKey& key) { return fd_still_open(fd, key); });
+    // memory they no longer pin is unreachable.
+    a.ledger().forget_closed_exports([](int fd, const ledger::ExportKey& key) { return fd_still_open(fd, key); });
     const PoolFigures pools = a.pools().figures_now();
     report::OomInput in = oom_breakdown(a.ledger(), a.timeline().graphs(), m.known ? m.used : 0, pools.reserved, pools.used);
-    in.oom.time_ns = now_ns();
+    in.oom.time_ns = wall_clock_ns();
     in.oom.step = a.timeline().last_step();
     in.oom.api = api;
     in.oom.result = result;
@@ -51,7 +39,7 @@ bool out_of_memory(Call& call, CUresult r, std::uint64_t bytes) {
 }
 
 void allocation_succeeded(Call& call, std::uint64_t bytes) {
-    call.recorder().oom_log().succeeded(call.api(), bytes, now_ns());
+    call.recorder().oom_log().succeeded(call.api(), bytes, wall_clock_ns());
 }
 
 bool torch_out_of_memory(Recorder& a, std::uint64_t bytes) {

@@ -13,8 +13,8 @@ namespace cumemaudit::shim {
 // life holds the value's stripe across the driver call and its record; a call that begins one waits,
 // before its record, until nobody holds the stripe. Waiting is enough: B got p from the driver, so A held
 // the stripe before B could, and no later end of p can start before B returns p to the program. When no
-// end is in flight the wait is one load, where taking a mutex cost two locked instructions and four cache
-// lines (a VMM cycle 100 ns with cold caches). Different values rarely share one of the 256 stripes.
+// end is in flight the wait is one load, where taking a mutex costs two locked instructions and four cache
+// lines. Different values rarely share one of the 256 stripes.
 class OrderStripe {
 public:
     void lock() noexcept;  // sleeps in the kernel while held: an end holds it across a driver call (ms at worst)

@@ -1,6 +1,7 @@
 #include "shim/record/step_timeline.hpp"
 
 #include "shim/services/log.hpp"
+#include "shim/services/wall_clock.hpp"
 #include "shim/record/site_line.hpp"
 
 #include "report/text.hpp"
@@ -9,13 +10,6 @@
 
 namespace cumemaudit::shim {
 namespace {
-
-std::uint64_t now_ns() {
-    return static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-            .count());
-}
-
 
 // The owner whose growth is PyTorch's own business (its allocator stats see it), not an alarm.
 constexpr std::string_view kPyTorch = "pytorch";
@@ -30,7 +24,7 @@ void Timeline::mark(const Mark& m) {
     const std::vector<ledger::OwnerRow> owners = ledger_.owners_now();
     report::Step s;
     s.label = m.label;
-    s.time_ns = now_ns();
+    s.time_ns = wall_clock_ns();
     s.pytorch_allocated_bytes = m.torch_allocated;
     s.pytorch_reserved_bytes = m.torch_reserved;
     s.async_pool_reserved_bytes = m.pool_reserved;
@@ -103,7 +97,7 @@ void Timeline::capture_began(const void* stream) {
     report::Graph g;
     g.id = graphs_.size() + 1;
     g.step = last_step_;
-    g.time_ns = now_ns();
+    g.time_ns = wall_clock_ns();
     graphs_.push_back(std::move(g));
     if (capturing_.insert_or_assign(stream, graphs_.size() - 1).second) active_captures_.fetch_add(1);
 }
