@@ -25,8 +25,8 @@ bool parse_value(std::string_view text, int& out, const Range& r) {
 bool parse_value(std::string_view text, Bytes& out, const Range&) {
     double number = 0;
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), number);
-    // from_chars reads "inf" and "nan" too: neither is a size.
-    if (ec != std::errc() || !std::isfinite(number) || number < 0) return false;
+    // from_chars reads "inf", "nan" and "-0" too: none is a size.
+    if (text.empty() || text.front() == '-' || ec != std::errc() || !std::isfinite(number) || number < 0) return false;
     const std::string_view unit = text.substr(static_cast<std::size_t>(end - text.data()));
     static constexpr std::pair<std::string_view, double> kUnits[] = {
         {"", 1}, {"B", 1}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};

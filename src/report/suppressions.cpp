@@ -76,7 +76,7 @@ Suppressions Suppressions::parse(std::string_view text, const std::string& sourc
 }
 
 Suppressions Suppressions::load(const std::string& path) {
-    // Read at exit inside the audited program: a FIFO would block it forever and /dev/zero would never
+    // Read inside the audited program: a FIFO would block it forever and /dev/zero would never
     // end, so only a regular file of bounded size is read (opened without blocking, checked by fstat).
     constexpr off_t kMaxBytes = 1 << 20;
     const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
@@ -91,15 +91,22 @@ Suppressions Suppressions::load(const std::string& path) {
     else if (st.st_size > kMaxBytes)
         problem = "larger than 1 MiB (" + std::to_string(st.st_size) + " bytes)";
     else {
-        text.resize(static_cast<std::size_t>(st.st_size));
-        std::size_t done = 0;
-        while (done < text.size()) {
-            const ssize_t n = ::read(fd, text.data() + done, text.size() - done);
+        // Read to the end, whatever st_size says (files under /proc say 0): a read error is a problem too.
+        char buf[65536];
+        for (;;) {
+            const ssize_t n = ::read(fd, buf, sizeof buf);
             if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) break;
-            done += static_cast<std::size_t>(n);
+            if (n < 0) {
+                problem = std::strerror(errno);
+                break;
+            }
+            if (n == 0) break;
+            text.append(buf, static_cast<std::size_t>(n));
+            if (text.size() > static_cast<std::size_t>(kMaxBytes)) {
+                problem = "larger than 1 MiB";
+                break;
+            }
         }
-        text.resize(done);
     }
     ::close(fd);
     if (!problem.empty()) throw SuppressionError(path + ": cannot read the suppression file: " + problem);

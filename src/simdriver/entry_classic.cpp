@@ -34,7 +34,16 @@ CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
 }
 
 CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
-    return guarded([&] { return dptr == nullptr ? CUDA_ERROR_INVALID_VALUE : SimState::get().device_alloc(dptr, bytesize); });
+    return guarded([&] {
+        if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
+        // The out-parameter is written after the state's lock is released, as an API layer writes its
+        // result: a bad pointer faults there, and a program that jumps out of the fault finds the driver
+        // usable (a real driver does not validate out-pointers beyond null either).
+        CUdeviceptr va = 0;
+        const CUresult r = SimState::get().device_alloc(&va, bytesize);
+        if (r == CUDA_SUCCESS) *dptr = va;
+        return r;
+    });
 }
 
 CUresult cuMemFree_v2(CUdeviceptr dptr) {

@@ -14,10 +14,13 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <pthread.h>
+#include <setjmp.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -295,6 +298,140 @@ int transient_handles() {
 
 }  // namespace
 
+// A leak the report must name: one 2 MiB physical allocation whose creation reference is never released.
+void leak_vmm() {
+    const CUmemAllocationProp pr = props();
+    CUmemGenericAllocationHandle h = 0;
+    OK(cuMemCreate(&h, kGran, &pr, 0));
+}
+
+// A program with nothing to report.
+int clean() {
+    init();
+    churn_once();
+    std::printf("program: after its first CUDA calls\n");
+    std::fflush(stdout);
+    return 0;
+}
+
+int leaky() {
+    init();
+    churn_once();
+    leak_vmm();
+    return 0;
+}
+
+// exit() from the program's own signal handler, at a random moment of a churn: the handler may interrupt
+// the shim's bookkeeping (a ledger lock held by this very thread). A second thread signals the first.
+std::atomic<int> g_signals{0};
+int g_exit_after = 1;
+void exit_after_signals(int) {
+    if (g_signals.fetch_add(1) + 1 >= g_exit_after) std::exit(3);
+}
+
+int exit_in_handler(int seed) {
+    std::srand(static_cast<unsigned>(seed));
+    g_exit_after = 1 + std::rand() % 40;
+    init();
+    struct sigaction sa {};
+    sa.sa_handler = exit_after_signals;
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGUSR1, &sa, nullptr);
+    const pthread_t main_thread = pthread_self();
+    std::thread([main_thread, seed] {
+        std::srand(static_cast<unsigned>(seed) * 7919u);
+        for (;;) {
+            std::this_thread::sleep_for(std::chrono::microseconds(20 + std::rand() % 200));
+            pthread_kill(main_thread, SIGUSR1);
+        }
+    }).detach();
+    for (;;) churn_once();
+}
+
+// pthread_cancel of a thread inside cumemaudit_checkpoint(), whose report writing has cancellation points.
+int cancel_checkpoint() {
+    init();
+    churn_once();
+    CheckpointFn checkpoint = c_api("cumemaudit_checkpoint");
+    if (checkpoint == nullptr) return 99;
+    pthread_t t;
+    pthread_create(
+        &t, nullptr,
+        [](void* f) -> void* {
+            for (;;) {
+                reinterpret_cast<CheckpointFn>(f)();
+                pthread_testcancel();  // the program's own cancellation point, between the shim's calls
+            }
+        },
+        reinterpret_cast<void*>(checkpoint));
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    pthread_cancel(t);
+    pthread_join(t, nullptr);
+    return 0;
+}
+
+// The program's SIGSEGV handler siglongjmps out of a driver call that faulted on a bad out-pointer; the
+// calls after it must be recorded as before (a later VMM leak).
+sigjmp_buf g_jump;
+void jump_back(int) { siglongjmp(g_jump, 1); }
+
+int longjmp_out() {
+    init();
+    struct sigaction sa {};
+    sa.sa_handler = jump_back;
+    sa.sa_flags = SA_NODEFER;
+    sigaction(SIGSEGV, &sa, nullptr);
+    int faults = 0;
+    if (sigsetjmp(g_jump, 1) == 0) {
+        cuMemAlloc(reinterpret_cast<CUdeviceptr*>(16), 4096);  // the driver writes through the pointer
+    } else {
+        ++faults;
+    }
+    std::signal(SIGSEGV, SIG_DFL);
+    std::printf("faults=%d\n", faults);
+    churn_once();
+    leak_vmm();
+    return 0;
+}
+
+// The launcher's RANK arrives after a checkpoint was written (a framework sets it late).
+int late_rank() {
+    init();
+    churn_once();
+    CheckpointFn checkpoint = c_api("cumemaudit_checkpoint");
+    if (checkpoint == nullptr) return 99;
+    checkpoint();
+    setenv("RANK", "3", 1);
+    setenv("WORLD_SIZE", "4", 1);
+    leak_vmm();
+    leak_vmm();
+    return 0;
+}
+
+// A daemon closes fd 2 and opens its own data file, which gets fd 2.
+int reuse_stderr(const char* data_path) {
+    init();
+    churn_once();
+    leak_vmm();
+    close(STDERR_FILENO);
+    const int fd = open(data_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd != STDERR_FILENO) return 99;
+    const char data[] = "the daemon's own data\n";
+    if (write(fd, data, sizeof data - 1) != sizeof data - 1) return 99;
+    return 0;
+}
+
+// A step marked after cuInit and a context, before the first allocation.
+int early_step() {
+    init();
+    auto step = reinterpret_cast<void (*)(uint64_t)>(dlsym(RTLD_DEFAULT, "cumemaudit_step"));
+    if (step == nullptr) return 99;
+    step(7);
+    churn_once();
+    step(8);
+    return 0;
+}
+
 int main(int argc, char** argv) {
     const std::string cmd = argc > 1 ? argv[1] : "";
     const auto arg = [&](int i, int def) { return argc > i ? std::atoi(argv[i]) : def; };
@@ -307,7 +444,17 @@ int main(int argc, char** argv) {
     if (cmd == "threads-exact") return threads_exact(arg(2, 32), arg(3, 200));
     if (cmd == "c-api-only") return c_api_only();
     if (cmd == "transient-handles") return transient_handles();
+    if (cmd == "clean") return clean();
+    if (cmd == "leaky") return leaky();
+    if (cmd == "exit-in-handler") return exit_in_handler(arg(2, 1));
+    if (cmd == "cancel-checkpoint") return cancel_checkpoint();
+    if (cmd == "longjmp-out") return longjmp_out();
+    if (cmd == "late-rank") return late_rank();
+    if (cmd == "reuse-stderr") return reuse_stderr(argc > 2 ? argv[2] : "/dev/null");
+    if (cmd == "early-step") return early_step();
     std::fprintf(stderr, "usage: %s close-fds LOG|churn-until-signal N none|exit|eintr|mark-label|fork N|"
-                         "checkpointing|threads-exact N ROUNDS|c-api-only|transient-handles\n", argv[0]);
+                         "checkpointing|threads-exact N ROUNDS|c-api-only|transient-handles|clean|leaky|"
+                         "exit-in-handler SEED|cancel-checkpoint|longjmp-out|late-rank|reuse-stderr PATH|early-step\n",
+                 argv[0]);
     return 2;
 }

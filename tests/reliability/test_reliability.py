@@ -432,5 +432,156 @@ def case_threads_32(tmp):
     expect(s["intercepted_calls"] == calls, f"intercepted {s['intercepted_calls']}, expected {calls}")
 
 
+# ---- the program's behaviour is the program's: signals, pipes, limits, cancellation, non-local exits ---------
+
+def case_exit_in_handler(tmp):
+    # Before: exit(3) from the program's SIGUSR1 handler, while the main thread churned, hung about 1 run in 4:
+    # the exit report waited on a ledger spin lock the same thread held, interrupted inside the VMM model.
+    runs = int(os.environ.get("EXIT_IN_HANDLER_RUNS", "200"))
+    hangs, codes, reports = 0, {}, 0
+    for seed in range(1, runs + 1):
+        d = os.path.join(tmp, str(seed))
+        os.makedirs(d)
+        try:
+            proc = subprocess.run([HOSTILE, "exit-in-handler", str(seed)], env=shim_env(d), capture_output=True, timeout=10)
+            codes[proc.returncode] = codes.get(proc.returncode, 0) + 1
+            reports += bool(report_files(d))
+        except subprocess.TimeoutExpired:
+            hangs += 1
+    print(f"figure exit-in-handler: {runs} runs, {hangs} hangs, exit codes {dict(sorted(codes.items()))}, "
+          f"{reports} with a report")
+    expect(hangs == 0, f"{hangs} of {runs} runs hung")
+    # 3: the program's own code; 23: a report was written and the churn it interrupted left a leak.
+    expect(set(codes) <= {3, 23}, f"exit codes {codes}")
+
+
+def case_stderr_reader_gone(tmp):
+    # Before: a stderr pipe whose reader had gone (| head, a dead log collector) killed a leaking program with
+    # SIGPIPE (-13) instead of exit 23, and a clean one with a malformed option at its first CUDA call.
+    for prog, options, want in (("leaky", "summary=1", 23), ("clean", "summary=1:no_such_option=1", 0)):
+        r, w = os.pipe()
+        os.close(r)  # the reader is gone before the program starts
+        proc = subprocess.run([HOSTILE, prog], env=shim_env(tmp, options), stdout=subprocess.DEVNULL, stderr=w,
+                              timeout=60)
+        os.close(w)
+        expect(proc.returncode == want, f"{prog} with {options}, stderr a broken pipe: exit {proc.returncode}, "
+                                        f"expected {want}")
+
+
+def limited(bytes_):
+    import resource
+    return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (bytes_, bytes_))
+
+
+def case_file_size_limit(tmp):
+    # Before: RLIMIT_FSIZE below the report's size killed the program with SIGXFSZ (exit 153, no report, a
+    # temp file left behind) after it had done its work.
+    proc = subprocess.run([HOSTILE, "leaky"], env=shim_env(tmp, "summary=1"), capture_output=True, timeout=60,
+                          preexec_fn=limited(512))
+    err = proc.stderr.decode(errors="replace")
+    expect(proc.returncode == 23, f"leaky under ulimit -f: exit {proc.returncode}\n{err}")
+    expect("report not written" in err, f"no word that the report was not written:\n{err}")
+    expect(not [f for f in os.listdir(tmp) if f.endswith(".tmp")], f"temp files left: {os.listdir(tmp)}")
+    # A clean program whose report cannot be written fails the gate closed rather than pass unchecked.
+    proc = subprocess.run([HOSTILE, "clean"], env=shim_env(tmp), capture_output=True, timeout=60,
+                          preexec_fn=limited(512))
+    expect(proc.returncode == 23, f"clean under ulimit -f: exit {proc.returncode}")
+
+
+def case_report_unwritable(tmp):
+    # Before: a report that could not be written at exit (report_dir under /dev/null) let a clean program
+    # exit 0, and the summary printed `report: PATH` for a file that did not exist.
+    env = shim_env("/dev/null/sub", "summary=1")
+    proc = run([HOSTILE, "clean"], env, rc=23)
+    err = proc.stderr.decode(errors="replace")
+    expect("cumemaudit: report not written" in err and "cumemaudit: report: /dev/null" not in err, err)
+
+
+def case_cancel_in_checkpoint(tmp):
+    # Before: pthread_cancel of a thread inside cumemaudit_checkpoint() aborted the process (exit 134): open,
+    # write and fsync are cancellation points inside the noexcept report writer.
+    for i in range(10):
+        run([HOSTILE, "cancel-checkpoint"], shim_env(os.path.join(tmp, str(i))), timeout=60, rc=0)
+
+
+def case_longjmp_out(tmp):
+    # Before: after a siglongjmp out of a driver call that faulted on a bad out-pointer, every later call of the
+    # thread went unrecorded (its driver depth stayed raised): a 2 MiB leak was missed and the gate passed.
+    proc = run([HOSTILE, "longjmp-out"], shim_env(tmp), rc=23)
+    expect(figures(proc.stdout).get("faults") == "1", f"the bad pointer did not fault: {proc.stdout}")
+    s = only_report(tmp)["summary"]
+    expect(s["leaked_bytes"] == 2 * MiB and s["leaked_allocations"] == 1, f"leaks after the longjmp: {s}")
+
+
+def case_late_rank(tmp):
+    # Before: a checkpoint written before RANK was set stayed beside the final report (the identity was read
+    # again at every write); merge then counted 6 MiB for a process that leaked 4 MiB, plus a phantom process.
+    run([HOSTILE, "late-rank"], shim_env(tmp), rc=23)
+    files = report_files(tmp)
+    expect(len(files) == 1, f"one process, reports {files}")
+    rep = only_report(tmp)
+    expect(rep["summary"]["leaked_bytes"] == 4 * MiB, f"leaked {rep['summary']}")
+
+
+def case_report_not_replaced(tmp):
+    # Before: a report already at this process's name (pid reuse in a long-lived report directory, or
+    # containers sharing a host name, each with its own pid 1) was silently replaced; `check` passed.
+    if os.geteuid() != 0 or subprocess.run(["unshare", "--pid", "--fork", "true"], capture_output=True).returncode != 0:
+        print("report-not-replaced: no pid namespace here")
+        return
+    for prog, rc in (("leaky", 23), ("clean", 0)):
+        run(["unshare", "--pid", "--fork", HOSTILE, prog], shim_env(tmp), rc=rc)
+    files = report_files(tmp)
+    expect(len(files) == 2, f"two processes with pid 1, reports: {files}")
+    leaked = sorted(json.load(open(f))["summary"]["leaked_bytes"] for f in files)
+    expect(leaked == [0, 2 * MiB], f"leaked bytes of the two reports: {leaked}")
+    check = subprocess.run([CLI, "check", tmp], capture_output=True, timeout=30)
+    expect(check.returncode == 1, f"check of both: exit {check.returncode} (1: a report fails)")
+
+
+def case_stderr_reused(tmp):
+    # Before: a daemon that closed fd 2 and opened its own data file there got the leak summary in that file.
+    data = os.path.join(tmp, "data.txt")
+    run([HOSTILE, "reuse-stderr", data], shim_env(tmp, "summary=1"), rc=23)
+    with open(data, "rb") as f:
+        got = f.read()
+    expect(got == b"the daemon's own data\n", f"the daemon's file holds {got[:300]!r}")
+
+
+def case_terminal_escapes(tmp):
+    # Before: escape sequences in a report string (argv[0] here) reached the terminal raw in the shim's summary:
+    # one set the terminal's title, one wrote its clipboard (OSC 52), one erased the line.
+    evil = os.path.join(tmp, "prog\x1b]0;owned\x07\x1b]52;c;ZWNobyBvd25lZA==\x07\x1b[2K\r\x9b31m")
+    os.symlink(HOSTILE, evil)
+    proc = run([evil, "leaky"], shim_env(tmp, "summary=1"), rc=23)
+    err = proc.stderr
+    expect(b"\x1b" not in err and b"\x07" not in err and b"\r" not in err and b"\x9b" not in err,
+           f"control bytes on stderr: {err[:400]!r}")
+    expect(b"\\x1b]0;owned" in err, f"the name is not shown escaped: {err[:400]!r}")
+
+
+def case_early_step(tmp):
+    # Before: a step marked after cuInit and a context, but before the first allocation, was dropped.
+    run([HOSTILE, "early-step"], shim_env(tmp), rc=0)
+    steps = [s["step"] for s in only_report(tmp)["steps"] if not s.get("label")]
+    expect(steps == [7, 8], f"steps {steps}")
+
+
+def case_suppressions_at_start(tmp):
+    # Before: a suppressions file was read only at exit, so a typo was reported after the program's work, and
+    # /proc/self/mem (a read error) was taken as an empty file without a word.
+    bad = os.path.join(tmp, "supp.txt")
+    with open(bad, "w") as f:
+        f.write("leak:*\nleek:typo\n")
+    for path in (bad, "/proc/self/mem"):
+        proc = subprocess.run([HOSTILE, "clean"], env=shim_env(tmp, f"suppressions={path}"), stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, timeout=60)
+        expect(proc.returncode == 0, f"{path}: exit {proc.returncode}")
+        err = proc.stdout.decode(errors="replace")
+        at = err.find("suppressions not used")
+        expect(at >= 0, f"{path}: no warning:\n{err}")
+        expect(at < err.find("program: after its first CUDA calls"), f"{path}: warned only after the work:\n{err}")
+
+
 if __name__ == "__main__":
     sys.exit(main(named_cases(globals())))

@@ -175,7 +175,7 @@ const std::map<std::string, Cases>& cases() {
          {{{"libfoo*=foo", "libfoo*=foo"}, {"a*=x,b*=y", "a*=x,b*=y"}, {"*/site-packages/mylib/*=mylib", "*/site-packages/mylib/*=mylib"}}, {}}},
         {"growth_alarm",
          {{{"0", "0"}, {"4096", "4KiB"}, {"4000", "4000"}, {"1GiB", "1GiB"}, {"1.5GiB", "1536MiB"}, {"512KiB", "512KiB"}, {"7B", "7"}},
-          {"inf", "nan", "-1", "-1MiB", "infGiB", "12QB", "", "16777216TiB", "1e30"}}},
+          {"inf", "nan", "-1", "-1MiB", "-0", "-0MiB", "infGiB", "12QB", "", "16777216TiB", "1e30"}}},
         {"warmup_steps", {{{"0", "0"}, {"3", "3"}}, {"-1", "three"}}},
         {"sample_ms", {{{"0", "0"}, {"10", "10"}}, {"-5", "1ms"}}},
         {"report_mode",

@@ -1,6 +1,7 @@
 // The C API of include/cumemaudit/cumemaudit.h. Programs may call it without linking us (dlsym with
-// RTLD_DEFAULT finds it when the shim is preloaded); before any CUDA call there is nothing to report, so
-// these do nothing then: a process that never touches CUDA starts no thread and writes no report.
+// RTLD_DEFAULT finds it when the shim is preloaded); before the program has a CUDA context there is nothing
+// to report, so these do nothing then: a process that never touches CUDA starts no thread and writes no
+// report. A mark made once it has one starts the audit, even before its first allocation.
 #include "cumemaudit/cumemaudit.h"
 
 #include "shim/process/auditor.hpp"
@@ -12,33 +13,34 @@
 #include <cstring>
 
 using cumemaudit::shim::Auditor;
-using cumemaudit::shim::guarded;
+using cumemaudit::shim::entered;
 
-// Each body runs inside the fence (fence.hpp): the program calling these never sees an exception.
+// Each body runs inside the fence (fence.hpp), cancellation held off: the program calling these never sees an
+// exception, and a pthread_cancel of its thread takes effect after the call.
 
 extern "C" {
 
 __attribute__((visibility("default"))) void cumemaudit_checkpoint(void) {
-    guarded("cumemaudit_checkpoint", [] {
-        if (Auditor::started() && Auditor::enter()) Auditor::get().checkpoint("cumemaudit_checkpoint()");
+    entered("cumemaudit_checkpoint", [] {
+        if (Auditor::cuda_in_use() && Auditor::enter()) Auditor::get().checkpoint("cumemaudit_checkpoint()");
     });
 }
 
 __attribute__((visibility("default"))) void cumemaudit_step(uint64_t step) {
-    guarded("cumemaudit_step", [&] {
-        if (Auditor::started() && Auditor::enter()) Auditor::get().step(step, nullptr);
+    entered("cumemaudit_step", [&] {
+        if (Auditor::cuda_in_use() && Auditor::enter()) Auditor::get().step(step, nullptr);
     });
 }
 
 __attribute__((visibility("default"))) void cumemaudit_mark(const char* label) {
-    guarded("cumemaudit_mark", [&] {
-        if (Auditor::started() && Auditor::enter()) Auditor::get().step(0, label != nullptr && *label != '\0' ? label : "mark");
+    entered("cumemaudit_mark", [&] {
+        if (Auditor::cuda_in_use() && Auditor::enter()) Auditor::get().step(0, label != nullptr && *label != '\0' ? label : "mark");
     });
 }
 
 __attribute__((visibility("default"))) void cumemaudit_torch_step(uint64_t step, uint64_t allocated, uint64_t reserved) {
-    guarded("cumemaudit_torch_step", [&] {
-        if (Auditor::started() && Auditor::enter()) Auditor::get().step(step, nullptr, allocated, reserved);
+    entered("cumemaudit_torch_step", [&] {
+        if (Auditor::cuda_in_use() && Auditor::enter()) Auditor::get().step(step, nullptr, allocated, reserved);
     });
 }
 
@@ -46,7 +48,7 @@ __attribute__((visibility("default"))) int cumemaudit_leak_mark(cumemaudit_leak_
     if (mark == nullptr) return -1;
     *mark = {};
     int answer = -1;
-    guarded("cumemaudit_leak_mark", [&] {
+    entered("cumemaudit_leak_mark", [&] {
         if (cumemaudit::shim::Recorder* rec = Auditor::enter()) {
             mark->misuse_events = rec->ledger().misuse_events();
             mark->epoch = rec->ledger().begin_epoch();
@@ -63,7 +65,7 @@ __attribute__((visibility("default"))) int cumemaudit_held_since(const cumemaudi
     *held = {};
     if (site_size > 0) site[0] = '\0';
     cumemaudit::shim::Recorder* rec = nullptr;
-    if (!guarded("cumemaudit_held_since", [&] { rec = Auditor::enter(); }) || rec == nullptr) return -1;
+    if (!entered("cumemaudit_held_since", [&] { rec = Auditor::enter(); }) || rec == nullptr) return -1;
     try {
         const auto& ledger = rec->ledger();
         const auto now = ledger.held_since(static_cast<std::uint32_t>(mark->epoch));
@@ -85,16 +87,16 @@ __attribute__((visibility("default"))) int cumemaudit_held_since(const cumemaudi
 extern "C" {
 
 __attribute__((visibility("default"))) void cumemaudit_torch_pool(const char* pool, uint64_t allocated, uint64_t reserved) {
-    guarded("cumemaudit_torch_pool", [&] {
-        if (!Auditor::started() || !Auditor::enter()) return;
+    entered("cumemaudit_torch_pool", [&] {
+        if (!Auditor::cuda_in_use() || !Auditor::enter()) return;
         Auditor::get().recorder().oom_log().stage_pool(
             {pool != nullptr ? pool : "", allocated, reserved, reserved > allocated ? reserved - allocated : 0});
     });
 }
 
 __attribute__((visibility("default"))) void cumemaudit_torch_oom(uint64_t requested_bytes) {
-    guarded("cumemaudit_torch_oom", [&] {
-        if (!Auditor::started() || !Auditor::enter()) return;
+    entered("cumemaudit_torch_oom", [&] {
+        if (!Auditor::cuda_in_use() || !Auditor::enter()) return;
         cumemaudit::shim::ShimScope busy;
         if (cumemaudit::shim::torch_out_of_memory(Auditor::get().recorder(), requested_bytes))
             Auditor::get().oom_checkpoint();
@@ -110,7 +112,7 @@ __attribute__((visibility("default"))) void cumemaudit_torch_oom(uint64_t reques
 // The driver entry point the wrapper of `symbol` forwards to (null when the shim does not wrap it).
 __attribute__((visibility("default"))) void* cumemaudit_bench_real(const char* symbol) {
     void* real = nullptr;
-    guarded("cumemaudit_bench_real", [&] {
+    entered("cumemaudit_bench_real", [&] {
         if (symbol == nullptr) return;
         const cumemaudit::shim::HookId id = cumemaudit::shim::find_hook(symbol);
         if (id != cumemaudit::shim::HookId::count) real = cumemaudit::shim::real_fn(id);
@@ -122,7 +124,7 @@ __attribute__((visibility("default"))) void* cumemaudit_bench_real(const char* s
 // allocation made while on is unknown to the ledger when it is freed later. 0 done, -1 not recording.
 __attribute__((visibility("default"))) int cumemaudit_bench_pass_through(int on) {
     int answer = -1;
-    guarded("cumemaudit_bench_pass_through", [&] {
+    entered("cumemaudit_bench_pass_through", [&] {
         if (cumemaudit::shim::Recorder* rec = Auditor::enter()) {
             rec->pass_through(on != 0);
             answer = 0;

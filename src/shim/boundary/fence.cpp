@@ -1,11 +1,9 @@
 #include "shim/boundary/fence.hpp"
 
 #include "shim/services/log.hpp"
-
-#include <unistd.h>
+#include "shim/services/stderr_out.hpp"
 
 #include <atomic>
-#include <cstring>
 
 namespace cumemaudit::shim {
 
@@ -20,7 +18,7 @@ void bookkeeping_failed(const char* where, const char* what) noexcept {
         // The logger itself could not allocate: say it without it.
         static const char msg[] = "cumemaudit warning: bookkeeping failed; calls whose bookkeeping fails pass "
                                   "through unrecorded (warned once)\n";
-        [[maybe_unused]] const ssize_t n = write(STDERR_FILENO, msg, sizeof msg - 1);
+        write_stderr_raw(msg, sizeof msg - 1);
     }
 }
 

@@ -4,6 +4,8 @@
 // bit for bit, and never sees an unwind through C frames (docs/ARCHITECTURE.md, "The data path").
 #pragma once
 
+#include "shim/services/no_cancel.hpp"
+
 #include <exception>
 
 namespace cumemaudit::shim {
@@ -23,6 +25,14 @@ bool guarded(const char* where, F&& f) noexcept {
         bookkeeping_failed(where, "an exception of unknown type");
     }
     return false;
+}
+
+// The whole body of a C entry point of the shim's own (the C API): cancellation held off (no_cancel.hpp),
+// then guarded().
+template <typename F>
+bool entered(const char* where, F&& f) noexcept {
+    NoCancel held;
+    return guarded(where, f);
 }
 
 }  // namespace cumemaudit::shim

@@ -31,7 +31,7 @@ struct DriverHook<Id, Event, CUresult(A...)> {
         if (!guarded(api, [&] { real = reinterpret_cast<Real>(real_fn(Id)); }) || real == nullptr)
             return CUDA_ERROR_NOT_INITIALIZED;
         Recorder* rec = nullptr;
-        if (!guarded(api, [&] { rec = recorder_for_call(); }) || rec == nullptr) return real(a...);
+        if (!guarded(api, [&] { rec = recorder_for_call(caller); }) || rec == nullptr) return real(a...);
         Call call(*rec, api, caller, Row::d.call_class);  // allocates nothing, cannot throw
         const bool enforce = rec->enforcing();
         std::optional<CUresult> answered;

@@ -2,11 +2,14 @@
 
 #include "shim/record/call.hpp"
 #include "shim/record/order_stripe.hpp"
+#include "shim/record/pc_cache.hpp"
 #include "shim/services/loader.hpp"
 #include "shim/record/enforce.hpp"
 #include "shim/record/export_key.hpp"
 #include "shim/services/log.hpp"
 #include "shim/services/options_store.hpp"
+#include "shim/services/no_cancel.hpp"
+#include "shim/services/stderr_out.hpp"
 #include "shim/services/wall_clock.hpp"
 #include "shim/process/process_info.hpp"
 #include "report/build.hpp"
@@ -50,8 +53,9 @@ constexpr int kSignalWaitMs = 20'000;
 constexpr auto kExitWait = std::chrono::seconds(20);
 
 
-// The suppression file, read once; a malformed or unreadable one is reported and ignored, never fatal
-// (nothing is suppressed then: the gate errs on the side of failing).
+// The suppression file, read once when the audit starts, so a typo is reported then and not only at exit; a
+// malformed or unreadable one is reported and ignored, never fatal (nothing is suppressed then: the gate
+// errs on the side of failing).
 report::Suppressions load_suppressions(const std::string& path) {
     if (path.empty()) return {};
     try {
@@ -75,7 +79,8 @@ int driver_version() {
 
 Auditor& Auditor::get() { return *g_auditor; }
 
-Auditor::Auditor(std::uint64_t generation) : recorder_(current_options(), generation) {
+Auditor::Auditor(std::uint64_t generation)
+    : recorder_(current_options(), generation), suppressions_(load_suppressions(options_.suppressions)) {
     recorder_.answer_report_requests([](Recorder&) { Auditor::get().oom_checkpoint(); });
     program_context_ = current_context();
 }
@@ -84,7 +89,16 @@ Recorder* Auditor::recorder_now() {
     return g_state.load(std::memory_order_acquire) == running ? &g_auditor->recorder_ : nullptr;
 }
 
-Recorder* recorder_for_call_slow() {
+Recorder* recorder_for_call_slow(void* caller) {
+    if (!programs_call() && caller != nullptr && !passes_on(reinterpret_cast<ledger::Pc>(caller))) {
+        // The shim or the driver is on this thread's stack, yet the program itself made this call: a wrapped
+        // call never returned (a siglongjmp out of the driver). Its scopes are abandoned; recording goes on.
+        forget_abandoned_scopes();
+        static std::atomic<bool> warned{false};
+        if (!warned.exchange(true))
+            log_warning("a wrapped CUDA call on this thread never returned (a longjmp out of the driver?); the "
+                        "calls after it are recorded as usual (warned once)");
+    }
     if (!programs_call()) return nullptr;
     Recorder* rec = Auditor::enter();
     // backend=cupti: CUPTI records; the wrappers stand by unless it could not subscribe.
@@ -95,6 +109,8 @@ Recorder* recorder_for_call_slow() {
 }
 
 bool Auditor::started() { return g_state.load(std::memory_order_acquire) == running; }
+
+bool Auditor::cuda_in_use() { return started() || current_context() != nullptr; }
 
 Recorder* Auditor::enter() {
     ThreadState& t = thread_state();
@@ -229,10 +245,44 @@ void Auditor::sample(const char* label) {
     recorder_.timeline().mark(Mark{0, label, 0, 0, driver_memory(program_context_.load(), WithNvml::yes), pools.reserved, pools.used, {}});
 }
 
-std::string Auditor::report_path() const {
-    const ProcessIdentity id = process_identity();
-    return report::report_path(report::expand_report_dir(options_.report_dir, id.host, getpid(), id.rank), id.host,
-                               getpid(), id.rank);
+// Who this process is in a job, read at its first report and kept: a checkpoint written before the launcher
+// set RANK and the final report are one process, under one name.
+const ProcessIdentity& Auditor::identity() {
+    if (!identity_) identity_ = process_identity();
+    return *identity_;
+}
+
+// The report's file, chosen at the first report. The usual name unless a file is there already, which can
+// only be another process's (this one has written none yet): one of an earlier process with the same pid
+// in a long-lived directory, or of a container whose pid namespace gave it the same pid on the same host.
+// Then the name also carries this process's start time. The name is claimed with O_EXCL, so two processes
+// never take the same one; it is never another process's file that a rename replaces.
+std::string Auditor::report_path() {
+    if (!path_.empty()) return path_;
+    const ProcessIdentity& id = identity();
+    const std::string dir = report::expand_report_dir(options_.report_dir, id.host, getpid(), id.rank);
+    std::error_code ignored;  // a failure shows as the write's own error, with the path
+    std::filesystem::create_directories(dir, ignored);
+    const std::string usual = report::report_path(dir, id.host, getpid(), id.rank);
+    // Nothing is claimed in a directory the report will not be written to (save_report says why).
+    if (!report::unsafe_report_dir(usual.substr(0, usual.rfind('/') + 1)).empty()) return usual;
+    const std::string stem = usual.substr(0, usual.size() - 5);  // without ".json"
+    const std::string start = std::to_string(process_start_ticks());
+    for (int attempt = 0; attempt < 8; ++attempt) {
+        const std::string candidate = attempt == 0 ? usual
+                                      : attempt == 1 ? stem + ".t" + start + ".json"
+                                                     : stem + ".t" + start + "-" + std::to_string(attempt) + ".json";
+        const int fd = ::open(candidate.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, report_mode());
+        if (fd >= 0) {
+            ::close(fd);
+            path_ = candidate;
+            if (attempt > 0) log_info("{} is another process's report: this one is {}", usual, candidate);
+            return path_;
+        }
+        if (errno != EEXIST) break;  // no directory, no permission: the write says so, with the usual name
+    }
+    path_ = usual;
+    return path_;
 }
 
 // The report lock, for one report: exit and the thread whose allocation was refused wait a bounded time
@@ -252,9 +302,7 @@ std::unique_lock<std::mutex> Auditor::lock_for_report(bool bounded) {
 
 // Everything the recorder knows and the process facts, as one Report.
 report::Report Auditor::build_report(ledger::Moment moment, const int* exit_code) {
-    // Read once and never destroyed: static destructors run before this exit handler does.
-    static report::Suppressions& suppressions = *new report::Suppressions(load_suppressions(options_.suppressions));
-    const ProcessIdentity id = process_identity();
+    const ProcessIdentity& id = identity();
     ledger::Ledger& book = recorder_.ledger();
     const Timeline& timeline = recorder_.timeline();
     book.forget_closed_exports([](int fd, const ledger::ExportKey& key) { return fd_still_open(fd, key); });
@@ -272,7 +320,7 @@ report::Report Auditor::build_report(ledger::Moment moment, const int* exit_code
     in.driver.simulated = simulated_driver_version() != nullptr;
     in.intercepted_calls = calls_so_far();
     in.symbolizer = &recorder_.symbolizer();
-    in.suppressions = &suppressions;
+    in.suppressions = &suppressions_;
     in.options = options::option_values(options_);
     in.checkpoint = moment == ledger::Moment::checkpoint;
     in.time_ns = wall_clock_ns();
@@ -285,31 +333,34 @@ report::Report Auditor::build_report(ledger::Moment moment, const int* exit_code
     return report::build(in);
 }
 
-// Writes `rep` to its file; the path, or "" when its directory is unsafe (warned once).
-std::string Auditor::save_report(const report::Report& rep) {
+// Writes `rep` to its file: the path, or the reason it was not written.
+Auditor::Saved Auditor::save_report(const report::Report& rep) {
+    QuietWrites quiet;  // a file-size limit (ulimit -f) answers EFBIG here instead of killing the program
     const std::string path = report_path();
-    std::error_code ignored;  // a failure shows as the write's own error, with the path
     const std::string dir = path.substr(0, path.rfind('/') + 1);
-    std::filesystem::create_directories(dir, ignored);
     if (const std::string unsafe = report::unsafe_report_dir(dir); !unsafe.empty()) {
         static std::atomic<bool> warned{false};
         if (!warned.exchange(true)) log_warning("{}", unsafe);
-        return "";
+        return Saved{"", unsafe};
     }
-    if (auto err = report::write_atomic(path, rep, report_mode()); !err.empty())
+    if (std::string err = report::write_atomic(path, rep, report_mode()); !err.empty()) {
         log_warning("could not write the report: {}", err);
-    return path;
+        return Saved{"", std::move(err)};
+    }
+    return Saved{path, ""};
 }
 
-// At exit: the summary on stderr, then the gate, which may end the process with its own code.
-void Auditor::summarize_and_gate(const report::Report& rep, const std::string& path, const int* exit_code) {
+// At exit: the summary on stderr, then the gate, which may end the process with its own code. A report that
+// could not be written fails the gate closed: nothing a CI job could check is on disk.
+void Auditor::summarize_and_gate(const report::Report& rep, const Saved& saved, const int* exit_code) {
     if (options_.summary) {
         std::fflush(stdout);  // exit would flush it anyway; first, so the summary comes last
         const std::string text = report::text_summary(rep, 8, options_.show_held);
-        std::fprintf(stderr, "%s", text.c_str());
-        std::fprintf(stderr, "cumemaudit: report: %s\n", path.c_str());
+        write_stderr(text + (saved.path.empty() ? "cumemaudit: report not written: " + saved.error + "\n"
+                                                : "cumemaudit: report: " + saved.path + "\n"));
     }
     if (exit_code == nullptr) return;
+    if (saved.path.empty()) fail_closed(exit_code);
     const int code = report::exit_code_after_gate(*exit_code, report::gate_fails(rep, options_.fail_on, std::nullopt),
                                                   options_.exitcode);
     if (code != *exit_code) {
@@ -319,6 +370,7 @@ void Auditor::summarize_and_gate(const report::Report& rep, const std::string& p
 }
 
 void Auditor::write_report(ledger::Moment moment, const int* exit_code, bool final, bool print_oom) {
+    NoCancel held;   // open, write and fsync are cancellation points, and this code is noexcept
     ShimScope busy;  // first: a signal arriving while this thread holds the report lock waits for the scope
     const std::unique_lock lock = lock_for_report(final || print_oom);
     if (!lock.owns_lock()) {
@@ -333,16 +385,12 @@ void Auditor::write_report(ledger::Moment moment, const int* exit_code, bool fin
     }
     try {
         const report::Report rep = build_report(moment, exit_code);
-        const std::string path = save_report(rep);
-        if (path.empty()) {
-            if (final) fail_closed(exit_code);
-            return;
-        }
-        if (print_oom && !rep.oom.empty()) {
+        const Saved saved = save_report(rep);
+        if (print_oom && !rep.oom.empty() && !saved.path.empty()) {
             const std::string text = report::oom_text(rep.oom.back());
-            std::fprintf(stderr, "==%d== cumemaudit:%s  report: %s\n", static_cast<int>(getpid()), text.c_str(), path.c_str());
+            write_stderr(fmt::format("=={}== cumemaudit:{}  report: {}\n", getpid(), text, saved.path));
         }
-        if (final) summarize_and_gate(rep, path, exit_code);
+        if (final) summarize_and_gate(rep, saved, exit_code);
     } catch (const std::exception& e) {
         log_warning("report not written: {}", e.what());
         if (final) fail_closed(exit_code);
@@ -364,6 +412,16 @@ mode_t Auditor::report_mode() const {
 }
 
 void Auditor::exit_handler(int status) {
+    if (thread_state().shim_depth > 0) {
+        // exit() from a signal handler that interrupted the shim's own work on this thread: a lock the report
+        // needs may be held by this very thread, and what it guards may be half changed. No report, then:
+        // the last checkpoint stays on disk, and the gate fails closed where the program would exit 0.
+        static const char msg[] = "cumemaudit warning: exit() was called from a signal handler that interrupted "
+                                  "the shim's bookkeeping; no report at exit (the last checkpoint's is on disk)\n";
+        write_stderr_raw(msg, sizeof msg - 1);
+        if (status == 0 && options_.fail_on != options::FailOn{false, false, false}) _exit(options_.exitcode);
+        return;
+    }
     ShimScope busy;
     if (recorder_.enforcing()) reclaim_pending(recorder_, true);
     write_report(ledger::Moment::exit, &status, true);

@@ -11,12 +11,15 @@
 #include "shim/record/recorder.hpp"
 #include "shim/process/wakeup.hpp"
 #include "report/report.hpp"
+#include "report/suppressions.hpp"
+#include "shim/process/process_info.hpp"
 
 #include <atomic>
 #include <csignal>
 #include <sys/types.h>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 
 namespace cumemaudit::shim {
@@ -29,8 +32,11 @@ public:
     // Called by every recorded call: starts the auditor (or a fresh one in a fork child), counts the call,
     // and gives the recorder the call records into. Null when auditing failed to start.
     static Recorder* enter();
-    // True once a CUDA call has started the auditor: the C API does nothing before that (README).
+    // True once a CUDA call has started the auditor.
     static bool started();
+    // Started, or the calling thread has a current CUDA context (the program called cuInit and set one up,
+    // through entry points the shim does not wrap): the C API does nothing before that (README).
+    static bool cuda_in_use();
     // The live recorder, or null before the auditor started; starts nothing, counts nothing.
     static Recorder* recorder_now();
 
@@ -63,18 +69,24 @@ private:
     void write_report(ledger::Moment, const int* exit_code, bool print_summary_and_gate, bool print_oom = false);
     std::unique_lock<std::mutex> lock_for_report(bool bounded);
     report::Report build_report(ledger::Moment, const int* exit_code);
-    std::string save_report(const report::Report&);
-    void summarize_and_gate(const report::Report&, const std::string& path, const int* exit_code);
+    struct Saved {
+        std::string path;   // empty: not written
+        std::string error;  // why not
+    };
+    Saved save_report(const report::Report&);
+    void summarize_and_gate(const report::Report&, const Saved&, const int* exit_code);
     void exit_handler(int status);
     void fail_closed(const int* exit_code);  // at exit without a report: the gate fails, with a warning
     mode_t report_mode() const;
     static void restart_in_child();
-    std::string report_path() const;
+    const ProcessIdentity& identity();
+    std::string report_path();
     void checkpoint_loop();
     void sample(const char* label);  // a mark taken by the checkpoint thread (SIGUSR2, sample_ms)
 
     Recorder recorder_;
     const Options& options_ = recorder_.options();
+    const report::Suppressions suppressions_;  // never destroyed (the Auditor is not): used by the exit report
     std::atomic<CUcontext> program_context_{nullptr};  // lent to the checkpoint thread for its samples
     std::atomic<std::uint64_t> usr2_requests_{0};
     Wakeup wakeup_;  // a signal or a checkpoint request wakes the checkpoint thread
@@ -82,23 +94,27 @@ private:
     // One report written at a time (checkpoint thread, exit, C API); timed, so exit never waits forever.
     std::mutex report_mutex_;
     int driver_version_ = -1;  // asked once: the report path then makes no driver call at all
+    std::optional<ProcessIdentity> identity_;  // fixed at the first report (under report_mutex_)
+    std::string path_;                         // likewise
     static inline std::atomic<bool> cupti_subscribed_{false};
 };
 
 // The recorder a call made now on this thread records into, or null: not while the shim or the driver is
 // already on this thread's stack (programs_call()), not when auditing failed to start, not from a wrapper
 // while CUPTI records the calls instead (backend=cupti), not while a benchmark pauses recording.
-Recorder* recorder_for_call_slow();
+// `caller`: the call's return address, when a wrapper asks (a call the program made while this thread's
+// depths say otherwise shows a wrapped call that never returned); null from the CUPTI backend.
+Recorder* recorder_for_call_slow(void* caller = nullptr);
 // Always inline (and count_call with it): link-time optimization would otherwise make each a call of its
 // own in every wrapper.
-[[gnu::always_inline]] inline Recorder* recorder_for_call() {
+[[gnu::always_inline]] inline Recorder* recorder_for_call(void* caller = nullptr) {
     // The common case from this thread's first line alone (and the Recorder's Hot line, read next anyway).
     ThreadState& t = thread_state();
     if (t.driver_depth == 0 && t.shim_depth == 0 && t.recorder != nullptr && !t.recorder_cupti_only) [[likely]] {
         count_call();
         return t.recorder->passing_through() ? nullptr : t.recorder;
     }
-    return recorder_for_call_slow();
+    return recorder_for_call_slow(caller);
 }
 
 }  // namespace cumemaudit::shim

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
@@ -47,6 +49,24 @@ ProcessIdentity process_identity() {
     id.local_rank = first_int({"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"});
     id.argv = command_line();
     return id;
+}
+
+unsigned long long process_start_ticks() {
+    std::FILE* f = std::fopen("/proc/self/stat", "re");
+    if (f == nullptr) return 0;
+    char buf[1024];
+    const std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    buf[n] = '\0';
+    // Field 22; the command name (field 2) may hold spaces and parentheses, so count from its last ')'.
+    const char* p = std::strrchr(buf, ')');
+    if (p == nullptr) return 0;
+    unsigned long long ticks = 0;
+    int field = 2;
+    for (++p; *p != '\0' && field < 22; ++p)
+        if (*p == ' ') ++field;
+    if (field == 22) ticks = std::strtoull(p, nullptr, 10);
+    return ticks;
 }
 
 }  // namespace cumemaudit::shim

@@ -17,4 +17,8 @@ struct ProcessIdentity {
 
 ProcessIdentity process_identity();
 
+// When this process started, in clock ticks since boot (/proc/self/stat); 0 when unknown. With the pid, it
+// tells two processes apart that a pid namespace or pid reuse gave the same pid.
+unsigned long long process_start_ticks();
+
 }  // namespace cumemaudit::shim

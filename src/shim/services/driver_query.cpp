@@ -1,6 +1,8 @@
 #include "shim/services/driver_query.hpp"
 
 #include "shim/services/thread_state.hpp"
+
+#include <atomic>
 #include "shim/services/loader.hpp"
 #include "shim/services/nvml_query.hpp"
 
@@ -15,7 +17,11 @@ Fn driver_fn(const char* name) {
 }  // namespace
 
 CUcontext current_context() {
-    static const auto get = driver_fn<CUresult(CUDAAPI*)(CUcontext*)>("cuCtxGetCurrent");
+    // Asked before the program loaded the driver too (a mark made early): found once it is there.
+    using GetCurrent = CUresult(CUDAAPI*)(CUcontext*);
+    static std::atomic<GetCurrent> cached{nullptr};
+    GetCurrent get = cached.load(std::memory_order_acquire);
+    if (get == nullptr && (get = driver_fn<GetCurrent>("cuCtxGetCurrent")) != nullptr) cached.store(get, std::memory_order_release);
     CUcontext ctx = nullptr;
     if (get == nullptr || get(&ctx) != CUDA_SUCCESS) return nullptr;
     return ctx;

@@ -1,6 +1,8 @@
 #include "shim/services/log.hpp"
 
-#include <spdlog/sinks/stdout_sinks.h>
+#include "shim/services/stderr_out.hpp"
+
+#include <spdlog/sinks/base_sink.h>
 
 #include <atomic>
 
@@ -17,10 +19,21 @@ spdlog::level::level_enum level_of(options::LogLevel l) {
     return spdlog::level::warn;
 }
 
+// Formats with spdlog's pattern, writes through stderr_out (the start's fd 2 only, signals held, escaped).
+class StderrSink final : public spdlog::sinks::base_sink<std::mutex> {
+protected:
+    void sink_it_(const spdlog::details::log_msg& msg) override {
+        spdlog::memory_buf_t line;
+        formatter_->format(msg, line);
+        write_stderr(std::string_view(line.data(), line.size()));
+    }
+    void flush_() override {}
+};
+
 // Not registered with spdlog's registry: the program may use spdlog too, and names must not clash. Never
 // destroyed: a warning may be written during exit.
 spdlog::logger* make_logger(spdlog::level::level_enum level) {
-    auto* l = new spdlog::logger("cumemaudit", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+    auto* l = new spdlog::logger("cumemaudit", std::make_shared<StderrSink>());
     l->set_pattern("cumemaudit[%P] %^%l%$: %v");
     l->set_level(level);
     l->flush_on(spdlog::level::trace);

@@ -30,6 +30,7 @@ void on_thread_exit(void* p) {
 }  // namespace
 
 bool count_first_call() {
+    ShimScope busy;  // exit() from a signal handler that interrupted this must not wait on the lock below
     std::lock_guard lock(g_counted_mu);
     static const bool key_made = [] {
         g_counted = new std::vector<ThreadState*>();
@@ -58,6 +59,14 @@ void reset_calls_after_fork() {
     if (g_counted == nullptr) return;
     g_counted->clear();
     if (t_thread_state.counted) g_counted->push_back(&t_thread_state);
+}
+
+void forget_abandoned_scopes() {
+    ThreadState& t = t_thread_state;
+    t.driver_depth = 0;
+    t.shim_depth = 0;
+    t.runtime_api = nullptr;
+    t.runtime_caller = nullptr;
 }
 
 RuntimeScope::RuntimeScope(const char* api, void* caller)

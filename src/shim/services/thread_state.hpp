@@ -64,10 +64,16 @@ std::uint64_t calls_so_far();
 // A fork child: only the calling thread is left; its count and the others' start from zero.
 void reset_calls_after_fork();
 
+// A non-local exit (a siglongjmp out of the driver, from the program's SIGSEGV handler) skips these
+// destructors and leaves the depth raised: the next call the program makes finds it so and starts over
+// (recorder_for_call_slow). A destructor then never takes a depth below 0.
 class DriverScope {
 public:
     DriverScope() { ++thread_state().driver_depth; }
-    ~DriverScope() { --thread_state().driver_depth; }
+    ~DriverScope() {
+        ThreadState& t = thread_state();
+        if (t.driver_depth > 0) --t.driver_depth;
+    }
 };
 
 // Raises again the signal deferred on this thread (see ThreadState::deferred_signal).
@@ -78,9 +84,12 @@ public:
     ShimScope() { ++thread_state().shim_depth; }
     ~ShimScope() {
         ThreadState& t = thread_state();
-        if (--t.shim_depth == 0 && t.deferred_signal != 0) deliver_deferred_signal();
+        if (t.shim_depth > 0 && --t.shim_depth == 0 && t.deferred_signal != 0) deliver_deferred_signal();
     }
 };
+
+// After a non-local exit out of a wrapper: this thread's depths and runtime site start over.
+void forget_abandoned_scopes();
 
 class RuntimeScope {
 public:
