@@ -129,6 +129,11 @@ bool OfflineSymbolizer::resolve(Frame& f) {
     return gained;
 }
 
+bool OfflineSymbolizer::has_file(const Frame& f) {
+    Impl& s = *impl_;
+    return s.ok && f.offset != 0 && !s.find(f).empty();
+}
+
 void for_each_site(Report& r, const std::function<void(Site&)>& visit) {
     for (Leak& l : r.leaks) visit(l.site);
     for (Misuse& m : r.misuse) visit(m.site);

@@ -27,6 +27,9 @@ public:
     // Fills the frame's symbol, file and line from a matching local file, where it knows more than the
     // frame; true if the frame gained anything.
     bool resolve(Frame&);
+    // Whether a local file with the frame's build id was found (a frame it leaves unchanged may still lie in
+    // one: _start and the like carry no line).
+    bool has_file(const Frame&);
 
 private:
     struct Impl;

@@ -162,6 +162,8 @@ nlohmann::json load_json(const std::string& path) {
         // A parse error at the very end means the writer stopped early (or something copied half a file).
         const bool truncated = e.byte >= text.size();
         throw ReportError(path + (truncated ? ": truncated JSON (ends early): " : ": not JSON: ") + e.what());
+    } catch (const nlohmann::json::exception& e) {  // a number no double holds (1e400), during the parse
+        throw ReportError(path + ": not a report: " + e.what());
     }
     return j;
 }

@@ -30,7 +30,7 @@ void frames(std::string& out, const Site& site, int max_frames) {
 
 // Whether a row's class fails the gate the report was written under (its echoed fail_on; leaks when absent).
 bool fails_gate(const Report& r, const Leak& l) {
-    if (l.cls == "unreachable" || l.cls == "open-export") return true;
+    if (is_leak(l)) return true;
     if (l.cls != "unfreed") return false;  // mapped-at-exit: memory in use until exit, never a gate failure
     const auto it = r.options.find("fail_on");
     try {

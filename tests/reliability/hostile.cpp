@@ -421,6 +421,19 @@ int reuse_stderr(const char* data_path) {
     return 0;
 }
 
+// One leak (unreachable) and one allocation still mapped at exit (held, not a leak).
+int mapped_at_exit() {
+    init();
+    leak_vmm();
+    const CUmemAllocationProp pr = props();
+    CUmemGenericAllocationHandle h = 0;
+    OK(cuMemCreate(&h, 2 * kGran, &pr, 0));
+    CUdeviceptr va = 0;
+    OK(cuMemAddressReserve(&va, 2 * kGran, 0, 0, 0));
+    OK(cuMemMap(va, 2 * kGran, 0, h, 0));
+    return 0;
+}
+
 // A step marked after cuInit and a context, before the first allocation.
 int early_step() {
     init();
@@ -452,9 +465,11 @@ int main(int argc, char** argv) {
     if (cmd == "late-rank") return late_rank();
     if (cmd == "reuse-stderr") return reuse_stderr(argc > 2 ? argv[2] : "/dev/null");
     if (cmd == "early-step") return early_step();
+    if (cmd == "mapped-at-exit") return mapped_at_exit();
     std::fprintf(stderr, "usage: %s close-fds LOG|churn-until-signal N none|exit|eintr|mark-label|fork N|"
                          "checkpointing|threads-exact N ROUNDS|c-api-only|transient-handles|clean|leaky|"
-                         "exit-in-handler SEED|cancel-checkpoint|longjmp-out|late-rank|reuse-stderr PATH|early-step\n",
+                         "exit-in-handler SEED|cancel-checkpoint|longjmp-out|late-rank|reuse-stderr PATH|early-step|"
+                         "mapped-at-exit\n",
                  argv[0]);
     return 2;
 }

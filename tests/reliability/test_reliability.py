@@ -583,5 +583,85 @@ def case_suppressions_at_start(tmp):
         expect(at < err.find("program: after its first CUDA calls"), f"{path}: warned only after the work:\n{err}")
 
 
+# ---- the CLI: one definition of leaked, text escaped, writes that fail leave nothing half-written -------------
+
+def case_cli_escapes(tmp):
+    # Before: `report`, `diff` and `merge` printed report strings raw: a title, the clipboard, an erased line.
+    evil = os.path.join(tmp, "prog\x1b]0;owned\x07\x1b[2K\r")
+    os.symlink(HOSTILE, evil)
+    run([evil, "leaky"], shim_env(tmp), rc=23)
+    f = report_files(tmp)[0]
+    for args in (["report", f], ["diff", f, f], ["merge", tmp], ["check", f]):
+        out = cli(args)
+        both = out.stdout + out.stderr
+        expect(b"\x1b" not in both and b"\x07" not in both and b"\r" not in both,
+               f"cumemaudit {args[0]}: control bytes: {both[:300]!r}")
+
+
+def case_views_agree(tmp):
+    # Before: diff's leaked bytes by site, merge's leak sites and the html Leaks table counted memory still
+    # mapped at exit as leaked, where the text summary and the totals did not.
+    run([HOSTILE, "mapped-at-exit"], shim_env(tmp), rc=23)
+    f = report_files(tmp)[0]
+    rep = only_report(tmp)
+    expect(rep["summary"]["leaked_bytes"] == 2 * MiB, f"summary {rep['summary']}")
+    empty = os.path.join(tmp, "empty.json")
+    blank = json.loads(json.dumps(rep))
+    blank["leaks"], blank["summary"]["leaked_bytes"] = [], 0
+    with open(empty, "w") as out:
+        json.dump(blank, out)
+    diff = cli(["diff", empty, f]).stdout.decode()
+    section = diff.split("leaked bytes by site", 1)[1] if "leaked bytes by site" in diff else ""
+    expect("4.0 MiB" not in section and "2.0 MiB" in section, f"diff:\n{diff}")
+    merged = cli(["merge", tmp + "/" + os.path.basename(f)]).stdout.decode()
+    sites = merged.split("leak sites across ranks:", 1)[1] if "leak sites across ranks:" in merged else ""
+    expect("mapped-at-exit" not in sites and "2.0 MiB" in sites, f"merge:\n{merged}")
+    page = os.path.join(tmp, "page.html")
+    expect(cli(["html", "-o", page, f]).returncode == 0, "html failed")
+    html = open(page, encoding="utf-8").read()
+    leaks = html.split('<table class="leaks">', 1)[1].split("</table>", 1)[0]
+    expect("mapped-at-exit" not in leaks and leaks.count("<tr>") == 2, f"the Leaks table: {leaks[:600]}")
+
+
+def case_cli_write_errors(tmp):
+    # Before: `html -o` and `trace -o` left a 0-byte file when the write failed (a full disk; here a file-size
+    # limit, SIGXFSZ ignored so the write answers EFBIG); a number no double holds (1e400) gave an error that
+    # did not name the file.
+    run([HOSTILE, "leaky"], shim_env(tmp), rc=23)
+    f = report_files(tmp)[0]
+    import resource
+
+    def small():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64, 64))
+
+    for cmd in ("html", "trace"):
+        out = os.path.join(tmp, f"out.{cmd}")
+        proc = subprocess.run([CLI, cmd, "-o", out, f], capture_output=True, timeout=30, preexec_fn=small)
+        expect(proc.returncode != 0 and b"cannot write" in proc.stderr, f"{cmd}: exit {proc.returncode} {proc.stderr!r}")
+        expect(not os.path.exists(out), f"{cmd} -o left {out} behind")
+        expect(not [n for n in os.listdir(tmp) if ".tmp" in n], f"{cmd}: temp files {os.listdir(tmp)}")
+    big = os.path.join(tmp, "big.json")
+    text = open(f).read().replace('"leaked_bytes": 2097152', '"leaked_bytes": 1e400', 1)
+    with open(big, "w") as out:
+        out.write(text)
+    proc = cli(["report", big])
+    expect(proc.returncode == 2 and big.encode() in proc.stderr, f"1e400: exit {proc.returncode} {proc.stderr!r}")
+
+
+def case_symbolize_in_place(tmp):
+    # Before: symbolize turned a 0644 report into 0600 and replaced a symlinked report with a regular file.
+    run([HOSTILE, "leaky"], shim_env(tmp, "report_mode=0644"), rc=23)
+    f = report_files(tmp)[0]
+    link = os.path.join(tmp, "link.json")
+    os.symlink(f, link)
+    proc = cli(["symbolize", link])
+    expect(proc.returncode == 0, f"symbolize: exit {proc.returncode} {proc.stderr!r}")
+    expect(os.path.islink(link), "the symlink was replaced")
+    expect(stat.S_IMODE(os.stat(f).st_mode) == 0o644, f"mode {oct(os.stat(f).st_mode)}")
+    expect(b"no local file with debug info matches " + HOSTILE.encode() not in proc.stdout,
+           f"the program's own file matched, yet: {proc.stdout!r}")
+
+
 if __name__ == "__main__":
     sys.exit(main(named_cases(globals())))

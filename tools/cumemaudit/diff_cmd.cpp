@@ -1,4 +1,6 @@
 #include "diff_cmd.hpp"
+#include "report/gate.hpp"
+#include "terminal_out.hpp"
 
 #include "load_all.hpp"
 #include "report/site_key.hpp"
@@ -44,12 +46,14 @@ Bytes kinds_live(const report::Report& r) {
     return m;
 }
 
-// One row per place: the same site may leak under several classes (unreachable and mapped-at-exit).
-// Sites are told apart by report::site_key, the rule `merge` uses too; a row is named by its top frame,
-// and by its callers (native, then Python) as well where two sites share the top frames.
+// One row per place: the same site may leak under two classes (unreachable and open-export); rows held at
+// exit are not leaks (report::is_leak). Sites are told apart by report::site_key, the rule `merge` uses too;
+// a row is named by its top frame, and by its callers (native, then Python) as well where two sites share
+// the top frames.
 Bytes leak_sites(const report::Report& r, std::map<std::string, std::string>& names) {
     Bytes m;
     for (const report::Leak& l : r.leaks) {
+        if (!report::is_leak(l)) continue;
         const std::string key = report::site_key(l.site);
         m[key] += l.bytes;
         std::string name = site_text(l.site) + " [" + l.owner + "]";
@@ -143,18 +147,18 @@ int diff_command(const std::vector<std::string>& files, const std::vector<std::s
     std::vector<report::Report> reports;
     if (!load_all(files, reports)) return 2;
     if (steps.empty()) {
-        std::fputs(diff_text(diff_reports(reports[0], reports[1], files[0], files[1])).c_str(), stdout);
+        cli::print_safe(stdout, diff_text(diff_reports(reports[0], reports[1], files[0], files[1])));
         return 0;
     }
     const report::Step* ab[2] = {report::find_step(reports[0], steps[0]), report::find_step(reports[0], steps[1])};
     for (int i = 0; i < 2; ++i) {
         if (ab[i] == nullptr) {
-            std::fprintf(stderr, "cumemaudit: %s: no step or mark '%s' (the report has %zu steps)\n", files[0].c_str(),
+            cli::say(stderr, "cumemaudit: {}: no step or mark '{}' (the report has {} steps)\n", files[0],
                          steps[i].c_str(), reports[0].steps.size());
             return 2;
         }
     }
-    std::fputs(diff_text(diff_steps(*ab[0], *ab[1])).c_str(), stdout);
+    cli::print_safe(stdout, diff_text(diff_steps(*ab[0], *ab[1])));
     return 0;
 }
 

@@ -83,6 +83,7 @@ std::string section(const report::Report& r, const std::string& file, std::size_
                           : memory_chart_svg(r, t);
     if (!r.oom.empty()) s += "<h3>Out of memory</h3>\n" + oom_table(r);
     s += "<h3>Leaks</h3>\n" + leaks_table(r);
+    s += "<h3>Held at exit (not leaks)</h3>\n" + held_table(r);
     s += "<h3>Growth alarms</h3>\n" + alarms_table(r);
     s += "<h3>CUDA graphs</h3>\n" + graphs_table(r);
     s += "<h3>Owners</h3>\n" + owners_table(r);

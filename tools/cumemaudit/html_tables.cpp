@@ -1,4 +1,5 @@
 #include "html_tables.hpp"
+#include "report/gate.hpp"
 
 #include "html_escape.hpp"
 #include "report/graph_cost.hpp"
@@ -58,14 +59,23 @@ std::string by_map(const std::map<std::string, std::uint64_t>& m) {
 
 }  // namespace
 
-std::string leaks_table(const report::Report& r) {
+namespace {
+std::string leak_rows(const report::Report& r, bool leaks) {
     std::string rows;
     for (const report::Leak& l : r.leaks) {
+        if (report::is_leak(l) != leaks) continue;
         rows += "<tr>" + text_cell(l.cls) + bytes_cell(l.bytes) + num_cell(l.allocations) + num_cell(l.references) +
                 text_cell(l.handle_type) + text_cell(l.owner) + text_cell(l.kind) + frames_cell(l.site) + "</tr>\n";
     }
-    return table("leaks", {"class", "bytes", "allocations", "references", "handle", "owner", "kind", "site"}, rows,
-                 "No leaks.");
+    return rows;
+}
+const std::vector<std::string> kLeakHead = {"class", "bytes", "allocations", "references", "handle", "owner", "kind", "site"};
+}  // namespace
+
+std::string leaks_table(const report::Report& r) { return table("leaks", kLeakHead, leak_rows(r, true), "No leaks."); }
+
+std::string held_table(const report::Report& r) {
+    return table("held", kLeakHead, leak_rows(r, false), "Nothing held at exit.");
 }
 
 std::string misuse_table(const report::Report& r) {

@@ -9,7 +9,8 @@
 
 namespace cumemaudit::cli {
 
-std::string leaks_table(const report::Report&);
+std::string leaks_table(const report::Report&);  // leaks only (report::is_leak)
+std::string held_table(const report::Report&);   // unfreed and mapped-at-exit rows: held at exit, not leaks
 std::string misuse_table(const report::Report&);
 std::string owners_table(const report::Report&);
 std::string alarms_table(const report::Report&);

@@ -1,8 +1,12 @@
 #include "load_all.hpp"
+#include "terminal_out.hpp"
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <string>
+
+#include <unistd.h>
 
 namespace cumemaudit::cli {
 
@@ -12,7 +16,7 @@ bool load_all(const std::vector<std::string>& files, std::vector<report::Report>
         try {
             out.push_back(report::load(f));
         } catch (const report::ReportError& e) {
-            std::fprintf(stderr, "cumemaudit: %s\n", e.what());
+            cli::say(stderr, "cumemaudit: {}\n", e.what());
             ok = false;
         }
     }
@@ -21,14 +25,20 @@ bool load_all(const std::vector<std::string>& files, std::vector<report::Report>
 
 bool write_text(const std::string& path, const std::string& text) {
     if (path == "-") return std::fwrite(text.data(), 1, text.size(), stdout) == text.size() && std::fflush(stdout) == 0;
-    std::FILE* f = std::fopen(path.c_str(), "w");
+    // Beside the destination, then renamed over it: a full disk leaves the old file (or none), never a
+    // truncated one.
+    const std::string tmp = path + ".tmp" + std::to_string(::getpid());
+    std::FILE* f = std::fopen(tmp.c_str(), "wx");
     if (f == nullptr) {
-        std::fprintf(stderr, "cumemaudit: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
+        cli::say(stderr, "cumemaudit: cannot write {}: {}\n", path, std::strerror(errno));
         return false;
     }
-    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    if (std::fclose(f) != 0 || !ok) {
-        std::fprintf(stderr, "cumemaudit: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
+    const bool wrote = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0;
+    const int write_errno = errno;
+    if (std::fclose(f) != 0 || !wrote || std::rename(tmp.c_str(), path.c_str()) != 0) {
+        const int e = !wrote ? write_errno : errno;
+        std::remove(tmp.c_str());
+        cli::say(stderr, "cumemaudit: cannot write {}: {}\n", path, std::strerror(e));
         return false;
     }
     return true;

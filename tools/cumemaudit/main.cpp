@@ -3,6 +3,7 @@
 // views of reports already written. Exit codes: the program's own for `run`; 0/1 for pass/fail; 2 for bad
 // arguments or unusable reports; 126/127 for a program that cannot run, like a shell.
 #include "diff_cmd.hpp"
+#include "terminal_out.hpp"
 #include "html_cmd.hpp"
 #include "locate.hpp"
 #include "merge_cmd.hpp"
@@ -174,10 +175,10 @@ int main(int argc, char** argv) {
         if (*diff_cmd) return diff_command(diff_files, diff_steps);
         return check_command(check_paths, fail_on, max_leaked);
     } catch (const UsageError& e) {
-        std::fprintf(stderr, "cumemaudit: %s\n", e.what());
+        cumemaudit::cli::say(stderr, "cumemaudit: {}\n", e.what());
         return 2;
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "cumemaudit: %s\n", e.what());
+        cumemaudit::cli::say(stderr, "cumemaudit: {}\n", e.what());
         return 2;
     }
 }

@@ -1,4 +1,6 @@
 #include "merge_cmd.hpp"
+#include "report/gate.hpp"
+#include "terminal_out.hpp"
 
 #include "report_files.hpp"
 
@@ -109,6 +111,7 @@ void Merge::add(const std::string& file, report::Report&& r) {
     row.own_leaked_bytes = row.leaked_bytes - std::min(row.leaked_bytes, row.imported_leaked_bytes);
 
     for (report::Leak& l : r.leaks) {
+        if (!report::is_leak(l)) continue;  // held at exit: in the rank's own report, not a leak site of the job
         std::string key = row_key(l);
         auto [it, fresh] = sites_.try_emplace(key);
         if (fresh) {
@@ -254,18 +257,18 @@ int merge_command(const std::vector<std::string>& paths, const std::string& out_
             m.problem(files[done], -1, err);
     }
     if (m.empty()) {
-        for (const report::JobProblem& p : m.problems()) std::fprintf(stderr, "cumemaudit: merge: %s\n", p.what.c_str());
+        for (const report::JobProblem& p : m.problems()) cli::say(stderr, "cumemaudit: merge: {}\n", p.what);
         std::fprintf(stderr, "cumemaudit: merge: no rank report could be read\n");
         return 2;
     }
     const report::JobReport job = m.finish();
     if (!out_path.empty()) {
         if (const std::string err = report::write_atomic(out_path, job); !err.empty()) {
-            std::fprintf(stderr, "cumemaudit: merge: %s\n", err.c_str());
+            cli::say(stderr, "cumemaudit: merge: {}\n", err);
             return 2;
         }
     }
-    std::fputs(report::text_summary(job).c_str(), stdout);
+    cli::print_safe(stdout, report::text_summary(job));
     return 0;
 }
 

@@ -1,4 +1,5 @@
 #include "reports_cmd.hpp"
+#include "terminal_out.hpp"
 
 #include "report_files.hpp"
 
@@ -19,7 +20,7 @@ namespace {
 std::vector<std::string> expand(const std::vector<std::string>& paths, bool& bad) {
     ReportFiles r = expand_reports(paths);
     for (const std::string& d : r.empty_dirs) {
-        std::fprintf(stderr, "cumemaudit: %s: no cumemaudit.*.json reports in this directory\n", d.c_str());
+        cli::say(stderr, "cumemaudit: {}: no cumemaudit.*.json reports in this directory\n", d);
         bad = true;
     }
     return std::move(r.files);
@@ -32,9 +33,9 @@ int report_command(const std::vector<std::string>& files, int max_frames, bool s
     for (const std::string& f : files) {
         try {
             const report::Report r = report::load(f);
-            std::fputs(report::text_summary(r, max_frames, show_held).c_str(), stdout);
+            cli::print_safe(stdout, report::text_summary(r, max_frames, show_held));
         } catch (const report::ReportError& e) {
-            std::fprintf(stderr, "cumemaudit: %s\n", e.what());
+            cli::say(stderr, "cumemaudit: {}\n", e.what());
             rc = 2;
         }
     }
@@ -56,13 +57,13 @@ int check_command(const std::vector<std::string>& paths, const std::string& fail
             const report::Report r = report::load_for_gate(f);  // a process report or a merged job
             const auto why = report::gate_failures(r, fail_on, max_leaked_bytes);
             if (why.empty()) {
-                std::printf("PASS %s: %s\n", f.c_str(), report::summary_line(r.summary).c_str());
+                cli::say(stdout, "PASS {}: {}\n", f, report::summary_line(r.summary));
             } else {
-                std::printf("FAIL %s: %s\n", f.c_str(), fmt::format("{}", fmt::join(why, "; ")).c_str());
+                cli::say(stdout, "FAIL {}: {}\n", f, fmt::join(why, "; "));
                 failed = true;
             }
         } catch (const report::ReportError& e) {
-            std::fprintf(stderr, "cumemaudit: %s\n", e.what());
+            cli::say(stderr, "cumemaudit: {}\n", e.what());
             bad = true;
         }
     }

@@ -1,4 +1,10 @@
 #include "symbolize_cmd.hpp"
+#include "terminal_out.hpp"
+
+#include <sys/stat.h>
+
+#include <climits>
+#include <cstdlib>
 
 #include "report/offline_symbolizer.hpp"
 #include "report/report.hpp"
@@ -22,7 +28,7 @@ int symbolize_command(const std::vector<std::string>& files, const std::vector<s
         try {
             r = report::load(path);
         } catch (const report::ReportError& e) {
-            std::fprintf(stderr, "cumemaudit: %s\n", e.what());
+            cli::say(stderr, "cumemaudit: {}\n", e.what());
             rc = 2;
             continue;
         }
@@ -33,19 +39,27 @@ int symbolize_command(const std::vector<std::string>& files, const std::vector<s
                 ++frames;
                 if (symbolizer.resolve(f))
                     ++gained;
-                else if (f.file.empty())
+                else if (f.file.empty() && !symbolizer.has_file(f))
                     ++unmatched[f.object + (f.build_id.empty() ? "" : " (build id " + f.build_id + ")")];
             }
         });
-        if (const std::string err = report::write_atomic(path, r); !err.empty()) {
-            std::fprintf(stderr, "cumemaudit: symbolize: %s\n", err.c_str());
+        // In place: through a symlink to the report it names, keeping the file's mode.
+        std::string target = path;
+        if (char* real = ::realpath(path.c_str(), nullptr)) {
+            target = real;
+            std::free(real);
+        }
+        struct stat st {};
+        const unsigned mode = ::stat(target.c_str(), &st) == 0 ? (st.st_mode & 07777) : 0600;
+        if (const std::string err = report::write_atomic(target, r, mode); !err.empty()) {
+            cli::say(stderr, "cumemaudit: symbolize: {}\n", err);
             rc = 2;
             continue;
         }
-        std::printf("cumemaudit: symbolize: %s: %zu of %zu frames gained a symbol or line\n", path.c_str(), gained, frames);
+        cli::say(stdout, "cumemaudit: symbolize: {}: {} of {} frames gained a symbol or line\n", path, gained, frames);
         for (const auto& [object, n] : unmatched)
-            std::printf("cumemaudit: symbolize:   no local file with debug info matches %s: %zu frames unchanged\n",
-                        object.empty() ? "(unknown object)" : object.c_str(), n);
+            cli::say(stdout, "cumemaudit: symbolize:   no local file with debug info matches {}: {} frames unchanged\n",
+                     object.empty() ? "(unknown object)" : object, n);
     }
     return rc;
 }
