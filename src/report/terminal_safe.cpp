@@ -1,14 +1,13 @@
 #include "report/terminal_safe.hpp"
 
-#include <cstdio>
 
 namespace cumemaudit::report {
 namespace {
 
-void escape(std::string& out, unsigned char c) {
-    char buf[5];
-    std::snprintf(buf, sizeof buf, "\\x%02x", c);
-    out += buf;
+void escape(TextSink put, void* context, unsigned char c) {
+    static const char hex[] = "0123456789abcdef";
+    const char buf[4] = {'\\', 'x', hex[c >> 4], hex[c & 15]};
+    put(context, buf, sizeof buf);
 }
 
 // The length of the well-formed UTF-8 sequence at text[i] (lead byte >= 0xc2), or 0.
@@ -23,14 +22,19 @@ std::size_t utf8_length(std::string_view text, std::size_t i) {
 
 }  // namespace
 
-std::string terminal_safe(std::string_view text) {
-    std::string out;
-    out.reserve(text.size());
+void terminal_safe_to(std::string_view text, TextSink put, void* context) {
+    std::size_t plain = 0;  // start of the run of bytes passed as they are
+    auto flush = [&](std::size_t to) {
+        if (to > plain) put(context, text.data() + plain, to - plain);
+    };
     for (std::size_t i = 0; i < text.size();) {
         const auto c = static_cast<unsigned char>(text[i]);
         if (c < 0x80) {
-            if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) escape(out, c);
-            else out += static_cast<char>(c);
+            if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
+                flush(i);
+                escape(put, context, c);
+                plain = i + 1;
+            }
             ++i;
             continue;
         }
@@ -42,15 +46,24 @@ std::string terminal_safe(std::string_view text) {
             const std::size_t len = c1 ? 2 : 1;
             for (std::size_t k = 0; k < len; ++k) {
                 const auto b = static_cast<unsigned char>(text[i + k]);
-                if (c1 || (b >= 0x80 && b <= 0x9f)) escape(out, b);
-                else out += static_cast<char>(b);
+                if (c1 || (b >= 0x80 && b <= 0x9f)) {
+                    flush(i + k);
+                    escape(put, context, b);
+                    plain = i + k + 1;
+                }
             }
             i += len;
             continue;
         }
-        out.append(text, i, n);
         i += n;
     }
+    flush(text.size());
+}
+
+std::string terminal_safe(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
+    terminal_safe_to(text, [](void* o, const char* d, std::size_t n) { static_cast<std::string*>(o)->append(d, n); }, &out);
     return out;
 }
 

@@ -5,11 +5,16 @@
 // \xNN instead. Used on all the text the shim and the CLI print.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
 namespace cumemaudit::report {
 
 std::string terminal_safe(std::string_view text);
+
+// The same, piece by piece into `put`, allocating nothing (the shim's stderr under memory pressure).
+using TextSink = void (*)(void* context, const char* data, std::size_t n);
+void terminal_safe_to(std::string_view text, TextSink put, void* context);
 
 }  // namespace cumemaudit::report

@@ -1,5 +1,6 @@
 // Report v1: JSON round trip, load errors, atomic writes, suppressions, building from a ledger,
 // symbolization, the text summary and the gate.
+#include "report/terminal_safe.hpp"
 #include "report/build.hpp"
 #include "report/gate.hpp"
 #include "report/report.hpp"
@@ -534,4 +535,17 @@ TEST_CASE("gate: fail_on words, combinations and the byte budget") {
                                    "never released)"});
     CHECK_FALSE(gate_fails(enforced, parse_fail_on("unfreed,misuse"), std::nullopt));
     CHECK(gate_fails(enforced, FailOn{}, GiB));  // a byte budget is for leaks left; reclaimed ones still fail
+}
+
+TEST_CASE("terminal_safe shows every control byte a terminal would act on, and nothing else") {
+    using cumemaudit::report::terminal_safe;
+    CHECK(terminal_safe("a\x1b]0;owned\x07" "b") == "a\\x1b]0;owned\\x07b");
+    CHECK(terminal_safe("erase\x1b[2K\rfake") == "erase\\x1b[2K\\x0dfake");
+    CHECK(terminal_safe("line\n\ttab") == "line\n\ttab");
+    CHECK(terminal_safe("del\x7f") == "del\\x7f");
+    CHECK(terminal_safe("csi\xc2\x9b" "31m") == "csi\\xc2\\x9b31m");  // U+009B in UTF-8
+    CHECK(terminal_safe("lone\x9b") == "lone\\x9b");                  // an 8-bit CSI
+    CHECK(terminal_safe("caf\xc3\xa9 \xe2\x82\xac") == "caf\xc3\xa9 \xe2\x82\xac");  // é and € pass
+    CHECK(terminal_safe("\xff\xfe") == "\xff\xfe");  // not UTF-8, not a control: as it is
+    CHECK(terminal_safe("") == "");
 }

@@ -82,6 +82,9 @@ Auditor& Auditor::get() { return *g_auditor; }
 Auditor::Auditor(std::uint64_t generation)
     : recorder_(current_options(), generation), suppressions_(load_suppressions(options_.suppressions)) {
     recorder_.answer_report_requests([](Recorder&) { Auditor::get().oom_checkpoint(); });
+    // Asked now, so no report asks the driver anything: an exit() from a signal handler that interrupted a
+    // driver call on this thread must not call into the driver again.
+    driver_version_ = driver_version();
     program_context_ = current_context();
 }
 
@@ -315,7 +318,6 @@ report::Report Auditor::build_report(ledger::Moment moment, const int* exit_code
     in.process.host = id.host;
     in.process.argv = id.argv;
     if (exit_code != nullptr) in.process.exit_code = *exit_code;
-    if (driver_version_ < 0) driver_version_ = driver_version();
     in.driver.version = driver_version_;
     in.driver.simulated = simulated_driver_version() != nullptr;
     in.intercepted_calls = calls_so_far();

@@ -93,7 +93,7 @@ private:
     std::atomic<std::uint64_t> requests_{0}, served_{0};
     // One report written at a time (checkpoint thread, exit, C API); timed, so exit never waits forever.
     std::mutex report_mutex_;
-    int driver_version_ = -1;  // asked once: the report path then makes no driver call at all
+    int driver_version_ = -1;  // asked at start: the report path then makes no driver call at all
     std::optional<ProcessIdentity> identity_;  // fixed at the first report (under report_mutex_)
     std::string path_;                         // likewise
     static inline std::atomic<bool> cupti_subscribed_{false};

@@ -5,9 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <ctime>
-#include <string>
 
 namespace cumemaudit::shim {
 namespace {
@@ -85,11 +86,36 @@ void write_stderr_raw(const char* text, std::size_t n) noexcept {
 }
 
 void write_stderr(std::string_view text) noexcept {
-    try {
-        const std::string safe = report::terminal_safe(text);
-        write_stderr_raw(safe.data(), safe.size());
-    } catch (...) {  // no memory for the escaped copy: the line is dropped
+    const int saved_errno = errno;
+    if (stderr_is_ours()) {
+        QuietWrites quiet;
+        // Escaped piece by piece through a buffer on the stack: nothing allocated, so the line still goes out
+        // when memory is short (the fence's warning).
+        struct Buffer {
+            char data[512];
+            std::size_t n = 0;
+            void flush() {
+                write_all(data, n);
+                n = 0;
+            }
+        } buf;
+        report::terminal_safe_to(
+            text,
+            [](void* b, const char* d, std::size_t n) {
+                auto& out = *static_cast<Buffer*>(b);
+                while (n > 0) {
+                    if (out.n == sizeof out.data) out.flush();
+                    const std::size_t k = std::min(n, sizeof out.data - out.n);
+                    std::memcpy(out.data + out.n, d, k);
+                    out.n += k;
+                    d += k;
+                    n -= k;
+                }
+            },
+            &buf);
+        buf.flush();
     }
+    errno = saved_errno;
 }
 
 }  // namespace cumemaudit::shim
