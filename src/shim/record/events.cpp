@@ -57,9 +57,6 @@ void freed(Call& call, CUresult r, std::uint64_t ptr) {
 
 }  // namespace
 
-void take_free_ticket(Call& call, std::uint64_t ptr) {
-    if (ptr != 0) call.free_ticket = book(call).freeing(ptr);
-}
 
 void record(ev::Create, Call& call, CUresult r, CUmemGenericAllocationHandle* handle, size_t size,
             const CUmemAllocationProp* prop, unsigned long long) {

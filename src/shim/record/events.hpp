@@ -18,10 +18,6 @@ using namespace declaration_terms;
 #undef EVENT
 }  // namespace ev
 
-// The order a call declared (declaration.hpp), acted on by entry_point.hpp: a classic free takes its
-// record's ticket before the driver runs (Call::free_ticket); the stripes are order_stripe.hpp's.
-void take_free_ticket(Call&, std::uint64_t value);
-
 // Instantiating a graph samples driver-used memory first (its row says `prepares`).
 void prepare(ev::Instantiate, Call&, CUgraphExec*, CUgraph, unsigned long long);
 

@@ -30,21 +30,7 @@ namespace {
 
 constexpr std::size_t kEntries = 256;  // direct-mapped, 8 KiB a thread
 
-// The calling thread's caches are freed at its exit, through a pthread key's destructor (initial-exec TLS
-// runs no destructor of its own). The key is set when the thread makes its first cache.
-void free_thread_caches(void*) {
-    ThreadState& t = thread_state();
-    delete[] t.pcs;
-    t.pcs = nullptr;
-    delete[] t.stacks;
-    t.stacks = nullptr;
-}
-
-void free_at_thread_exit() {
-    static pthread_key_t key;
-    static const bool made = pthread_key_create(&key, free_thread_caches) == 0;
-    if (made) pthread_setspecific(key, &thread_state());
-}
+void free_at_thread_exit();
 
 PcFacts& facts(ledger::Pc pc) {
     ThreadState& t = thread_state();
@@ -116,6 +102,22 @@ struct StackFacts {
 };
 
 namespace {
+
+// The calling thread's caches are freed at its exit, through a pthread key's destructor (initial-exec TLS
+// runs no destructor of its own). The key is set when the thread makes its first cache.
+void free_thread_caches(void*) {
+    ThreadState& t = thread_state();
+    delete[] t.pcs;
+    t.pcs = nullptr;
+    delete[] t.stacks;
+    t.stacks = nullptr;
+}
+
+void free_at_thread_exit() {
+    static pthread_key_t key;
+    static const bool made = pthread_key_create(&key, free_thread_caches) == 0;
+    if (made) pthread_setspecific(key, &thread_state());
+}
 
 std::uint64_t hash_of(std::span<const ledger::Pc> frames) {
     std::uint64_t h = frames.size();
