@@ -97,7 +97,7 @@ public:
     void forget_closed_exports(const ExportProbe& still_open);
     // What the ledger holds now, read only: the leak rows by class at `moment`, misuse, owners, shares.
     Snapshot snapshot(Moment) const;
-    // Both, in that order: what a report takes.
+    // Both, in that order: what a report takes (the OOM moment forgets closed exports alone).
     Snapshot snapshot(Moment, const ExportProbe& still_open);
 
     // Enforce mode: physical allocations whose last mapping lay in [va, va + size), a range just freed,

@@ -33,7 +33,6 @@
 #include <filesystem>
 #include <mutex>
 #include <thread>
-#include <utility>
 
 namespace cumemaudit::shim {
 
@@ -51,7 +50,6 @@ struct sigaction g_old_term {}, g_old_int {}, g_old_usr2 {};
 // bounded, so the program's own disposition always follows. The first report symbolizes (reads DWARF).
 constexpr int kSignalWaitMs = 20'000;
 constexpr auto kExitWait = std::chrono::seconds(20);
-
 
 // The suppression file, read once when the audit starts, so a typo is reported then and not only at exit; a
 // malformed or unreadable one is reported and ignored, never fatal (nothing is suppressed then: the gate
@@ -308,8 +306,8 @@ report::Report Auditor::build_report(ledger::Moment moment, const int* exit_code
     const ProcessIdentity& id = identity();
     ledger::Ledger& book = recorder_.ledger();
     const Timeline& timeline = recorder_.timeline();
-    book.forget_closed_exports([](int fd, const ledger::ExportKey& key) { return fd_still_open(fd, key); });
-    const ledger::Snapshot snapshot = std::as_const(book).snapshot(moment);
+    const ledger::Snapshot snapshot =
+        book.snapshot(moment, [](int fd, const ledger::ExportKey& key) { return fd_still_open(fd, key); });
     report::BuildInput in{.snapshot = snapshot, .ledger = book};
     in.process.pid = getpid();
     in.process.rank = id.rank;
