@@ -412,12 +412,15 @@ mode_t Auditor::report_mode() const {
 }
 
 void Auditor::exit_handler(int status) {
-    if (thread_state().shim_depth > 0) {
-        // exit() from a signal handler that interrupted the shim's own work on this thread: a lock the report
-        // needs may be held by this very thread, and what it guards may be half changed. No report, then:
-        // the last checkpoint stays on disk, and the gate fails closed where the program would exit 0.
-        static const char msg[] = "cumemaudit warning: exit() was called from a signal handler that interrupted "
-                                  "the shim's bookkeeping; no report at exit (the last checkpoint's is on disk)\n";
+    if (!programs_call()) {
+        // exit() from a signal handler that interrupted the shim's own work or a driver call on this thread: a
+        // lock the report needs may be held by this very thread, and what it guards (the ledger, or the C
+        // heap the driver was allocating from) may be half changed. No report, then: the last checkpoint
+        // stays on disk, and the gate fails closed where the program would exit 0. A longjmp out of a driver
+        // call followed by exit() with no CUDA call between them reads the same (its scope was never ended).
+        static const char msg[] = "cumemaudit warning: exit() was called while the shim or a driver call was "
+                                  "interrupted on this thread (from a signal handler?); no report at exit (the "
+                                  "last checkpoint's is on disk)\n";
         write_stderr_raw(msg, sizeof msg - 1);
         if (status == 0 && options_.fail_on != options::FailOn{false, false, false}) _exit(options_.exitcode);
         return;
