@@ -24,6 +24,7 @@ const char* to_string(Kind k) {
     case Kind::managed: return "managed";
     case Kind::imported: return "imported";
     case Kind::ipc: return "ipc";
+    case Kind::multicast: return "multicast";
     case Kind::count: break;
     }
     return "unknown";
@@ -61,8 +62,24 @@ Ledger::Ledger() : state_(std::make_unique<State>()), traces_(std::make_unique<T
       python_frames_(std::make_unique<PythonFrames>()) {}
 Ledger::~Ledger() = default;
 
-void Ledger::created(std::uint64_t handle, std::uint64_t size, HandleType ht, const Site& site) {
-    state_->vmm.created(handle, size, ht, site);
+void Ledger::created(std::uint64_t handle, std::uint64_t size, HandleType ht, const Site& site, int device) {
+    state_->vmm.created(handle, size, ht, site, device);
+}
+void Ledger::multicast_created(std::uint64_t handle, std::uint64_t size, HandleType ht, const Site& site) {
+    state_->vmm.multicast_created(handle, size, ht, site);
+}
+void Ledger::multicast_device_added(std::uint64_t handle, int device, bool ok, const char* result, const Site& site) {
+    if (const char* why = state_->vmm.multicast_device_added(handle, device, ok)) state_->misuse.record(site, result, why);
+}
+void Ledger::multicast_bound(std::uint64_t mc, std::uint64_t mc_offset, std::uint64_t mem, bool by_address,
+                             std::uint64_t size, bool ok, const char* result, const Site& site) {
+    if (const std::string why = state_->vmm.multicast_bound(mc, mc_offset, mem, by_address, size, ok); !why.empty())
+        state_->misuse.record(site, result, why);
+}
+void Ledger::multicast_unbound(std::uint64_t mc, int device, std::uint64_t mc_offset, std::uint64_t size, bool ok,
+                               const char* result, SiteOnDemand site) {
+    if (const std::string why = state_->vmm.multicast_unbound(mc, device, mc_offset, size, ok); !why.empty())
+        state_->misuse.record(site(), result, why);
 }
 void Ledger::retained(std::uint64_t handle, std::uint64_t va, const Site& site) { state_->vmm.retained(handle, va, site); }
 void Ledger::released(std::uint64_t handle, bool ok, const char* result, const Site& site) {

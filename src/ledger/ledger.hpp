@@ -28,7 +28,8 @@ public:
 
     // ---- virtual memory management. `ok`: the driver returned CUDA_SUCCESS; `result`: its name.
     // Failed calls that change nothing are still passed, so misuse is recorded with the driver's answer.
-    void created(std::uint64_t handle, std::uint64_t size, HandleType, const Site&);
+    // `device`: where the memory lives (-1: not known).
+    void created(std::uint64_t handle, std::uint64_t size, HandleType, const Site&, int device = -1);
     void retained(std::uint64_t handle, std::uint64_t va, const Site&);  // handle returned for address va
     void released(std::uint64_t handle, bool ok, const char* result, const Site&);
     void exported(std::uint64_t handle, HandleType, const ExportKey&, int fd /* -1 unless posix_fd */, const Site&);
@@ -37,6 +38,19 @@ public:
     void unmapped(std::uint64_t va, std::uint64_t size, bool ok, const char* result, SiteOnDemand);
     void reserved(std::uint64_t va, std::uint64_t size, const Site&);
     void address_freed(std::uint64_t va, std::uint64_t size, bool ok, const char* result, SiteOnDemand);
+
+    // ---- multicast objects: physical handles like cuMemCreate's (released, mapped, exported and imported
+    // through the calls above) that hold no memory; memory bound to one is pinned by the bind, as by a
+    // mapping, until it is unbound or the object is gone. A refused create or bind is the driver's answer
+    // about the system (NCCL then runs without multicast), not misuse, unless it names a dead handle.
+    void multicast_created(std::uint64_t handle, std::uint64_t size, HandleType, const Site&);
+    void multicast_device_added(std::uint64_t handle, int device, bool ok, const char* result, const Site&);
+    // `mem` names the memory by handle (cuMulticastBindMem) or, with by_address, by a mapped address in it
+    // (cuMulticastBindAddr).
+    void multicast_bound(std::uint64_t mc, std::uint64_t mc_offset, std::uint64_t mem, bool by_address,
+                         std::uint64_t size, bool ok, const char* result, const Site&);
+    void multicast_unbound(std::uint64_t mc, int device, std::uint64_t mc_offset, std::uint64_t size, bool ok,
+                           const char* result, SiteOnDemand);
 
     // ---- classic allocations (cuMemAlloc*, async, host, managed, IPC opens) and their frees.
     void allocated(std::uint64_t ptr, std::uint64_t size, Kind, const Site&);

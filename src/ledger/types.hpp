@@ -17,7 +17,9 @@ using OwnerId = std::uint16_t;
 inline constexpr OwnerId kMaxOwners = 256;
 
 // What kind of memory an allocation is; the owners table splits live bytes by it.
-enum class Kind : std::uint8_t { vmm_physical, classic, async_pool, host_pinned, managed, imported, ipc, count };
+// A multicast object holds no memory of its own (the memory bound to it does): its bytes are the size per
+// device it was created with, never device memory.
+enum class Kind : std::uint8_t { vmm_physical, classic, async_pool, host_pinned, managed, imported, ipc, multicast, count };
 const char* to_string(Kind);
 
 // Handle types of a physical allocation (as requested at creation / used at export or import).

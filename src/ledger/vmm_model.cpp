@@ -114,6 +114,7 @@ void VmmModel::forget_if_unpinned(std::uint64_t alloc_id) {
     if (found == nullptr) return;
     Allocation& a = *found;
     if (!a.refs.empty() || a.mappings != 0 || !a.fds.empty()) return;
+    drop_binds(a);
     if (a.size_known) {
         std::lock_guard lock(owners_.lock());
         owners_.sub(a.origin.owner, a.kind, a.size);
@@ -148,10 +149,97 @@ const char* VmmModel::unknown_handle_what(std::uint64_t handle) const {
                                                                     : "a handle never created";
 }
 
-void VmmModel::created(std::uint64_t handle, std::uint64_t size, HandleType ht, const Site& site) {
+void VmmModel::created(std::uint64_t handle, std::uint64_t size, HandleType ht, const Site& site, int device) {
     std::lock_guard lock(mu_);
     const std::uint64_t id = new_allocation(ht, Kind::vmm_physical, site, handle);
-    learn_size(*allocs_.find(id), size);
+    Allocation& a = *allocs_.find(id);
+    a.device = device;
+    learn_size(a, size);
+}
+
+void VmmModel::multicast_created(std::uint64_t handle, std::uint64_t size, HandleType ht, const Site& site) {
+    std::lock_guard lock(mu_);
+    learn_size(*allocs_.find(new_allocation(ht, Kind::multicast, site, handle)), size);
+}
+
+VmmModel::Allocation* VmmModel::live_allocation(std::uint64_t handle) {
+    auto h = handles_.find(handle);
+    return h == handles_.end() ? nullptr : allocs_.find(h->second.alloc);
+}
+
+VmmModel::Allocation* VmmModel::mapped_at(std::uint64_t va) {
+    auto m = mappings_.upper_bound(va);
+    if (m == mappings_.begin() || va >= std::prev(m)->first + std::prev(m)->second.size) return nullptr;
+    return allocs_.find(std::prev(m)->second.alloc);
+}
+
+void VmmModel::drop_binds(Allocation& mc) {
+    std::vector<Bind> binds = std::move(mc.binds);
+    mc.binds.clear();
+    for (const Bind& b : binds) {
+        Allocation* mem = b.mem != 0 ? allocs_.find(b.mem) : nullptr;
+        if (mem == nullptr) continue;
+        if (mem->mappings) --mem->mappings;
+        forget_if_unpinned(b.mem);
+    }
+}
+
+const char* VmmModel::multicast_device_added(std::uint64_t handle, int device, bool ok) {
+    std::lock_guard lock(mu_);
+    Allocation* a = live_allocation(handle);
+    if (a == nullptr) return ok ? nullptr : unknown_handle_what(handle);
+    if (!ok) return nullptr;  // the team is full, or the system has no multicast: the driver's answer
+    (void)device;
+    if (a->kind == Kind::imported) {
+        // An import learns here that it is a multicast object (NCCL's other ranks import the creator's).
+        if (a->size_known) {
+            std::lock_guard owners(owners_.lock());
+            owners_.sub(a->origin.owner, Kind::imported, a->size);
+            owners_.add(a->origin.owner, Kind::multicast, a->size);
+        }
+        a->kind = Kind::multicast;
+    }
+    return a->kind == Kind::multicast ? nullptr : "cuMulticastAddDevice of a handle that is memory, not a multicast object";
+}
+
+std::string VmmModel::multicast_bound(std::uint64_t mc, std::uint64_t mc_offset, std::uint64_t mem, bool by_address,
+                                      std::uint64_t size, bool ok) {
+    std::lock_guard lock(mu_);
+    Allocation* object = live_allocation(mc);
+    if (object == nullptr) return std::string("bind to ") + unknown_handle_what(mc);
+    Allocation* memory = by_address ? mapped_at(mem) : live_allocation(mem);
+    if (!by_address && memory == nullptr) return std::string("bind of ") + unknown_handle_what(mem);
+    if (!ok) return {};  // out of multicast resources, or none on this system: NCCL goes on without
+    if (object->kind == Kind::imported) object->kind = Kind::multicast;  // bound without an add seen first
+    object->binds.push_back(Bind{mc_offset, size, memory != nullptr ? memory->id : 0, memory != nullptr ? memory->device : -1});
+    if (memory != nullptr) ++memory->mappings;
+    return {};
+}
+
+std::string VmmModel::multicast_unbound(std::uint64_t mc, int device, std::uint64_t mc_offset, std::uint64_t size, bool ok) {
+    std::lock_guard lock(mu_);
+    Allocation* object = live_allocation(mc);
+    if (object == nullptr) return std::string("unbind of ") + unknown_handle_what(mc);
+    // The range's binds of that device go even when the driver refuses: NCCL unbinds memory its user may
+    // have released already, and the driver's error then changes nothing (nccl's ncclNvlsDeregBuffer).
+    std::vector<std::uint64_t> unpinned;
+    const auto inside = [&](const Bind& b) {
+        return (b.device == device || b.device < 0) && b.mc_offset >= mc_offset && b.mc_offset + b.size <= mc_offset + size;
+    };
+    const std::size_t before = object->binds.size();
+    std::erase_if(object->binds, [&](const Bind& b) {
+        if (!inside(b)) return false;
+        unpinned.push_back(b.mem);
+        return true;
+    });
+    for (std::uint64_t id : unpinned) {
+        Allocation* memory = id != 0 ? allocs_.find(id) : nullptr;
+        if (memory == nullptr) continue;
+        if (memory->mappings) --memory->mappings;
+        forget_if_unpinned(id);
+    }
+    if (ok && object->binds.size() == before) return "unbind of a range with nothing bound";
+    return {};
 }
 
 void VmmModel::retained(std::uint64_t handle, std::uint64_t va, const Site& site) {

@@ -15,6 +15,7 @@
 #include <array>
 #include <atomic>
 #include <deque>
+#include <string>
 #include <map>
 #include <unordered_map>
 #include <vector>
@@ -40,7 +41,13 @@ public:
     // Allocations made from now on carry this epoch.
     void set_epoch(std::uint32_t e) { epoch_.store(e, std::memory_order_relaxed); }
 
-    void created(std::uint64_t handle, std::uint64_t size, HandleType, const Site&);
+    void created(std::uint64_t handle, std::uint64_t size, HandleType, const Site&, int device);
+    void multicast_created(std::uint64_t handle, std::uint64_t size, HandleType, const Site&);
+    // These return why the call is misuse (null or empty: it is not); the Ledger records it with the site.
+    const char* multicast_device_added(std::uint64_t handle, int device, bool ok);
+    std::string multicast_bound(std::uint64_t mc, std::uint64_t mc_offset, std::uint64_t mem, bool by_address,
+                                std::uint64_t size, bool ok);
+    std::string multicast_unbound(std::uint64_t mc, int device, std::uint64_t mc_offset, std::uint64_t size, bool ok);
     void retained(std::uint64_t handle, std::uint64_t va, const Site&);
     void released(std::uint64_t handle, bool ok, const char* result, const Site&);
     void exported(std::uint64_t handle, HandleType, const ExportKey&, int fd, const Site&);
@@ -81,6 +88,12 @@ private:
         ExportKey key;
         Site site;
     };
+    // Memory bound to a multicast object, kept on the object: the memory counts the bind as a mapping.
+    struct Bind {
+        std::uint64_t mc_offset, size;
+        std::uint64_t mem;  // allocation id; 0 when the memory is not one the ledger knows
+        int device;         // the memory's (-1: not known)
+    };
     struct Allocation {
         std::uint64_t id = 0;         // creation order
         std::uint64_t size = 0;
@@ -90,7 +103,9 @@ private:
         Site origin;                  // the create or first import: names a mapping that outlived its references
         std::uint32_t epoch = 0;      // the step it was made in
         std::vector<Site> refs;       // outstanding references, oldest first; release pops the back (LIFO)
-        std::uint32_t mappings = 0;
+        std::uint32_t mappings = 0;   // mappings of it, and binds of it to multicast objects
+        int device = -1;              // where the memory lives (-1: not known, or a multicast object)
+        std::vector<Bind> binds;      // a multicast object: memory bound to it, in bind order
         std::vector<ExportFd> fds;    // exported POSIX fds not yet seen closed
         std::vector<ExportKey> keys;  // every export, so a later self-import finds this allocation
         std::vector<Site> key_sites;  // the export call of each of keys, for the report's exports list
@@ -130,6 +145,9 @@ private:
     };
 
     std::uint64_t new_allocation(HandleType, Kind, const Site&, std::uint64_t handle);
+    Allocation* live_allocation(std::uint64_t handle);  // the allocation a live handle value names, or null
+    Allocation* mapped_at(std::uint64_t va);            // the allocation whose mapping holds va, or null
+    void drop_binds(Allocation& mc);                    // its binds end: what they pinned may go
     void take_reference(std::uint64_t alloc_id, std::uint64_t handle, const Site&);
     void learn_size(Allocation&, std::uint64_t size);
     void forget_if_unpinned(std::uint64_t alloc_id);

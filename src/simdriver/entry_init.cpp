@@ -32,6 +32,7 @@ int attribute_value(CUdevice_attribute a, CUdevice dev) {
         case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED:
         case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS:
         case CU_DEVICE_ATTRIBUTE_ECC_ENABLED:
+        case CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED:  // an HGX node's devices sit on NVSwitches
             return 1;
         case CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES:
             return CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR | CU_MEM_HANDLE_TYPE_FABRIC;

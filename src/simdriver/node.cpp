@@ -29,7 +29,9 @@ struct NodeUser {
 
 struct NodeAlloc {
     std::uint64_t id;  // 0: free slot
-    std::int32_t device;
+    std::int32_t device;  // -1: a multicast object, charged to no device
+    std::uint32_t team;   // multicast objects: devices the team needs, and which were added (a bit each)
+    std::uint64_t team_added;
     std::int32_t creator;  // pid NVML charges the allocation to, as the real driver charges its creator
     std::uint32_t users;  // entries used in user[]
     std::uint64_t size;
@@ -49,6 +51,13 @@ struct NodeExport {
     std::uint64_t st_dev, st_ino;
 };
 
+struct NodeBind {
+    std::uint64_t mc;  // 0: free slot
+    std::uint64_t mem;
+    std::int32_t pid, device;
+    std::uint64_t mc_offset, size;
+};
+
 struct NodeSegment {
     std::atomic<std::uint64_t> magic;
     pthread_mutex_t mu;
@@ -61,6 +70,8 @@ struct NodeSegment {
     std::uint32_t exp_high;                  // one past the highest export slot ever used: scans stop there
     NodeProcess proc[kNodeProcesses];
     NodeExport exp[kNodeExports];
+    std::uint32_t bind_high;  // one past the highest bind slot ever used
+    NodeBind binds[kNodeBinds];
     NodeAlloc alloc[kNodeAllocations];
 };
 
@@ -216,6 +227,8 @@ void SimNode::drop_process(std::uint32_t slot) {
     for (int d = 0; d < kNodeDevices; ++d) seg_->used[d] -= p.classic[d];
     for (std::uint32_t e = 0; e < seg_->exp_high; ++e)
         if (seg_->exp[e].alloc != 0 && seg_->exp[e].pid == p.pid) seg_->exp[e] = NodeExport{};  // its read end died with it
+    for (std::uint32_t b = 0; b < seg_->bind_high; ++b)
+        if (seg_->binds[b].mc != 0 && seg_->binds[b].pid == p.pid) seg_->binds[b] = NodeBind{};  // its pins go below
     for (std::uint32_t s = 0; s < seg_->alloc_high; ++s) {
         NodeAlloc& a = seg_->alloc[s];
         if (a.id == 0) continue;
@@ -299,6 +312,87 @@ SimNode::CreateResult SimNode::create(int device, std::uint64_t size, const CUme
     return CreateResult::table_full;
 }
 
+SimNode::CreateResult SimNode::create_multicast(std::uint64_t size, unsigned team, unsigned long long handle_types,
+                                                const std::uint64_t nonce[4], std::uint64_t* id) {
+    for (std::uint32_t n = 0; n < kNodeAllocations; ++n) {
+        const std::uint32_t s = (seg_->alloc_cursor + n) % kNodeAllocations;
+        NodeAlloc& a = seg_->alloc[s];
+        if (a.id != 0) continue;
+        seg_->alloc_cursor = (s + 1) % kNodeAllocations;
+        seg_->alloc_high = std::max(seg_->alloc_high, s + 1);
+        a.id = (++seg_->generation << 16) | s;
+        a.device = -1;
+        a.team = team;
+        a.team_added = 0;
+        a.size = size;
+        a.prop = CUmemAllocationProp{};
+        a.prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+        a.prop.location.type = CU_MEM_LOCATION_TYPE_INVALID;
+        a.prop.requestedHandleTypes = static_cast<CUmemAllocationHandleType>(handle_types);
+        std::copy(nonce, nonce + 4, a.nonce);
+        a.creator = pid_;
+        a.users = 1;
+        a.user[0] = NodeUser{pid_, 1, 0};
+        *id = a.id;
+        return CreateResult::ok;
+    }
+    return CreateResult::table_full;
+}
+
+bool SimNode::is_multicast(std::uint64_t id) const { return alive(id) && seg_->alloc[id & 0xffff].device < 0; }
+
+bool SimNode::add_team_device(std::uint64_t id, int device) {
+    NodeAlloc& a = seg_->alloc[id & 0xffff];
+    const std::uint64_t bit = 1ull << device;
+    if ((a.team_added & bit) != 0 || static_cast<unsigned>(__builtin_popcountll(a.team_added)) >= a.team) return false;
+    a.team_added |= bit;
+    return true;
+}
+
+bool SimNode::team_has(std::uint64_t id, int device) const {
+    return (seg_->alloc[id & 0xffff].team_added & (1ull << device)) != 0;
+}
+
+bool SimNode::team_complete(std::uint64_t id) const {
+    const NodeAlloc& a = seg_->alloc[id & 0xffff];
+    return static_cast<unsigned>(__builtin_popcountll(a.team_added)) >= a.team;
+}
+
+bool SimNode::bind(std::uint64_t mc, std::uint64_t mem, int device, std::uint64_t mc_offset, std::uint64_t size) {
+    std::uint32_t free_slot = kNodeBinds;
+    for (std::uint32_t b = 0; b < kNodeBinds; ++b) {
+        const NodeBind& x = seg_->binds[b];
+        if (x.mc == 0) {
+            if (free_slot == kNodeBinds) free_slot = b;
+            if (b >= seg_->bind_high) break;
+            continue;
+        }
+        if (x.mc == mc && x.device == device && x.mc_offset < mc_offset + size && mc_offset < x.mc_offset + x.size)
+            return false;
+    }
+    if (free_slot == kNodeBinds || !add_use(mem, 0, 1)) return false;
+    seg_->binds[free_slot] = NodeBind{mc, mem, pid_, device, mc_offset, size};
+    seg_->bind_high = std::max(seg_->bind_high, free_slot + 1);
+    return true;
+}
+
+void SimNode::drop_bind(std::uint32_t b) {
+    const NodeBind x = seg_->binds[b];
+    seg_->binds[b] = NodeBind{};
+    if (adjust_use(x.mem, x.pid, 0, -1)) maybe_free(x.mem);
+}
+
+int SimNode::unbind(std::uint64_t mc, int device, std::uint64_t mc_offset, std::uint64_t size) {
+    int n = 0;
+    for (std::uint32_t b = 0; b < seg_->bind_high; ++b) {
+        const NodeBind& x = seg_->binds[b];
+        if (x.mc != mc || x.device != device || x.mc_offset < mc_offset || x.mc_offset + x.size > mc_offset + size) continue;
+        drop_bind(b);
+        ++n;
+    }
+    return n;
+}
+
 std::uint32_t SimNode::alloc_slot(std::uint64_t id) const {
     const std::uint32_t s = static_cast<std::uint32_t>(id & 0xffff);
     return id != 0 && seg_->alloc[s].id == id ? s : kNodeAllocations;
@@ -318,14 +412,16 @@ bool SimNode::nonce_matches(std::uint64_t id, const std::uint64_t nonce[4]) cons
     return alive(id) && std::equal(nonce, nonce + 4, seg_->alloc[id & 0xffff].nonce);
 }
 
-bool SimNode::add_use(std::uint64_t id, int refs, int maps) {
+bool SimNode::add_use(std::uint64_t id, int refs, int maps) { return adjust_use(id, pid_, refs, maps); }
+
+bool SimNode::adjust_use(std::uint64_t id, std::int32_t pid, int refs, int maps) {
     const std::uint32_t s = alloc_slot(id);
     if (s == kNodeAllocations) return false;
     NodeAlloc& a = seg_->alloc[s];
-    auto it = std::find_if(a.user, a.user + a.users, [&](const NodeUser& u) { return u.pid == pid_; });
+    auto it = std::find_if(a.user, a.user + a.users, [&](const NodeUser& u) { return u.pid == pid; });
     if (it == a.user + a.users) {
-        if (a.users == kNodeUsers) return false;
-        *it = NodeUser{pid_, 0, 0};
+        if (a.users == kNodeUsers || refs < 0 || maps < 0) return false;
+        *it = NodeUser{pid, 0, 0};
         ++a.users;
     }
     it->refs += refs;
@@ -366,8 +462,11 @@ bool SimNode::maybe_free(std::uint64_t id) {
         ::close(x.read_fd);
         x = NodeExport{};
     }
-    seg_->used[a.device] -= a.size;
+    if (a.device >= 0) seg_->used[a.device] -= a.size;
     a = NodeAlloc{};
+    // A multicast object's binds end with it, and so may the memory only they pinned.
+    for (std::uint32_t b = 0; b < seg_->bind_high; ++b)
+        if (seg_->binds[b].mc == id) drop_bind(b);
     return true;
 }
 

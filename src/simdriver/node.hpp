@@ -33,6 +33,7 @@ inline constexpr std::uint32_t kNodeAllocations = 65536;
 inline constexpr std::uint32_t kNodeProcesses = 256;
 inline constexpr std::uint32_t kNodeUsers = 32;        // processes holding one allocation at once
 inline constexpr std::uint32_t kNodeExports = 4096;    // open POSIX-fd exports on the node
+inline constexpr std::uint32_t kNodeBinds = 4096;      // memory bound to multicast objects, node-wide
 inline constexpr std::uint64_t kNodeVaBase = 16ull << 40;  // per-process device VA slices start here
 inline constexpr std::uint64_t kNodeVaSlice = 256ull << 30;
 
@@ -82,6 +83,22 @@ public:
     enum class CreateResult { ok, out_of_memory, table_full };
     CreateResult create(int device, std::uint64_t size, const CUmemAllocationProp&, const std::uint64_t nonce[4],
                         std::uint64_t* id);
+    // A multicast object: an allocation of no device (nothing charged) whose team has `team` devices; its
+    // handle is referenced, mapped and exported like memory's. `handle_types` is what it may be exported as.
+    CreateResult create_multicast(std::uint64_t size, unsigned team, unsigned long long handle_types,
+                                  const std::uint64_t nonce[4], std::uint64_t* id);
+    bool is_multicast(std::uint64_t id) const;
+    // Adds `device` to the team; false when it is in it already or the team is full.
+    bool add_team_device(std::uint64_t id, int device);
+    bool team_has(std::uint64_t id, int device) const;
+    bool team_complete(std::uint64_t id) const;
+    // Binds [mem_offset, + size) of memory `mem` (on `device`) at mc_offset of multicast object `mc`. The
+    // bind pins the memory as a mapping of this process does, until it is unbound or the object is freed.
+    // False when a bind of that device already overlaps the range, or the table is full.
+    bool bind(std::uint64_t mc, std::uint64_t mem, int device, std::uint64_t mc_offset, std::uint64_t size);
+    // Unbinds what `device` has bound to `mc` inside [mc_offset, + size), freeing memory only the binds
+    // pinned; how many binds went.
+    int unbind(std::uint64_t mc, int device, std::uint64_t mc_offset, std::uint64_t size);
     bool alive(std::uint64_t id) const;
     int device_of(std::uint64_t id) const;
     std::uint64_t size_of(std::uint64_t id) const;
@@ -107,6 +124,8 @@ private:
     void reap_dead();
     void drop_process(std::uint32_t slot);
     bool export_open(std::uint32_t e) const;
+    bool adjust_use(std::uint64_t id, std::int32_t pid, int refs, int maps);
+    void drop_bind(std::uint32_t b);  // its pin goes; frees the memory if nothing else holds it
     std::uint32_t alloc_slot(std::uint64_t id) const;  // kNodeAllocations when not alive
 
     NodeSegment* seg_ = nullptr;

@@ -65,6 +65,14 @@ public:
     CUresult import_handle(CUmemGenericAllocationHandle* out, void* os_handle, CUmemAllocationHandleType type);
     CUresult properties(CUmemAllocationProp* out, CUmemGenericAllocationHandle h);
 
+    // --- multicast objects (handles like memory's: released, mapped, exported and imported the same way) ---
+    CUresult multicast_create(CUmemGenericAllocationHandle* out, const CUmulticastObjectProp& prop);
+    CUresult multicast_add_device(CUmemGenericAllocationHandle mc, CUdevice dev);
+    CUresult multicast_bind_mem(CUmemGenericAllocationHandle mc, std::size_t mc_offset, CUmemGenericAllocationHandle mem,
+                                std::size_t mem_offset, std::size_t size);
+    CUresult multicast_bind_addr(CUmemGenericAllocationHandle mc, std::size_t mc_offset, CUdeviceptr ptr, std::size_t size);
+    CUresult multicast_unbind(CUmemGenericAllocationHandle mc, CUdevice dev, std::size_t mc_offset, std::size_t size);
+
     // --- streams and graphs (plain objects; nothing executes) ---
     CUresult stream_create(CUstream* out);
     CUresult stream_destroy(CUstream s);
@@ -82,6 +90,9 @@ public:
     SimState& operator=(const SimState&) = delete;
 
 private:
+    void await_team(CUmemGenericAllocationHandle h);
+    CUresult bind(CUmemGenericAllocationHandle mc, std::size_t mc_offset, std::uint64_t mem, std::size_t mem_offset,
+                  std::size_t size);  // with both locks held
     SimState();
     ~SimState();
     struct Impl;

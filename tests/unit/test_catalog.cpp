@@ -99,8 +99,14 @@ TEST_CASE("every row's symbol has the signature cudaTypedefs.h gives that base a
     static_assert(same_signature<PFN_cuMemGetAllocationPropertiesFromHandle_v10020>(&cuMemGetAllocationPropertiesFromHandle));
     static_assert(same_signature<PFN_cuMemMapArrayAsync_v11010>(&cuMemMapArrayAsync));
     static_assert(same_signature<PFN_cuMemMapArrayAsync_v11010_ptsz>(&cuMemMapArrayAsync_ptsz));
-    // 66 checks above: 58 rows plus 8 per-thread twins.
+    static_assert(same_signature<PFN_cuMulticastGetGranularity_v12010>(&cuMulticastGetGranularity));
+    static_assert(same_signature<PFN_cuMulticastCreate_v12010>(&cuMulticastCreate));
+    static_assert(same_signature<PFN_cuMulticastAddDevice_v12010>(&cuMulticastAddDevice));
+    static_assert(same_signature<PFN_cuMulticastBindMem_v12010>(&cuMulticastBindMem));
+    static_assert(same_signature<PFN_cuMulticastBindAddr_v12010>(&cuMulticastBindAddr));
+    static_assert(same_signature<PFN_cuMulticastUnbind_v12010>(&cuMulticastUnbind));
+    // 72 checks above: 64 rows plus 8 per-thread twins.
     std::size_t twins = 0;
     for (const auto& e : cumemaudit::catalog::entries()) twins += e.per_thread.empty() ? 0 : 1;
-    CHECK(cumemaudit::catalog::entries().size() + twins == 66);
+    CHECK(cumemaudit::catalog::entries().size() + twins == 72);
 }

@@ -116,6 +116,39 @@ std::optional<CUresult> enforce_before(ev::Properties, Call& call, CUmemAllocati
     return std::nullopt;
 }
 
+// Both handles of a bind, and the object's of the other multicast calls: NCCL's NVLS set-up binds the
+// memory it just created to the object it just created or imported.
+namespace {
+bool translate(Call& call, CUmemGenericAllocationHandle& handle) {
+    const auto real = real_of(state_of(call), handle);
+    if (real) handle = *real;
+    return real.has_value();
+}
+}  // namespace
+
+std::optional<CUresult> enforce_before(ev::McAddDevice, Call& call, CUmemGenericAllocationHandle& mc, CUdevice&) {
+    if (!translate(call, mc)) return refuse(call, "cuMulticastAddDevice");
+    return std::nullopt;
+}
+
+std::optional<CUresult> enforce_before(ev::McBindMem, Call& call, CUmemGenericAllocationHandle& mc, size_t&,
+                                       CUmemGenericAllocationHandle& mem, size_t&, size_t&, unsigned long long&) {
+    if (!translate(call, mc) || !translate(call, mem)) return refuse(call, "cuMulticastBindMem");
+    return std::nullopt;
+}
+
+std::optional<CUresult> enforce_before(ev::McBindAddr, Call& call, CUmemGenericAllocationHandle& mc, size_t&,
+                                       CUdeviceptr&, size_t&, unsigned long long&) {
+    if (!translate(call, mc)) return refuse(call, "cuMulticastBindAddr");
+    return std::nullopt;
+}
+
+std::optional<CUresult> enforce_before(ev::McUnbind, Call& call, CUmemGenericAllocationHandle& mc, CUdevice&, size_t&,
+                                       size_t&) {
+    if (!translate(call, mc)) return refuse(call, "cuMulticastUnbind");
+    return std::nullopt;
+}
+
 std::optional<CUresult> enforce_before(ev::MapArray, Call& call, CUarrayMapInfo*& list, unsigned int& count, CUstream&) {
     if (list == nullptr || count == 0) return std::nullopt;  // the driver's own answer
     // The driver reads the list during the call (the mapping itself is stream-ordered), so a per-thread
@@ -134,6 +167,10 @@ std::optional<CUresult> enforce_before(ev::MapArray, Call& call, CUarrayMapInfo*
 
 void enforce_after(ev::Create, Call& call, CUresult r, CUmemGenericAllocationHandle* handle, size_t, const CUmemAllocationProp*,
                    unsigned long long) {
+    if (r == CUDA_SUCCESS && handle != nullptr) *handle = hand_out(state_of(call), *handle, true);
+}
+
+void enforce_after(ev::McCreate, Call& call, CUresult r, CUmemGenericAllocationHandle* handle, const CUmulticastObjectProp*) {
     if (r == CUDA_SUCCESS && handle != nullptr) *handle = hand_out(state_of(call), *handle, true);
 }
 

@@ -32,6 +32,12 @@ std::optional<CUresult> enforce_before(ev::Map, Call&, CUdeviceptr&, size_t&, si
 std::optional<CUresult> enforce_before(ev::Export, Call&, void*&, CUmemGenericAllocationHandle&,
                                        CUmemAllocationHandleType&, unsigned long long&);
 std::optional<CUresult> enforce_before(ev::Properties, Call&, CUmemAllocationProp*&, CUmemGenericAllocationHandle&);
+std::optional<CUresult> enforce_before(ev::McAddDevice, Call&, CUmemGenericAllocationHandle&, CUdevice&);
+std::optional<CUresult> enforce_before(ev::McBindMem, Call&, CUmemGenericAllocationHandle&, size_t&,
+                                       CUmemGenericAllocationHandle&, size_t&, size_t&, unsigned long long&);
+std::optional<CUresult> enforce_before(ev::McBindAddr, Call&, CUmemGenericAllocationHandle&, size_t&, CUdeviceptr&,
+                                       size_t&, unsigned long long&);
+std::optional<CUresult> enforce_before(ev::McUnbind, Call&, CUmemGenericAllocationHandle&, CUdevice&, size_t&, size_t&);
 // Points the list at a translated copy (the program's own list is never written).
 std::optional<CUresult> enforce_before(ev::MapArray, Call&, CUarrayMapInfo*&, unsigned int&, CUstream&);
 
@@ -39,6 +45,7 @@ std::optional<CUresult> enforce_before(ev::MapArray, Call&, CUarrayMapInfo*&, un
 // and allocations a range free left unreachable remembered.
 void enforce_after(ev::Create, Call&, CUresult, CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*,
                    unsigned long long);
+void enforce_after(ev::McCreate, Call&, CUresult, CUmemGenericAllocationHandle*, const CUmulticastObjectProp*);
 void enforce_after(ev::Retain, Call&, CUresult, CUmemGenericAllocationHandle*, void*);
 void enforce_after(ev::Import, Call&, CUresult, CUmemGenericAllocationHandle*, void*, CUmemAllocationHandleType);
 void enforce_after(ev::Release, Call&, CUresult, CUmemGenericAllocationHandle);

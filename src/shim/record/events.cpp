@@ -62,7 +62,8 @@ void record(ev::Create, Call& call, CUresult r, CUmemGenericAllocationHandle* ha
             const CUmemAllocationProp* prop, unsigned long long) {
     if (r != CUDA_SUCCESS || handle == nullptr) return;
     const ledger::Site& site = call.site();
-    book(call).created(*handle, size, requested_type(prop), site);
+    const int device = prop != nullptr && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1;
+    book(call).created(*handle, size, requested_type(prop), site, device);
     if (call.recorder().capturing()) call.recorder().timeline().captured(site.owner, size);
 }
 
@@ -137,6 +138,35 @@ void record(ev::Reserve, Call& call, CUresult r, CUdeviceptr* ptr, size_t size, 
 void record(ev::AddressFree, Call& call, CUresult r, CUdeviceptr ptr, size_t size) {
     auto site = site_of(call);
     book(call).address_freed(ptr, size, r == CUDA_SUCCESS, result_name(r), site);
+}
+
+void record(ev::McCreate, Call& call, CUresult r, CUmemGenericAllocationHandle* handle, const CUmulticastObjectProp* prop) {
+    if (r != CUDA_SUCCESS || handle == nullptr || prop == nullptr) return;
+    CUmemAllocationProp as_memory{};
+    as_memory.requestedHandleTypes = static_cast<CUmemAllocationHandleType>(prop->handleTypes);
+    book(call).multicast_created(*handle, prop->size, requested_type(&as_memory), call.site());
+}
+
+void record(ev::McAddDevice, Call& call, CUresult r, CUmemGenericAllocationHandle handle, CUdevice dev) {
+    const bool ok = r == CUDA_SUCCESS;
+    ledger::Site bare;
+    book(call).multicast_device_added(handle, dev, ok, result_name(r), site_if_failed(call, ok, bare));
+}
+
+void record(ev::McBindMem, Call& call, CUresult r, CUmemGenericAllocationHandle mc, size_t mc_offset,
+            CUmemGenericAllocationHandle mem, size_t, size_t size, unsigned long long) {
+    book(call).multicast_bound(mc, mc_offset, mem, false, size, r == CUDA_SUCCESS, result_name(r), call.site());
+}
+
+void record(ev::McBindAddr, Call& call, CUresult r, CUmemGenericAllocationHandle mc, size_t mc_offset, CUdeviceptr ptr,
+            size_t size, unsigned long long) {
+    book(call).multicast_bound(mc, mc_offset, ptr, true, size, r == CUDA_SUCCESS, result_name(r), call.site());
+}
+
+void record(ev::McUnbind, Call& call, CUresult r, CUmemGenericAllocationHandle mc, CUdevice dev, size_t mc_offset,
+            size_t size) {
+    auto site = site_of(call);
+    book(call).multicast_unbound(mc, dev, mc_offset, size, r == CUDA_SUCCESS, result_name(r), site);
 }
 
 void record(ev::AllocDevice, Call& call, CUresult r, CUdeviceptr* dptr, size_t size) {

@@ -33,6 +33,12 @@ void record(ev::Map, Call&, CUresult, CUdeviceptr, size_t, size_t, CUmemGenericA
 void record(ev::Unmap, Call&, CUresult, CUdeviceptr, size_t);
 void record(ev::Reserve, Call&, CUresult, CUdeviceptr*, size_t, size_t, CUdeviceptr, unsigned long long);
 void record(ev::AddressFree, Call&, CUresult, CUdeviceptr, size_t);
+void record(ev::McCreate, Call&, CUresult, CUmemGenericAllocationHandle*, const CUmulticastObjectProp*);
+void record(ev::McAddDevice, Call&, CUresult, CUmemGenericAllocationHandle, CUdevice);
+void record(ev::McBindMem, Call&, CUresult, CUmemGenericAllocationHandle, size_t, CUmemGenericAllocationHandle, size_t,
+            size_t, unsigned long long);
+void record(ev::McBindAddr, Call&, CUresult, CUmemGenericAllocationHandle, size_t, CUdeviceptr, size_t, unsigned long long);
+void record(ev::McUnbind, Call&, CUresult, CUmemGenericAllocationHandle, CUdevice, size_t, size_t);
 void record(ev::AllocDevice, Call&, CUresult, CUdeviceptr*, size_t);
 void record(ev::AllocPitch, Call&, CUresult, CUdeviceptr*, size_t*, size_t, size_t, unsigned int);
 void record(ev::AllocManaged, Call&, CUresult, CUdeviceptr*, size_t, unsigned int);
