@@ -203,8 +203,8 @@ std::vector<std::pair<Site, std::uint64_t>> Ledger::unreachable_sites(std::uint6
     std::vector<std::pair<Site, std::uint64_t>> items;
     std::uint64_t total = 0;
     state_->vmm.for_each_live([&](const Site&, std::uint64_t size, std::uint32_t, std::size_t refs, std::uint32_t mappings,
-                                  std::size_t fds, const std::vector<Site>& ref_sites, Kind) {
-        if (refs == 0 || mappings != 0 || fds != 0) return;
+                                  std::size_t fds, const std::vector<Site>& ref_sites, Kind kind) {
+        if (refs == 0 || mappings != 0 || fds != 0 || kind == Kind::multicast) return;  // memory only
         total += size;
         for (const Site& s : ref_sites) items.emplace_back(s, size);
     });
@@ -216,11 +216,12 @@ Ledger::Held Ledger::held_since(std::uint32_t since) const {
     Held held;
     std::vector<std::pair<Site, std::uint64_t>> items;
     state_->vmm.for_each_live([&](const Site&, std::uint64_t size, std::uint32_t epoch, std::size_t refs,
-                                  std::uint32_t mappings, std::size_t fds, const std::vector<Site>& ref_sites, Kind) {
+                                  std::uint32_t mappings, std::size_t fds, const std::vector<Site>& ref_sites, Kind kind) {
         if (epoch < since || refs == 0 || mappings != 0 || fds != 0) return;
+        held.leaked_references += refs;
+        if (kind == Kind::multicast) return;  // a leaked handle, but no memory of its own
         held.leaked_bytes += size;
         ++held.leaked_allocations;
-        held.leaked_references += refs;
         for (const Site& s : ref_sites) items.emplace_back(s, size);
     });
     state_->classic.for_each([&](std::uint64_t, const detail::ClassicRecord& r) {

@@ -405,9 +405,10 @@ void VmmModel::collect(Moment moment, LeakRows& rows, Summary& summary, std::vec
         for (const Site& s : a.refs) rows.add(cls, s, a.handle_type, a.kind, id, a.size, 1);
         if (a.refs.empty())  // only the fd pins it: the export is the culprit
             for (const ExportFd& f : a.fds) rows.add(cls, f.site, a.handle_type, a.kind, id, a.size, 0);
+        summary.leaked_references += a.refs.size();
+        if (a.kind == Kind::multicast) continue;  // no memory of its own: a row, never leaked bytes
         summary.leaked_bytes += a.size;
         ++summary.leaked_allocations;
-        summary.leaked_references += a.refs.size();
         leaked_by_owner[a.origin.owner] += a.size;
     }
 }

@@ -82,6 +82,7 @@ Report build(const BuildInput& in) {
     sum.mapped_at_exit_bytes = snap.mapped_at_exit_bytes;
 
     std::unordered_map<std::uint64_t, std::uint64_t> leaked;  // allocation id -> bytes, each counted once
+    std::unordered_map<std::uint64_t, std::uint64_t> leaked_objects;  // the same for multicast objects
     for (const ledger::LeakRow& row : in.snapshot.leaks) {
         Leak l;
         l.cls = ledger::to_string(row.cls);
@@ -99,7 +100,8 @@ Report build(const BuildInput& in) {
         switch (row.cls) {
         case ledger::LeakClass::unreachable:
         case ledger::LeakClass::open_export:
-            for (const ledger::HeldAllocation& a : row.members) leaked.emplace(a.id, a.bytes);
+            for (const ledger::HeldAllocation& a : row.members)
+                (row.kind == ledger::Kind::multicast ? leaked_objects : leaked).emplace(a.id, a.bytes);
             sum.leaked_references += row.references;
             break;
         case ledger::LeakClass::unfreed:
@@ -113,6 +115,7 @@ Report build(const BuildInput& in) {
     }
     for (const auto& [id, bytes] : leaked) sum.leaked_bytes += bytes;
     sum.leaked_allocations = leaked.size();
+    sum.leaked_multicast_objects = leaked_objects.size();
 
     for (const ledger::MisuseRow& row : in.snapshot.misuse) {
         Misuse m;

@@ -15,6 +15,8 @@ std::vector<std::string> gate_failures(const Report& r, const FailOn& f, std::op
         why.push_back(fmt::format("{} bytes leaked in {} allocations ({} references)", s.leaked_bytes,
                                   s.leaked_allocations, s.leaked_references));
     }
+    if (f.leaks && s.leaked_multicast_objects > 0)
+        why.push_back(fmt::format("{} multicast objects never released", s.leaked_multicast_objects));
     // mode=enforce released these for the program: the leak is still in the code, and a CI job run with
     // enforce must not pass it.
     if (f.leaks && (s.reclaimed_bytes > 0 || s.reclaimed_references > 0))

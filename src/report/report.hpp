@@ -196,6 +196,9 @@ struct Summary {
     std::uint64_t reclaimed_bytes = 0;                          // released by mode=enforce
     std::uint64_t oom_events = 0;                               // refused allocations, also those past `oom` rows kept
     std::uint64_t reclaimed_allocations = 0, reclaimed_references = 0;
+    // Multicast objects whose references are never released: leaks, counted apart from leaked_bytes and
+    // leaked_allocations because they hold no memory of their own (their rows' bytes are their size).
+    std::uint64_t leaked_multicast_objects = 0;
 };
 
 struct SuppressionUse {

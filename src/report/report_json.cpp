@@ -181,6 +181,7 @@ template <class V> void fields(V& v, Summary& s) {
     v.opt("oom_events", s.oom_events);
     v.opt("reclaimed_allocations", s.reclaimed_allocations);
     v.opt("reclaimed_references", s.reclaimed_references);
+    v.opt("leaked_multicast_objects", s.leaked_multicast_objects);
 }
 template <class V> void fields(V& v, SuppressionUse& s) {
     v.req("rule", s.rule);

@@ -45,8 +45,9 @@ bool fails_gate(const Report& r, const Leak& l) {
 std::string summary_line(const Summary& s) {
     return fmt::format(
         "SUMMARY: cumemaudit: {} bytes leaked in {} allocations ({} references); {} misuse events; {} bytes unfreed "
-        "at exit",
-        s.leaked_bytes, s.leaked_allocations, s.leaked_references, s.misuse_events, s.unfreed_bytes);
+        "at exit{}",
+        s.leaked_bytes, s.leaked_allocations, s.leaked_references, s.misuse_events, s.unfreed_bytes,
+        s.leaked_multicast_objects ? fmt::format("; {} multicast objects never released", s.leaked_multicast_objects) : "");
 }
 
 std::string text_summary(const Report& r, int max_frames, bool show_held) {
@@ -60,7 +61,11 @@ std::string text_summary(const Report& r, int max_frames, bool show_held) {
     // torn down) is folded into one line unless asked for, as valgrind folds "still reachable".
     std::uint64_t held_bytes = 0, held_rows = 0;
     for (const Leak& l : r.leaks) {
-        if (fails_gate(r, l)) {
+        if (fails_gate(r, l) && l.kind == "multicast") {
+            fmt::format_to(it, "\nLeak of {} multicast objects ({} per device; no memory of their own) ({} references) "
+                               "[{}, {}, {}] taken by {} at:\n",
+                           l.allocations, human_bytes(l.bytes), l.references, l.cls, l.handle_type, l.owner, l.site.api);
+        } else if (fails_gate(r, l)) {
             fmt::format_to(it, "\nLeak of {} bytes ({}) in {} allocations ({} references) [{}, {}, {}] taken by {} at:\n",
                            l.bytes, human_bytes(l.bytes), l.allocations, l.references, l.cls, l.handle_type, l.owner,
                            l.site.api);
