@@ -119,7 +119,7 @@ void VmmModel::forget_if_unpinned(std::uint64_t alloc_id) {
         std::lock_guard lock(owners_.lock());
         owners_.sub(a.origin.owner, a.kind, a.size);
     }
-    for (std::size_t i = 0; i < a.keys.size(); ++i) {
+    for (std::size_t i = 0; i < a.keys.size() && a.kind != Kind::multicast; ++i) {
         if (released_exports_.size() == kReleasedExports) released_exports_.erase(released_exports_.begin());
         released_exports_.push_back(ShareRow{a.keys[i], a.handle_type, a.size, true, false, a.key_sites[i]});
     }
@@ -393,7 +393,7 @@ void VmmModel::collect(Moment moment, LeakRows& rows, Summary& summary, std::vec
         if (a.refs.empty() && a.mappings == 0 && a.fds.empty()) continue;  // held by nothing (not yet forgotten)
         if (a.mappings > 0) {  // in use at a checkpoint; never torn down at exit
             if (moment != Moment::exit) continue;
-            summary.mapped_at_exit_bytes += a.size;
+            if (a.kind != Kind::multicast) summary.mapped_at_exit_bytes += a.size;
             if (a.refs.empty())
                 rows.add(LeakClass::mapped_at_exit, a.origin, a.handle_type, a.kind, id, a.size, 0);
             for (const Site& s : a.refs) rows.add(LeakClass::mapped_at_exit, s, a.handle_type, a.kind, id, a.size, 1);
@@ -418,6 +418,7 @@ void VmmModel::shares(std::vector<ShareRow>& exports, std::vector<ShareRow>& imp
     exports.insert(exports.end(), released_exports_.begin(), released_exports_.end());
     for (const Allocation* live : allocs_.in_creation_order()) {
         const Allocation& a = *live;
+        if (a.kind == Kind::multicast) continue;  // the job merge joins memory: an object pins none
         for (std::size_t i = 0; i < a.keys.size(); ++i)
             exports.push_back(ShareRow{a.keys[i], a.handle_type, a.size, false, a.mappings > 0, a.key_sites[i]});
         if (a.kind == Kind::imported && !(a.import_key == ExportKey{}))

@@ -158,8 +158,9 @@ __attribute__((noinline)) CUmemGenericAllocationHandle create_group(const Job& j
     const std::string proc = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(theirs);
     const int fd = ::open(proc.c_str(), O_WRONLY | O_CLOEXEC);
     if (fd < 0) die("cannot open " + proc);
-    check(d.import_handle(&mc, reinterpret_cast<void*>(static_cast<std::intptr_t>(fd)), CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
-          "cuMemImportFromShareableHandle");  // site:nvls_import
+    void* os_handle = reinterpret_cast<void*>(static_cast<std::intptr_t>(fd));
+    const CUresult r = d.import_handle(&mc, os_handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);  // site:nvls_import
+    check(r, "cuMemImportFromShareableHandle");
     ::close(fd);
     return mc;
 }

@@ -265,6 +265,104 @@ def case_fd_share(tmp, node):
     expect("rank 1's imports pin 1.0 GiB of rank 0's memory" in text, f"text:\n{text}")
 
 
+NVLS_RANKS = 4
+NVLS_SRC = os.path.join(os.environ.get("SOURCE_ROOT", ""), "tests", "ranks", "nccl_nvls.cpp")
+
+
+def run_nvls(tmp, node, flags=("--fail-on", "leaks,misuse"), extra=()):
+    """NCCL's NVLS set-up (and, unless extra says otherwise, its clean teardown) on 4 local ranks."""
+    xdir = os.path.join(tmp, "exchange")
+    os.makedirs(xdir, exist_ok=True)
+    procs = []
+    for r in range(NVLS_RANKS):
+        env = {**os.environ, "CUMEMAUDIT_SIM_NODE": node, "RANK": str(r), "WORLD_SIZE": str(NVLS_RANKS),
+               "LOCAL_RANK": str(r)}
+        cmd = [CLI, "run", "--sim", "--report-dir", os.path.join(tmp, "reports"), *flags, "--",
+               os.environ["NCCL_NVLS"], "--dir", xdir, *extra]
+        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env))
+    results = finish(procs, timeout=120)
+    return results, rank_reports(tmp)
+
+
+def nvls_line(marker):
+    for number, text in enumerate(open(NVLS_SRC), 1):
+        if f"// site:{marker}" in text:
+            return number
+    raise AssertionError(marker)
+
+
+def case_nvls_clean(tmp, node):
+    """NCCL's NVLS buffer set up and torn down at ncclCommDestroy: the object's unmap and release are the
+    program's own (before multicast was modelled, each was an "unmap of an unmapped range" and the gate
+    failed a correct job), nothing leaks, and the node's memory comes back."""
+    results, reps = run_nvls(tmp, node)
+    for r, (rc, out, err) in enumerate(results):
+        expect(rc == 0, f"rank {r}: exit {rc}\n{out}\n{err}")
+        expect(f"rank {r}: drop=0" in out, f"rank {r} lost memory:\n{out}")
+        expect("uc 6 MiB, mc 512 MiB" in out, f"rank {r} sizes:\n{out}")
+    expect(sorted(reps) == list(range(NVLS_RANKS)), f"ranks reported: {sorted(reps)}")
+    for r, rep in reps.items():
+        s = rep["summary"]
+        expect(rep["misuse"] == [] and rep["leaks"] == [], f"rank {r}: misuse {rep['misuse']}, leaks {rep['leaks']}")
+        expect(s["leaked_bytes"] == 0 and s.get("leaked_multicast_objects", 0) == 0, f"rank {r}: {s}")
+
+
+def case_nvls_kept_object(tmp, node):
+    """One rank never releases its reference to the multicast object: a leak row of kind multicast at the
+    line that took it (the create on local rank 0, the import on the others), no leaked bytes (an object
+    holds no memory: the node lost none), and the gate fails that rank alone."""
+    for keeper, api, marker in ((0, "cuMulticastCreate", "nvls_create"), (1, "cuMemImportFromShareableHandle", "nvls_import")):
+        case_dir = os.path.join(tmp, str(keeper))
+        os.makedirs(case_dir)
+        results, reps = run_nvls(case_dir, f"{node}-{keeper}", extra=("--keep-object", str(keeper)))
+        unlink_node(f"{node}-{keeper}")
+        for r, (rc, out, err) in enumerate(results):
+            expect(rc == (23 if r == keeper else 0), f"rank {r}: exit {rc}\n{out}\n{err}")
+            expect(f"rank {r}: drop=0" in out, f"rank {r} lost memory:\n{out}")
+        rep = reps[keeper]
+        rows = [(l["class"], l["kind"], l["site"]["api"], l["bytes"], l["allocations"], l["references"], l["handle_type"])
+                for l in rep["leaks"]]
+        expect(rows == [("unreachable", "multicast", api, 512 * MiB, 1, 1, "posix_fd")], f"rank {keeper}: {rows}")
+        frame = rep["leaks"][0]["site"]["frames"][0]
+        expect(frame["file"].endswith("nccl_nvls.cpp") and frame["line"] == nvls_line(marker),
+               f"rank {keeper}: site {frame['file']}:{frame['line']}, expected nccl_nvls.cpp:{nvls_line(marker)}")
+        s = rep["summary"]
+        expect(s["leaked_bytes"] == 0 and s["leaked_allocations"] == 0 and s["leaked_multicast_objects"] == 1
+               and s["leaked_references"] == 1 and s["misuse_events"] == 0, f"rank {keeper}: {s}")
+        err = results[keeper][2]
+        expect("Leak of 1 multicast objects (512.0 MiB per device; no memory of their own)" in err
+               and "; 1 multicast objects never released" in err, f"rank {keeper} stderr:\n{err}")
+        for r, other in reps.items():
+            expect(r == keeper or other["leaks"] == [], f"rank {r}: leaks {other['leaks']}")
+
+
+def case_nvls_no_destroy(tmp, node):
+    """The job ends without ncclCommDestroy, as many do: the memory and the object are still mapped, so they
+    are held at exit and not leaks; the held bytes are the memory's alone."""
+    results, reps = run_nvls(tmp, node, extra=("--no-destroy",))
+    for r, (rc, out, err) in enumerate(results):
+        expect(rc == 0, f"rank {r}: exit {rc}\n{out}\n{err}")
+    for r, rep in reps.items():
+        rows = sorted((l["class"], l["kind"], l["site"]["api"], l["bytes"]) for l in rep["leaks"])
+        object_api = "cuMulticastCreate" if r == 0 else "cuMemImportFromShareableHandle"
+        expect(rows == sorted([("mapped-at-exit", "vmm_physical", "cuMemCreate", 6 * MiB),
+                               ("mapped-at-exit", "multicast", object_api, 512 * MiB)]), f"rank {r}: {rows}")
+        s = rep["summary"]
+        expect(s["mapped_at_exit_bytes"] == 6 * MiB and s["misuse_events"] == 0, f"rank {r}: {s}")
+
+
+def case_nvls_enforce(tmp, node):
+    """mode=enforce hands out virtual handles: the multicast calls get the real ones back, so NCCL's bind
+    succeeds (before, it was given enforce's virtual value and NVLS set-up failed) and the run is clean."""
+    results, reps = run_nvls(tmp, node, flags=("--mode", "enforce", "--fail-on", "leaks,misuse"))
+    for r, (rc, out, err) in enumerate(results):
+        expect(rc == 0 and f"rank {r}: drop=0" in out, f"rank {r}: exit {rc}\n{out}\n{err}")
+    for r, rep in reps.items():
+        s = rep["summary"]
+        expect(rep["misuse"] == [] and rep["leaks"] == [] and s.get("reclaimed_references", 0) == 0,
+               f"rank {r}: {s}, misuse {rep['misuse']}, leaks {rep['leaks']}")
+
+
 CASES = named_cases(globals())
 
 
