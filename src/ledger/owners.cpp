@@ -50,6 +50,14 @@ void Owners::sub(OwnerId o, Kind k, std::uint64_t bytes) {
     move_by(totals_.live, bytes, false);
 }
 
+void Owners::add_apart(OwnerId o, Kind k, std::uint64_t bytes) {
+    move_by(counters_[clamp(o)].by_kind[static_cast<int>(k)], bytes, true);
+}
+
+void Owners::sub_apart(OwnerId o, Kind k, std::uint64_t bytes) {
+    move_by(counters_[clamp(o)].by_kind[static_cast<int>(k)], bytes, false);
+}
+
 // Names survive: the shim caches owner ids by return address, and a fork child keeps those caches.
 void Owners::reset() {
     totals_.lock.reset();

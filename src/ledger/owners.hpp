@@ -30,6 +30,9 @@ public:
     SpinLock& lock() { return totals_.lock; }
     void add(OwnerId, Kind, std::uint64_t bytes);
     void sub(OwnerId, Kind, std::uint64_t bytes);
+    // A kind that holds no memory (multicast objects): its figure by kind moves, never live or peak bytes.
+    void add_apart(OwnerId, Kind, std::uint64_t bytes);
+    void sub_apart(OwnerId, Kind, std::uint64_t bytes);
 
     std::uint64_t live(OwnerId o) const { return counters_[clamp(o)].live.load(std::memory_order_relaxed); }
     std::uint64_t peak(OwnerId o) const { return counters_[clamp(o)].peak.load(std::memory_order_relaxed); }

@@ -106,7 +106,8 @@ void VmmModel::learn_size(Allocation& a, std::uint64_t size) {
     a.size = size;
     a.size_known = true;
     std::lock_guard lock(owners_.lock());
-    owners_.add(a.origin.owner, a.kind, size);
+    if (a.kind == Kind::multicast) owners_.add_apart(a.origin.owner, a.kind, size);
+    else owners_.add(a.origin.owner, a.kind, size);
 }
 
 void VmmModel::forget_if_unpinned(std::uint64_t alloc_id) {
@@ -117,7 +118,8 @@ void VmmModel::forget_if_unpinned(std::uint64_t alloc_id) {
     drop_binds(a);
     if (a.size_known) {
         std::lock_guard lock(owners_.lock());
-        owners_.sub(a.origin.owner, a.kind, a.size);
+        if (a.kind == Kind::multicast) owners_.sub_apart(a.origin.owner, a.kind, a.size);
+        else owners_.sub(a.origin.owner, a.kind, a.size);
     }
     for (std::size_t i = 0; i < a.keys.size() && a.kind != Kind::multicast; ++i) {
         if (released_exports_.size() == kReleasedExports) released_exports_.erase(released_exports_.begin());
@@ -195,7 +197,7 @@ const char* VmmModel::multicast_device_added(std::uint64_t handle, int device, b
         if (a->size_known) {
             std::lock_guard owners(owners_.lock());
             owners_.sub(a->origin.owner, Kind::imported, a->size);
-            owners_.add(a->origin.owner, Kind::multicast, a->size);
+            owners_.add_apart(a->origin.owner, Kind::multicast, a->size);
         }
         a->kind = Kind::multicast;
     }
@@ -210,7 +212,14 @@ std::string VmmModel::multicast_bound(std::uint64_t mc, std::uint64_t mc_offset,
     Allocation* memory = by_address ? mapped_at(mem) : live_allocation(mem);
     if (!by_address && memory == nullptr) return std::string("bind of ") + unknown_handle_what(mem);
     if (!ok) return {};  // out of multicast resources, or none on this system: NCCL goes on without
-    if (object->kind == Kind::imported) object->kind = Kind::multicast;  // bound without an add seen first
+    if (object->kind == Kind::imported) {  // bound without an add seen first
+        if (object->size_known) {
+            std::lock_guard owners(owners_.lock());
+            owners_.sub(object->origin.owner, Kind::imported, object->size);
+            owners_.add_apart(object->origin.owner, Kind::multicast, object->size);
+        }
+        object->kind = Kind::multicast;
+    }
     object->binds.push_back(Bind{mc_offset, size, memory != nullptr ? memory->id : 0, memory != nullptr ? memory->device : -1});
     if (memory != nullptr) ++memory->mappings;
     return {};

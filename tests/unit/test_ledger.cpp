@@ -701,3 +701,133 @@ TEST_CASE("an owner that allocates three ways splits its live bytes by kind exac
     l.allocated(0x60000, 1 * MiB, Kind::async_pool, site("cuMemAllocAsync", 1, again));
     CHECK(split() == std::array<std::uint64_t, 5>{9 * MiB, 9 * MiB, 0, 1 * MiB, 8 * MiB});
 }
+
+// Multicast objects (NCCL's NVLS buffers, src/transport/nvls.cc): the object is a handle with its own
+// references that holds no memory; memory bound to it is pinned by the bind as by a mapping.
+namespace {
+struct Nvls {
+    Ledger l;
+    const std::uint64_t mc = 0x900, uc = 0x901, ucva = 0x7f0000000000, mcva = 0x7f8000000000;
+    const std::uint64_t ucsize = 6 * MiB, mcsize = 512 * MiB;
+    void set_up() {
+        l.multicast_created(mc, mcsize, HandleType::posix_fd, site("cuMulticastCreate", 1));
+        l.multicast_device_added(mc, 0, true, "CUDA_SUCCESS", site("cuMulticastAddDevice", 2));
+        l.reserved(ucva, ucsize, site("cuMemAddressReserve", 3));
+        l.created(uc, ucsize, HandleType::posix_fd, site("cuMemCreate", 4), 0);
+        l.mapped(ucva, ucsize, uc, true, "CUDA_SUCCESS", site("cuMemMap", 5));
+        l.multicast_bound(mc, 0, uc, false, ucsize, true, "CUDA_SUCCESS", site("cuMulticastBindMem", 6));
+        l.reserved(mcva, mcsize, site("cuMemAddressReserve", 7));
+        l.mapped(mcva, mcsize, mc, true, "CUDA_SUCCESS", site("cuMemMap", 8));
+    }
+    void free_memory() {
+        l.unmapped(ucva, ucsize, true, "CUDA_SUCCESS", site("cuMemUnmap", 10));
+        l.address_freed(ucva, ucsize, true, "CUDA_SUCCESS", site("cuMemAddressFree", 11));
+        l.released(uc, true, "CUDA_SUCCESS", site("cuMemRelease", 12));
+    }
+    void free_object(bool release = true) {
+        l.unmapped(mcva, mcsize, true, "CUDA_SUCCESS", site("cuMemUnmap", 13));
+        l.address_freed(mcva, mcsize, true, "CUDA_SUCCESS", site("cuMemAddressFree", 14));
+        if (release) l.released(mc, true, "CUDA_SUCCESS", site("cuMemRelease", 15));
+    }
+    std::uint64_t live(Kind k) {
+        for (const OwnerRow& o : l.owners_now())
+            if (o.owner == 0) return o.live_by_kind[static_cast<int>(k)];
+        return 0;
+    }
+};
+}  // namespace
+
+TEST_CASE("NCCL's NVLS teardown (unbind, memory, object) leaves nothing and no misuse") {
+    Nvls n;
+    n.set_up();
+    CHECK(n.live(Kind::multicast) == 512 * MiB);
+    CHECK(n.live(Kind::vmm_physical) == 6 * MiB);
+    CHECK(n.l.snapshot(Moment::checkpoint, kAllOpen).summary.live_bytes == 6 * MiB);  // memory only
+    n.l.multicast_unbound(n.mc, 0, 0, n.ucsize, true, "CUDA_SUCCESS", site("cuMulticastUnbind", 9));
+    n.free_memory();
+    n.free_object();
+    const Snapshot s = n.l.snapshot(Moment::exit, kAllOpen);
+    CHECK(s.misuse.empty());
+    CHECK(s.leaks.empty());
+    CHECK(s.summary.live_bytes == 0);
+    CHECK(n.live(Kind::multicast) == 0);
+    CHECK(n.live(Kind::vmm_physical) == 0);
+}
+
+TEST_CASE("memory released while bound stays allocated until its unbind") {
+    Nvls n;
+    n.set_up();
+    n.free_memory();  // unmapped and released, but still bound
+    CHECK(n.live(Kind::vmm_physical) == 6 * MiB);
+    CHECK(n.l.snapshot(Moment::checkpoint, kAllOpen).leaks.empty());  // in use through the object
+    n.l.multicast_unbound(n.mc, 0, 0, n.ucsize, true, "CUDA_SUCCESS", site("cuMulticastUnbind", 9));
+    CHECK(n.live(Kind::vmm_physical) == 0);
+    n.free_object();
+    CHECK(n.l.snapshot(Moment::exit, kAllOpen).leaks.empty());
+}
+
+TEST_CASE("an object released with memory still bound takes its binds with it") {
+    Nvls n;
+    n.set_up();
+    n.free_memory();
+    n.free_object();  // never unbound: the object's end ends the bind, and the memory goes
+    const Snapshot s = n.l.snapshot(Moment::exit, kAllOpen);
+    CHECK(s.leaks.empty());
+    CHECK(s.misuse.empty());
+    CHECK(n.live(Kind::vmm_physical) == 0);
+    CHECK(n.live(Kind::multicast) == 0);
+}
+
+TEST_CASE("an object never released is a multicast leak row at its create, with no leaked bytes") {
+    Nvls n;
+    n.set_up();
+    n.l.multicast_unbound(n.mc, 0, 0, n.ucsize, true, "CUDA_SUCCESS", site("cuMulticastUnbind", 9));
+    n.free_memory();
+    n.free_object(false);
+    const Snapshot s = n.l.snapshot(Moment::exit, kAllOpen);
+    REQUIRE(s.leaks.size() == 1);
+    CHECK(s.leaks[0].cls == LeakClass::unreachable);
+    CHECK(s.leaks[0].kind == Kind::multicast);
+    CHECK(api_of(s.leaks[0]) == "cuMulticastCreate");
+    CHECK(s.leaks[0].bytes == 512 * MiB);
+    CHECK(s.summary.leaked_bytes == 0);
+    CHECK(s.summary.leaked_allocations == 0);
+    CHECK(s.summary.leaked_references == 1);
+    CHECK(n.l.held_since(0).leaked_bytes == 0);
+    CHECK(n.l.held_since(0).leaked_references == 1);
+}
+
+TEST_CASE("an imported object becomes a multicast object when its device is added") {
+    Ledger l;
+    const ExportKey key{7, 9};
+    l.imported(0x500, HandleType::posix_fd, key, site("cuMemImportFromShareableHandle", 1));
+    l.multicast_device_added(0x500, 1, true, "CUDA_SUCCESS", site("cuMulticastAddDevice", 2));
+    l.mapped(0x7f0000000000, 512 * MiB, 0x500, true, "CUDA_SUCCESS", site("cuMemMap", 3));
+    l.unmapped(0x7f0000000000, 512 * MiB, true, "CUDA_SUCCESS", site("cuMemUnmap", 4));
+    const Snapshot s = l.snapshot(Moment::exit, kAllOpen);
+    REQUIRE(s.leaks.size() == 1);
+    CHECK(s.leaks[0].kind == Kind::multicast);
+    CHECK(api_of(s.leaks[0]) == "cuMemImportFromShareableHandle");
+    CHECK(s.summary.leaked_bytes == 0);
+    CHECK(s.imports.empty());  // the job merge joins memory, and an object pins none
+}
+
+TEST_CASE("multicast misuse: dead handles, an unbind of nothing; a refused bind of live handles is not misuse") {
+    Nvls n;
+    n.set_up();
+    // No multicast resources left (or none on the system): NCCL goes on without NVLS.
+    n.l.multicast_bound(n.mc, 8 * MiB, n.uc, false, n.ucsize, false, "CUDA_ERROR_OUT_OF_MEMORY", site("cuMulticastBindMem", 20));
+    CHECK(n.l.misuse_events() == 0);
+    n.l.multicast_unbound(n.mc, 0, 0, n.ucsize, true, "CUDA_SUCCESS", site("cuMulticastUnbind", 21));
+    n.l.multicast_unbound(n.mc, 0, 0, n.ucsize, true, "CUDA_SUCCESS", site("cuMulticastUnbind", 22));
+    n.free_memory();
+    n.free_object();
+    n.l.multicast_bound(n.mc, 0, n.uc, false, n.ucsize, false, "CUDA_ERROR_INVALID_VALUE", site("cuMulticastBindMem", 23));
+    n.l.multicast_device_added(n.mc, 0, false, "CUDA_ERROR_INVALID_VALUE", site("cuMulticastAddDevice", 24));
+    const Snapshot s = n.l.snapshot(Moment::exit, kAllOpen);
+    std::set<std::string> what;
+    for (const MisuseRow& m : s.misuse) what.insert(std::string(m.site.api) + ": " + m.what);
+    CHECK(what == std::set<std::string>{"cuMulticastUnbind: unbind of a range with nothing bound",
+                                        "cuMulticastBindMem: bind to a handle already released",
+                                        "cuMulticastAddDevice: a handle already released"});
+}

@@ -699,3 +699,81 @@ TEST_CASE("the simulated NVML charges this process what it holds, found by the d
     REQUIRE(procs(dev, &n, info) == 0);
     CHECK(info[0].used == used - 64 * MiB);
 }
+
+// Multicast objects, modelled on the driver API's documentation (never created on the GPU machine).
+namespace {
+CUmulticastObjectProp mc_prop(unsigned devices, std::size_t size, unsigned long long types = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
+    CUmulticastObjectProp p{};
+    p.numDevices = devices;
+    p.size = size;
+    p.handleTypes = types;
+    return p;
+}
+}  // namespace
+
+TEST_CASE("multicast: granularity, create's checks, a team of devices and the calls a team must be complete for") {
+    setup();
+    const auto one = mc_prop(1, 4 * MiB);
+    std::size_t g = 0;
+    REQUIRE(cuMulticastGetGranularity(&g, &one, CU_MULTICAST_GRANULARITY_MINIMUM) == CUDA_SUCCESS);
+    CHECK(g == 2 * MiB);
+    REQUIRE(cuMulticastGetGranularity(&g, &one, CU_MULTICAST_GRANULARITY_RECOMMENDED) == CUDA_SUCCESS);
+    CHECK(g == 512 * MiB);
+    CUmemGenericAllocationHandle mc = 0;
+    const auto odd = mc_prop(1, 3 * MiB), none = mc_prop(0, 4 * MiB);
+    CHECK(cuMulticastCreate(&mc, &odd) == CUDA_ERROR_INVALID_VALUE);
+    CHECK(cuMulticastCreate(&mc, &none) == CUDA_ERROR_INVALID_VALUE);
+    const std::size_t before = free_bytes();
+    REQUIRE(cuMulticastCreate(&mc, &one) == CUDA_SUCCESS);
+    CHECK(free_bytes() == before);  // an object holds no device memory
+    CUmemAllocationProp props{};
+    CHECK(cuMemGetAllocationPropertiesFromHandle(&props, mc) == CUDA_ERROR_INVALID_VALUE);
+    const CUmemGenericAllocationHandle mem = create(4 * MiB);
+    CHECK(cuMulticastAddDevice(mem, 0) == CUDA_ERROR_INVALID_VALUE);  // memory, not an object
+    REQUIRE(cuMulticastAddDevice(mc, 0) == CUDA_SUCCESS);
+    CHECK(cuMulticastAddDevice(mc, 1) == CUDA_ERROR_INVALID_VALUE);  // the team of one is complete
+    CHECK(cuMulticastBindMem(mc, 0, mem, 0, 6 * MiB, 0) == CUDA_ERROR_INVALID_VALUE);  // larger than the memory
+    CHECK(cuMulticastBindMem(mc, 0, mem, 0, 4 * MiB, 1) == CUDA_ERROR_INVALID_VALUE);  // flags must be 0
+    REQUIRE(cuMulticastBindMem(mc, 0, mem, 0, 4 * MiB, 0) == CUDA_SUCCESS);
+    CHECK(cuMulticastBindMem(mc, 0, mem, 0, 4 * MiB, 0) == CUDA_ERROR_INVALID_VALUE);  // that range is bound
+    const CUdeviceptr va = reserve(4 * MiB);
+    REQUIRE(cuMemMap(va, 4 * MiB, 0, mc, 0) == CUDA_SUCCESS);
+    REQUIRE(cuMemUnmap(va, 4 * MiB) == CUDA_SUCCESS);
+    REQUIRE(cuMemAddressFree(va, 4 * MiB) == CUDA_SUCCESS);
+    REQUIRE(cuMulticastUnbind(mc, 0, 0, 4 * MiB) == CUDA_SUCCESS);
+    CHECK(cuMulticastUnbind(mc, 0, 0, 4 * MiB) == CUDA_SUCCESS);  // nothing bound there: not refused
+    CHECK(cuMulticastUnbind(mc, 0, 0, 6 * MiB) == CUDA_ERROR_INVALID_VALUE);  // past the object's size
+    const auto two = mc_prop(2, 4 * MiB);
+    CUmemGenericAllocationHandle other = 0;
+    REQUIRE(cuMulticastCreate(&other, &two) == CUDA_SUCCESS);
+    REQUIRE(cuMulticastAddDevice(other, 1) == CUDA_SUCCESS);
+    REQUIRE(cuMulticastAddDevice(other, 2) == CUDA_SUCCESS);
+    CHECK(cuMulticastBindMem(other, 0, mem, 0, 4 * MiB, 0) == CUDA_ERROR_INVALID_DEVICE);  // memory of device 0
+    REQUIRE(cuMemRelease(other) == CUDA_SUCCESS);
+    REQUIRE(cuMemRelease(mem) == CUDA_SUCCESS);
+    REQUIRE(cuMemRelease(mc) == CUDA_SUCCESS);
+    CHECK(cuMulticastAddDevice(mc, 0) == CUDA_ERROR_INVALID_VALUE);
+    CHECK(free_bytes() == before);
+}
+
+TEST_CASE("multicast: memory released while bound stays allocated until the unbind, or the object's end") {
+    setup();
+    const auto p = mc_prop(1, 4 * MiB);
+    for (const bool unbind_first : {true, false}) {
+        const std::size_t before = free_bytes();
+        CUmemGenericAllocationHandle mc = 0;
+        REQUIRE(cuMulticastCreate(&mc, &p) == CUDA_SUCCESS);
+        REQUIRE(cuMulticastAddDevice(mc, 0) == CUDA_SUCCESS);
+        const CUmemGenericAllocationHandle mem = create(4 * MiB);
+        const CUdeviceptr va = reserve(4 * MiB);
+        REQUIRE(cuMemMap(va, 4 * MiB, 0, mem, 0) == CUDA_SUCCESS);
+        REQUIRE(cuMulticastBindAddr(mc, 0, va, 4 * MiB, 0) == CUDA_SUCCESS);
+        REQUIRE(cuMemUnmap(va, 4 * MiB) == CUDA_SUCCESS);
+        REQUIRE(cuMemAddressFree(va, 4 * MiB) == CUDA_SUCCESS);
+        REQUIRE(cuMemRelease(mem) == CUDA_SUCCESS);
+        CHECK(free_bytes() == before - 4 * MiB);  // the bind pins it
+        if (unbind_first) REQUIRE(cuMulticastUnbind(mc, 0, 0, 4 * MiB) == CUDA_SUCCESS);
+        REQUIRE(cuMemRelease(mc) == CUDA_SUCCESS);
+        CHECK(free_bytes() == before);
+    }
+}
