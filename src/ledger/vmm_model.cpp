@@ -115,7 +115,7 @@ void VmmModel::forget_if_unpinned(std::uint64_t alloc_id) {
     if (found == nullptr) return;
     Allocation& a = *found;
     if (!a.refs.empty() || a.mappings != 0 || !a.fds.empty()) return;
-    drop_binds(a);
+    if (!a.binds.empty()) drop_binds(a);
     if (a.size_known) {
         std::lock_guard lock(owners_.lock());
         if (a.kind == Kind::multicast) owners_.sub_apart(a.origin.owner, a.kind, a.size);
