@@ -197,8 +197,36 @@ void run_in_child(const Case& c) {
 
 }  // namespace
 
+// What the device says of multicast, and the granularity it would use: queries, which create nothing.
+void multicast_facts() {
+    std::fflush(stdout);
+    const pid_t pid = fork();
+    if (pid == 0) {
+        g_case = "multicast_facts";
+        CUdevice dev;
+        MUST(cuInit(0));
+        MUST(cuDeviceGet(&dev, 0));
+        int supported = -1;
+        MUST(cuDeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, dev));
+        CUmulticastObjectProp p{};
+        p.numDevices = 1;
+        p.size = kGran;
+        p.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+        size_t minimum = 0, recommended = 0;
+        const CUresult a = cuMulticastGetGranularity(&minimum, &p, CU_MULTICAST_GRANULARITY_MINIMUM);
+        const CUresult b = cuMulticastGetGranularity(&recommended, &p, CU_MULTICAST_GRANULARITY_RECOMMENDED);
+        std::printf("fact multicast supported=%d minimum=%s:%zu recommended=%s:%zu\n", supported, name_of(a).c_str(),
+                    minimum, name_of(b).c_str(), recommended);
+        std::fflush(stdout);
+        _exit(0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+}
+
 int main(int argc, char** argv) {
     const bool simulated = dlsym(RTLD_DEFAULT, "cumemaudit_sim_driver_version") != nullptr;
+    if (argc == 1) multicast_facts();
     for (const auto* list : {&cases(), &simulated_only_cases()}) {
         if (list == &simulated_only_cases() && !simulated) continue;
         for (const Case& c : *list) {
