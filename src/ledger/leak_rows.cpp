@@ -5,14 +5,15 @@
 namespace cumemaudit::ledger::detail {
 
 void LeakRows::add(LeakClass cls, const Site& site, HandleType ht, Kind kind, std::uint64_t alloc_id,
-                   std::uint64_t bytes, std::uint32_t references) {
-    auto [it, inserted] = rows_.try_emplace(Key{cls, site.api, site.trace, site.owner, ht, kind});
+                   std::uint64_t bytes, std::uint32_t references, Location where) {
+    auto [it, inserted] = rows_.try_emplace(Key{cls, site.api, site.trace, site.owner, ht, kind, where});
     Entry& e = it->second;
     if (inserted) {
         e.row.cls = cls;
         e.row.site = site;
         e.row.handle_type = ht;
         e.row.kind = kind;
+        e.row.location = where;
         e.seq = rows_.size();
     }
     e.row.references += references;

@@ -15,12 +15,12 @@ public:
     // One call per outstanding reference (or per unfreed allocation). Calls for the same allocation must
     // come one after another: an allocation is counted once per row, when its id first reaches the row.
     void add(LeakClass, const Site&, HandleType, Kind, std::uint64_t alloc_id, std::uint64_t bytes,
-             std::uint32_t references);
+             std::uint32_t references, Location = {});
     // Largest first; equal sizes keep class order, then the order the rows were first seen.
     std::vector<LeakRow> take();
 
 private:
-    using Key = std::tuple<LeakClass, std::string_view, TraceId, OwnerId, HandleType, Kind>;
+    using Key = std::tuple<LeakClass, std::string_view, TraceId, OwnerId, HandleType, Kind, Location>;
     struct Entry {
         LeakRow row;
         std::uint64_t seq = 0;

@@ -25,9 +25,20 @@ const char* to_string(Kind k) {
     case Kind::imported: return "imported";
     case Kind::ipc: return "ipc";
     case Kind::multicast: return "multicast";
+    case Kind::vmm_host: return "vmm_host";
     case Kind::count: break;
     }
     return "unknown";
+}
+
+std::string to_string(Location l) {
+    switch (l.type) {
+    case Location::Type::unknown: return "";
+    case Location::Type::device: return "device " + std::to_string(l.id);
+    case Location::Type::host: return "host";
+    case Location::Type::host_numa: return l.id < 0 ? "host NUMA (current)" : "host NUMA " + std::to_string(l.id);
+    }
+    return "";
 }
 
 const char* to_string(HandleType t) {
@@ -62,8 +73,8 @@ Ledger::Ledger() : state_(std::make_unique<State>()), traces_(std::make_unique<T
       python_frames_(std::make_unique<PythonFrames>()) {}
 Ledger::~Ledger() = default;
 
-void Ledger::created(std::uint64_t handle, std::uint64_t size, HandleType ht, const Site& site, int device) {
-    state_->vmm.created(handle, size, ht, site, device);
+void Ledger::created(std::uint64_t handle, std::uint64_t size, HandleType ht, const Site& site, Location where) {
+    state_->vmm.created(handle, size, ht, site, where);
 }
 void Ledger::multicast_created(std::uint64_t handle, std::uint64_t size, HandleType ht, const Site& site) {
     state_->vmm.multicast_created(handle, size, ht, site);

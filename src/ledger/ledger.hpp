@@ -28,8 +28,8 @@ public:
 
     // ---- virtual memory management. `ok`: the driver returned CUDA_SUCCESS; `result`: its name.
     // Failed calls that change nothing are still passed, so misuse is recorded with the driver's answer.
-    // `device`: where the memory lives (-1: not known).
-    void created(std::uint64_t handle, std::uint64_t size, HandleType, const Site&, int device = -1);
+    // `where`: the creation's location; a host location makes the allocation kind vmm_host.
+    void created(std::uint64_t handle, std::uint64_t size, HandleType, const Site&, Location where = {});
     void retained(std::uint64_t handle, std::uint64_t va, const Site&);  // handle returned for address va
     void released(std::uint64_t handle, bool ok, const char* result, const Site&);
     void exported(std::uint64_t handle, HandleType, const ExportKey&, int fd /* -1 unless posix_fd */, const Site&);

@@ -19,8 +19,22 @@ inline constexpr OwnerId kMaxOwners = 256;
 // What kind of memory an allocation is; the owners table splits live bytes by it.
 // A multicast object holds no memory of its own (the memory bound to it does): its bytes are the size per
 // device it was created with, never device memory.
-enum class Kind : std::uint8_t { vmm_physical, classic, async_pool, host_pinned, managed, imported, ipc, multicast, count };
+// vmm_host: a cuMemCreate physical allocation located in host memory (NCCL's host buffers), never device
+// memory.
+enum class Kind : std::uint8_t { vmm_physical, classic, async_pool, host_pinned, managed, imported, ipc, multicast, vmm_host, count };
 const char* to_string(Kind);
+
+// Where a physical allocation's bytes live, as its creation named it: a device, host memory, or a host
+// NUMA node (id -1: the calling thread's current node). Unknown for what the call does not say.
+struct Location {
+    enum class Type : std::uint8_t { unknown, device, host, host_numa };
+    Type type = Type::unknown;
+    std::int32_t id = -1;
+    friend auto operator<=>(const Location&, const Location&) = default;
+    bool on_host() const { return type == Type::host || type == Type::host_numa; }
+};
+// "device 0", "host", "host NUMA 1", "host NUMA (current)"; empty when unknown.
+std::string to_string(Location);
 
 // Handle types of a physical allocation (as requested at creation / used at export or import).
 enum class HandleType : std::uint8_t { none, posix_fd, fabric, other };
@@ -76,6 +90,7 @@ struct LeakRow {
     std::uint32_t references = 0;   // how many outstanding references taken at this site
     HandleType handle_type = HandleType::none;
     Kind kind = Kind::vmm_physical;
+    Location location;                    // VMM rows: where the memory lives
     std::vector<HeldAllocation> members;  // unreachable / open-export rows only
 };
 

@@ -151,11 +151,11 @@ const char* VmmModel::unknown_handle_what(std::uint64_t handle) const {
                                                                     : "a handle never created";
 }
 
-void VmmModel::created(std::uint64_t handle, std::uint64_t size, HandleType ht, const Site& site, int device) {
+void VmmModel::created(std::uint64_t handle, std::uint64_t size, HandleType ht, const Site& site, Location where) {
     std::lock_guard lock(mu_);
-    const std::uint64_t id = new_allocation(ht, Kind::vmm_physical, site, handle);
+    const std::uint64_t id = new_allocation(ht, where.on_host() ? Kind::vmm_host : Kind::vmm_physical, site, handle);
     Allocation& a = *allocs_.find(id);
-    a.device = device;
+    a.location = where;
     learn_size(a, size);
 }
 
@@ -220,7 +220,7 @@ std::string VmmModel::multicast_bound(std::uint64_t mc, std::uint64_t mc_offset,
         }
         object->kind = Kind::multicast;
     }
-    object->binds.push_back(Bind{mc_offset, size, memory != nullptr ? memory->id : 0, memory != nullptr ? memory->device : -1});
+    object->binds.push_back(Bind{mc_offset, size, memory != nullptr ? memory->id : 0, memory != nullptr ? memory->location : Location{}});
     if (memory != nullptr) ++memory->mappings;
     return {};
 }
@@ -233,7 +233,8 @@ std::string VmmModel::multicast_unbound(std::uint64_t mc, int device, std::uint6
     // have released already, and the driver's error then changes nothing (nccl's ncclNvlsDeregBuffer).
     std::vector<std::uint64_t> unpinned;
     const auto inside = [&](const Bind& b) {
-        return (b.device == device || b.device < 0) && b.mc_offset >= mc_offset && b.mc_offset + b.size <= mc_offset + size;
+        const bool that_device = b.location == Location{Location::Type::device, device} || b.location.type == Location::Type::unknown;
+        return that_device && b.mc_offset >= mc_offset && b.mc_offset + b.size <= mc_offset + size;
     };
     const std::size_t before = object->binds.size();
     std::erase_if(object->binds, [&](const Bind& b) {
@@ -404,16 +405,16 @@ void VmmModel::collect(Moment moment, LeakRows& rows, Summary& summary, std::vec
             if (moment != Moment::exit) continue;
             if (a.kind != Kind::multicast) summary.mapped_at_exit_bytes += a.size;
             if (a.refs.empty())
-                rows.add(LeakClass::mapped_at_exit, a.origin, a.handle_type, a.kind, id, a.size, 0);
-            for (const Site& s : a.refs) rows.add(LeakClass::mapped_at_exit, s, a.handle_type, a.kind, id, a.size, 1);
+                rows.add(LeakClass::mapped_at_exit, a.origin, a.handle_type, a.kind, id, a.size, 0, a.location);
+            for (const Site& s : a.refs) rows.add(LeakClass::mapped_at_exit, s, a.handle_type, a.kind, id, a.size, 1, a.location);
             continue;
         }
         // References nothing can release pin the memory whether or not an exported fd is open too; only
         // an fd alone is open-export.
         const LeakClass cls = a.refs.empty() ? LeakClass::open_export : LeakClass::unreachable;
-        for (const Site& s : a.refs) rows.add(cls, s, a.handle_type, a.kind, id, a.size, 1);
+        for (const Site& s : a.refs) rows.add(cls, s, a.handle_type, a.kind, id, a.size, 1, a.location);
         if (a.refs.empty())  // only the fd pins it: the export is the culprit
-            for (const ExportFd& f : a.fds) rows.add(cls, f.site, a.handle_type, a.kind, id, a.size, 0);
+            for (const ExportFd& f : a.fds) rows.add(cls, f.site, a.handle_type, a.kind, id, a.size, 0, a.location);
         summary.leaked_references += a.refs.size();
         if (a.kind == Kind::multicast) continue;  // no memory of its own: a row, never leaked bytes
         summary.leaked_bytes += a.size;

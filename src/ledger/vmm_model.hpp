@@ -41,7 +41,7 @@ public:
     // Allocations made from now on carry this epoch.
     void set_epoch(std::uint32_t e) { epoch_.store(e, std::memory_order_relaxed); }
 
-    void created(std::uint64_t handle, std::uint64_t size, HandleType, const Site&, int device);
+    void created(std::uint64_t handle, std::uint64_t size, HandleType, const Site&, Location);
     void multicast_created(std::uint64_t handle, std::uint64_t size, HandleType, const Site&);
     // These return why the call is misuse (null or empty: it is not); the Ledger records it with the site.
     const char* multicast_device_added(std::uint64_t handle, int device, bool ok);
@@ -92,7 +92,7 @@ private:
     struct Bind {
         std::uint64_t mc_offset, size;
         std::uint64_t mem;  // allocation id; 0 when the memory is not one the ledger knows
-        int device;         // the memory's (-1: not known)
+        Location location;  // the memory's
     };
     struct Allocation {
         std::uint64_t id = 0;         // creation order
@@ -104,7 +104,7 @@ private:
         std::uint32_t epoch = 0;      // the step it was made in
         std::vector<Site> refs;       // outstanding references, oldest first; release pops the back (LIFO)
         std::uint32_t mappings = 0;   // mappings of it, and binds of it to multicast objects
-        int device = -1;              // where the memory lives (-1: not known, or a multicast object)
+        Location location;            // where the memory lives (unknown for imports and multicast objects)
         std::vector<Bind> binds;      // a multicast object: memory bound to it, in bind order
         std::vector<ExportFd> fds;    // exported POSIX fds not yet seen closed
         std::vector<ExportKey> keys;  // every export, so a later self-import finds this allocation

@@ -92,6 +92,7 @@ Report build(const BuildInput& in) {
         l.handle_type = ledger::to_string(row.handle_type);
         l.owner = in.ledger.owner_name(row.site.owner);
         l.kind = ledger::to_string(row.kind);
+        l.location = ledger::to_string(row.location);
         l.site = make_site(row.site, in, frames_by_trace);
         if (supp.match(Suppressions::Type::leak, l.site)) {
             ++sum.suppressed_leaks;

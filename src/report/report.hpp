@@ -46,6 +46,7 @@ struct Leak {
     std::string owner;
     std::string kind;         // ledger kind, e.g. "vmm_physical", "classic"
     Site site;
+    std::string location;     // VMM rows: "device 0", "host", "host NUMA 1"; empty when not known
 };
 
 struct Misuse {

@@ -43,6 +43,7 @@ template <class V> void fields(V& v, Leak& l) {
     v.req("owner", l.owner);
     v.opt("kind", l.kind);
     v.req("site", l.site);
+    v.opt("location", l.location);
 }
 template <class V> void fields(V& v, Misuse& m) {
     v.req("api", m.api);

@@ -40,6 +40,9 @@ bool fails_gate(const Report& r, const Leak& l) {
     }
 }
 
+// ", device 0", ", host NUMA 1": where a VMM row's memory lives, when its creation said.
+std::string where(const Leak& l) { return l.location.empty() ? "" : ", " + l.location; }
+
 }  // namespace
 
 std::string summary_line(const Summary& s) {
@@ -66,12 +69,12 @@ std::string text_summary(const Report& r, int max_frames, bool show_held) {
                                "[{}, {}, {}] taken by {} at:\n",
                            l.allocations, human_bytes(l.bytes), l.references, l.cls, l.handle_type, l.owner, l.site.api);
         } else if (fails_gate(r, l)) {
-            fmt::format_to(it, "\nLeak of {} bytes ({}) in {} allocations ({} references) [{}, {}, {}] taken by {} at:\n",
+            fmt::format_to(it, "\nLeak of {} bytes ({}) in {} allocations ({} references) [{}, {}, {}{}] taken by {} at:\n",
                            l.bytes, human_bytes(l.bytes), l.allocations, l.references, l.cls, l.handle_type, l.owner,
-                           l.site.api);
+                           where(l), l.site.api);
         } else if (show_held) {
-            fmt::format_to(it, "\nHeld at exit, not a leak: {} bytes ({}) in {} allocations [{}, {}, {}] taken by {} at:\n",
-                           l.bytes, human_bytes(l.bytes), l.allocations, l.cls, l.handle_type, l.owner, l.site.api);
+            fmt::format_to(it, "\nHeld at exit, not a leak: {} bytes ({}) in {} allocations [{}, {}, {}{}] taken by {} at:\n",
+                           l.bytes, human_bytes(l.bytes), l.allocations, l.cls, l.handle_type, l.owner, where(l), l.site.api);
         } else {
             held_bytes += l.bytes;
             ++held_rows;

@@ -49,6 +49,7 @@ int attribute_value(CUdevice_attribute a, CUdevice dev) {
         case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: return 2619000;
         case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: return 6144;
         case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: return 0x18 + dev;
+        case CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID: return 0;  // one NUMA node (NCCL's host buffers ask it)
         default: return 0;
     }
 }

@@ -15,10 +15,15 @@ CUresult cuMemGetAllocationGranularity(size_t* granularity, const CUmemAllocatio
             return CUDA_ERROR_INVALID_VALUE;
         SimState& s = SimState::get();
         if (!s.initialized()) return CUDA_ERROR_NOT_INITIALIZED;
-        if (prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE || prop->location.id < 0 ||
-            prop->location.id >= s.device_count())
+        const bool host = prop->location.type == CU_MEM_LOCATION_TYPE_HOST ||
+                          prop->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT ||
+                          (prop->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA && prop->location.id == 0);
+        if (!host && (prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE || prop->location.id < 0 ||
+                      prop->location.id >= s.device_count()))
             return CUDA_ERROR_INVALID_DEVICE;
-        *granularity = 2u << 20;  // measured on H200: 2 MiB for both minimum and recommended
+        // Measured on H200: 2 MiB for both minimum and recommended on a device; host memory's is not yet
+        // measured and taken to be the same.
+        *granularity = 2u << 20;
         return CUDA_SUCCESS;
     });
 }

@@ -29,7 +29,7 @@ struct NodeUser {
 
 struct NodeAlloc {
     std::uint64_t id;  // 0: free slot
-    std::int32_t device;  // -1: a multicast object, charged to no device
+    std::int32_t device;  // -1: host memory or a multicast object, charged to no device
     std::uint32_t team;   // multicast objects: devices the team needs, and which were added (a bit each)
     std::uint64_t team_added;
     std::int32_t creator;  // pid NVML charges the allocation to, as the real driver charges its creator
@@ -290,7 +290,7 @@ void SimNode::uncharge_classic(int device, std::uint64_t bytes) {
 
 SimNode::CreateResult SimNode::create(int device, std::uint64_t size, const CUmemAllocationProp& prop,
                                       const std::uint64_t nonce[4], std::uint64_t* id) {
-    if (size > seg_->memory_per_device - seg_->used[device]) return CreateResult::out_of_memory;
+    if (device >= 0 && size > seg_->memory_per_device - seg_->used[device]) return CreateResult::out_of_memory;
     for (std::uint32_t n = 0; n < kNodeAllocations; ++n) {
         const std::uint32_t s = (seg_->alloc_cursor + n) % kNodeAllocations;
         NodeAlloc& a = seg_->alloc[s];
@@ -305,7 +305,7 @@ SimNode::CreateResult SimNode::create(int device, std::uint64_t size, const CUme
         a.creator = pid_;
         a.users = 1;
         a.user[0] = NodeUser{pid_, 1, 0};
-        seg_->used[device] += size;
+        if (device >= 0) seg_->used[device] += size;
         *id = a.id;
         return CreateResult::ok;
     }
@@ -339,7 +339,7 @@ SimNode::CreateResult SimNode::create_multicast(std::uint64_t size, unsigned tea
     return CreateResult::table_full;
 }
 
-bool SimNode::is_multicast(std::uint64_t id) const { return alive(id) && seg_->alloc[id & 0xffff].device < 0; }
+bool SimNode::is_multicast(std::uint64_t id) const { return alive(id) && seg_->alloc[id & 0xffff].team > 0; }
 
 bool SimNode::add_team_device(std::uint64_t id, int device) {
     NodeAlloc& a = seg_->alloc[id & 0xffff];

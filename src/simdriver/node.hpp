@@ -81,6 +81,7 @@ public:
 
     // ---- physical allocations. Ids never repeat on a node (generation above the slot), never 0.
     enum class CreateResult { ok, out_of_memory, table_full };
+    // device -1: host memory, charged to no device.
     CreateResult create(int device, std::uint64_t size, const CUmemAllocationProp&, const std::uint64_t nonce[4],
                         std::uint64_t* id);
     // A multicast object: an allocation of no device (nothing charged) whose team has `team` devices; its

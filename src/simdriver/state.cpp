@@ -56,6 +56,13 @@ thread_local CUcontext tls_current = nullptr;
 
 std::uint64_t round_up(std::uint64_t v, std::uint64_t m) { return (v + m - 1) / m * m; }
 
+// Access by the host itself (a host location in cuMemSetAccess / cuMemGetAccess), kept under this key.
+constexpr int kHostAccess = -1;
+bool host_access(const CUmemLocation& l) {
+    return l.type == CU_MEM_LOCATION_TYPE_HOST || l.type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT ||
+           (l.type == CU_MEM_LOCATION_TYPE_HOST_NUMA && l.id == 0);
+}
+
 // Handle values are per process, as in the real driver; the allocations they name live on the node.
 struct HandleRec {
     std::uint64_t alloc = 0;  // the node's allocation id
@@ -445,10 +452,22 @@ CUresult SimState::mem_create(CUmemGenericAllocationHandle* out, std::size_t siz
     std::lock_guard lock(impl_->mu);
     Impl& s = *impl_;
     if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
-    if (prop.type != CU_MEM_ALLOCATION_TYPE_PINNED || prop.location.type != CU_MEM_LOCATION_TYPE_DEVICE)
-        return CUDA_ERROR_INVALID_VALUE;
-    const int dev = prop.location.id;
-    if (dev < 0 || dev >= s.config.devices) return CUDA_ERROR_INVALID_DEVICE;
+    if (prop.type != CU_MEM_ALLOCATION_TYPE_PINNED) return CUDA_ERROR_INVALID_VALUE;
+    int dev = -1;  // host memory: no device's
+    switch (prop.location.type) {
+        case CU_MEM_LOCATION_TYPE_DEVICE:
+            dev = prop.location.id;
+            if (dev < 0 || dev >= s.config.devices) return CUDA_ERROR_INVALID_DEVICE;
+            break;
+        case CU_MEM_LOCATION_TYPE_HOST:
+        case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
+            break;
+        case CU_MEM_LOCATION_TYPE_HOST_NUMA:  // one NUMA node, 0
+            if (prop.location.id != 0) return CUDA_ERROR_INVALID_VALUE;
+            break;
+        default:
+            return CUDA_ERROR_INVALID_VALUE;
+    }
     constexpr unsigned known = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR | CU_MEM_HANDLE_TYPE_FABRIC;
     if ((prop.requestedHandleTypes & ~known) != 0) return CUDA_ERROR_NOT_SUPPORTED;
     if (size == 0 || size % kGranularity != 0) return CUDA_ERROR_INVALID_VALUE;
@@ -560,14 +579,16 @@ CUresult SimState::set_access(CUdeviceptr ptr, std::size_t size, const CUmemAcce
     if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
     if (size == 0 || count == 0) return CUDA_ERROR_INVALID_VALUE;
     for (std::size_t i = 0; i < count; ++i) {
+        if (desc[i].flags > CU_MEM_ACCESS_FLAGS_PROT_READWRITE) return CUDA_ERROR_INVALID_VALUE;
+        if (host_access(desc[i].location)) continue;  // the host's own access (NCCL's host buffers ask it)
         if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
         if (desc[i].location.id < 0 || desc[i].location.id >= s.config.devices) return CUDA_ERROR_INVALID_DEVICE;
-        if (desc[i].flags > CU_MEM_ACCESS_FLAGS_PROT_READWRITE) return CUDA_ERROR_INVALID_VALUE;
     }
     auto tiles = s.tiling(ptr, size);  // the range must be fully mapped
     if (tiles.empty()) return CUDA_ERROR_INVALID_VALUE;
     for (auto it : tiles)
-        for (std::size_t i = 0; i < count; ++i) it->second.access[desc[i].location.id] = desc[i].flags;
+        for (std::size_t i = 0; i < count; ++i)
+            it->second.access[host_access(desc[i].location) ? kHostAccess : desc[i].location.id] = desc[i].flags;
     return CUDA_SUCCESS;
 }
 
@@ -575,11 +596,12 @@ CUresult SimState::get_access(unsigned long long* flags, const CUmemLocation& lo
     std::lock_guard lock(impl_->mu);
     Impl& s = *impl_;
     if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
-    if (loc.type != CU_MEM_LOCATION_TYPE_DEVICE || loc.id < 0 || loc.id >= s.config.devices)
+    const bool host = host_access(loc);
+    if (!host && (loc.type != CU_MEM_LOCATION_TYPE_DEVICE || loc.id < 0 || loc.id >= s.config.devices))
         return CUDA_ERROR_INVALID_VALUE;
     auto m = s.mapping_at(ptr);
     if (m == s.mappings.end()) return CUDA_ERROR_INVALID_VALUE;
-    auto a = m->second.access.find(loc.id);
+    auto a = m->second.access.find(host ? kHostAccess : loc.id);
     *flags = a == m->second.access.end() ? static_cast<unsigned long long>(CU_MEM_ACCESS_FLAGS_PROT_NONE) : a->second;
     return CUDA_SUCCESS;
 }
@@ -748,7 +770,7 @@ CUresult SimState::bind(CUmemGenericAllocationHandle mc, std::size_t mc_offset, 
         return CUDA_ERROR_INVALID_VALUE;
     if (mem_offset + size > s.node->size_of(mem) || mc_offset + size > s.node->size_of(id)) return CUDA_ERROR_INVALID_VALUE;
     const int dev = s.node->device_of(mem);
-    if (!s.node->team_has(id, dev)) return CUDA_ERROR_INVALID_DEVICE;
+    if (dev < 0 || !s.node->team_has(id, dev)) return CUDA_ERROR_INVALID_DEVICE;  // host memory is no team's
     // An object that can be shared (or was) takes only memory that can be shared too.
     if (s.node->prop_of(id).requestedHandleTypes != 0 && s.node->prop_of(mem).requestedHandleTypes == 0)
         return CUDA_ERROR_INVALID_VALUE;

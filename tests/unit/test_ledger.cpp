@@ -713,7 +713,7 @@ struct Nvls {
         l.multicast_created(mc, mcsize, HandleType::posix_fd, site("cuMulticastCreate", 1));
         l.multicast_device_added(mc, 0, true, "CUDA_SUCCESS", site("cuMulticastAddDevice", 2));
         l.reserved(ucva, ucsize, site("cuMemAddressReserve", 3));
-        l.created(uc, ucsize, HandleType::posix_fd, site("cuMemCreate", 4), 0);
+        l.created(uc, ucsize, HandleType::posix_fd, site("cuMemCreate", 4), {Location::Type::device, 0});
         l.mapped(ucva, ucsize, uc, true, "CUDA_SUCCESS", site("cuMemMap", 5));
         l.multicast_bound(mc, 0, uc, false, ucsize, true, "CUDA_SUCCESS", site("cuMulticastBindMem", 6));
         l.reserved(mcva, mcsize, site("cuMemAddressReserve", 7));

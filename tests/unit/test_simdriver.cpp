@@ -777,3 +777,41 @@ TEST_CASE("multicast: memory released while bound stays allocated until the unbi
         CHECK(free_bytes() == before);
     }
 }
+
+TEST_CASE("host-located physical memory (NCCL's host buffers) charges no device and takes host access") {
+    setup();
+    int numa = -1;
+    REQUIRE(cuDeviceGetAttribute(&numa, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, 0) == CUDA_SUCCESS);
+    CHECK(numa == 0);
+    for (const CUmemLocationType type : {CU_MEM_LOCATION_TYPE_HOST_NUMA, CU_MEM_LOCATION_TYPE_HOST,
+                                         CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT}) {
+        CUmemAllocationProp p = prop(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+        p.location.type = type;
+        p.location.id = 0;
+        std::size_t g = 0;
+        REQUIRE(cuMemGetAllocationGranularity(&g, &p, CU_MEM_ALLOC_GRANULARITY_MINIMUM) == CUDA_SUCCESS);
+        CHECK(g == kGran);
+        const std::size_t before = free_bytes();
+        CUmemGenericAllocationHandle h = 0;
+        REQUIRE(cuMemCreate(&h, GiB, &p, 0) == CUDA_SUCCESS);
+        CHECK(free_bytes() == before);
+        const CUdeviceptr va = reserve(GiB);
+        REQUIRE(cuMemMap(va, GiB, 0, h, 0) == CUDA_SUCCESS);
+        CUmemAccessDesc access[2] = {};
+        access[0].location = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
+        access[0].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+        access[1].location = {CU_MEM_LOCATION_TYPE_HOST_NUMA, 0};
+        access[1].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+        REQUIRE(cuMemSetAccess(va, GiB, access, 2) == CUDA_SUCCESS);
+        unsigned long long flags = 0;
+        REQUIRE(cuMemGetAccess(&flags, &access[1].location, va) == CUDA_SUCCESS);
+        CHECK(flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+        REQUIRE(cuMemUnmap(va, GiB) == CUDA_SUCCESS);
+        REQUIRE(cuMemAddressFree(va, GiB) == CUDA_SUCCESS);
+        REQUIRE(cuMemRelease(h) == CUDA_SUCCESS);
+    }
+    CUmemAllocationProp p = prop();
+    p.location = {CU_MEM_LOCATION_TYPE_HOST_NUMA, 1};  // no such node
+    CUmemGenericAllocationHandle h = 0;
+    CHECK(cuMemCreate(&h, kGran, &p, 0) == CUDA_ERROR_INVALID_VALUE);
+}

@@ -32,6 +32,18 @@ HandleType shared_type(CUmemAllocationHandleType type) {
     }
 }
 
+ledger::Location location_of(const CUmemAllocationProp* prop) {
+    using T = ledger::Location::Type;
+    if (prop == nullptr) return {};
+    switch (prop->location.type) {
+        case CU_MEM_LOCATION_TYPE_DEVICE: return {T::device, prop->location.id};
+        case CU_MEM_LOCATION_TYPE_HOST: return {T::host, -1};
+        case CU_MEM_LOCATION_TYPE_HOST_NUMA: return {T::host_numa, prop->location.id};
+        case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT: return {T::host_numa, -1};
+        default: return {};
+    }
+}
+
 // A successful call records with its full site; a failed one is recorded only as possible misuse, and
 // then also needs its site. Successful calls whose site the ledger does not keep pass the bare API.
 const ledger::Site& site_if_failed(Call& call, bool ok, ledger::Site& bare) {
@@ -62,8 +74,7 @@ void record(ev::Create, Call& call, CUresult r, CUmemGenericAllocationHandle* ha
             const CUmemAllocationProp* prop, unsigned long long) {
     if (r != CUDA_SUCCESS || handle == nullptr) return;
     const ledger::Site& site = call.site();
-    const int device = prop != nullptr && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1;
-    book(call).created(*handle, size, requested_type(prop), site, device);
+    book(call).created(*handle, size, requested_type(prop), site, location_of(prop));
     if (call.recorder().capturing()) call.recorder().timeline().captured(site.owner, size);
 }
 
