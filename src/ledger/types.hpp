@@ -156,4 +156,12 @@ struct Unreachable {
 // Kinds whose bytes live on the device and count in the driver's used memory.
 inline bool counts_on_device(Kind k) { return k == Kind::vmm_physical || k == Kind::classic || k == Kind::async_pool; }
 
+// An owner's live bytes of the kinds that count on the device.
+inline std::uint64_t live_on_device(const OwnerRow& o) {
+    std::uint64_t sum = 0;
+    for (int k = 0; k < static_cast<int>(Kind::count); ++k)
+        if (counts_on_device(static_cast<Kind>(k))) sum += o.live_by_kind[k];
+    return sum;
+}
+
 }  // namespace cumemaudit::ledger

@@ -33,12 +33,9 @@ void Timeline::mark(const Mark& m) {
     std::uint64_t tracked_on_device = 0;
     for (const ledger::OwnerRow& o : owners) {
         s.by_owner[o.name] = o.live_bytes;
-        for (int k = 0; k < static_cast<int>(ledger::Kind::count); ++k) {
-            const auto kind = static_cast<ledger::Kind>(k);
-            if (o.live_by_kind[k] == 0) continue;
-            s.by_kind[ledger::to_string(kind)] += o.live_by_kind[k];
-            if (ledger::counts_on_device(kind)) tracked_on_device += o.live_by_kind[k];
-        }
+        for (int k = 0; k < static_cast<int>(ledger::Kind::count); ++k)
+            if (o.live_by_kind[k] != 0) s.by_kind[ledger::to_string(static_cast<ledger::Kind>(k))] += o.live_by_kind[k];
+        tracked_on_device += ledger::live_on_device(o);
     }
     if (m.driver.known) {
         s.driver_used_bytes = m.driver.used;
@@ -62,16 +59,18 @@ void Timeline::check_growth(const report::Step& s, const std::vector<ledger::Own
     const bool past_warmup = marks_ > static_cast<std::uint64_t>(options_.warmup_steps);
     const std::uint64_t step = s.step;
     for (const ledger::OwnerRow& o : owners) {
+        // Device memory only: host buffers (pinned, host-located VMM) and managed memory grow no device.
+        const std::uint64_t now = ledger::live_on_device(o);
         const std::uint64_t before = last_live_[o.owner];
-        last_live_[o.owner] = o.live_bytes;
-        if (!past_warmup || o.name == kPyTorch || o.live_bytes <= before) continue;
-        const std::uint64_t growth = o.live_bytes - before;
+        last_live_[o.owner] = now;
+        if (!past_warmup || o.name == kPyTorch || now <= before) continue;
+        const std::uint64_t growth = now - before;
         if (growth <= options_.growth_alarm) continue;
         const auto sites = ledger_.growth_sites(o.owner, since_epoch_);
         const ledger::Site site = sites.empty() ? ledger::Site{} : sites.front().first;
-        alarms_.push_back({report::Alarm{step, s.time_ns, "growth", o.name, growth, o.live_bytes, {}}, site});
+        alarms_.push_back({report::Alarm{step, s.time_ns, "growth", o.name, growth, now, {}}, site});
         log_warning("step {}: memory outside PyTorch grew by {} in {} (now {}){}", step, report::human_bytes(growth), o.name,
-                    report::human_bytes(o.live_bytes), sites.empty() ? "" : ", most at " + describe_site(ledger_, symbolizer_, site));
+                    report::human_bytes(now), sites.empty() ? "" : ", most at " + describe_site(ledger_, symbolizer_, site));
     }
     std::uint64_t unreachable = 0;
     // A periodic sample lands between any two calls of any thread: a handle between its cuMemCreate and

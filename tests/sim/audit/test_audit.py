@@ -647,6 +647,33 @@ def case_no_cuda(tmp):
     expect(reports(tmp) == {}, "python without CUDA writes nothing")
 
 
+
+SCENARIOS_SRC = os.path.join(SOURCE_ROOT, "tests", "sim", "audit", "audit_scenarios.cpp")
+
+
+def case_nccl_host_buffers(tmp):
+    """NCCL's host buffers are cuMemCreate memory on a host NUMA node: host memory, never device memory.
+    Three steps each add 512 MiB of it: no growth alarm (before, each step raised one, and the OOM parts
+    and "unattributed" counted the host bytes as device memory); the one left unreleased is a leak row of
+    kind vmm_host at host NUMA 0, at its cuMemCreate line."""
+    proc = run([SCENARIOS, "nccl-host"], tmp, rc=23)
+    expect("device_drop=0" in proc.stdout, f"host memory moved the device's free memory:\n{proc.stdout}")
+    rep = only_report(tmp)
+    rows = [(l["class"], l["kind"], l.get("location"), l["site"]["api"], l["bytes"], l["references"]) for l in rep["leaks"]]
+    expect(rows == [("unreachable", "vmm_host", "host NUMA 0", "cuMemCreate", 512 * MiB, 1)], f"leaks: {rows}")
+    frame = top_frame(rep["leaks"][0])
+    want = marker_line(SCENARIOS_SRC, "nccl_host_create")
+    expect(frame["line"] == want, f"site line {frame['line']}, expected {want}")
+    expect(rep["summary"]["leaked_bytes"] == 512 * MiB, f"summary: {rep['summary']}")
+    expect(not [a for a in rep.get("alarms", []) if a["what"] == "growth"], f"growth alarms: {rep.get('alarms')}")
+    steps = [s for s in rep["steps"] if not s.get("label")]
+    expect([s["step"] for s in steps] == [1, 2, 3], f"steps: {[s['step'] for s in steps]}")
+    for n, s in enumerate(steps, 1):
+        expect(s["by_kind"] == {"vmm_host": n * 512 * MiB}, f"step {n} by kind: {s['by_kind']}")
+        expect(s["unattributed_bytes"] == s["driver_used_bytes"], f"step {n}: {s}")
+    expect("[unreachable, posix_fd, audit_scenarios, host NUMA 0] taken by cuMemCreate" in proc.stderr,
+           f"text row:\n{proc.stderr}")
+
 CASES = named_cases(globals())
 for door in ("direct", "dlsym", "procaddress-v1", "procaddress-v2", "cudart"):
     CASES["door-" + door] = make_door_case(door)
