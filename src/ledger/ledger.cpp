@@ -26,6 +26,7 @@ const char* to_string(Kind k) {
     case Kind::ipc: return "ipc";
     case Kind::multicast: return "multicast";
     case Kind::vmm_host: return "vmm_host";
+    case Kind::host_registered: return "host_registered";
     case Kind::count: break;
     }
     return "unknown";
@@ -133,6 +134,10 @@ void Ledger::freed(std::uint64_t ptr, bool ok, const char* result, const Site& s
     }
     // An unknown pointer the driver accepted came from before we loaded (or is null): not misuse.
     state_->classic.erase(ptr, ticket);
+}
+
+void Ledger::misused(const Site& site, const char* result, std::string what) {
+    state_->misuse.record(site, result, std::move(what));
 }
 
 OwnerId Ledger::owner_id(std::string_view name) { return state_->owners.id(name); }

@@ -64,6 +64,9 @@ public:
     // Ticket 0: whatever record ptr has (a free seen only after the fact, as the CUPTI backend sees it).
     void freed(std::uint64_t ptr, bool ok, const char* result, const Site&, FreeTicket ticket = 0);
 
+    // A call the driver refused (or accepted) that is misuse for a reason the calls above do not model.
+    void misused(const Site&, const char* result, std::string what);
+
     // ---- owners: a small registry of names; id 0 is "unknown".
     OwnerId owner_id(std::string_view name);
     std::string owner_name(OwnerId) const;

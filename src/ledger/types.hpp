@@ -21,7 +21,9 @@ inline constexpr OwnerId kMaxOwners = 256;
 // device it was created with, never device memory.
 // vmm_host: a cuMemCreate physical allocation located in host memory (NCCL's host buffers), never device
 // memory.
-enum class Kind : std::uint8_t { vmm_physical, classic, async_pool, host_pinned, managed, imported, ipc, multicast, vmm_host, count };
+// host_registered: the program's own host memory pinned by cuMemHostRegister, a range until unregistered.
+enum class Kind : std::uint8_t { vmm_physical, classic, async_pool, host_pinned, managed, imported, ipc, multicast, vmm_host,
+                                 host_registered, count };
 const char* to_string(Kind);
 
 // Where a physical allocation's bytes live, as its creation named it: a device, host memory, or a host

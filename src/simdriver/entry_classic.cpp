@@ -87,6 +87,14 @@ CUresult cuMemFreeHost(void* p) {
     return guarded([&] { return SimState::get().host_free(p); });
 }
 
+CUresult cuMemHostRegister_v2(void* p, size_t bytesize, unsigned int Flags) {
+    return guarded([&] { return SimState::get().host_register(p, bytesize, Flags); });
+}
+
+CUresult cuMemHostUnregister(void* p) {
+    return guarded([&] { return SimState::get().host_unregister(p); });
+}
+
 CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
     return guarded([&] { return alloc_on_stream(dptr, bytesize, hStream); });
 }

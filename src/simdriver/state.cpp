@@ -107,6 +107,7 @@ struct SimState::Impl {
     std::map<std::uint64_t, std::uint64_t> reservations;  // start -> size
     std::map<std::uint64_t, Mapping> mappings;            // start -> mapping
     std::map<std::uint64_t, Classic> classic;             // start -> allocation
+    std::map<std::uint64_t, std::uint64_t> registered;    // host memory page-locked: start -> bytes
 
     std::unordered_set<CUstream> streams;
     std::unordered_set<CUgraph> graphs;
@@ -422,6 +423,29 @@ CUresult SimState::host_free(void* ptr) {
     if (it == s.classic.end() || it->second.kind != ClassicKind::host) return CUDA_ERROR_INVALID_VALUE;
     ::munmap(ptr, it->second.mapped);
     s.classic.erase(it);
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::host_register(void* ptr, std::size_t bytes, unsigned flags) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    constexpr unsigned known = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_IOMEMORY |
+                               CU_MEMHOSTREGISTER_READ_ONLY;
+    if (ptr == nullptr || bytes == 0 || (flags & ~known) != 0) return CUDA_ERROR_INVALID_VALUE;
+    const std::uint64_t start = reinterpret_cast<std::uint64_t>(ptr), end = start + bytes;
+    auto next = s.registered.lower_bound(end);  // the first range at or past the end overlaps nothing
+    if (next != s.registered.begin() && std::prev(next)->first + std::prev(next)->second > start)
+        return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+    s.registered.emplace(start, bytes);
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::host_unregister(void* ptr) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    if (s.registered.erase(reinterpret_cast<std::uint64_t>(ptr)) == 0) return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
     return CUDA_SUCCESS;
 }
 

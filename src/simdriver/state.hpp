@@ -49,6 +49,9 @@ public:
     CUresult host_alloc(void** out, std::size_t bytes);
     CUresult device_free(CUdeviceptr ptr);  // device or managed
     CUresult host_free(void* ptr);
+    // Page-locking the program's own memory: ranges that must not overlap, unregistered by their start.
+    CUresult host_register(void* ptr, std::size_t bytes, unsigned flags);
+    CUresult host_unregister(void* ptr);
     CUresult address_range(CUdeviceptr ptr, CUdeviceptr* base, std::size_t* size);
 
     // --- virtual memory management ---

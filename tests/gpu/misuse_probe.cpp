@@ -129,6 +129,17 @@ const std::vector<Case>& cases() {
              MUST(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
              return cuMemFree(d);
          }},
+        {"host_register_twice", [] {  // XLA's and UCX's registration caches guard against exactly this
+             static char buffer[1 << 16];
+             MUST(cuMemHostRegister(buffer, sizeof buffer, 0));
+             return cuMemHostRegister(buffer, sizeof buffer, 0);
+         }},
+        {"host_unregister_unregistered", [] {
+             static char buffer[1 << 16];
+             MUST(cuMemHostRegister(buffer, sizeof buffer, 0));
+             MUST(cuMemHostUnregister(buffer));
+             return cuMemHostUnregister(buffer);
+         }},
     };
     return all;
 }

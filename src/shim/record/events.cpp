@@ -214,6 +214,20 @@ void record(ev::IpcOpen, Call& call, CUresult r, CUdeviceptr* dptr, CUipcMemHand
     if (dptr != nullptr) allocated(call, r, *dptr, 0, Kind::ipc);
 }
 
+void record(ev::HostRegister, Call& call, CUresult r, void* p, size_t size, unsigned int) {
+    if (r == CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED)
+        book(call).misused(call.site(), result_name(r), "register of host memory already registered");
+    allocated(call, r, addr(p), size, Kind::host_registered);
+}
+
+void record(ev::HostUnregister, Call& call, CUresult r, void* p) {
+    if (r == CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED) {
+        book(call).misused(call.site(), result_name(r), "unregister of host memory not registered");
+        return;
+    }
+    freed(call, r, addr(p));
+}
+
 void record(ev::Free, Call& call, CUresult r, CUdeviceptr dptr) { freed(call, r, dptr); }
 void record(ev::FreeAsync, Call& call, CUresult r, CUdeviceptr dptr, CUstream) { freed(call, r, dptr); }
 void record(ev::FreeHost, Call& call, CUresult r, void* p) { freed(call, r, addr(p)); }

@@ -351,6 +351,24 @@ int nccl_host() {
     return 0;
 }
 
+// Host memory page-locked by the program (XLA's and PyTorch's host allocators, NVSHMEM, UCX): 512 MiB
+// registered and unregistered, a second registration of it refused, an unregister of memory no longer
+// registered refused, and 64 MiB left registered at exit.
+int host_register() {
+    init_primary_context();
+    const size_t big = 512 * kMiB, small = 64 * kMiB;
+    void* a = std::aligned_alloc(4096, big);
+    void* b = std::aligned_alloc(4096, small);
+    OK(cuMemHostRegister(a, big, 0));
+    CHECK(cuMemHostRegister(a, big, 0), CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);  // site:register_twice
+    OK(cuMemHostUnregister(a));
+    CHECK(cuMemHostUnregister(a), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);  // site:unregister_twice
+    OK(cuMemHostRegister(b, small, CU_MEMHOSTREGISTER_PORTABLE));  // site:left_registered
+    std::free(a);
+    std::printf("host_register: done\n");
+    return 0;
+}
+
 // cuMemMapArrayAsync takes handles inside a list: with a live handle the simulated driver answers
 // NOT_SUPPORTED (it has no sparse arrays), with a made-up one INVALID_VALUE. Then the handle's only mapping
 // goes and its range is freed while the reference is held, the program allocates again (where enforce mode
@@ -407,7 +425,8 @@ int main(int argc, char** argv) {
     if (what == "async-growth") return async_growth();
     if (what == "map-array") return map_array();
     if (what == "nccl-host") return nccl_host();
+    if (what == "host-register") return host_register();
     if (what == "none") return 0;
-    std::fprintf(stderr, "usage: audit_scenarios misuse|reuse|open-export|held-export|capture-free|threads|fork|exit N|wait|classic|deepbind LIB|checkpoint|async-growth|map-array|nccl-host|none\n");
+    std::fprintf(stderr, "usage: audit_scenarios misuse|reuse|open-export|held-export|capture-free|threads|fork|exit N|wait|classic|deepbind LIB|checkpoint|async-growth|map-array|nccl-host|host-register|none\n");
     return 2;
 }

@@ -674,6 +674,27 @@ def case_nccl_host_buffers(tmp):
     expect("[unreachable, posix_fd, audit_scenarios, host NUMA 0] taken by cuMemCreate" in proc.stderr,
            f"text row:\n{proc.stderr}")
 
+
+def case_host_register(tmp):
+    """Registered host memory: a range of kind host_registered until unregistered, never device memory; a
+    second registration and an unregister of what is not registered are misuse with the driver's answer (both
+    went unrecorded before); what stays registered at exit is held, so the gate fails only with unfreed."""
+    proc = run([SCENARIOS, "host-register"], tmp, flags=("--fail-on", "leaks,misuse,unfreed"), rc=23)
+    rep = only_report(tmp)
+    misuse = sorted((m["api"], m["result"], m["what"], top_frame(m)["line"]) for m in rep["misuse"])
+    expect(misuse == sorted([
+        ("cuMemHostRegister", "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED", "register of host memory already registered",
+         marker_line(SCENARIOS_SRC, "register_twice")),
+        ("cuMemHostUnregister", "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED", "unregister of host memory not registered",
+         marker_line(SCENARIOS_SRC, "unregister_twice"))]), f"misuse: {misuse}")
+    rows = [(l["class"], l["kind"], l["site"]["api"], l["bytes"], top_frame(l)["line"]) for l in rep["leaks"]]
+    expect(rows == [("unfreed", "host_registered", "cuMemHostRegister", 64 * MiB, marker_line(SCENARIOS_SRC, "left_registered"))],
+           f"held at exit: {rows}")
+    s = rep["summary"]
+    expect(s["unfreed_bytes"] == 64 * MiB and s["leaked_bytes"] == 0 and s["misuse_events"] == 2, f"summary: {s}")
+    owners = {o["owner"]: o for o in rep["owners"]}
+    expect(owners["audit_scenarios"]["peak_bytes"] == 512 * MiB, f"owners: {rep['owners']}")
+
 CASES = named_cases(globals())
 for door in ("direct", "dlsym", "procaddress-v1", "procaddress-v2", "cudart"):
     CASES["door-" + door] = make_door_case(door)
