@@ -1,5 +1,6 @@
-// A program using the runtime (the stand-in libcudart): one cudaMalloc left unfreed, one balanced pair.
-// The leak must be reported once, at this file's line, with the API cudaMalloc.
+// A program using the runtime (the stand-in libcudart): one cudaMalloc left unfreed, one balanced pair, and
+// a cudaMalloc3D and a cudaMallocFromPoolAsync left unfreed. Each must be reported once, at this file's
+// line, with the runtime's API.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
@@ -17,6 +18,12 @@ int main() {
     if (cudaMalloc(&kept, 6 << 20) != cudaSuccess) return 99;  // site:runtime_leak
     if (cudaMalloc(&temp, 1 << 20) != cudaSuccess) return 99;
     if (cudaFree(temp) != cudaSuccess) return 99;
+    cudaPitchedPtr volume{};
+    if (cudaMalloc3D(&volume, cudaExtent{1000, 64, 8}) != cudaSuccess) return 99;  // site:runtime_3d
+    CUmemoryPool pool = reinterpret_cast<CUmemoryPool>(0x1);  // any non-null pool: the stand-in passes it on
+    void* pooled = nullptr;
+    if (cudaMallocFromPoolAsync(&pooled, 3 << 20, reinterpret_cast<cudaMemPool_t>(pool), nullptr) != cudaSuccess)  // site:runtime_pool
+        return 99;
     std::printf("runtime_user: leaked %d bytes\n", 6 << 20);
     return 0;
 }

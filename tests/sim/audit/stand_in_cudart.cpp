@@ -12,10 +12,14 @@ namespace {
 using GetProc = CUresult(CUDAAPI*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
 using Alloc = CUresult(CUDAAPI*)(CUdeviceptr*, size_t);
 using Free = CUresult(CUDAAPI*)(CUdeviceptr);
+using AllocPitch = CUresult(CUDAAPI*)(CUdeviceptr*, size_t*, size_t, size_t, unsigned int);
+using AllocFromPool = CUresult(CUDAAPI*)(CUdeviceptr*, size_t, CUmemoryPool, CUstream);
 
 struct Table {
     Alloc alloc = nullptr;
     Free free = nullptr;
+    AllocPitch alloc_pitch = nullptr;
+    AllocFromPool alloc_from_pool = nullptr;
 };
 
 const Table& table() {
@@ -31,6 +35,8 @@ const Table& table() {
             return;
         get("cuMemAlloc", reinterpret_cast<void**>(&t.alloc), 3020, 0, &st);
         get("cuMemFree", reinterpret_cast<void**>(&t.free), 3020, 0, &st);
+        get("cuMemAllocPitch", reinterpret_cast<void**>(&t.alloc_pitch), 3020, 0, &st);
+        get("cuMemAllocFromPoolAsync", reinterpret_cast<void**>(&t.alloc_from_pool), 11020, 0, &st);
     });
     return t;
 }
@@ -48,4 +54,22 @@ extern "C" cudaError_t cudaMalloc(void** ptr, size_t size) {
 extern "C" cudaError_t cudaFree(void* ptr) {
     if (table().free == nullptr) return cudaErrorInitializationError;
     return table().free(reinterpret_cast<CUdeviceptr>(ptr)) == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+// cudart's cudaMalloc3D is a pitched allocation of height × depth rows.
+extern "C" cudaError_t cudaMalloc3D(cudaPitchedPtr* p, cudaExtent e) {
+    if (table().alloc_pitch == nullptr) return cudaErrorInitializationError;
+    CUdeviceptr d = 0;
+    size_t pitch = 0;
+    if (table().alloc_pitch(&d, &pitch, e.width, e.height * e.depth, 4) != CUDA_SUCCESS) return cudaErrorMemoryAllocation;
+    *p = cudaPitchedPtr{reinterpret_cast<void*>(d), pitch, e.width, e.height};
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t cudaMallocFromPoolAsync(void** ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream) {
+    if (table().alloc_from_pool == nullptr) return cudaErrorInitializationError;
+    CUdeviceptr d = 0;
+    const CUresult r = table().alloc_from_pool(&d, size, reinterpret_cast<CUmemoryPool>(pool), reinterpret_cast<CUstream>(stream));
+    *ptr = reinterpret_cast<void*>(d);
+    return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorMemoryAllocation;
 }
