@@ -8,6 +8,7 @@
 #include "shim/services/log.hpp"
 #include "shim/services/loader.hpp"
 #include "shim/services/options_store.hpp"
+#include "shim/services/stderr_out.hpp"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -30,8 +31,10 @@ __attribute__((visibility("hidden"), used)) int cumemaudit_dlopen_flags(const ch
 // ---- door 2: dlsym and dlopen. Both depend on who calls them: dlsym(RTLD_NEXT) searches after the
 // caller's object, and dlopen uses the caller's RUNPATH ($ORIGIN) and namespace. A C wrapper would make
 // the shim the caller and break both, so these are tail jumps: the real function sees the program's return
-// address. dlsym(RTLD_NEXT, …) goes straight to the loader (other interposers rely on it); every other
-// dlsym goes through the hook, which swaps in our wrapper of a symbol we wrap. dlopen only loses
+// address. dlsym(RTLD_NEXT, …) goes straight on to the next dlsym, found first if need be (other
+// interposers rely on it: torch_memory_saver's cudaMalloc finds the runtime's so, and through the hook it
+// was handed itself and looped); every other dlsym goes through the hook, which asks the next dlsym and
+// swaps in our wrapper of a symbol we wrap. dlopen only loses
 // RTLD_DEEPBIND (which would let the library bind past us), unless deepbind=keep.
 #if !defined(__x86_64__)
 #error "the dlsym/dlopen trampolines are written for x86-64"
@@ -45,8 +48,18 @@ dlsym:
     jne 1f
     movq cumemaudit_next_dlsym(%rip), %rax
     testq %rax, %rax
+    jnz 4f
+    pushq %rdi
+    pushq %rsi
+    subq $8, %rsp
+    call cumemaudit_resolve_loader
+    addq $8, %rsp
+    popq %rsi
+    popq %rdi
+    movq cumemaudit_next_dlsym(%rip), %rax
+    testq %rax, %rax
     jz 1f
-    jmp *%rax
+4:  jmp *%rax
 1:  jmp cumemaudit_dlsym_hook
     .size dlsym, .-dlsym
 
@@ -96,12 +109,35 @@ void answer(const char* symbol, int version, cuuint64_t flags, void** pfn) noexc
 }  // namespace
 
 extern "C" void* cumemaudit_dlsym_hook(void* handle, const char* name) noexcept {
-    void* p = cumemaudit::shim::real_dlsym(handle, name);
+    void* p = cumemaudit::shim::next_dlsym(handle, name);
     if (p == nullptr || name == nullptr) return p;
     void* ours = p;
     cumemaudit::shim::guarded("dlsym", [&] { ours = cumemaudit::shim::swap_in(name, p); });
     return ours;
 }
+
+namespace {
+// An interposer ahead of the shim in LD_PRELOAD that overrides dlsym the way HAMi-core does fills its own
+// table of driver entry points with the loader's dlsym on libcuda.so.1: the calls it forwards never reach
+// the shim, which cannot be put back in their way. Said once, at load, only then.
+__attribute__((constructor)) void warn_if_preceded() {
+    void* first = cumemaudit::shim::real_dlsym(RTLD_DEFAULT, "dlsym");
+    Dl_info ours{}, theirs{};
+    if (first == nullptr || dladdr(reinterpret_cast<void*>(&cumemaudit_dlsym_hook), &ours) == 0 ||
+        dladdr(first, &theirs) == 0 || ours.dli_fbase == theirs.dli_fbase || theirs.dli_fname == nullptr)
+        return;
+    const std::string_view path = theirs.dli_fname;
+    const std::string_view base = path.substr(path.rfind('/') + 1);
+    if (base.starts_with("libc.so") || base.starts_with("libdl.so") || base.starts_with("ld-linux")) return;
+    try {
+        cumemaudit::shim::write_stderr(
+            "cumemaudit warning: " + std::string(path) +
+            " overrides dlsym and comes before libcumemaudit.so in LD_PRELOAD: the CUDA calls it forwards through "
+            "its own table reach the driver unaudited; put libcumemaudit.so first (cumemaudit run does)\n");
+    } catch (...) {  // no memory for a warning: the program goes on
+    }
+}
+}  // namespace
 
 // dlclose: a program may unload libcuda.so.1 (or cudart) and load it again, at another address. The real
 // entry points the wrappers cached then point into unmapped memory: after every dlclose, each cached one

@@ -10,6 +10,8 @@
 // The loader's functions, hidden; the dlsym/dlopen trampolines (boundary/doors.cpp) read them. `used`: only
 // the trampolines' assembly names them, which link-time optimization does not see, so it would drop them.
 extern "C" {
+// The dlsym the program would reach without the shim: the next definition after it (another interposer's,
+// or the loader's own). The trampolines jump to it; the shim's own look-ups use the loader's (below).
 __attribute__((visibility("hidden"), used)) void* cumemaudit_next_dlsym = nullptr;
 __attribute__((visibility("hidden"), used)) void* cumemaudit_next_dlopen = nullptr;
 __attribute__((visibility("hidden"), used)) void cumemaudit_resolve_loader() noexcept;
@@ -18,6 +20,8 @@ __attribute__((visibility("hidden"), used)) void cumemaudit_resolve_loader() noe
 namespace {
 
 using DlsymFn = void* (*)(void*, const char*);
+// The loader's own dlsym (dlvsym, which matches no unversioned definition, so no interposer's answers).
+DlsymFn g_loader_dlsym = nullptr;
 using DlopenFn = void* (*)(const char*, int);
 
 DlopenFn real_dlopen() {
@@ -57,7 +61,13 @@ void* symbol_in_loaded(std::string_view prefix, const char* name) {
 
 extern "C" void cumemaudit_resolve_loader() noexcept {
     using cumemaudit::shim::loader_symbol;
-    if (cumemaudit_next_dlsym == nullptr) cumemaudit_next_dlsym = loader_symbol("dlsym");
+    if (g_loader_dlsym == nullptr) g_loader_dlsym = reinterpret_cast<DlsymFn>(loader_symbol("dlsym"));
+    if (cumemaudit_next_dlsym == nullptr && g_loader_dlsym != nullptr) {
+        // Asked from here, RTLD_NEXT is the object after the shim: an interposer such as HAMi-core loaded after
+        // us keeps its dlsym override, and answers the program's look-ups as it would without us.
+        void* next = g_loader_dlsym(RTLD_NEXT, "dlsym");
+        cumemaudit_next_dlsym = next != nullptr ? next : reinterpret_cast<void*>(g_loader_dlsym);
+    }
     if (cumemaudit_next_dlopen == nullptr) cumemaudit_next_dlopen = loader_symbol("dlopen");
 }
 
@@ -70,8 +80,13 @@ void* loader_symbol(const char* name) {
 }
 
 void* real_dlsym(void* handle, const char* name) {
+    if (g_loader_dlsym == nullptr) cumemaudit_resolve_loader();
+    return g_loader_dlsym != nullptr ? g_loader_dlsym(handle, name) : nullptr;
+}
+
+void* next_dlsym(void* handle, const char* name) {
     if (cumemaudit_next_dlsym == nullptr) cumemaudit_resolve_loader();
-    return reinterpret_cast<DlsymFn>(cumemaudit_next_dlsym)(handle, name);
+    return cumemaudit_next_dlsym != nullptr ? reinterpret_cast<DlsymFn>(cumemaudit_next_dlsym)(handle, name) : nullptr;
 }
 
 void* next_symbol(const char* name) { return real_dlsym(RTLD_NEXT, name); }

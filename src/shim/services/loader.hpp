@@ -8,8 +8,11 @@ namespace cumemaudit::shim {
 // The loader's own function `name` (dlsym, dlopen, dlclose), found with dlvsym(RTLD_NEXT, ..., "GLIBC_2.34"),
 // then "GLIBC_2.2.5"; never through a global look-up, which would find our own override and recurse.
 void* loader_symbol(const char* name);
-// The loader's own dlsym.
+// The loader's own dlsym, for the shim's own look-ups: no other interposer answers them.
 void* real_dlsym(void* handle, const char* name);
+// The dlsym the program would reach without the shim (another interposer's override loaded after us, or the
+// loader's): the program's own look-ups go through it, so that interposer still answers them.
+void* next_dlsym(void* handle, const char* name);
 
 // Look-ups a wrapper makes on its first call. They allocate nothing (the first call of an entry point must
 // reach the driver even when memory is short: boundary/fence.hpp), so names are NUL-terminated strings.
