@@ -288,55 +288,48 @@ void SimNode::uncharge_classic(int device, std::uint64_t bytes) {
     seg_->proc[self()].classic[device] -= bytes;
 }
 
-SimNode::CreateResult SimNode::create(int device, std::uint64_t size, const CUmemAllocationProp& prop,
-                                      const std::uint64_t nonce[4], std::uint64_t* id) {
-    if (device >= 0 && size > seg_->memory_per_device - seg_->used[device]) return CreateResult::out_of_memory;
+// A free allocation slot, taken for this process with one reference; null when the table is full.
+NodeAlloc* SimNode::take_slot(int device, std::uint64_t size, const std::uint64_t nonce[4]) {
     for (std::uint32_t n = 0; n < kNodeAllocations; ++n) {
         const std::uint32_t s = (seg_->alloc_cursor + n) % kNodeAllocations;
         NodeAlloc& a = seg_->alloc[s];
         if (a.id != 0) continue;
         seg_->alloc_cursor = (s + 1) % kNodeAllocations;
         seg_->alloc_high = std::max(seg_->alloc_high, s + 1);
+        a = NodeAlloc{};
         a.id = (++seg_->generation << 16) | s;
         a.device = device;
         a.size = size;
-        a.prop = prop;
         std::copy(nonce, nonce + 4, a.nonce);
         a.creator = pid_;
         a.users = 1;
         a.user[0] = NodeUser{pid_, 1, 0};
-        if (device >= 0) seg_->used[device] += size;
-        *id = a.id;
-        return CreateResult::ok;
+        return &a;
     }
-    return CreateResult::table_full;
+    return nullptr;
+}
+
+SimNode::CreateResult SimNode::create(int device, std::uint64_t size, const CUmemAllocationProp& prop,
+                                      const std::uint64_t nonce[4], std::uint64_t* id) {
+    if (device >= 0 && size > seg_->memory_per_device - seg_->used[device]) return CreateResult::out_of_memory;
+    NodeAlloc* a = take_slot(device, size, nonce);
+    if (a == nullptr) return CreateResult::table_full;
+    a->prop = prop;
+    if (device >= 0) seg_->used[device] += size;
+    *id = a->id;
+    return CreateResult::ok;
 }
 
 SimNode::CreateResult SimNode::create_multicast(std::uint64_t size, unsigned team, unsigned long long handle_types,
                                                 const std::uint64_t nonce[4], std::uint64_t* id) {
-    for (std::uint32_t n = 0; n < kNodeAllocations; ++n) {
-        const std::uint32_t s = (seg_->alloc_cursor + n) % kNodeAllocations;
-        NodeAlloc& a = seg_->alloc[s];
-        if (a.id != 0) continue;
-        seg_->alloc_cursor = (s + 1) % kNodeAllocations;
-        seg_->alloc_high = std::max(seg_->alloc_high, s + 1);
-        a.id = (++seg_->generation << 16) | s;
-        a.device = -1;
-        a.team = team;
-        a.team_added = 0;
-        a.size = size;
-        a.prop = CUmemAllocationProp{};
-        a.prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-        a.prop.location.type = CU_MEM_LOCATION_TYPE_INVALID;
-        a.prop.requestedHandleTypes = static_cast<CUmemAllocationHandleType>(handle_types);
-        std::copy(nonce, nonce + 4, a.nonce);
-        a.creator = pid_;
-        a.users = 1;
-        a.user[0] = NodeUser{pid_, 1, 0};
-        *id = a.id;
-        return CreateResult::ok;
-    }
-    return CreateResult::table_full;
+    NodeAlloc* a = take_slot(-1, size, nonce);
+    if (a == nullptr) return CreateResult::table_full;
+    a->team = team;
+    a->prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    a->prop.location.type = CU_MEM_LOCATION_TYPE_INVALID;
+    a->prop.requestedHandleTypes = static_cast<CUmemAllocationHandleType>(handle_types);
+    *id = a->id;
+    return CreateResult::ok;
 }
 
 bool SimNode::is_multicast(std::uint64_t id) const { return alive(id) && seg_->alloc[id & 0xffff].team > 0; }

@@ -38,6 +38,7 @@ inline constexpr std::uint64_t kNodeVaBase = 16ull << 40;  // per-process device
 inline constexpr std::uint64_t kNodeVaSlice = 256ull << 30;
 
 struct NodeSegment;  // the layout, private to node.cpp
+struct NodeAlloc;
 
 class SimNode {
 public:
@@ -128,6 +129,7 @@ private:
     bool adjust_use(std::uint64_t id, std::int32_t pid, int refs, int maps);
     void drop_bind(std::uint32_t b);  // its pin goes; frees the memory if nothing else holds it
     std::uint32_t alloc_slot(std::uint64_t id) const;  // kNodeAllocations when not alive
+    NodeAlloc* take_slot(int device, std::uint64_t size, const std::uint64_t nonce[4]);
 
     NodeSegment* seg_ = nullptr;
     std::size_t bytes_ = 0;

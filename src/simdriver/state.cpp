@@ -124,6 +124,14 @@ struct SimState::Impl {
         return next_handle++;
     }
 
+    // A new value naming node allocation `id`, with one reference.
+    CUmemGenericAllocationHandle new_value(std::uint64_t id) {
+        const auto h = take_handle_value();
+        alloc_values[id].push_back(h);
+        handles[h] = HandleRec{id, 1};
+        return h;
+    }
+
     void free_values(std::uint64_t id) {
         auto it = alloc_values.find(id);
         if (it == alloc_values.end()) return;
@@ -501,10 +509,7 @@ CUresult SimState::mem_create(CUmemGenericAllocationHandle* out, std::size_t siz
     for (auto& n : nonce) n = s.rng();
     std::uint64_t id = 0;
     if (s.node->create(dev, size, prop, nonce, &id) != SimNode::CreateResult::ok) return CUDA_ERROR_OUT_OF_MEMORY;
-    const auto h = s.take_handle_value();
-    s.alloc_values[id].push_back(h);
-    s.handles[h] = HandleRec{id, 1};
-    *out = h;
+    *out = s.new_value(id);
     return CUDA_SUCCESS;
 }
 
@@ -704,10 +709,7 @@ CUresult SimState::import_handle(CUmemGenericAllocationHandle* out, void* os_han
     }
     if (!s.node->add_use(id, 1, 0)) return CUDA_ERROR_OUT_OF_MEMORY;  // node table of users full
     // A new value with one reference, even in the exporting process (measured).
-    const auto h = s.take_handle_value();
-    s.alloc_values[id].push_back(h);
-    s.handles[h] = HandleRec{id, 1};
-    *out = h;
+    *out = s.new_value(id);
     return CUDA_SUCCESS;
 }
 
@@ -747,10 +749,7 @@ CUresult SimState::multicast_create(CUmemGenericAllocationHandle* out, const CUm
     std::uint64_t id = 0;
     if (s.node->create_multicast(prop.size, prop.numDevices, prop.handleTypes, nonce, &id) != SimNode::CreateResult::ok)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    const auto h = s.take_handle_value();
-    s.alloc_values[id].push_back(h);
-    s.handles[h] = HandleRec{id, 1};
-    *out = h;
+    *out = s.new_value(id);
     return CUDA_SUCCESS;
 }
 

@@ -8,6 +8,7 @@
 // --hang-rank R: rank R stops after the last barrier and prints "hanging" (a test kills it there).
 //
 //   RANK=r WORLD_SIZE=n LOCAL_RANK=l deepep_ranks --dir DIR [--growths N] [--size-mib M] [--fixed] [--hang-rank R]
+#include "rank_job.hpp"
 #include "support/program.hpp"
 
 #include <CLI/CLI.hpp>
@@ -34,32 +35,8 @@ void check(CUresult r, const char* what) {
     die(std::string(what) + " failed: " + (name ? name : std::to_string(r)));
 }
 
-int env_int(const char* name) {
-    const char* v = std::getenv(name);
-    if (v == nullptr) die(std::string(name) + " is not set");
-    return std::atoi(v);
-}
-
-struct Job {
-    int rank, world, local;
-    std::string dir;
-};
-
-// Every rank creates its marker, then waits for all of them: the exchange needs no launcher.
-void barrier(const Job& j, const std::string& name) {
-    const std::string mine = j.dir + "/b." + name + "." + std::to_string(j.rank);
-    const int fd = ::open(mine.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
-    if (fd < 0) die("cannot create " + mine);
-    ::close(fd);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
-    for (int r = 0; r < j.world; ++r) {
-        const std::string theirs = j.dir + "/b." + name + "." + std::to_string(r);
-        while (::access(theirs.c_str(), F_OK) != 0) {
-            if (std::chrono::steady_clock::now() > deadline) die("barrier " + name + ": rank " + std::to_string(r) + " never came");
-            std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        }
-    }
-}
+using rank_job::barrier;
+using rank_job::Job;
 
 std::string blob_path(const Job& j, int generation, int rank) {
     return j.dir + "/h." + std::to_string(generation) + "." + std::to_string(rank);
@@ -169,7 +146,7 @@ long long node_free() {
 }  // namespace
 
 int main(int argc, char** argv) {
-    Job job{env_int("RANK"), env_int("WORLD_SIZE"), env_int("LOCAL_RANK"), ""};
+    Job job = rank_job::from_environment();
     int growths = 3, hang_rank = -1;
     std::size_t size_mib = 2;
     bool fixed = false;

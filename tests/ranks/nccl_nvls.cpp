@@ -13,6 +13,7 @@
 //   --keep-object R     rank R skips the object's cuMemRelease (the leak a user would look for)
 //
 //   RANK=r WORLD_SIZE=n LOCAL_RANK=l nccl_nvls --dir DIR [--size-mib M] [--no-destroy] [--keep-object R]
+#include "rank_job.hpp"
 #include "support/program.hpp"
 
 #include <CLI/CLI.hpp>
@@ -99,29 +100,8 @@ void check(CUresult r, const char* what) {
     die(std::string(what) + " failed: " + (name ? name : std::to_string(r)));
 }
 
-int env_int(const char* name) {
-    const char* v = std::getenv(name);
-    if (v == nullptr) die(std::string(name) + " is not set");
-    return std::atoi(v);
-}
-
-struct Job {
-    int rank, world, local;
-    std::string dir;
-};
-
-// Every rank creates its marker, then waits for all of them (NCCL's bootstrapIntraNodeBarrier).
-void barrier(const Job& j, const std::string& name) {
-    std::ofstream(j.dir + "/b." + name + "." + std::to_string(j.rank)).close();
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
-    for (int r = 0; r < j.world; ++r) {
-        const std::string theirs = j.dir + "/b." + name + "." + std::to_string(r);
-        while (::access(theirs.c_str(), F_OK) != 0) {
-            if (std::chrono::steady_clock::now() > deadline) die("barrier " + name + ": rank " + std::to_string(r) + " never came");
-            std::this_thread::sleep_for(std::chrono::milliseconds(2));
-        }
-    }
-}
+using rank_job::barrier;
+using rank_job::Job;
 
 std::size_t align_up(std::size_t v, std::size_t to) { return (v + to - 1) / to * to; }
 
@@ -223,7 +203,7 @@ long long free_here() {
 }  // namespace
 
 int main(int argc, char** argv) {
-    Job job{env_int("RANK"), env_int("WORLD_SIZE"), env_int("LOCAL_RANK"), ""};
+    Job job = rank_job::from_environment();
     std::size_t size_mib = 6;
     bool no_destroy = false;
     int keep_object = -1;

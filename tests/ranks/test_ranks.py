@@ -30,17 +30,23 @@ OWN = sum(SIZE_MIB * MiB * (g + 1) for g in range(GROWTHS))
 APIS = {"cuMemCreate", "cuMemRetainAllocationHandle", "cuMemImportFromShareableHandle"}
 
 
-def start_ranks(tmp, node, extra=(), flags=()):
+def launch(tmp, node, world, program, flags=()):
+    """`world` rank processes of `program` (argv, given the exchange directory) under `cumemaudit run --sim`
+    on the node, one local rank each."""
     xdir = os.path.join(tmp, "exchange")
     os.makedirs(xdir, exist_ok=True)
     procs = []
-    for r in range(WORLD):
-        env = {**os.environ, "CUMEMAUDIT_SIM_NODE": node, "RANK": str(r), "WORLD_SIZE": str(WORLD),
+    for r in range(world):
+        env = {**os.environ, "CUMEMAUDIT_SIM_NODE": node, "RANK": str(r), "WORLD_SIZE": str(world),
                "LOCAL_RANK": str(r)}
-        cmd = [CLI, "run", "--sim", "--report-dir", os.path.join(tmp, "reports"), *flags, "--",
-               DEEPEP_RANKS, "--dir", xdir, "--growths", str(GROWTHS), "--size-mib", str(SIZE_MIB), *extra]
+        cmd = [CLI, "run", "--sim", "--report-dir", os.path.join(tmp, "reports"), *flags, "--", *program(xdir)]
         procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env))
     return procs
+
+
+def start_ranks(tmp, node, extra=(), flags=()):
+    return launch(tmp, node, WORLD, lambda xdir: [DEEPEP_RANKS, "--dir", xdir, "--growths", str(GROWTHS),
+                                                  "--size-mib", str(SIZE_MIB), *extra], flags)
 
 
 def finish(procs, timeout=240):
@@ -271,15 +277,7 @@ NVLS_SRC = os.path.join(os.environ.get("SOURCE_ROOT", ""), "tests", "ranks", "nc
 
 def run_nvls(tmp, node, flags=("--fail-on", "leaks,misuse"), extra=()):
     """NCCL's NVLS set-up (and, unless extra says otherwise, its clean teardown) on 4 local ranks."""
-    xdir = os.path.join(tmp, "exchange")
-    os.makedirs(xdir, exist_ok=True)
-    procs = []
-    for r in range(NVLS_RANKS):
-        env = {**os.environ, "CUMEMAUDIT_SIM_NODE": node, "RANK": str(r), "WORLD_SIZE": str(NVLS_RANKS),
-               "LOCAL_RANK": str(r)}
-        cmd = [CLI, "run", "--sim", "--report-dir", os.path.join(tmp, "reports"), *flags, "--",
-               os.environ["NCCL_NVLS"], "--dir", xdir, *extra]
-        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env))
+    procs = launch(tmp, node, NVLS_RANKS, lambda xdir: [os.environ["NCCL_NVLS"], "--dir", xdir, *extra], flags)
     results = finish(procs, timeout=120)
     return results, rank_reports(tmp)
 

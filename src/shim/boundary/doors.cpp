@@ -40,6 +40,16 @@ __attribute__((visibility("hidden"), used)) int cumemaudit_dlopen_flags(const ch
 #error "the dlsym/dlopen trampolines are written for x86-64"
 #endif
 asm(R"(
+    .macro CALL_KEEPING_ARGS fn
+    pushq %rdi
+    pushq %rsi
+    subq $8, %rsp
+    call \fn
+    addq $8, %rsp
+    popq %rsi
+    popq %rdi
+    .endm
+
     .text
     .globl dlsym
     .type dlsym, @function
@@ -49,13 +59,7 @@ dlsym:
     movq cumemaudit_next_dlsym(%rip), %rax
     testq %rax, %rax
     jnz 4f
-    pushq %rdi
-    pushq %rsi
-    subq $8, %rsp
-    call cumemaudit_resolve_loader
-    addq $8, %rsp
-    popq %rsi
-    popq %rdi
+    CALL_KEEPING_ARGS cumemaudit_resolve_loader
     movq cumemaudit_next_dlsym(%rip), %rax
     testq %rax, %rax
     jz 1f
@@ -68,24 +72,12 @@ dlsym:
 dlopen:
     testl $0x8, %esi
     jz 2f
-    pushq %rdi
-    pushq %rsi
-    subq $8, %rsp
-    call cumemaudit_dlopen_flags
-    addq $8, %rsp
-    popq %rsi
-    popq %rdi
+    CALL_KEEPING_ARGS cumemaudit_dlopen_flags
     movl %eax, %esi
 2:  movq cumemaudit_next_dlopen(%rip), %rax
     testq %rax, %rax
     jnz 3f
-    pushq %rdi
-    pushq %rsi
-    subq $8, %rsp
-    call cumemaudit_resolve_loader
-    addq $8, %rsp
-    popq %rsi
-    popq %rdi
+    CALL_KEEPING_ARGS cumemaudit_resolve_loader
     movq cumemaudit_next_dlopen(%rip), %rax
 3:  jmp *%rax
     .size dlopen, .-dlopen
