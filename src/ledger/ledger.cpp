@@ -80,8 +80,8 @@ void Ledger::created(std::uint64_t handle, std::uint64_t size, HandleType ht, co
 void Ledger::multicast_created(std::uint64_t handle, std::uint64_t size, HandleType ht, const Site& site) {
     state_->vmm.multicast_created(handle, size, ht, site);
 }
-void Ledger::multicast_device_added(std::uint64_t handle, int device, bool ok, const char* result, const Site& site) {
-    if (const char* why = state_->vmm.multicast_device_added(handle, device, ok)) state_->misuse.record(site, result, why);
+void Ledger::multicast_device_added(std::uint64_t handle, bool ok, const char* result, const Site& site) {
+    if (const char* why = state_->vmm.multicast_device_added(handle, ok)) state_->misuse.record(site, result, why);
 }
 void Ledger::multicast_bound(std::uint64_t mc, std::uint64_t mc_offset, std::uint64_t mem, bool by_address,
                              std::uint64_t size, bool ok, const char* result, const Site& site) {

@@ -44,7 +44,7 @@ public:
     // mapping, until it is unbound or the object is gone. A refused create or bind is the driver's answer
     // about the system (NCCL then runs without multicast), not misuse, unless it names a dead handle.
     void multicast_created(std::uint64_t handle, std::uint64_t size, HandleType, const Site&);
-    void multicast_device_added(std::uint64_t handle, int device, bool ok, const char* result, const Site&);
+    void multicast_device_added(std::uint64_t handle, bool ok, const char* result, const Site&);
     // `mem` names the memory by handle (cuMulticastBindMem) or, with by_address, by a mapped address in it
     // (cuMulticastBindAddr).
     void multicast_bound(std::uint64_t mc, std::uint64_t mc_offset, std::uint64_t mem, bool by_address,

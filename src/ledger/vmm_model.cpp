@@ -186,21 +186,22 @@ void VmmModel::drop_binds(Allocation& mc) {
     }
 }
 
-const char* VmmModel::multicast_device_added(std::uint64_t handle, int device, bool ok) {
+void VmmModel::become_multicast(Allocation& a) {
+    if (a.kind != Kind::imported) return;
+    if (a.size_known) {
+        std::lock_guard owners(owners_.lock());
+        owners_.sub(a.origin.owner, Kind::imported, a.size);
+        owners_.add_apart(a.origin.owner, Kind::multicast, a.size);
+    }
+    a.kind = Kind::multicast;
+}
+
+const char* VmmModel::multicast_device_added(std::uint64_t handle, bool ok) {
     std::lock_guard lock(mu_);
     Allocation* a = live_allocation(handle);
     if (a == nullptr) return ok ? nullptr : unknown_handle_what(handle);
     if (!ok) return nullptr;  // the team is full, or the system has no multicast: the driver's answer
-    (void)device;
-    if (a->kind == Kind::imported) {
-        // An import learns here that it is a multicast object (NCCL's other ranks import the creator's).
-        if (a->size_known) {
-            std::lock_guard owners(owners_.lock());
-            owners_.sub(a->origin.owner, Kind::imported, a->size);
-            owners_.add_apart(a->origin.owner, Kind::multicast, a->size);
-        }
-        a->kind = Kind::multicast;
-    }
+    become_multicast(*a);  // NCCL's other ranks import the creator's object, then add their device
     return a->kind == Kind::multicast ? nullptr : "cuMulticastAddDevice of a handle that is memory, not a multicast object";
 }
 
@@ -212,14 +213,7 @@ std::string VmmModel::multicast_bound(std::uint64_t mc, std::uint64_t mc_offset,
     Allocation* memory = by_address ? mapped_at(mem) : live_allocation(mem);
     if (!by_address && memory == nullptr) return std::string("bind of ") + unknown_handle_what(mem);
     if (!ok) return {};  // out of multicast resources, or none on this system: NCCL goes on without
-    if (object->kind == Kind::imported) {  // bound without an add seen first
-        if (object->size_known) {
-            std::lock_guard owners(owners_.lock());
-            owners_.sub(object->origin.owner, Kind::imported, object->size);
-            owners_.add_apart(object->origin.owner, Kind::multicast, object->size);
-        }
-        object->kind = Kind::multicast;
-    }
+    become_multicast(*object);  // bound without an add seen first
     object->binds.push_back(Bind{mc_offset, size, memory != nullptr ? memory->id : 0, memory != nullptr ? memory->location : Location{}});
     if (memory != nullptr) ++memory->mappings;
     return {};

@@ -44,7 +44,7 @@ public:
     void created(std::uint64_t handle, std::uint64_t size, HandleType, const Site&, Location);
     void multicast_created(std::uint64_t handle, std::uint64_t size, HandleType, const Site&);
     // These return why the call is misuse (null or empty: it is not); the Ledger records it with the site.
-    const char* multicast_device_added(std::uint64_t handle, int device, bool ok);
+    const char* multicast_device_added(std::uint64_t handle, bool ok);
     std::string multicast_bound(std::uint64_t mc, std::uint64_t mc_offset, std::uint64_t mem, bool by_address,
                                 std::uint64_t size, bool ok);
     std::string multicast_unbound(std::uint64_t mc, int device, std::uint64_t mc_offset, std::uint64_t size, bool ok);
@@ -148,6 +148,7 @@ private:
     Allocation* live_allocation(std::uint64_t handle);  // the allocation a live handle value names, or null
     Allocation* mapped_at(std::uint64_t va);            // the allocation whose mapping holds va, or null
     void drop_binds(Allocation& mc);                    // its binds end: what they pinned may go
+    void become_multicast(Allocation& imported);        // an import learns it is a multicast object
     void take_reference(std::uint64_t alloc_id, std::uint64_t handle, const Site&);
     void learn_size(Allocation&, std::uint64_t size);
     void forget_if_unpinned(std::uint64_t alloc_id);

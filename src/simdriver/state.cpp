@@ -753,16 +753,25 @@ CUresult SimState::multicast_create(CUmemGenericAllocationHandle* out, const CUm
     return CUDA_SUCCESS;
 }
 
+// The checks a call naming an object and a device makes first: CUDA_SUCCESS with the object's node id.
+// Called with both locks held.
+CUresult SimState::multicast_of(CUmemGenericAllocationHandle mc, CUdevice dev, std::uint64_t* id) {
+    Impl& s = *impl_;
+    if (dev < 0 || dev >= s.config.devices) return CUDA_ERROR_INVALID_DEVICE;
+    HandleRec* rec = s.live_handle(mc);
+    if (rec == nullptr || !s.node->is_multicast(rec->alloc)) return CUDA_ERROR_INVALID_VALUE;
+    *id = rec->alloc;
+    return CUDA_SUCCESS;
+}
+
 CUresult SimState::multicast_add_device(CUmemGenericAllocationHandle mc, CUdevice dev) {
     std::lock_guard lock(impl_->mu);
     Impl& s = *impl_;
     if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
-    if (dev < 0 || dev >= s.config.devices) return CUDA_ERROR_INVALID_DEVICE;
-    HandleRec* rec = s.live_handle(mc);
-    if (rec == nullptr) return CUDA_ERROR_INVALID_VALUE;
     SimNode::Lock node(*s.node);
-    if (!s.node->is_multicast(rec->alloc) || !s.node->add_team_device(rec->alloc, dev)) return CUDA_ERROR_INVALID_VALUE;
-    return CUDA_SUCCESS;
+    std::uint64_t id = 0;
+    if (CUresult r = multicast_of(mc, dev, &id); r != CUDA_SUCCESS) return r;
+    return s.node->add_team_device(id, dev) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 void SimState::await_team(CUmemGenericAllocationHandle h) {
@@ -830,15 +839,12 @@ CUresult SimState::multicast_unbind(CUmemGenericAllocationHandle mc, CUdevice de
     std::lock_guard lock(impl_->mu);
     Impl& s = *impl_;
     if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
-    if (dev < 0 || dev >= s.config.devices) return CUDA_ERROR_INVALID_DEVICE;
-    HandleRec* rec = s.live_handle(mc);
-    if (rec == nullptr) return CUDA_ERROR_INVALID_VALUE;
     SimNode::Lock node(*s.node);
-    if (!s.node->is_multicast(rec->alloc)) return CUDA_ERROR_INVALID_VALUE;
-    if (size == 0 || size % kMulticastMinimum != 0 || mc_offset % kMulticastMinimum != 0 ||
-        mc_offset + size > s.node->size_of(rec->alloc))
+    std::uint64_t id = 0;
+    if (CUresult r = multicast_of(mc, dev, &id); r != CUDA_SUCCESS) return r;
+    if (size == 0 || size % kMulticastMinimum != 0 || mc_offset % kMulticastMinimum != 0 || mc_offset + size > s.node->size_of(id))
         return CUDA_ERROR_INVALID_VALUE;
-    s.node->unbind(rec->alloc, dev, mc_offset, size);  // nothing bound there is not refused
+    s.node->unbind(id, dev, mc_offset, size);  // nothing bound there is not refused
     s.sweep_values();
     return CUDA_SUCCESS;
 }

@@ -94,6 +94,7 @@ public:
 
 private:
     void await_team(CUmemGenericAllocationHandle h);
+    CUresult multicast_of(CUmemGenericAllocationHandle mc, CUdevice dev, std::uint64_t* id);  // both locks held
     CUresult bind(CUmemGenericAllocationHandle mc, std::size_t mc_offset, std::uint64_t mem, std::size_t mem_offset,
                   std::size_t size);  // with both locks held
     SimState();

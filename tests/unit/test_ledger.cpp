@@ -711,7 +711,7 @@ struct Nvls {
     const std::uint64_t ucsize = 6 * MiB, mcsize = 512 * MiB;
     void set_up() {
         l.multicast_created(mc, mcsize, HandleType::posix_fd, site("cuMulticastCreate", 1));
-        l.multicast_device_added(mc, 0, true, "CUDA_SUCCESS", site("cuMulticastAddDevice", 2));
+        l.multicast_device_added(mc, true, "CUDA_SUCCESS", site("cuMulticastAddDevice", 2));
         l.reserved(ucva, ucsize, site("cuMemAddressReserve", 3));
         l.created(uc, ucsize, HandleType::posix_fd, site("cuMemCreate", 4), {Location::Type::device, 0});
         l.mapped(ucva, ucsize, uc, true, "CUDA_SUCCESS", site("cuMemMap", 5));
@@ -801,7 +801,7 @@ TEST_CASE("an imported object becomes a multicast object when its device is adde
     Ledger l;
     const ExportKey key{7, 9};
     l.imported(0x500, HandleType::posix_fd, key, site("cuMemImportFromShareableHandle", 1));
-    l.multicast_device_added(0x500, 1, true, "CUDA_SUCCESS", site("cuMulticastAddDevice", 2));
+    l.multicast_device_added(0x500, true, "CUDA_SUCCESS", site("cuMulticastAddDevice", 2));
     l.mapped(0x7f0000000000, 512 * MiB, 0x500, true, "CUDA_SUCCESS", site("cuMemMap", 3));
     l.unmapped(0x7f0000000000, 512 * MiB, true, "CUDA_SUCCESS", site("cuMemUnmap", 4));
     const Snapshot s = l.snapshot(Moment::exit, kAllOpen);
@@ -823,7 +823,7 @@ TEST_CASE("multicast misuse: dead handles, an unbind of nothing; a refused bind 
     n.free_memory();
     n.free_object();
     n.l.multicast_bound(n.mc, 0, n.uc, false, n.ucsize, false, "CUDA_ERROR_INVALID_VALUE", site("cuMulticastBindMem", 23));
-    n.l.multicast_device_added(n.mc, 0, false, "CUDA_ERROR_INVALID_VALUE", site("cuMulticastAddDevice", 24));
+    n.l.multicast_device_added(n.mc, false, "CUDA_ERROR_INVALID_VALUE", site("cuMulticastAddDevice", 24));
     const Snapshot s = n.l.snapshot(Moment::exit, kAllOpen);
     std::set<std::string> what;
     for (const MisuseRow& m : s.misuse) what.insert(std::string(m.site.api) + ": " + m.what);

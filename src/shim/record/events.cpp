@@ -16,9 +16,8 @@ ledger::Ledger& book(Call& call) { return call.recorder().ledger(); }
 
 std::uint64_t addr(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
 
-HandleType requested_type(const CUmemAllocationProp* prop) {
-    if (prop == nullptr) return HandleType::none;
-    const unsigned types = prop->requestedHandleTypes;
+// The handle types a creation asks for (CUmemAllocationProp::requestedHandleTypes, CUmulticastObjectProp::handleTypes).
+HandleType requested_type(unsigned long long types) {
     if (types & CU_MEM_HANDLE_TYPE_FABRIC) return HandleType::fabric;
     if (types & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return HandleType::posix_fd;
     return types == 0 ? HandleType::none : HandleType::other;
@@ -74,7 +73,8 @@ void record(ev::Create, Call& call, CUresult r, CUmemGenericAllocationHandle* ha
             const CUmemAllocationProp* prop, unsigned long long) {
     if (r != CUDA_SUCCESS || handle == nullptr) return;
     const ledger::Site& site = call.site();
-    book(call).created(*handle, size, requested_type(prop), site, location_of(prop));
+    book(call).created(*handle, size, requested_type(prop != nullptr ? prop->requestedHandleTypes : 0), site,
+                       location_of(prop));
     if (call.recorder().capturing()) call.recorder().timeline().captured(site.owner, size);
 }
 
@@ -153,15 +153,13 @@ void record(ev::AddressFree, Call& call, CUresult r, CUdeviceptr ptr, size_t siz
 
 void record(ev::McCreate, Call& call, CUresult r, CUmemGenericAllocationHandle* handle, const CUmulticastObjectProp* prop) {
     if (r != CUDA_SUCCESS || handle == nullptr || prop == nullptr) return;
-    CUmemAllocationProp as_memory{};
-    as_memory.requestedHandleTypes = static_cast<CUmemAllocationHandleType>(prop->handleTypes);
-    book(call).multicast_created(*handle, prop->size, requested_type(&as_memory), call.site());
+    book(call).multicast_created(*handle, prop->size, requested_type(prop->handleTypes), call.site());
 }
 
-void record(ev::McAddDevice, Call& call, CUresult r, CUmemGenericAllocationHandle handle, CUdevice dev) {
+void record(ev::McAddDevice, Call& call, CUresult r, CUmemGenericAllocationHandle handle, CUdevice) {
     const bool ok = r == CUDA_SUCCESS;
     ledger::Site bare;
-    book(call).multicast_device_added(handle, dev, ok, result_name(r), site_if_failed(call, ok, bare));
+    book(call).multicast_device_added(handle, ok, result_name(r), site_if_failed(call, ok, bare));
 }
 
 void record(ev::McBindMem, Call& call, CUresult r, CUmemGenericAllocationHandle mc, size_t mc_offset,
