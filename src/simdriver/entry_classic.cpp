@@ -13,7 +13,7 @@ CUresult alloc_on_stream(CUdeviceptr* dptr, size_t bytes, CUstream stream) {
     if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
     SimState& s = SimState::get();
     if (CUresult r = s.stream_check(stream); r != CUDA_SUCCESS) return r;
-    return s.device_alloc(dptr, bytes);  // nothing executes, so stream order is immediate order
+    return s.device_alloc(dptr, bytes, true);  // nothing executes, so stream order is immediate order
 }
 
 CUresult free_on_stream(CUdeviceptr dptr, CUstream stream) {
@@ -121,20 +121,32 @@ CUresult cuMemGetAddressRange_v2(CUdeviceptr* pbase, size_t* psize, CUdeviceptr 
     return guarded([&] { return SimState::get().address_range(dptr, pbase, psize); });
 }
 
-// Legacy CUDA IPC is not simulated (nothing here can produce a CUipcMemHandle): opening reports
-// NOT_SUPPORTED, which real drivers also return where IPC is unavailable.
-CUresult cuIpcOpenMemHandle(CUdeviceptr* pdptr, CUipcMemHandle, unsigned int) {
+CUresult cuIpcGetMemHandle(CUipcMemHandle* pHandle, CUdeviceptr dptr) {
+    return guarded([&] { return pHandle == nullptr ? CUDA_ERROR_INVALID_VALUE : SimState::get().ipc_get(pHandle, dptr); });
+}
+
+// Flags: CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS is the only one, and peer access is not modelled.
+CUresult cuIpcOpenMemHandle(CUdeviceptr* pdptr, CUipcMemHandle handle, unsigned int Flags) {
     return guarded([&] {
-        if (pdptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
-        return SimState::get().initialized() ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_NOT_INITIALIZED;
+        if (pdptr == nullptr || (Flags & ~CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) != 0) return CUDA_ERROR_INVALID_VALUE;
+        return SimState::get().ipc_open(pdptr, handle);
     });
 }
 CUresult cuIpcOpenMemHandle_v2(CUdeviceptr* pdptr, CUipcMemHandle handle, unsigned int flags) {
     return cuIpcOpenMemHandle(pdptr, handle, flags);
 }
 
-CUresult cuIpcCloseMemHandle(CUdeviceptr) {
-    return guarded([&] { return SimState::get().initialized() ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NOT_INITIALIZED; });
+CUresult cuIpcCloseMemHandle(CUdeviceptr dptr) {
+    return guarded([&] { return SimState::get().ipc_close(dptr); });
+}
+
+CUresult cuMemGetHandleForAddressRange(void* handle, CUdeviceptr dptr, size_t size, CUmemRangeHandleType handleType,
+                                       unsigned long long flags) {
+    return guarded([&] {
+        if (handle == nullptr || handleType != CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD) return CUDA_ERROR_INVALID_VALUE;
+        if (flags != 0 && flags != CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE) return CUDA_ERROR_INVALID_VALUE;
+        return SimState::get().dma_buf(static_cast<int*>(handle), dptr, size);
+    });
 }
 
 }  // extern "C"

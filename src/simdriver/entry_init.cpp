@@ -149,6 +149,33 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
     return guarded([&] { return SimState::get().primary_ctx_release(dev); });
 }
 
+CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
+    return guarded([&] { return SimState::get().primary_ctx_reset(dev); });
+}
+
+CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* active) {
+    return guarded([&] {
+        return flags == nullptr || active == nullptr ? CUDA_ERROR_INVALID_VALUE : SimState::get().primary_ctx_state(dev, flags, active);
+    });
+}
+
+// Flags (scheduling, map-host) change nothing the simulated driver models; execution-affinity and CIG
+// parameters are not modelled. (cuda.h 13 declares only this variant.)
+CUresult cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* params, unsigned int, CUdevice dev) {
+    return guarded([&] {
+        if (params != nullptr && (params->execAffinityParams != nullptr || params->cigParams != nullptr)) return CUDA_ERROR_NOT_SUPPORTED;
+        return pctx == nullptr ? CUDA_ERROR_INVALID_VALUE : SimState::get().ctx_create(pctx, dev);
+    });
+}
+
+CUresult cuCtxDestroy_v2(CUcontext ctx) {
+    return guarded([&] { return SimState::get().ctx_destroy(ctx); });
+}
+
+CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {
+    return guarded([&] { return data == nullptr ? CUDA_ERROR_INVALID_VALUE : SimState::get().pointer_attribute(data, attribute, ptr); });
+}
+
 CUresult cuCtxGetCurrent(CUcontext* pctx) {
     return guarded([&] {
         if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;

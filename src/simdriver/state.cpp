@@ -1,5 +1,6 @@
 // The simulated driver's state and rules; see state.hpp. Rules follow the real driver's (docs/DRIVER.md).
 #include "state.hpp"
+#include "state_impl.hpp"
 
 #include "config.hpp"
 #include "fabric_blob.hpp"
@@ -26,181 +27,7 @@
 #include <utility>
 #include <vector>
 
-// The opaque handle types of cuda.h are ours to define in the driver.
-struct CUctx_st {
-    int device;
-};
-struct CUstream_st {
-    CUcontext ctx;
-    bool capturing;
-    CUstreamCaptureMode mode;  // of the capture under way
-    std::thread::id captor;    // the thread that began it
-};
-struct CUgraph_st {
-    int unused;
-};
-struct CUgraphExec_st {
-    int device;
-    std::uint64_t charged;  // device memory it holds (Config::graph_exec_bytes at instantiation)
-};
-
 namespace cumemaudit::sim {
-namespace {
-
-constexpr std::uint64_t kGranularity = 2ull << 20;  // measured: minimum and recommended, 2 MiB
-constexpr std::uint64_t kClassicRound = 512;         // classic allocations are charged in 512-byte units
-constexpr std::uint64_t kFirstHandle = 0x5e0000001ull;  // recognisable in logs; never 0
-
-// The current context is per thread, as in the real driver; it names an object SimState owns.
-thread_local CUcontext tls_current = nullptr;
-
-std::uint64_t round_up(std::uint64_t v, std::uint64_t m) { return (v + m - 1) / m * m; }
-
-// Access by the host itself (a host location in cuMemSetAccess / cuMemGetAccess), kept under this key.
-constexpr int kHostAccess = -1;
-bool host_access(const CUmemLocation& l) {
-    return l.type == CU_MEM_LOCATION_TYPE_HOST || l.type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT ||
-           (l.type == CU_MEM_LOCATION_TYPE_HOST_NUMA && l.id == 0);
-}
-
-// Handle values are per process, as in the real driver; the allocations they name live on the node.
-struct HandleRec {
-    std::uint64_t alloc = 0;  // the node's allocation id
-    long refs = 0;  // 0: released, but the value stays taken while its allocation lives
-};
-
-struct Mapping {
-    std::uint64_t size = 0;
-    CUmemGenericAllocationHandle handle = 0;  // the value cuMemRetainAllocationHandle hands back
-    std::uint64_t alloc = 0;
-    std::map<int, unsigned long long> access;  // device -> CUmemAccess_flags
-};
-
-enum class ClassicKind { device, managed, host };
-struct Classic {
-    std::uint64_t size = 0;     // requested
-    std::uint64_t charged = 0;  // counted against the device (0 for host and managed)
-    std::uint64_t mapped = 0;   // host mapping length (host and managed), VA taken (device)
-    int device = 0;
-    ClassicKind kind = ClassicKind::device;
-};
-
-}  // namespace
-
-struct SimState::Impl {
-    mutable std::mutex mu;
-    bool initialized = false;
-    bool config_reported = false;
-    Config config;
-    VaArena arena;
-    std::unique_ptr<SimNode> node;  // allocations, capacity and exports: shared by a simulated node's processes
-    std::mt19937_64 rng{std::random_device{}()};
-
-    std::vector<std::unique_ptr<CUctx_st>> contexts;  // primary contexts, one per device
-    std::vector<unsigned> ctx_retains;
-
-    std::uint64_t next_handle = kFirstHandle;
-    std::vector<CUmemGenericAllocationHandle> free_handles;  // LIFO: the last value freed is reused first
-    // This process's values naming each node allocation, oldest first; taken while the allocation lives.
-    std::unordered_map<std::uint64_t, std::vector<CUmemGenericAllocationHandle>> alloc_values;
-    std::unordered_map<CUmemGenericAllocationHandle, HandleRec> handles;
-    std::map<std::uint64_t, std::uint64_t> reservations;  // start -> size
-    std::map<std::uint64_t, Mapping> mappings;            // start -> mapping
-    std::map<std::uint64_t, Classic> classic;             // start -> allocation
-    std::map<std::uint64_t, std::uint64_t> registered;    // host memory page-locked: start -> bytes
-
-    std::unordered_set<CUstream> streams;
-    std::unordered_set<CUgraph> graphs;
-    std::unordered_set<CUgraphExec> execs;
-
-    // ---- helpers; all called with mu held, and the node's lock when they touch the node ----
-    CUmemGenericAllocationHandle take_handle_value() {
-        if (node->shared()) sweep_values();
-        if (!free_handles.empty()) {
-            const auto v = free_handles.back();
-            free_handles.pop_back();
-            return v;
-        }
-        return next_handle++;
-    }
-
-    // A new value naming node allocation `id`, with one reference.
-    CUmemGenericAllocationHandle new_value(std::uint64_t id) {
-        const auto h = take_handle_value();
-        alloc_values[id].push_back(h);
-        handles[h] = HandleRec{id, 1};
-        return h;
-    }
-
-    void free_values(std::uint64_t id) {
-        auto it = alloc_values.find(id);
-        if (it == alloc_values.end()) return;
-        for (auto h : it->second) {
-            handles.erase(h);
-            free_handles.push_back(h);
-        }
-        alloc_values.erase(it);
-    }
-
-    // Values naming allocations freed elsewhere: by another process of the node, or by an export closing.
-    void sweep_values() {
-        std::vector<std::uint64_t> gone;
-        for (const auto& [id, values] : alloc_values)
-            if (!node->alive(id)) gone.push_back(id);
-        std::sort(gone.begin(), gone.end());  // freed in allocation order, whatever the hash order
-        for (auto id : gone) free_values(id);
-    }
-
-    // Frees the allocation when nothing on the node holds it: no reference, no mapping, no open exported fd.
-    void maybe_free(std::uint64_t id) {
-        if (node->maybe_free(id)) free_values(id);
-    }
-
-    // Exported fds are checked lazily, at cuMemGetInfo and before charging memory, because nothing tells
-    // the driver when a process closes an fd.
-    void reap_all() {
-        node->reap_exports();
-        sweep_values();
-    }
-
-    HandleRec* live_handle(CUmemGenericAllocationHandle h) {
-        auto it = handles.find(h);
-        return (it == handles.end() || it->second.refs <= 0) ? nullptr : &it->second;
-    }
-
-    // The mapping containing addr, or end().
-    std::map<std::uint64_t, Mapping>::iterator mapping_at(std::uint64_t addr) {
-        auto it = mappings.upper_bound(addr);
-        if (it == mappings.begin()) return mappings.end();
-        --it;
-        return addr < it->first + it->second.size ? it : mappings.end();
-    }
-
-    // Mappings tiling [ptr, ptr+size) exactly, each wholly inside; empty when they do not.
-    std::vector<std::map<std::uint64_t, Mapping>::iterator> tiling(std::uint64_t ptr, std::uint64_t size) {
-        std::vector<std::map<std::uint64_t, Mapping>::iterator> out;
-        std::uint64_t at = ptr;
-        const std::uint64_t end = ptr + size;
-        while (at < end) {
-            auto it = mappings.find(at);
-            if (it == mappings.end() || at + it->second.size > end) return {};
-            out.push_back(it);
-            at += it->second.size;
-        }
-        return out;
-    }
-
-    CUresult current_device(int* dev) const {
-        if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
-        if (tls_current == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
-        *dev = tls_current->device;
-        return CUDA_SUCCESS;
-    }
-
-    bool is_our_context(CUcontext c) const {
-        return std::any_of(contexts.begin(), contexts.end(), [&](const auto& p) { return p.get() == c; });
-    }
-};
 
 namespace {
 SimState* g_instance = nullptr;
@@ -264,8 +91,9 @@ CUresult SimState::init() {
     s.config = s.node->config();  // a node's first process set its shape
     s.config.graph_exec_bytes = cfg.config.graph_exec_bytes;  // each process's own: its graphs are its own
     const auto n = static_cast<std::size_t>(s.config.devices);
-    for (std::size_t d = 0; d < n; ++d) s.contexts.push_back(std::make_unique<CUctx_st>(CUctx_st{static_cast<int>(d)}));
+    for (std::size_t d = 0; d < n; ++d) s.contexts.push_back(std::make_unique<CUctx_st>(CUctx_st{static_cast<int>(d), true}));
     s.ctx_retains.assign(n, 0);
+    s.primary_active.assign(n, false);
     // On a shared node each process draws device addresses from its own slice, so pointers never collide.
     const bool va = s.node->shared() ? s.arena.open_at(s.node->va_slice(), kNodeVaSlice) : s.arena.open();
     if (!va) {
@@ -289,29 +117,6 @@ int SimState::device_count() const {
 std::uint64_t SimState::capacity() const {
     std::lock_guard lock(impl_->mu);
     return impl_->config.memory_per_device;
-}
-
-// ---------------- contexts ----------------
-
-CUresult SimState::primary_ctx_retain(CUcontext* ctx, CUdevice dev) {
-    std::lock_guard lock(impl_->mu);
-    Impl& s = *impl_;
-    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
-    if (dev < 0 || dev >= s.config.devices) return CUDA_ERROR_INVALID_DEVICE;
-    ++s.ctx_retains[static_cast<std::size_t>(dev)];
-    *ctx = s.contexts[static_cast<std::size_t>(dev)].get();
-    return CUDA_SUCCESS;
-}
-
-CUresult SimState::primary_ctx_release(CUdevice dev) {
-    std::lock_guard lock(impl_->mu);
-    Impl& s = *impl_;
-    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
-    if (dev < 0 || dev >= s.config.devices) return CUDA_ERROR_INVALID_DEVICE;
-    auto& n = s.ctx_retains[static_cast<std::size_t>(dev)];
-    if (n == 0) return CUDA_ERROR_INVALID_CONTEXT;
-    --n;  // the simulated context keeps no resources, so it stays usable: nothing to tear down
-    return CUDA_SUCCESS;
 }
 
 CUcontext SimState::current_context() const { return tls_current; }
@@ -352,7 +157,7 @@ CUresult SimState::mem_get_info(std::size_t* free, std::size_t* total) {
     return CUDA_SUCCESS;
 }
 
-CUresult SimState::device_alloc(CUdeviceptr* out, std::size_t bytes) {
+CUresult SimState::device_alloc(CUdeviceptr* out, std::size_t bytes, bool stream_ordered) {
     std::lock_guard lock(impl_->mu);
     Impl& s = *impl_;
     int dev = 0;
@@ -365,7 +170,7 @@ CUresult SimState::device_alloc(CUdeviceptr* out, std::size_t bytes) {
     const std::uint64_t va = s.arena.take(charged, kClassicRound);
     if (va == 0) return CUDA_ERROR_OUT_OF_MEMORY;
     s.node->charge_classic(dev, charged);
-    s.classic.emplace(va, Classic{bytes, charged, charged, dev, ClassicKind::device});
+    s.classic.emplace(va, Classic{bytes, charged, charged, dev, ClassicKind::device, stream_ordered ? nullptr : tls_current});
     *out = va;
     return CUDA_SUCCESS;
 }
@@ -386,7 +191,7 @@ CUresult SimState::managed_alloc(CUdeviceptr* out, std::size_t bytes) {
     void* p = host_map(bytes);
     if (p == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
     const auto addr = reinterpret_cast<std::uint64_t>(p);
-    s.classic.emplace(addr, Classic{bytes, 0, bytes, dev, ClassicKind::managed});
+    s.classic.emplace(addr, Classic{bytes, 0, bytes, dev, ClassicKind::managed, tls_current});
     *out = addr;
     return CUDA_SUCCESS;
 }
@@ -399,7 +204,7 @@ CUresult SimState::host_alloc(void** out, std::size_t bytes) {
     if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
     void* p = host_map(bytes);
     if (p == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
-    s.classic.emplace(reinterpret_cast<std::uint64_t>(p), Classic{bytes, 0, bytes, dev, ClassicKind::host});
+    s.classic.emplace(reinterpret_cast<std::uint64_t>(p), Classic{bytes, 0, bytes, dev, ClassicKind::host, tls_current});
     *out = p;
     return CUDA_SUCCESS;
 }
@@ -410,16 +215,11 @@ CUresult SimState::device_free(CUdeviceptr ptr) {
     if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
     if (ptr == 0) return CUDA_SUCCESS;  // freeing null is a no-op, as for free(3)
     auto it = s.classic.find(ptr);
-    if (it == s.classic.end() || it->second.kind == ClassicKind::host) return CUDA_ERROR_INVALID_VALUE;
-    const Classic c = it->second;
+    if (it == s.classic.end() || it->second.kind == ClassicKind::host || it->second.kind == ClassicKind::ipc)
+        return CUDA_ERROR_INVALID_VALUE;
+    SimNode::Lock node(*s.node);
+    s.release_classic(it->first, it->second);
     s.classic.erase(it);
-    if (c.kind == ClassicKind::device) {
-        SimNode::Lock node(*s.node);
-        s.node->uncharge_classic(c.device, c.charged);
-        s.arena.give(ptr, c.mapped);
-    } else {
-        ::munmap(reinterpret_cast<void*>(ptr), c.mapped);
-    }
     return CUDA_SUCCESS;
 }
 
@@ -429,7 +229,8 @@ CUresult SimState::host_free(void* ptr) {
     if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
     auto it = s.classic.find(reinterpret_cast<std::uint64_t>(ptr));
     if (it == s.classic.end() || it->second.kind != ClassicKind::host) return CUDA_ERROR_INVALID_VALUE;
-    ::munmap(ptr, it->second.mapped);
+    SimNode::Lock node(*s.node);
+    s.release_classic(it->first, it->second);
     s.classic.erase(it);
     return CUDA_SUCCESS;
 }
@@ -443,9 +244,9 @@ CUresult SimState::host_register(void* ptr, std::size_t bytes, unsigned flags) {
     if (ptr == nullptr || bytes == 0 || (flags & ~known) != 0) return CUDA_ERROR_INVALID_VALUE;
     const std::uint64_t start = reinterpret_cast<std::uint64_t>(ptr), end = start + bytes;
     auto next = s.registered.lower_bound(end);  // the first range at or past the end overlaps nothing
-    if (next != s.registered.begin() && std::prev(next)->first + std::prev(next)->second > start)
+    if (next != s.registered.begin() && std::prev(next)->first + std::prev(next)->second.bytes > start)
         return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
-    s.registered.emplace(start, bytes);
+    s.registered.emplace(start, Registration{bytes, tls_current});
     return CUDA_SUCCESS;
 }
 
@@ -461,14 +262,12 @@ CUresult SimState::address_range(CUdeviceptr ptr, CUdeviceptr* base, std::size_t
     std::lock_guard lock(impl_->mu);
     Impl& s = *impl_;
     if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
-    auto it = s.classic.upper_bound(ptr);
-    if (it != s.classic.begin()) {
-        --it;
-        if (it->second.kind != ClassicKind::host && ptr < it->first + it->second.size) {
-            if (base) *base = it->first;
-            if (size) *size = it->second.size;
-            return CUDA_SUCCESS;
-        }
+    if (auto c = s.classic_at(ptr); c != s.classic.end() && c->second.kind != ClassicKind::host) {
+        // An IPC open answers with an empty range (measured on the H200): its importer cannot learn the size.
+        const bool ipc = c->second.kind == ClassicKind::ipc;
+        if (base) *base = ipc ? 0 : c->first;
+        if (size) *size = ipc ? 0 : c->second.size;
+        return CUDA_SUCCESS;
     }
     // VMM: the mapping containing ptr (NCCL unmaps and frees exactly the range this returns).
     auto m = s.mapping_at(ptr);

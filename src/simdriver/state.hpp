@@ -32,8 +32,16 @@ public:
     std::uint64_t capacity() const;  // bytes per device
 
     // --- contexts (the current context is per thread) ---
+    // A context's end (its destruction, a primary context's reset or last release) frees its classic
+    // allocations, host and managed memory, IPC opens and registrations (docs/DRIVER.md).
     CUresult primary_ctx_retain(CUcontext* ctx, CUdevice dev);
     CUresult primary_ctx_release(CUdevice dev);
+    CUresult primary_ctx_reset(CUdevice dev);
+    CUresult primary_ctx_state(CUdevice dev, unsigned* flags, int* active);
+    CUresult ctx_create(CUcontext* out, CUdevice dev);  // made current, on top of the thread's stack
+    CUresult ctx_destroy(CUcontext ctx);
+    // cuPointerGetAttribute for the attributes modelled (context, device ordinal, memory type, range).
+    CUresult pointer_attribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr);
     CUcontext current_context() const;
     CUresult set_current_context(CUcontext ctx);
     // Device of the current context: NOT_INITIALIZED / INVALID_CONTEXT when there is none.
@@ -44,7 +52,8 @@ public:
 
     // --- classic memory ---
     CUresult mem_get_info(std::size_t* free, std::size_t* total);
-    CUresult device_alloc(CUdeviceptr* out, std::size_t bytes);  // on the current context's device
+    // On the current context's device; stream-ordered memory belongs to its pool, not to the context.
+    CUresult device_alloc(CUdeviceptr* out, std::size_t bytes, bool stream_ordered = false);
     CUresult managed_alloc(CUdeviceptr* out, std::size_t bytes);
     CUresult host_alloc(void** out, std::size_t bytes);
     CUresult device_free(CUdeviceptr ptr);  // device or managed
@@ -53,6 +62,13 @@ public:
     CUresult host_register(void* ptr, std::size_t bytes, unsigned flags);
     CUresult host_unregister(void* ptr);
     CUresult address_range(CUdeviceptr ptr, CUdeviceptr* base, std::size_t* size);
+
+    // --- device memory shared outside its allocation: legacy IPC and dma-buf fds ---
+    CUresult ipc_get(CUipcMemHandle* out, CUdeviceptr ptr);
+    CUresult ipc_open(CUdeviceptr* out, const CUipcMemHandle& handle);
+    CUresult ipc_close(CUdeviceptr ptr);
+    // A dma-buf fd for [ptr, ptr + size) of a classic allocation or a mapping: it keeps the whole allocation.
+    CUresult dma_buf(int* fd, CUdeviceptr ptr, std::size_t size);
 
     // --- virtual memory management ---
     CUresult mem_create(CUmemGenericAllocationHandle* out, std::size_t size, const CUmemAllocationProp& prop);

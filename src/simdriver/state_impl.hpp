@@ -1,0 +1,259 @@
+// state_impl: the simulated driver's state itself, shared by the files that implement SimState (state.cpp,
+// contexts.cpp, shared_classic.cpp). Private to the driver; every member is used with `mu` held.
+#pragma once
+
+#include "state.hpp"
+
+#include "config.hpp"
+#include "node.hpp"
+#include "va_arena.hpp"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+// The opaque handle types of cuda.h are ours to define in the driver.
+struct CUctx_st {
+    int device;
+    bool primary;  // a device's primary context, which lives as long as the driver; else cuCtxCreate's
+};
+struct CUstream_st {
+    CUcontext ctx;
+    bool capturing;
+    CUstreamCaptureMode mode;  // of the capture under way
+    std::thread::id captor;    // the thread that began it
+};
+struct CUgraph_st {
+    int unused;
+};
+struct CUgraphExec_st {
+    int device;
+    std::uint64_t charged;  // device memory it holds (Config::graph_exec_bytes at instantiation)
+};
+
+namespace cumemaudit::sim {
+
+constexpr std::uint64_t kGranularity = 2ull << 20;  // measured: minimum and recommended, 2 MiB
+constexpr std::uint64_t kClassicRound = 512;         // classic allocations are charged in 512-byte units
+constexpr std::uint64_t kFirstHandle = 0x5e0000001ull;  // recognisable in logs; never 0
+
+// The current context is per thread, as in the real driver; it names an object SimState owns. It is the
+// top of the thread's context stack: cuCtxCreate pushes the new context, and destroying the current one
+// pops it, making current again the one below.
+inline thread_local CUcontext tls_current = nullptr;
+inline thread_local std::vector<CUcontext> tls_below;
+
+inline std::uint64_t round_up(std::uint64_t v, std::uint64_t m) { return (v + m - 1) / m * m; }
+
+// Access by the host itself (a host location in cuMemSetAccess / cuMemGetAccess), kept under this key.
+constexpr int kHostAccess = -1;
+inline bool host_access(const CUmemLocation& l) {
+    return l.type == CU_MEM_LOCATION_TYPE_HOST || l.type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT ||
+           (l.type == CU_MEM_LOCATION_TYPE_HOST_NUMA && l.id == 0);
+}
+
+// Handle values are per process, as in the real driver; the allocations they name live on the node.
+struct HandleRec {
+    std::uint64_t alloc = 0;  // the node's allocation id
+    long refs = 0;  // 0: released, but the value stays taken while its allocation lives
+};
+
+struct Mapping {
+    std::uint64_t size = 0;
+    CUmemGenericAllocationHandle handle = 0;  // the value cuMemRetainAllocationHandle hands back
+    std::uint64_t alloc = 0;
+    std::map<int, unsigned long long> access;  // device -> CUmemAccess_flags
+};
+
+// ipc: another process's device memory opened here (cuIpcOpenMemHandle), charged to the exporter's.
+enum class ClassicKind { device, managed, host, ipc };
+struct Classic {
+    std::uint64_t size = 0;     // requested
+    std::uint64_t charged = 0;  // counted against the device (0 for host, managed and IPC opens)
+    std::uint64_t mapped = 0;   // host mapping length (host and managed), VA taken (device, IPC)
+    int device = 0;
+    ClassicKind kind = ClassicKind::device;
+    // The context it ends with (cuCtxDestroy, a primary context's reset); null for stream-ordered memory,
+    // which belongs to the device's pool and outlives contexts.
+    CUcontext ctx = nullptr;
+    // Device memory shared outside this allocation (a legacy IPC handle, a dma-buf fd) is a node
+    // allocation that carries its charge, so that an importer or an open fd keeps it after the free: this
+    // allocation's reference on it. IPC opens hold a reference on the exporter's.
+    std::uint64_t node_id = 0;
+    int opens = 0;  // IPC opens: times this process opened the handle (each close takes one back)
+};
+
+// Host memory page-locked by cuMemHostRegister, in the context that registered it.
+struct Registration {
+    std::uint64_t bytes = 0;
+    CUcontext ctx = nullptr;
+};
+
+struct SimState::Impl {
+    mutable std::mutex mu;
+    bool initialized = false;
+    bool config_reported = false;
+    Config config;
+    VaArena arena;
+    std::unique_ptr<SimNode> node;  // allocations, capacity and exports: shared by a simulated node's processes
+    std::mt19937_64 rng{std::random_device{}()};
+
+    std::vector<std::unique_ptr<CUctx_st>> contexts;  // primary contexts, one per device
+    std::vector<unsigned> ctx_retains;
+    std::vector<bool> primary_active;                 // retained since its last reset (cuDevicePrimaryCtxGetState)
+    std::vector<std::unique_ptr<CUctx_st>> own_contexts;  // cuCtxCreate's, until cuCtxDestroy
+
+    std::uint64_t next_handle = kFirstHandle;
+    std::vector<CUmemGenericAllocationHandle> free_handles;  // LIFO: the last value freed is reused first
+    // This process's values naming each node allocation, oldest first; taken while the allocation lives.
+    std::unordered_map<std::uint64_t, std::vector<CUmemGenericAllocationHandle>> alloc_values;
+    std::unordered_map<CUmemGenericAllocationHandle, HandleRec> handles;
+    std::map<std::uint64_t, std::uint64_t> reservations;  // start -> size
+    std::map<std::uint64_t, Mapping> mappings;            // start -> mapping
+    std::map<std::uint64_t, Classic> classic;             // start -> allocation
+    std::map<std::uint64_t, Registration> registered;     // host memory page-locked, by start
+
+    std::unordered_set<CUstream> streams;
+    std::unordered_set<CUgraph> graphs;
+    std::unordered_set<CUgraphExec> execs;
+
+    // ---- helpers; all called with mu held, and the node's lock when they touch the node ----
+    CUmemGenericAllocationHandle take_handle_value() {
+        if (node->shared()) sweep_values();
+        if (!free_handles.empty()) {
+            const auto v = free_handles.back();
+            free_handles.pop_back();
+            return v;
+        }
+        return next_handle++;
+    }
+
+    // A new value naming node allocation `id`, with one reference.
+    CUmemGenericAllocationHandle new_value(std::uint64_t id) {
+        const auto h = take_handle_value();
+        alloc_values[id].push_back(h);
+        handles[h] = HandleRec{id, 1};
+        return h;
+    }
+
+    void free_values(std::uint64_t id) {
+        auto it = alloc_values.find(id);
+        if (it == alloc_values.end()) return;
+        for (auto h : it->second) {
+            handles.erase(h);
+            free_handles.push_back(h);
+        }
+        alloc_values.erase(it);
+    }
+
+    // Values naming allocations freed elsewhere: by another process of the node, or by an export closing.
+    void sweep_values() {
+        std::vector<std::uint64_t> gone;
+        for (const auto& [id, values] : alloc_values)
+            if (!node->alive(id)) gone.push_back(id);
+        std::sort(gone.begin(), gone.end());  // freed in allocation order, whatever the hash order
+        for (auto id : gone) free_values(id);
+    }
+
+    // Frees the allocation when nothing on the node holds it: no reference, no mapping, no open exported fd.
+    void maybe_free(std::uint64_t id) {
+        if (node->maybe_free(id)) free_values(id);
+    }
+
+    // Exported fds are checked lazily, at cuMemGetInfo and before charging memory, because nothing tells
+    // the driver when a process closes an fd.
+    void reap_all() {
+        node->reap_exports();
+        sweep_values();
+    }
+
+    HandleRec* live_handle(CUmemGenericAllocationHandle h) {
+        auto it = handles.find(h);
+        return (it == handles.end() || it->second.refs <= 0) ? nullptr : &it->second;
+    }
+
+    // The mapping containing addr, or end().
+    std::map<std::uint64_t, Mapping>::iterator mapping_at(std::uint64_t addr) {
+        auto it = mappings.upper_bound(addr);
+        if (it == mappings.begin()) return mappings.end();
+        --it;
+        return addr < it->first + it->second.size ? it : mappings.end();
+    }
+
+    // Mappings tiling [ptr, ptr+size) exactly, each wholly inside; empty when they do not.
+    std::vector<std::map<std::uint64_t, Mapping>::iterator> tiling(std::uint64_t ptr, std::uint64_t size) {
+        std::vector<std::map<std::uint64_t, Mapping>::iterator> out;
+        std::uint64_t at = ptr;
+        const std::uint64_t end = ptr + size;
+        while (at < end) {
+            auto it = mappings.find(at);
+            if (it == mappings.end() || at + it->second.size > end) return {};
+            out.push_back(it);
+            at += it->second.size;
+        }
+        return out;
+    }
+
+    CUresult current_device(int* dev) const {
+        if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
+        if (tls_current == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+        *dev = tls_current->device;
+        return CUDA_SUCCESS;
+    }
+
+    bool is_our_context(CUcontext c) const {
+        auto is = [&](const auto& p) { return p.get() == c; };
+        return std::any_of(contexts.begin(), contexts.end(), is) || std::any_of(own_contexts.begin(), own_contexts.end(), is);
+    }
+
+    // The classic allocation containing ptr, or classic.end().
+    std::map<std::uint64_t, Classic>::iterator classic_at(std::uint64_t ptr) {
+        auto it = classic.upper_bound(ptr);
+        if (it == classic.begin()) return classic.end();
+        --it;
+        return ptr < it->first + std::max<std::uint64_t>(it->second.size, 1) ? it : classic.end();
+    }
+
+    // Gives back what a classic allocation holds: its charge (or its reference on the node allocation that
+    // carries it now) and its addresses. Its record is the caller's to erase. Both locks held.
+    void release_classic(std::uint64_t start, const Classic& c) {
+        if (c.node_id != 0) {
+            node->add_use(c.node_id, -1, 0);
+            node->maybe_free(c.node_id);
+        } else if (c.kind == ClassicKind::device) {
+            node->uncharge_classic(c.device, c.charged);
+        }
+        if (c.kind == ClassicKind::device || c.kind == ClassicKind::ipc) arena.give(start, c.mapped);
+        else ::munmap(reinterpret_cast<void*>(start), c.mapped);
+    }
+
+    // The node allocation carrying a device allocation's charge, made on its first share (an IPC handle,
+    // a dma-buf fd); 0 when the node's table is full. Both locks held. In shared_classic.cpp.
+    std::uint64_t share(Classic& c);
+
+    // What a context's end frees (cuCtxDestroy, a primary context's reset): its classic allocations, host
+    // and managed memory included, its IPC opens and its host registrations; never stream-ordered or
+    // cuMemCreate memory. Memory a dma-buf fd or another process's IPC open still holds stays charged.
+    // Both locks held.
+    void tear_down(CUcontext ctx) {
+        for (auto it = classic.begin(); it != classic.end();) {
+            if (it->second.ctx != ctx) {
+                ++it;
+                continue;
+            }
+            release_classic(it->first, it->second);
+            it = classic.erase(it);
+        }
+        std::erase_if(registered, [&](const auto& r) { return r.second.ctx == ctx; });
+    }
+};
+
+}  // namespace cumemaudit::sim

@@ -1,0 +1,38 @@
+#!/usr/bin/env python3
+"""The surface probe on the simulated driver against the H200's answers: every fact the H200 run printed must
+read the same on the simulated driver, key by key (CUresult names, and MiB of used memory moved).
+
+Usage: test_surface.py SURFACE_PROBE H200_SURFACE_TXT   (the simulated libcuda.so.1 first on LD_LIBRARY_PATH)"""
+import os
+import re
+import subprocess
+import sys
+
+
+def facts(text):
+    return {m[0]: dict(kv.split("=", 1) for kv in m[1].split()) for m in re.findall(r"^fact (\w+)((?: \S+=\S+)*)$", text, re.M)}
+
+
+probe, measured_file = sys.argv[1], sys.argv[2]
+measured = facts(open(measured_file).read())
+# One simulated node for the probe and the importer it forks (legacy IPC crosses processes).
+env = dict(os.environ, CUMEMAUDIT_SIM_NODE=f"surface-{os.getpid()}")
+try:
+    out = subprocess.run([probe], capture_output=True, text=True, timeout=120, env=env).stdout
+finally:
+    if os.path.exists(f"/dev/shm/cumemaudit-sim-surface-{os.getpid()}"):
+        os.unlink(f"/dev/shm/cumemaudit-sim-surface-{os.getpid()}")
+simulated = facts(out)
+failures = []
+for fact, answers in measured.items():
+    if fact not in simulated:
+        failures.append(f"{fact}: not printed on the simulated driver ({out.strip()[:200]})")
+        continue
+    for key, value in answers.items():
+        if simulated[fact].get(key) != value:
+            failures.append(f"{fact} {key}: the simulated driver answers {simulated[fact].get(key)}, the H200 {value}")
+failures += [f"{fact}: printed on the simulated driver but not measured in {measured_file}" for fact in simulated if fact not in measured]
+if not measured:
+    failures.append(f"no facts in {measured_file}")
+print("\n".join(failures) or f"{sum(map(len, measured.values()))} answers of {len(measured)} facts agree with the H200's")
+sys.exit(1 if failures else 0)
