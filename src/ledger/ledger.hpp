@@ -64,6 +64,12 @@ public:
     // Ticket 0: whatever record ptr has (a free seen only after the fact, as the CUPTI backend sees it).
     void freed(std::uint64_t ptr, bool ok, const char* result, const Site&, FreeTicket ticket = 0);
 
+    // A context ended and the driver freed what it owned: every live classic allocation still_valid says the
+    // driver no longer knows is forgotten (its bytes leave the owners' figures). Returns what went, as
+    // unfreed rows by the site that made it, largest first. Asks still_valid outside every lock: it may be
+    // a driver call. Allocations made meanwhile are never taken for gone (each is asked by its record).
+    std::vector<LeakRow> forget_freed_by_driver(const std::function<bool(std::uint64_t ptr)>& still_valid);
+
     // A call the driver refused (or accepted) that is misuse for a reason the calls above do not model.
     void misused(const Site&, const char* result, std::string what);
 

@@ -32,6 +32,20 @@ Site make_site(const ledger::Site& s, const BuildInput& in, std::unordered_map<l
     return out;
 }
 
+Leak leak_of(const ledger::LeakRow& row, const BuildInput& in, std::unordered_map<ledger::TraceId, Site>& seen) {
+    Leak l;
+    l.cls = ledger::to_string(row.cls);
+    l.bytes = row.bytes;
+    l.allocations = row.allocations;
+    l.references = row.references;
+    l.handle_type = ledger::to_string(row.handle_type);
+    l.owner = in.ledger.owner_name(row.site.owner);
+    l.kind = ledger::to_string(row.kind);
+    l.location = ledger::to_string(row.location);
+    l.site = make_site(row.site, in, seen);
+    return l;
+}
+
 std::string key_text(const ledger::ExportKey& k) {
     char buf[40];
     std::snprintf(buf, sizeof buf, "%016" PRIx64 ":%016" PRIx64, k.a, k.b);
@@ -74,6 +88,13 @@ Report build(const BuildInput& in) {
             if (o.part_sites[i].api[0] != '\0') out.parts[i].site = make_site(o.part_sites[i], in, frames_by_trace);
     }
     r.summary.oom_events = in.oom_events;
+    for (const TeardownInput& t : in.teardowns) {
+        Teardown& out = r.teardowns.emplace_back(t.teardown);
+        out.site = make_site(t.site, in, frames_by_trace);
+        for (const ledger::LeakRow& row : t.freed) out.freed.push_back(leak_of(row, in, frames_by_trace));
+    }
+    r.summary.teardown_freed_bytes = in.teardown_freed_bytes;
+    r.summary.teardown_freed_allocations = in.teardown_freed_allocations;
     const ledger::Summary& snap = in.snapshot.summary;
     Summary& sum = r.summary;
     sum.intercepted_calls = in.intercepted_calls;
@@ -84,16 +105,7 @@ Report build(const BuildInput& in) {
     std::unordered_map<std::uint64_t, std::uint64_t> leaked;  // allocation id -> bytes, each counted once
     std::unordered_map<std::uint64_t, std::uint64_t> leaked_objects;  // the same for multicast objects
     for (const ledger::LeakRow& row : in.snapshot.leaks) {
-        Leak l;
-        l.cls = ledger::to_string(row.cls);
-        l.bytes = row.bytes;
-        l.allocations = row.allocations;
-        l.references = row.references;
-        l.handle_type = ledger::to_string(row.handle_type);
-        l.owner = in.ledger.owner_name(row.site.owner);
-        l.kind = ledger::to_string(row.kind);
-        l.location = ledger::to_string(row.location);
-        l.site = make_site(row.site, in, frames_by_trace);
+        Leak l = leak_of(row, in, frames_by_trace);
         if (supp.match(Suppressions::Type::leak, l.site)) {
             ++sum.suppressed_leaks;
             continue;

@@ -31,6 +31,13 @@ struct OomInput {
     std::vector<ledger::Site> part_sites;
 };
 
+// A context's end as the shim recorded it: its call's site and the rows of what it freed still ledger rows.
+struct TeardownInput {
+    Teardown teardown;  // api, device, step, time, totals
+    ledger::Site site;
+    std::vector<ledger::LeakRow> freed;
+};
+
 struct BuildInput {
     ProcessInfo process{};
     DriverInfo driver{};
@@ -44,6 +51,8 @@ struct BuildInput {
     std::vector<ReclaimInput> reclaimed{};
     std::vector<Graph> graphs{};
     std::vector<OomInput> oom{};
+    std::vector<TeardownInput> teardowns{};  // the first kTeardownsKept
+    std::uint64_t teardown_freed_bytes = 0, teardown_freed_allocations = 0;  // all of them
     std::uint64_t oom_events = 0;
     std::map<std::string, std::string> options{};
     bool checkpoint = false;

@@ -119,6 +119,21 @@ struct Graph {
     std::uint64_t time_ns = 0;                       // when its capture began (0: unknown)
 };
 
+// A context ended (cudaDeviceReset, cuDevicePrimaryCtxReset, the last cuDevicePrimaryCtxRelease, cuCtxDestroy)
+// and the driver freed the classic allocations it owned: they leave the ledger here, never as held at exit.
+// `freed` rows are the allocations the program had not freed, by the site that made them (class "unfreed").
+struct Teardown {
+    std::string api;           // the call that ended the context
+    std::int64_t device = -1;  // -1: not known (cuCtxDestroy)
+    std::uint64_t step = 0;    // the last step marked before it
+    std::uint64_t time_ns = 0;
+    std::uint64_t bytes = 0, allocations = 0;  // what the driver freed
+    Site site;                                 // the call
+    std::vector<Leak> freed;                   // largest first, at most kTeardownRows
+};
+inline constexpr std::size_t kTeardownRows = 16;
+inline constexpr std::size_t kTeardownsKept = 64;  // the summary counts every one
+
 // One share of driver-used memory at an out-of-memory moment. The parts of one Oom add up to its
 // driver_used_bytes exactly: live memory per owner and kind (less what is leaked), leaked (unreachable) VMM
 // memory per site that created it, each graph's instantiate cost, idle async-pool memory, and the rest.
@@ -200,6 +215,8 @@ struct Summary {
     // Multicast objects whose references are never released: leaks, counted apart from leaked_bytes and
     // leaked_allocations because they hold no memory of their own (their rows' bytes are their size).
     std::uint64_t leaked_multicast_objects = 0;
+    // Classic allocations the driver freed when their context ended, which the program had not freed.
+    std::uint64_t teardown_freed_bytes = 0, teardown_freed_allocations = 0;
 };
 
 struct SuppressionUse {
@@ -225,6 +242,7 @@ struct Report {
     std::vector<Export> exports;
     std::vector<Import> imports;
     std::vector<Oom> oom;                        // out-of-memory moments, oldest first
+    std::vector<Teardown> teardowns;             // contexts that ended, oldest first (the first kTeardownsKept)
     bool checkpoint = false;                     // written while running, not at exit
     std::uint64_t time_ns = 0;                   // CLOCK_REALTIME when written
 };

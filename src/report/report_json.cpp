@@ -110,6 +110,16 @@ template <class V> void fields(V& v, Oom& o) {
     v.opt("recovered_time_ns", o.recovered_time_ns);
     v.opt("pytorch_pools", o.pytorch_pools);
 }
+template <class V> void fields(V& v, Teardown& t) {
+    v.req("api", t.api);
+    v.req("device", t.device);
+    v.req("step", t.step);
+    v.req("time_ns", t.time_ns);
+    v.req("bytes", t.bytes);
+    v.req("allocations", t.allocations);
+    v.req("site", t.site);
+    v.req("freed", t.freed);
+}
 template <class V> void fields(V& v, Alarm& a) {
     v.req("step", a.step);
     v.req("time_ns", a.time_ns);
@@ -183,6 +193,8 @@ template <class V> void fields(V& v, Summary& s) {
     v.opt("reclaimed_allocations", s.reclaimed_allocations);
     v.opt("reclaimed_references", s.reclaimed_references);
     v.opt("leaked_multicast_objects", s.leaked_multicast_objects);
+    v.opt("teardown_freed_bytes", s.teardown_freed_bytes);
+    v.opt("teardown_freed_allocations", s.teardown_freed_allocations);
 }
 template <class V> void fields(V& v, SuppressionUse& s) {
     v.req("rule", s.rule);
@@ -205,6 +217,7 @@ template <class V> void fields(V& v, Report& r) {
     v.opt("exports", r.exports);
     v.opt("imports", r.imports);
     v.opt("oom", r.oom);
+    v.opt("teardowns", r.teardowns);
     v.opt("checkpoint", r.checkpoint);
     v.opt("time_ns", r.time_ns);
 }

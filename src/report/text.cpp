@@ -102,6 +102,20 @@ std::string text_summary(const Report& r, int max_frames, bool show_held) {
         out += oom_text(r.oom[i]);
     if (r.summary.oom_events > kOomShown)
         fmt::format_to(it, "  ({} out-of-memory answers in all)\n", r.summary.oom_events);
+    for (const Teardown& t : r.teardowns) {
+        fmt::format_to(it, "\nContext ended: {}{} at step {} freed {} bytes ({}) in {} allocations the program had not freed, at:\n",
+                       t.api, t.device >= 0 ? fmt::format(" (device {})", t.device) : "", t.step, t.bytes,
+                       human_bytes(t.bytes), t.allocations);
+        frames(out, t.site, max_frames);
+        for (const Leak& l : t.freed) {
+            fmt::format_to(it, "  {} bytes ({}) in {} allocations [{}, {}] made by {} at:\n", l.bytes, human_bytes(l.bytes),
+                           l.allocations, l.kind, l.owner, l.site.api);
+            frames(out, l.site, max_frames);
+        }
+    }
+    if (r.teardowns.size() == kTeardownsKept)
+        fmt::format_to(it, "  (at most the first {} context ends are listed; all of them freed {} bytes)\n", kTeardownsKept,
+                       r.summary.teardown_freed_bytes);
     out += graph_table(r);
     for (const SuppressionUse& s : r.suppressions)
         if (s.hits) fmt::format_to(it, "\nSuppressed {} rows by {}", s.hits, s.rule);

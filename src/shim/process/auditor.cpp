@@ -327,6 +327,10 @@ report::Report Auditor::build_report(ledger::Moment moment, const int* exit_code
     in.steps = timeline.steps();
     in.alarms = timeline.alarms();
     in.graphs = timeline.graphs();
+    Timeline::Teardowns teardowns = timeline.teardowns();
+    in.teardowns = std::move(teardowns.kept);
+    in.teardown_freed_bytes = teardowns.bytes;
+    in.teardown_freed_allocations = teardowns.allocations;
     in.oom = recorder_.oom_log().records();
     in.oom_events = recorder_.oom_log().events();
     in.reclaimed = recorder_.enforcer().reclaimed();

@@ -231,6 +231,28 @@ void record(ev::FreeAsync, Call& call, CUresult r, CUdeviceptr dptr, CUstream) {
 void record(ev::FreeHost, Call& call, CUresult r, void* p) { freed(call, r, addr(p)); }
 void record(ev::IpcClose, Call& call, CUresult r, CUdeviceptr dptr) { freed(call, r, dptr); }
 
+namespace {
+// The driver freed what the ended context owned: the ledger forgets what the driver no longer knows, and
+// the timeline keeps it as one event (never as held at exit).
+void context_ended(Call& call, int device) {
+    std::vector<ledger::LeakRow> freed = book(call).forget_freed_by_driver(driver_knows_pointer);
+    if (!freed.empty()) call.recorder().timeline().context_ended(call.site(), device, std::move(freed));
+}
+}  // namespace
+
+void record(ev::CtxReset, Call& call, CUresult r, CUdevice dev) {
+    if (r == CUDA_SUCCESS) context_ended(call, dev);
+}
+
+void record(ev::CtxRelease, Call& call, CUresult r, CUdevice dev) {
+    // Only the last release resets the context; the driver says whether this was it.
+    if (r == CUDA_SUCCESS && !primary_context_active(dev)) context_ended(call, dev);
+}
+
+void record(ev::CtxDestroy, Call& call, CUresult r, CUcontext) {
+    if (r == CUDA_SUCCESS) context_ended(call, -1);
+}
+
 void record(ev::CaptureBegin, Call& call, CUresult r, CUstream stream, CUstreamCaptureMode) {
     if (r == CUDA_SUCCESS) call.recorder().timeline().capture_began(stream);
 }

@@ -53,12 +53,15 @@ void record(ev::Free, Call&, CUresult, CUdeviceptr);
 void record(ev::FreeAsync, Call&, CUresult, CUdeviceptr, CUstream);
 void record(ev::FreeHost, Call&, CUresult, void*);
 void record(ev::IpcClose, Call&, CUresult, CUdeviceptr);
+void record(ev::CtxReset, Call&, CUresult, CUdevice);
+void record(ev::CtxRelease, Call&, CUresult, CUdevice);
+void record(ev::CtxDestroy, Call&, CUresult, CUcontext);
 void record(ev::CaptureBegin, Call&, CUresult, CUstream, CUstreamCaptureMode);
 void record(ev::CaptureEnd, Call&, CUresult, CUstream, CUgraph*);
 void record(ev::Instantiate, Call&, CUresult, CUgraphExec*, CUgraph, unsigned long long);
 void record(ev::ExecDestroy, Call&, CUresult, CUgraphExec);
 
-// The name of a CUresult without asking the driver (the shim makes no CUDA call of its own).
+// The name of a CUresult without asking the driver.
 const char* result_name(CUresult);
 
 }  // namespace cumemaudit::shim

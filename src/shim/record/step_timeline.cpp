@@ -151,6 +151,28 @@ std::vector<report::AlarmInput> Timeline::alarms() const {
     return alarms_;
 }
 
+void Timeline::context_ended(const ledger::Site& call, int device, std::vector<ledger::LeakRow> freed) {
+    report::Teardown t;
+    t.api = call.api;
+    t.device = device;
+    t.time_ns = wall_clock_ns();
+    for (const ledger::LeakRow& row : freed) {
+        t.bytes += row.bytes;
+        t.allocations += row.allocations;
+    }
+    if (freed.size() > report::kTeardownRows) freed.resize(report::kTeardownRows);
+    std::lock_guard lock(mu_);
+    t.step = last_step_;
+    teardowns_.bytes += t.bytes;
+    teardowns_.allocations += t.allocations;
+    if (teardowns_.kept.size() < report::kTeardownsKept) teardowns_.kept.push_back({std::move(t), call, std::move(freed)});
+}
+
+Timeline::Teardowns Timeline::teardowns() const {
+    std::lock_guard lock(mu_);
+    return teardowns_;
+}
+
 std::vector<report::Graph> Timeline::graphs() const {
     std::lock_guard lock(mu_);
     return graphs_;

@@ -45,10 +45,19 @@ public:
     void instantiated(const void* graph, const void* exec, std::int64_t driver_used_delta);
     void exec_destroyed(const void* exec);  // its instantiate cost is no longer held
 
+    // A context ended and the driver freed `freed` (unfreed rows by site): at most kTeardownsKept kept, all
+    // of them counted.
+    void context_ended(const ledger::Site& call, int device, std::vector<ledger::LeakRow> freed);
+
     // Copies for a report (the report build symbolizes the alarm sites).
     std::vector<report::Step> steps() const;
     std::vector<report::AlarmInput> alarms() const;
     std::vector<report::Graph> graphs() const;
+    struct Teardowns {
+        std::vector<report::TeardownInput> kept;
+        std::uint64_t bytes = 0, allocations = 0;
+    };
+    Teardowns teardowns() const;
 
     std::uint64_t last_step() const;  // the last numbered step marked (0 before any)
 
@@ -67,6 +76,7 @@ private:
     std::uint64_t last_step_ = 0;  // the last numbered step marked
 
     std::vector<report::Graph> graphs_;
+    Teardowns teardowns_;
     std::map<const void*, std::size_t> capturing_;  // stream → index into graphs_
     std::map<const void*, std::size_t> by_graph_;   // CUgraph → index into graphs_
     std::map<const void*, std::pair<std::size_t, std::int64_t>> execs_;  // CUgraphExec → (graph, its cost)

@@ -27,6 +27,21 @@ CUcontext current_context() {
     return ctx;
 }
 
+bool driver_knows_pointer(std::uint64_t ptr) {
+    DriverScope in_driver;
+    static const auto attribute = driver_fn<CUresult(CUDAAPI*)(void*, CUpointer_attribute, CUdeviceptr)>("cuPointerGetAttribute");
+    CUcontext ctx = nullptr;
+    return attribute == nullptr || attribute(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, ptr) != CUDA_ERROR_INVALID_VALUE;
+}
+
+bool primary_context_active(CUdevice dev) {
+    DriverScope in_driver;
+    static const auto state = driver_fn<CUresult(CUDAAPI*)(CUdevice, unsigned*, int*)>("cuDevicePrimaryCtxGetState");
+    unsigned flags = 0;
+    int active = 1;
+    return state == nullptr || state(dev, &flags, &active) != CUDA_SUCCESS || active != 0;
+}
+
 DriverMemory driver_memory(CUcontext fallback, WithNvml nvml) {
     DriverScope in_driver;  // our own questions are not the program's calls
     DriverMemory m;

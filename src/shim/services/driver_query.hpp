@@ -25,4 +25,10 @@ DriverMemory driver_memory(CUcontext fallback = nullptr, WithNvml nvml = WithNvm
 // The calling thread's current context, or null.
 CUcontext current_context();
 
+// Whether the driver still knows ptr (cuPointerGetAttribute): false only when it says the pointer is not
+// one of its own (CUDA_ERROR_INVALID_VALUE), which is what a pointer freed by a context's end answers.
+bool driver_knows_pointer(std::uint64_t ptr);
+// Whether a device's primary context is active (cuDevicePrimaryCtxGetState); true when the driver cannot say.
+bool primary_context_active(CUdevice dev);
+
 }  // namespace cumemaudit::shim

@@ -369,6 +369,36 @@ int host_register() {
     return 0;
 }
 
+// A context's end frees what it owns: a test harness resets the device between cases (cudaDeviceReset is
+// cuDevicePrimaryCtxReset), and a library tears down a context of its own. Device and pinned host memory the
+// program never freed goes with the reset; stream-ordered and cuMemCreate memory survives it (measured on
+// the H200), and a free of a pointer the reset took is refused.
+int context_reset() {
+    init_primary_context();
+    CUdeviceptr device = 0, async = 0;
+    void* pinned = nullptr;
+    OK(cuMemAlloc(&device, 256 * kMiB));       // site:reset_alloc
+    OK(cuMemAllocHost(&pinned, 64 * kMiB));    // site:reset_host
+    OK(cuMemAllocAsync(&async, 128 * kMiB, nullptr));
+    CUmemAllocationProp p = props();
+    CUmemGenericAllocationHandle h = 0;
+    OK(cuMemCreate(&h, kGran, &p, 0));
+    OK(cuDevicePrimaryCtxReset(0));            // site:reset_call
+    init_primary_context();
+    CHECK(cuMemFree(device), CUDA_ERROR_INVALID_VALUE);  // site:free_stale
+    OK(cuMemFreeAsync(async, nullptr));
+    OK(cuMemRelease(h));
+    CUcontext own = nullptr;
+    OK(cuCtxCreate(&own, nullptr, 0, 0));
+    CUdeviceptr in_own = 0;
+    OK(cuMemAlloc(&in_own, 16 * kMiB));        // site:own_ctx_alloc
+    OK(cuCtxDestroy(own));                     // site:ctx_destroy
+    CUdeviceptr kept = 0;
+    OK(cuMemAlloc(&kept, 32 * kMiB));          // site:after_reset_alloc
+    std::printf("context_reset: done\n");
+    return 0;
+}
+
 // cuMemMapArrayAsync takes handles inside a list: with a live handle the simulated driver answers
 // NOT_SUPPORTED (it has no sparse arrays), with a made-up one INVALID_VALUE. Then the handle's only mapping
 // goes and its range is freed while the reference is held, the program allocates again (where enforce mode
@@ -426,7 +456,8 @@ int main(int argc, char** argv) {
     if (what == "map-array") return map_array();
     if (what == "nccl-host") return nccl_host();
     if (what == "host-register") return host_register();
+    if (what == "context-reset") return context_reset();
     if (what == "none") return 0;
-    std::fprintf(stderr, "usage: audit_scenarios misuse|reuse|open-export|held-export|capture-free|threads|fork|exit N|wait|classic|deepbind LIB|checkpoint|async-growth|map-array|nccl-host|host-register|none\n");
+    std::fprintf(stderr, "usage: audit_scenarios misuse|reuse|open-export|held-export|capture-free|threads|fork|exit N|wait|classic|deepbind LIB|checkpoint|async-growth|map-array|nccl-host|host-register|context-reset|none\n");
     return 2;
 }
