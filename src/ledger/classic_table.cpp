@@ -185,6 +185,15 @@ bool ClassicTable::contains(std::uint64_t ptr) const {
     return find(s, ptr) != nullptr;
 }
 
+std::uint32_t ClassicTable::find_record(std::uint64_t ptr, ClassicRecord* out) const {
+    const Shard& s = shards_[shard_of(ptr)];
+    std::lock_guard lock(owners_.lock());
+    const Slot* slot = find(s, ptr);
+    if (slot == nullptr) return 0;
+    *out = record_of(*slot);
+    return slot->stamp;
+}
+
 void ClassicTable::clear() {
     for (Shard& s : shards_) {
         Slot* const fresh = map_slots(kInitialSlots);

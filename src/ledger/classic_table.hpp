@@ -59,6 +59,8 @@ public:
     // not know when it began).
     void erase(std::uint64_t ptr, std::uint32_t stamp);
     bool contains(std::uint64_t ptr) const;
+    // ptr's record and its stamp; stamp 0 when there is none.
+    std::uint32_t find_record(std::uint64_t ptr, ClassicRecord* out) const;
 
     void set_epoch(std::uint32_t e) { hot_.epoch.store(e, std::memory_order_relaxed); }
 

@@ -6,6 +6,7 @@
 #include "leak_rows.hpp"
 #include "misuse_log.hpp"
 #include "owners.hpp"
+#include "shared_ranges.hpp"
 #include "vmm_model.hpp"
 
 #include <algorithm>
@@ -48,6 +49,7 @@ const char* to_string(HandleType t) {
     case HandleType::posix_fd: return "posix_fd";
     case HandleType::fabric: return "fabric";
     case HandleType::other: return "other";
+    case HandleType::ipc: return "ipc";
     }
     return "other";
 }
@@ -67,6 +69,7 @@ struct Ledger::State {
     detail::MisuseLog misuse;
     detail::VmmModel vmm{owners, misuse};
     detail::ClassicTable classic{owners};
+    detail::SharedRanges shared{classic};
     std::atomic<std::uint32_t> epoch{0};
 };
 
@@ -296,7 +299,16 @@ std::vector<Ledger::OriginBytes> Ledger::unreachable_by_origin() const {
     return rows;
 }
 
-void Ledger::forget_closed_exports(const ExportProbe& still_open) { state_->vmm.forget_closed_exports(still_open); }
+void Ledger::forget_closed_exports(const ExportProbe& still_open) {
+    state_->vmm.forget_closed_exports(still_open);
+    state_->shared.forget_closed(still_open);
+}
+
+void Ledger::ipc_exported(std::uint64_t ptr, const ExportKey& key, const Site& site) { state_->shared.ipc_exported(ptr, key, site); }
+void Ledger::ipc_opened(std::uint64_t ptr, const ExportKey& key, const Site& site) { state_->shared.ipc_opened(ptr, key, site); }
+void Ledger::range_exported(std::uint64_t ptr, int fd, const ExportKey& key, const Site& site) {
+    if (!state_->vmm.exported_at(ptr, key, fd, site)) state_->shared.dma_buf(ptr, fd, key, site);
+}
 
 Snapshot Ledger::snapshot(Moment moment, const ExportProbe& still_open) {
     forget_closed_exports(still_open);
@@ -309,6 +321,7 @@ Snapshot Ledger::snapshot(Moment moment) const {
     std::vector<std::uint64_t> leaked_by_owner(kMaxOwners, 0);
     state_->vmm.collect(moment, rows, snap.summary, leaked_by_owner);
     state_->vmm.shares(snap.exports, snap.imports);
+    state_->shared.collect(rows, snap.summary, snap.exports, snap.imports);
 
     if (moment == Moment::exit) {
         // Sorted before aggregation so row order does not depend on hash-table iteration.
@@ -348,6 +361,7 @@ void Ledger::reset() {
     state_->classic.set_epoch(0);
     state_->vmm.clear();
     state_->classic.clear();
+    state_->shared.clear();
     state_->misuse.clear();
     state_->owners.reset();
     traces_->reset();

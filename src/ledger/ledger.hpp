@@ -64,6 +64,15 @@ public:
     // Ticket 0: whatever record ptr has (a free seen only after the fact, as the CUPTI backend sees it).
     void freed(std::uint64_t ptr, bool ok, const char* result, const Site&, FreeTicket ticket = 0);
 
+    // ---- classic memory shared outside its allocation. A legacy IPC handle of ptr's allocation (an export
+    // row, released once the program frees it: a peer's open may keep it), an open of a peer's handle at ptr
+    // (after allocated(ptr, 0, Kind::ipc, ...)), and a dma-buf fd for memory at ptr: of a mapping, the
+    // allocation is exported as a POSIX fd is; of a classic allocation, memory the program frees while the
+    // fd is open is an open-export row at the dma-buf's site until the fd closes.
+    void ipc_exported(std::uint64_t ptr, const ExportKey&, const Site&);
+    void ipc_opened(std::uint64_t ptr, const ExportKey&, const Site&);
+    void range_exported(std::uint64_t ptr, int fd, const ExportKey&, const Site&);
+
     // A context ended and the driver freed what it owned: every live classic allocation still_valid says the
     // driver no longer knows is forgotten (its bytes leave the owners' figures). Returns what went, as
     // unfreed rows by the site that made it, largest first. Asks still_valid outside every lock: it may be

@@ -39,7 +39,8 @@ struct Location {
 std::string to_string(Location);
 
 // Handle types of a physical allocation (as requested at creation / used at export or import).
-enum class HandleType : std::uint8_t { none, posix_fd, fabric, other };
+// ipc: a legacy IPC handle (cuIpcGetMemHandle), which names classic device memory.
+enum class HandleType : std::uint8_t { none, posix_fd, fabric, other, ipc };
 const char* to_string(HandleType);
 
 // Where a reference, allocation or misuse came from: the API, the interned stack and the owner.

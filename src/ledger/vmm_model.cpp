@@ -282,17 +282,27 @@ void VmmModel::released(std::uint64_t handle, bool ok, const char* result, const
     forget_if_unpinned(alloc);
 }
 
+void VmmModel::export_allocation(Allocation& a, HandleType ht, const ExportKey& key, int fd, const Site& site) {
+    if (a.handle_type == HandleType::none) a.handle_type = ht;
+    exports_[key] = a.id;
+    a.keys.push_back(key);
+    a.key_sites.push_back(site);
+    if (fd >= 0) a.fds.push_back(ExportFd{fd, key, site});
+}
+
 void VmmModel::exported(std::uint64_t handle, HandleType ht, const ExportKey& key, int fd, const Site& site) {
     std::lock_guard lock(mu_);
     auto h = handles_.find(handle);
     if (h == handles_.end()) return;
-    Allocation* a = allocs_.find(h->second.alloc);
-    if (a == nullptr) return;
-    if (a->handle_type == HandleType::none) a->handle_type = ht;
-    exports_[key] = a->id;
-    a->keys.push_back(key);
-    a->key_sites.push_back(site);
-    if (fd >= 0) a->fds.push_back(ExportFd{fd, key, site});
+    if (Allocation* a = allocs_.find(h->second.alloc)) export_allocation(*a, ht, key, fd, site);
+}
+
+bool VmmModel::exported_at(std::uint64_t va, const ExportKey& key, int fd, const Site& site) {
+    std::lock_guard lock(mu_);
+    auto m = mappings_.upper_bound(va);
+    if (m == mappings_.begin() || va >= std::prev(m)->first + std::prev(m)->second.size) return false;
+    if (Allocation* a = allocs_.find(std::prev(m)->second.alloc)) export_allocation(*a, HandleType::posix_fd, key, fd, site);
+    return true;
 }
 
 void VmmModel::imported(std::uint64_t handle, HandleType ht, const ExportKey& key, const Site& site) {

@@ -51,6 +51,9 @@ public:
     void retained(std::uint64_t handle, std::uint64_t va, const Site&);
     void released(std::uint64_t handle, bool ok, const char* result, const Site&);
     void exported(std::uint64_t handle, HandleType, const ExportKey&, int fd, const Site&);
+    // An fd for a mapped range (a dma-buf): the allocation mapped at va is exported as a POSIX fd is. False
+    // when nothing is mapped there.
+    bool exported_at(std::uint64_t va, const ExportKey&, int fd, const Site&);
     void imported(std::uint64_t handle, HandleType, const ExportKey&, const Site&);
     void mapped(std::uint64_t va, std::uint64_t size, std::uint64_t handle, bool ok, const char* result, const Site&);
     // Both return why the call is misuse, or null: the caller records it with the site (Ledger::unmapped),
@@ -145,6 +148,7 @@ private:
     };
 
     std::uint64_t new_allocation(HandleType, Kind, const Site&, std::uint64_t handle);
+    void export_allocation(Allocation&, HandleType, const ExportKey&, int fd, const Site&);
     Allocation* live_allocation(std::uint64_t handle);  // the allocation a live handle value names, or null
     Allocation* mapped_at(std::uint64_t va);            // the allocation whose mapping holds va, or null
     void drop_binds(Allocation& mc);                    // its binds end: what they pinned may go

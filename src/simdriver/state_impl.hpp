@@ -1,4 +1,4 @@
-// state_impl: the simulated driver's state itself, shared by the files that implement SimState (state.cpp,
+// state_impl: the simulated driver's state itself, shared by the files that implement SimState (state_core.cpp,
 // contexts.cpp, shared_classic.cpp). Private to the driver; every member is used with `mu` held.
 #pragma once
 

@@ -89,7 +89,8 @@ AUDIT_CASES = ["deepep", "deepep-fixed", "door-direct", "door-dlsym", "door-proc
                "door-cudart", "nccl", "expandable", "misuse", "reuse", "open-export", "threads", "fork", "gate",
                "sigterm", "checkpoint-timer", "classic", "runtime", "options", "suppressions", "no-cuda",
                "deepbind", "checkpoint-api", "deep-stacks", "enforce-deepep", "enforce-clean", "enforce-misuse",
-               "held-export", "capture-free", "held-headings", "hybrid-ep", "enforce-hybrid-ep", "vllm-sleep"]
+               "held-export", "capture-free", "held-headings", "hybrid-ep", "enforce-hybrid-ep", "vllm-sleep",
+               "context-reset", "ipc-dmabuf", "host-register"]
 
 
 def part_audit(s):

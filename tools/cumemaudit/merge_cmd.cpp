@@ -172,10 +172,12 @@ report::JobReport Merge::finish() {
         if (i.leaked) --allocations;  // the exporter counts this allocation
         const std::size_t exporter = e->second.first;
         if (exporter == i.importer) continue;
+        // An importer that cannot learn the size (a legacy IPC open) pins what the exporter allocated.
+        const std::uint64_t bytes = i.bytes != 0 ? i.bytes : e->second.second;
         auto& p = pairs[{i.importer, exporter}];
-        p.first += i.bytes;
+        p.first += bytes;
         ++p.second;
-        ranks_[i.importer].pins_peers_bytes += i.bytes;
+        ranks_[i.importer].pins_peers_bytes += bytes;
         if (pinned_keys.insert(i.key).second) {
             ranks_[exporter].pinned_by_peers_bytes += e->second.second;
             pinned_total += e->second.second;

@@ -207,9 +207,23 @@ void record(ev::AllocHost, Call& call, CUresult r, void** pp, size_t size) {
     if (pp != nullptr) allocated(call, r, addr(*pp), size, Kind::host_pinned);
 }
 
-void record(ev::IpcOpen, Call& call, CUresult r, CUdeviceptr* dptr, CUipcMemHandle, unsigned int) {
-    // The size of a peer's allocation is not in the call; asking the driver would be a CUDA call of our own.
-    if (dptr != nullptr) allocated(call, r, *dptr, 0, Kind::ipc);
+void record(ev::IpcOpen, Call& call, CUresult r, CUdeviceptr* dptr, CUipcMemHandle handle, unsigned int) {
+    // The size of a peer's allocation is not in the call, and the driver answers an empty range for an open
+    // (measured): the exporter's report has it, and `merge` joins the two by the handle's key.
+    if (r != CUDA_SUCCESS || dptr == nullptr) return;
+    allocated(call, r, *dptr, 0, Kind::ipc);
+    book(call).ipc_opened(*dptr, key_of_fabric(&handle), call.site());
+}
+
+void record(ev::IpcGet, Call& call, CUresult r, CUipcMemHandle* handle, CUdeviceptr ptr) {
+    if (r == CUDA_SUCCESS && handle != nullptr) book(call).ipc_exported(ptr, key_of_fabric(handle), call.site());
+}
+
+void record(ev::RangeHandle, Call& call, CUresult r, void* handle, CUdeviceptr ptr, size_t, CUmemRangeHandleType type,
+            unsigned long long) {
+    if (r != CUDA_SUCCESS || handle == nullptr || type != CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD) return;
+    const int fd = *static_cast<const int*>(handle);
+    book(call).range_exported(ptr, fd, key_of_fd(fd), call.site());
 }
 
 void record(ev::HostRegister, Call& call, CUresult r, void* p, size_t size, unsigned int) {

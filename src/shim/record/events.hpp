@@ -47,6 +47,8 @@ void record(ev::AllocFromPool, Call&, CUresult, CUdeviceptr*, size_t, CUmemoryPo
 void record(ev::HostAlloc, Call&, CUresult, void**, size_t, unsigned int);
 void record(ev::AllocHost, Call&, CUresult, void**, size_t);
 void record(ev::IpcOpen, Call&, CUresult, CUdeviceptr*, CUipcMemHandle, unsigned int);
+void record(ev::IpcGet, Call&, CUresult, CUipcMemHandle*, CUdeviceptr);
+void record(ev::RangeHandle, Call&, CUresult, void*, CUdeviceptr, size_t, CUmemRangeHandleType, unsigned long long);
 void record(ev::HostRegister, Call&, CUresult, void*, size_t, unsigned int);
 void record(ev::HostUnregister, Call&, CUresult, void*);
 void record(ev::Free, Call&, CUresult, CUdeviceptr);

@@ -9,7 +9,7 @@
 namespace cumemaudit::shim {
 
 ledger::ExportKey key_of_fd(int fd);                 // {0,0} when fd is not open
-ledger::ExportKey key_of_fabric(const void* blob);   // the 64-byte CUmemFabricHandle
+ledger::ExportKey key_of_fabric(const void* blob);   // the 64 bytes of a CUmemFabricHandle or a CUipcMemHandle
 
 // Whether `fd` is still open on the same file the key was taken from (checked at report time: the shim
 // does not intercept close()).

@@ -399,6 +399,63 @@ int context_reset() {
     return 0;
 }
 
+// Memory shared outside its allocation, as vLLM's custom all-reduce and DeepEP's intranode buffers share
+// cudaMalloc memory (legacy IPC) and NCCL's network plugins register dma-buf fds: the importer never closes
+// its open, the exporter frees its buffer, and two dma-buf fds stay open past the free (one of classic
+// memory, one of a VMM mapping); a third is closed first and leaves nothing. Runs on a shared simulated node
+// (CUMEMAUDIT_SIM_NODE): the importer is a forked process.
+int ipc_dmabuf() {
+    int to_child[2], to_parent[2];
+    if (pipe(to_child) != 0 || pipe(to_parent) != 0) return 2;
+    const pid_t importer = fork();
+    if (importer == 0) {
+        CUipcMemHandle h;
+        if (read(to_child[0], &h, sizeof h) != sizeof h) _exit(2);
+        init_primary_context();
+        CUdeviceptr peer = 0;
+        OK(cuIpcOpenMemHandle(&peer, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));  // site:ipc_open
+        char step = 0;
+        if (write(to_parent[1], "o", 1) != 1 || read(to_child[0], &step, 1) != 1) _exit(2);
+        std::printf("ipc_dmabuf: importer done\n");
+        std::exit(0);  // never closed: the exporter's memory stays until this process is gone
+    }
+    init_primary_context();
+    CUdeviceptr buffer = 0;
+    OK(cuMemAlloc(&buffer, 1024 * kMiB));
+    CUipcMemHandle h;
+    OK(cuIpcGetMemHandle(&h, buffer));  // site:ipc_get
+    char step = 0;
+    if (write(to_child[1], &h, sizeof h) != sizeof h || read(to_parent[0], &step, 1) != 1) return 2;
+    OK(cuMemFree(buffer));
+    CUdeviceptr registered = 0, closed_first = 0;
+    int fd = -1, vmm_fd = -1, closed_fd = -1;
+    OK(cuMemAlloc(&registered, 256 * kMiB));
+    OK(cuMemGetHandleForAddressRange(&fd, registered, 256 * kMiB, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0));  // site:dmabuf_get
+    OK(cuMemFree(registered));
+    OK(cuMemAlloc(&closed_first, 32 * kMiB));
+    OK(cuMemGetHandleForAddressRange(&closed_fd, closed_first, 32 * kMiB, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0));
+    close(closed_fd);
+    OK(cuMemFree(closed_first));
+    CUmemAllocationProp p = props();
+    CUmemGenericAllocationHandle vmm = 0;
+    OK(cuMemCreate(&vmm, 64 * kMiB, &p, 0));
+    CUdeviceptr va = 0;
+    OK(cuMemAddressReserve(&va, 64 * kMiB, 0, 0, 0));
+    OK(cuMemMap(va, 64 * kMiB, 0, vmm, 0));
+    OK(cuMemGetHandleForAddressRange(&vmm_fd, va, 64 * kMiB, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0));  // site:dmabuf_vmm_get
+    OK(cuMemUnmap(va, 64 * kMiB));
+    OK(cuMemRelease(vmm));
+    OK(cuMemAddressFree(va, 64 * kMiB));
+    size_t free_now = 0, total = 0;
+    OK(cuMemGetInfo(&free_now, &total));
+    std::printf("ipc_dmabuf: used %zu MiB\n", (total - free_now) >> 20);
+    if (write(to_child[1], "x", 1) != 1) return 2;
+    int status = 0;
+    waitpid(importer, &status, 0);
+    std::printf("ipc_dmabuf: importer %d\n", static_cast<int>(importer));
+    return 0;
+}
+
 // cuMemMapArrayAsync takes handles inside a list: with a live handle the simulated driver answers
 // NOT_SUPPORTED (it has no sparse arrays), with a made-up one INVALID_VALUE. Then the handle's only mapping
 // goes and its range is freed while the reference is held, the program allocates again (where enforce mode
@@ -457,7 +514,8 @@ int main(int argc, char** argv) {
     if (what == "nccl-host") return nccl_host();
     if (what == "host-register") return host_register();
     if (what == "context-reset") return context_reset();
+    if (what == "ipc-dmabuf") return ipc_dmabuf();
     if (what == "none") return 0;
-    std::fprintf(stderr, "usage: audit_scenarios misuse|reuse|open-export|held-export|capture-free|threads|fork|exit N|wait|classic|deepbind LIB|checkpoint|async-growth|map-array|nccl-host|host-register|context-reset|none\n");
+    std::fprintf(stderr, "usage: audit_scenarios misuse|reuse|open-export|held-export|capture-free|threads|fork|exit N|wait|classic|deepbind LIB|checkpoint|async-growth|map-array|nccl-host|host-register|context-reset|ipc-dmabuf|none\n");
     return 2;
 }

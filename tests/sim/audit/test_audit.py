@@ -724,6 +724,39 @@ def case_context_reset(tmp):
     expect("Context ended: cuDevicePrimaryCtxReset (device 0) at step 0 freed 335544320 bytes (320.0 MiB) in 2 allocations"
            in proc.stderr, f"stderr: {proc.stderr[-2000:]}")
 
+def case_ipc_dmabuf(tmp):
+    """Classic memory shared outside its allocation. The exporter's legacy IPC handle is an export row with the
+    buffer's bytes, released at its free; the importer that never closed its open pins those bytes, which
+    `merge` names with the exporter's size (the importer's driver tells it none). Two dma-buf fds open past
+    the free are open-export leaks at their own lines (one of classic memory, one of a VMM mapping); one
+    closed first leaves nothing."""
+    env = {} if REAL else {"CUMEMAUDIT_SIM_NODE": f"ipc-dmabuf-{os.getpid()}"}
+    try:
+        proc = run([SCENARIOS, "ipc-dmabuf"], tmp, env=env, rc=23)
+    finally:
+        if not REAL and os.path.exists(f"/dev/shm/cumemaudit-sim-{env['CUMEMAUDIT_SIM_NODE']}"):
+            os.unlink(f"/dev/shm/cumemaudit-sim-{env['CUMEMAUDIT_SIM_NODE']}")
+    importer_pid = int(re.search(r"ipc_dmabuf: importer (\d+)", proc.stdout).group(1))
+    reps = {r["process"]["pid"]: r for r in reports(tmp).values()}
+    expect(len(reps) == 2 and importer_pid in reps, f"reports: {list(reps)}")
+    exporter = next(r for pid, r in reps.items() if pid != importer_pid)
+    importer = reps[importer_pid]
+    leaks = [(l["class"], l["kind"], l["handle_type"], l["bytes"], l["site"]["api"], top_frame(l)["line"]) for l in exporter["leaks"]]
+    expect(leaks == [("open-export", "classic", "posix_fd", 256 * MiB, "cuMemGetHandleForAddressRange", marker_line(SCENARIOS_SRC, "dmabuf_get")),
+                     ("open-export", "vmm_physical", "posix_fd", 64 * MiB, "cuMemGetHandleForAddressRange", marker_line(SCENARIOS_SRC, "dmabuf_vmm_get"))],
+           f"exporter's leaks: {leaks}")
+    expect(exporter["summary"]["leaked_bytes"] == 320 * MiB, f"summary: {exporter['summary']}")
+    ipc = [(e["bytes"], e["released"], top_frame(e)["line"]) for e in exporter["exports"] if e["handle_type"] == "ipc"]
+    expect(ipc == [(1024 * MiB, True, marker_line(SCENARIOS_SRC, "ipc_get"))], f"exporter's IPC exports: {exporter['exports']}")
+    opened = [(i["handle_type"], i["mapped"], i["released"]) for i in importer["imports"]]
+    expect(opened == [("ipc", True, False)], f"importer's imports: {importer['imports']}")
+    held = [(l["class"], l["kind"], top_frame(l)["line"]) for l in importer["leaks"]]
+    expect(held == [("unfreed", "ipc", marker_line(SCENARIOS_SRC, "ipc_open"))], f"importer's rows: {held}")
+    job = os.path.join(tmp, "job.json")
+    subprocess.run([CLI, "merge", "-o", job, *reports(tmp)], capture_output=True, text=True, timeout=60)
+    pins = [p["bytes"] for p in json.load(open(job))["pinning"]]
+    expect(pins == [1024 * MiB], f"pinning: {pins}")
+
 CASES = named_cases(globals())
 for door in ("direct", "dlsym", "procaddress-v1", "procaddress-v2", "cudart"):
     CASES["door-" + door] = make_door_case(door)

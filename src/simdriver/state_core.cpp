@@ -1,4 +1,4 @@
-// The simulated driver's state and rules; see state.hpp. Rules follow the real driver's (docs/DRIVER.md).
+// The simulated driver's state and rules (init, classic memory, VMM, multicast, streams); see state.hpp. Rules follow the real driver's (docs/DRIVER.md).
 #include "state.hpp"
 #include "state_impl.hpp"
 

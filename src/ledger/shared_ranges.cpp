@@ -1,0 +1,73 @@
+#include "shared_ranges.hpp"
+
+#include "classic_table.hpp"
+#include "leak_rows.hpp"
+
+#include <algorithm>
+#include <new>
+
+namespace cumemaudit::ledger::detail {
+
+void SharedRanges::keep(std::deque<Shared>& list, Shared s) {
+    if (list.size() == kMaxShared) list.pop_front();
+    list.push_back(s);
+}
+
+bool SharedRanges::live(const Shared& s) const {
+    ClassicRecord r;
+    return s.stamp != 0 && classic_.find_record(s.ptr, &r) == s.stamp;
+}
+
+void SharedRanges::ipc_exported(std::uint64_t ptr, const ExportKey& key, const Site& site) {
+    ClassicRecord r{};
+    const std::uint32_t stamp = classic_.find_record(ptr, &r);  // the handle names a base pointer, as NCCL's do
+    std::lock_guard lock(mu_);
+    // One handle per allocation, whichever pointer into it asked: kept once.
+    if (std::any_of(exports_.begin(), exports_.end(), [&](const Shared& s) { return s.key == key && s.stamp == stamp; })) return;
+    keep(exports_, Shared{ptr, stamp != 0 ? r.size : 0, stamp, Kind::classic, -1, key, site});
+}
+
+void SharedRanges::ipc_opened(std::uint64_t ptr, const ExportKey& key, const Site& site) {
+    ClassicRecord r{};
+    const std::uint32_t stamp = classic_.find_record(ptr, &r);
+    std::lock_guard lock(mu_);
+    keep(opens_, Shared{ptr, 0, stamp, Kind::ipc, -1, key, site});
+}
+
+void SharedRanges::dma_buf(std::uint64_t ptr, int fd, const ExportKey& key, const Site& site) {
+    ClassicRecord r{};
+    const std::uint32_t stamp = classic_.find_record(ptr, &r);
+    if (stamp == 0) return;  // not a classic allocation's base: an fd of part of one is not modelled
+    std::lock_guard lock(mu_);
+    keep(dma_bufs_, Shared{ptr, r.size, stamp, r.kind, fd, key, site});
+}
+
+void SharedRanges::collect(LeakRows& rows, Summary& summary, std::vector<ShareRow>& exports,
+                           std::vector<ShareRow>& imports) const {
+    std::lock_guard lock(mu_);
+    for (const Shared& d : dma_bufs_) {
+        if (live(d)) continue;  // still the program's: in use
+        rows.add(LeakClass::open_export, d.site, HandleType::posix_fd, d.kind, d.ptr, d.bytes, 0);
+        summary.leaked_bytes += d.bytes;
+        ++summary.leaked_allocations;
+    }
+    for (const Shared& e : exports_)
+        exports.push_back(ShareRow{e.key, HandleType::ipc, e.bytes, !live(e), false, e.site});
+    for (const Shared& o : opens_)
+        if (live(o)) imports.push_back(ShareRow{o.key, HandleType::ipc, 0, false, true, o.site});
+}
+
+void SharedRanges::forget_closed(const ExportProbe& still_open) {
+    std::lock_guard lock(mu_);
+    std::erase_if(dma_bufs_, [&](const Shared& d) { return !still_open(d.fd, d.key); });
+    std::erase_if(opens_, [&](const Shared& o) { return !live(o); });
+}
+
+void SharedRanges::clear() {
+    new (&mu_) std::mutex;  // one thread alive (a fork child): a parent thread may have held it
+    exports_.clear();
+    opens_.clear();
+    dma_bufs_.clear();
+}
+
+}  // namespace cumemaudit::ledger::detail
