@@ -107,8 +107,15 @@ TEST_CASE("every row's symbol has the signature cudaTypedefs.h gives that base a
     static_assert(same_signature<PFN_cuMulticastBindMem_v12010>(&cuMulticastBindMem));
     static_assert(same_signature<PFN_cuMulticastBindAddr_v12010>(&cuMulticastBindAddr));
     static_assert(same_signature<PFN_cuMulticastUnbind_v12010>(&cuMulticastUnbind));
-    // 74 checks above: 66 rows plus 8 per-thread twins.
+    static_assert(same_signature<PFN_cuDevicePrimaryCtxReset_v11000>(&cuDevicePrimaryCtxReset_v2));
+    static_assert(same_signature<PFN_cuDevicePrimaryCtxGetState_v7000>(&cuDevicePrimaryCtxGetState));
+    static_assert(same_signature<PFN_cuCtxCreate_v12050>(&cuCtxCreate_v4));
+    static_assert(same_signature<PFN_cuCtxDestroy_v4000>(&cuCtxDestroy_v2));
+    static_assert(same_signature<PFN_cuPointerGetAttribute_v4000>(&cuPointerGetAttribute));
+    static_assert(same_signature<PFN_cuIpcGetMemHandle_v4010>(&cuIpcGetMemHandle));
+    static_assert(same_signature<PFN_cuMemGetHandleForAddressRange_v11070>(&cuMemGetHandleForAddressRange));
+    // 81 checks above: 73 rows plus 8 per-thread twins.
     std::size_t twins = 0;
     for (const auto& e : cumemaudit::catalog::entries()) twins += e.per_thread.empty() ? 0 : 1;
-    CHECK(cumemaudit::catalog::entries().size() + twins == 74);
+    CHECK(cumemaudit::catalog::entries().size() + twins == 81);
 }

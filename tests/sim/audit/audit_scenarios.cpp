@@ -437,6 +437,7 @@ int ipc_dmabuf() {
     close(closed_fd);
     OK(cuMemFree(closed_first));
     CUmemAllocationProp p = props();
+    p.allocFlags.gpuDirectRDMACapable = 1;  // what a dma-buf of VMM memory asks for (NCCL's ncclCuMemAlloc)
     CUmemGenericAllocationHandle vmm = 0;
     OK(cuMemCreate(&vmm, 64 * kMiB, &p, 0));
     CUdeviceptr va = 0;
