@@ -2,7 +2,9 @@
 """The surface probe on the simulated driver against the H200's answers: every fact the H200 run printed must
 read the same on the simulated driver, key by key (CUresult names, and MiB of used memory moved).
 
-Usage: test_surface.py SURFACE_PROBE H200_SURFACE_TXT   (the simulated libcuda.so.1 first on LD_LIBRARY_PATH)"""
+Usage: test_surface.py SURFACE_PROBE H200_SURFACE_TXT [PENDING,...]   (the simulated libcuda.so.1 first on
+LD_LIBRARY_PATH). PENDING names facts whose probe changed after that run: printed, not compared, until the
+next GPU run measures them again (docs/DRIVER.md says which)."""
 import os
 import re
 import subprocess
@@ -14,7 +16,8 @@ def facts(text):
 
 
 probe, measured_file = sys.argv[1], sys.argv[2]
-measured = facts(open(measured_file).read())
+pending = set(sys.argv[3].split(",")) if len(sys.argv) > 3 else set()
+measured = {k: v for k, v in facts(open(measured_file).read()).items() if k not in pending}
 # One simulated node for the probe and the importer it forks (legacy IPC crosses processes).
 env = dict(os.environ, CUMEMAUDIT_SIM_NODE=f"surface-{os.getpid()}")
 try:
@@ -31,7 +34,10 @@ for fact, answers in measured.items():
     for key, value in answers.items():
         if simulated[fact].get(key) != value:
             failures.append(f"{fact} {key}: the simulated driver answers {simulated[fact].get(key)}, the H200 {value}")
-failures += [f"{fact}: printed on the simulated driver but not measured in {measured_file}" for fact in simulated if fact not in measured]
+failures += [f"{fact}: printed on the simulated driver but not measured in {measured_file}" for fact in simulated
+             if fact not in measured and fact not in pending]
+for fact in sorted(pending):
+    print(f"pending: {fact} (re-measure on the GPU): simulated {simulated.get(fact)}")
 if not measured:
     failures.append(f"no facts in {measured_file}")
 print("\n".join(failures) or f"{sum(map(len, measured.values()))} answers of {len(measured)} facts agree with the H200's")
