@@ -283,6 +283,10 @@ void check_ranks(std::int64_t world_size, std::int64_t rank);
 // secrets). Returns an empty string on success, else what went wrong; never throws, never leaves the
 // temp behind.
 std::string write_atomic(const std::string& path, const Report&, unsigned mode = 0600) noexcept;
+// The same, but only where nothing is at `path` yet: the complete file takes the name (link, never rename),
+// so a process killed at any moment leaves a whole report under it or none, never an empty claim. Sets
+// *taken, and writes nothing, when something is there already.
+std::string write_new(const std::string& path, const Report&, unsigned mode, bool* taken) noexcept;
 
 // Why `dir` is not a safe place for reports, or "": a directory another user owns that others may
 // write to without the sticky bit (they could swap the report out for their own).

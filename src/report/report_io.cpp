@@ -205,8 +205,9 @@ namespace {
 // The one writer of report files, for any model with a to_string() (a process report or a job report):
 // a random temp name beside the destination, created O_EXCL|O_NOFOLLOW with `mode`, fsynced, renamed over
 // the destination (which replaces a symlink there, never writes through it), then the directory fsynced.
+// With `taken` (write_new), linked to the destination instead, which fails where anything is there.
 template <class Model>
-std::string write_model_atomic(const std::string& path, const Model& r, unsigned mode) noexcept {
+std::string write_model_atomic(const std::string& path, const Model& r, unsigned mode, bool* taken = nullptr) noexcept {
     try {
         const auto slash = path.rfind('/');
         const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
@@ -227,8 +228,36 @@ std::string write_model_atomic(const std::string& path, const Model& r, unsigned
             ::unlink(tmp.c_str());
             return e;
         }
+        if (::close(fd) != 0) {
+            std::string e = errno_text("cannot write", tmp);
+            ::unlink(tmp.c_str());
+            return e;
+        }
+        bool placed = false;
+        if (taken != nullptr) {
+            // link fails on anything at `path`, a dangling symlink included; a file system without hard links
+            // (EPERM, ENOTSUP) gets an O_EXCL claim instead, replaced at once by the rename below.
+            *taken = false;
+            if (::link(tmp.c_str(), path.c_str()) == 0) {
+                placed = true;
+            } else if (errno == EEXIST) {
+                *taken = true;
+            } else if (const int claim = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode & 0777);
+                       claim >= 0) {
+                ::close(claim);
+            } else {
+                *taken = errno == EEXIST;
+                std::string e = *taken ? std::string() : errno_text("cannot create", path);
+                ::unlink(tmp.c_str());
+                return e;
+            }
+            if (placed || *taken) {
+                ::unlink(tmp.c_str());
+                if (*taken) return {};
+            }
+        }
         // rename replaces a symlink at `path` itself and never writes through it.
-        if (::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
+        if (!placed && ::rename(tmp.c_str(), path.c_str()) != 0) {
             std::string e = errno_text("cannot rename onto", path);
             ::unlink(tmp.c_str());
             return e;
@@ -247,6 +276,9 @@ std::string write_model_atomic(const std::string& path, const Model& r, unsigned
 
 std::string write_atomic(const std::string& path, const Report& r, unsigned mode) noexcept {
     return write_model_atomic(path, r, mode);
+}
+std::string write_new(const std::string& path, const Report& r, unsigned mode, bool* taken) noexcept {
+    return write_model_atomic(path, r, mode, taken);
 }
 std::string write_atomic(const std::string& path, const JobReport& r, unsigned mode) noexcept {
     return write_model_atomic(path, r, mode);

@@ -244,6 +244,30 @@ TEST_CASE("write_atomic leaves no temp file and replaces, never follows, a symli
     CHECK_THAT(write_atomic(d.path + "/no/such/dir/r.json", full_report()), Catch::StartsWith("cannot create"));
 }
 
+TEST_CASE("write_new takes a free name with the whole report and leaves any other file alone") {
+    TempDir d;
+    const std::string dest = d.path + "/cumemaudit.h.1.json";
+    bool taken = true;
+    REQUIRE(write_new(dest, full_report(), 0600, &taken).empty());
+    CHECK(!taken);
+    CHECK(load(dest).summary.leaked_bytes == full_report().summary.leaked_bytes);
+    CHECK(d.entries() == std::vector<std::string>{"cumemaudit.h.1.json"});  // no temp, no claim left behind
+
+    // Another process's report, even an empty file, and a dangling symlink are never replaced.
+    const std::string other = d.write("cumemaudit.h.2.json", "");
+    REQUIRE(write_new(other, full_report(), 0600, &taken).empty());
+    CHECK(taken);
+    CHECK(std::filesystem::file_size(other) == 0);
+    const std::string dangling = d.path + "/cumemaudit.h.3.json";
+    REQUIRE(::symlink((d.path + "/nowhere").c_str(), dangling.c_str()) == 0);
+    REQUIRE(write_new(dangling, full_report(), 0600, &taken).empty());
+    CHECK(taken);
+    CHECK(!std::filesystem::exists(d.path + "/nowhere"));
+    CHECK(d.entries().size() == 3);
+
+    CHECK_THAT(write_new(d.path + "/no/such/dir/r.json", full_report(), 0600, &taken), Catch::StartsWith("cannot create"));
+}
+
 TEST_CASE("write_atomic: a planted temp file of the old predictable name does not stop the report") {
     TempDir d;
     const std::string dest = d.path + "/cumemaudit.h.1.json";

@@ -253,37 +253,23 @@ const ProcessIdentity& Auditor::identity() {
     return *identity_;
 }
 
-// The report's file, chosen at the first report. The usual name unless a file is there already, which can
-// only be another process's (this one has written none yet): one of an earlier process with the same pid
-// in a long-lived directory, or of a container whose pid namespace gave it the same pid on the same host.
-// Then the name also carries this process's start time. The name is claimed with O_EXCL, so two processes
-// never take the same one; it is never another process's file that a rename replaces.
-std::string Auditor::report_path() {
-    if (!path_.empty()) return path_;
+// The names the report may take, in order: the usual one, unless a file is there already, which can only be
+// another process's (this one has written none yet): one of an earlier process with the same pid in a
+// long-lived directory, or of a container whose pid namespace gave it the same pid on the same host. Then
+// the name also carries this process's start time. The first report takes its name whole (write_new), so
+// two processes never take the same one, it is never another process's file that a later rename replaces,
+// and a process killed before or during that first write leaves no empty file under the name.
+std::vector<std::string> Auditor::report_names() {
     const ProcessIdentity& id = identity();
     const std::string dir = report::expand_report_dir(options_.report_dir, id.host, getpid(), id.rank);
     std::error_code ignored;  // a failure shows as the write's own error, with the path
     std::filesystem::create_directories(dir, ignored);
     const std::string usual = report::report_path(dir, id.host, getpid(), id.rank);
-    // Nothing is claimed in a directory the report will not be written to (save_report says why).
-    if (!report::unsafe_report_dir(usual.substr(0, usual.rfind('/') + 1)).empty()) return usual;
     const std::string stem = usual.substr(0, usual.size() - 5);  // without ".json"
     const std::string start = std::to_string(process_start_ticks());
-    for (int attempt = 0; attempt < 8; ++attempt) {
-        const std::string candidate = attempt == 0 ? usual
-                                      : attempt == 1 ? stem + ".t" + start + ".json"
-                                                     : stem + ".t" + start + "-" + std::to_string(attempt) + ".json";
-        const int fd = ::open(candidate.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, report_mode());
-        if (fd >= 0) {
-            ::close(fd);
-            path_ = candidate;
-            if (attempt > 0) log_info("{} is another process's report: this one is {}", usual, candidate);
-            return path_;
-        }
-        if (errno != EEXIST) break;  // no directory, no permission: the write says so, with the usual name
-    }
-    path_ = usual;
-    return path_;
+    std::vector<std::string> names{usual, stem + ".t" + start + ".json"};
+    for (int attempt = 2; attempt < 8; ++attempt) names.push_back(stem + ".t" + start + "-" + std::to_string(attempt) + ".json");
+    return names;
 }
 
 // The report lock, for one report: exit and the thread whose allocation was refused wait a bounded time
@@ -340,18 +326,35 @@ report::Report Auditor::build_report(ledger::Moment moment, const int* exit_code
 // Writes `rep` to its file: the path, or the reason it was not written.
 Auditor::Saved Auditor::save_report(const report::Report& rep) {
     QuietWrites quiet;  // a file-size limit (ulimit -f) answers EFBIG here instead of killing the program
-    const std::string path = report_path();
-    const std::string dir = path.substr(0, path.rfind('/') + 1);
+    const std::vector<std::string> names = path_.empty() ? report_names() : std::vector<std::string>{path_};
+    const std::string dir = names.front().substr(0, names.front().rfind('/') + 1);
     if (const std::string unsafe = report::unsafe_report_dir(dir); !unsafe.empty()) {
         static std::atomic<bool> warned{false};
         if (!warned.exchange(true)) log_warning("{}", unsafe);
         return Saved{"", unsafe};
     }
-    if (std::string err = report::write_atomic(path, rep, report_mode()); !err.empty()) {
+    std::string err;
+    if (!path_.empty()) {
+        err = report::write_atomic(path_, rep, report_mode());
+    } else {
+        bool taken = true;
+        for (std::size_t i = 0; i < names.size() && taken && err.empty(); ++i) {
+            err = report::write_new(names[i], rep, report_mode(), &taken);
+            if (!taken && err.empty()) {
+                path_ = names[i];
+                if (i > 0) log_info("{} is another process's report: this one is {}", names.front(), path_);
+            }
+        }
+        if (taken && err.empty()) {  // every name taken: the usual one is replaced, as a last resort
+            path_ = names.front();
+            err = report::write_atomic(path_, rep, report_mode());
+        }
+    }
+    if (!err.empty()) {
         log_warning("could not write the report: {}", err);
         return Saved{"", std::move(err)};
     }
-    return Saved{path, ""};
+    return Saved{path_, ""};
 }
 
 // At exit: the summary on stderr, then the gate, which may end the process with its own code. A report that

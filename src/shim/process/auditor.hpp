@@ -80,7 +80,7 @@ private:
     mode_t report_mode() const;
     static void restart_in_child();
     const ProcessIdentity& identity();
-    std::string report_path();
+    std::vector<std::string> report_names();
     void checkpoint_loop();
     void sample(const char* label);  // a mark taken by the checkpoint thread (SIGUSR2, sample_ms)
 
