@@ -144,7 +144,14 @@ Recorder* Auditor::enter() {
 }
 
 void Auditor::start_background() {
+    // Signals belong to the program's threads. The thread is made with every signal blocked, not blocked
+    // by its own first lines: a SIGTERM that came in between ran our handler on this very thread, which
+    // then waited its whole bound for the report it was to write itself, and none was written.
+    sigset_t all, before;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &before);
     std::thread([this] { checkpoint_loop(); }).detach();
+    pthread_sigmask(SIG_SETMASK, &before, nullptr);
     // SIGTERM and SIGINT write a report first, then do what the program had them do. Installed with the
     // program's own flags and mask (no SA_RESTART added: a read() the signal interrupted must still return
     // EINTR, or Python's Ctrl-C during os.read() never raises KeyboardInterrupt).
@@ -185,9 +192,6 @@ void Auditor::restart_in_child() {
 }
 
 void Auditor::checkpoint_loop() {
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, nullptr);  // signals belong to the program's threads
     using Clock = std::chrono::steady_clock;
     const auto every = [](int n, int unit_ms) { return std::chrono::milliseconds(std::int64_t{n} * unit_ms); };
     auto next_report = Clock::now() + every(options_.checkpoint_s, 1000);
