@@ -142,21 +142,14 @@ void Ledger::freed(std::uint64_t ptr, bool ok, const char* result, const Site& s
 std::vector<LeakRow> Ledger::forget_freed_by_driver(const std::function<bool(std::uint64_t ptr)>& still_valid) {
     std::vector<std::pair<std::uint64_t, detail::ClassicRecord>> live;
     state_->classic.for_each([&](std::uint64_t ptr, const detail::ClassicRecord& r) { live.emplace_back(ptr, r); });
-    std::vector<LeakRow> rows;
+    detail::LeakRows rows;  // as the exit snapshot's unfreed rows
     for (const auto& [ptr, record] : live) {
         const FreeTicket stamp = state_->classic.stamp_of(ptr);  // the record asked about, not a later one
         if (stamp == 0 || still_valid(ptr)) continue;
         state_->classic.erase(ptr, stamp);
-        const Site site = record.site();
-        auto row = std::find_if(rows.begin(), rows.end(), [&](const LeakRow& r) {
-            return r.kind == record.kind && r.site.api == site.api && r.site.trace == site.trace && r.site.owner == site.owner;
-        });
-        if (row == rows.end()) row = rows.insert(rows.end(), LeakRow{.cls = LeakClass::unfreed, .site = site, .kind = record.kind});
-        row->bytes += record.size;
-        ++row->allocations;
+        rows.add(LeakClass::unfreed, record.site(), HandleType::none, record.kind, ptr, record.size, 0);
     }
-    std::sort(rows.begin(), rows.end(), [](const LeakRow& a, const LeakRow& b) { return a.bytes > b.bytes; });
-    return rows;
+    return rows.take();
 }
 
 void Ledger::misused(const Site& site, const char* result, std::string what) {

@@ -9,8 +9,7 @@ namespace cumemaudit::sim {
 CUresult SimState::primary_ctx_retain(CUcontext* ctx, CUdevice dev) {
     std::lock_guard lock(impl_->mu);
     Impl& s = *impl_;
-    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
-    if (dev < 0 || dev >= s.config.devices) return CUDA_ERROR_INVALID_DEVICE;
+    if (CUresult r = s.check_device(dev); r != CUDA_SUCCESS) return r;
     ++s.ctx_retains[static_cast<std::size_t>(dev)];
     s.primary_active[static_cast<std::size_t>(dev)] = true;
     *ctx = s.contexts[static_cast<std::size_t>(dev)].get();
@@ -20,8 +19,7 @@ CUresult SimState::primary_ctx_retain(CUcontext* ctx, CUdevice dev) {
 CUresult SimState::primary_ctx_release(CUdevice dev) {
     std::lock_guard lock(impl_->mu);
     Impl& s = *impl_;
-    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
-    if (dev < 0 || dev >= s.config.devices) return CUDA_ERROR_INVALID_DEVICE;
+    if (CUresult r = s.check_device(dev); r != CUDA_SUCCESS) return r;
     const auto d = static_cast<std::size_t>(dev);
     if (s.ctx_retains[d] == 0) return CUDA_ERROR_INVALID_CONTEXT;
     if (--s.ctx_retains[d] == 0) {  // the last release resets the context (the H200 frees its memory)
@@ -36,8 +34,7 @@ CUresult SimState::primary_ctx_release(CUdevice dev) {
 CUresult SimState::primary_ctx_reset(CUdevice dev) {
     std::lock_guard lock(impl_->mu);
     Impl& s = *impl_;
-    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
-    if (dev < 0 || dev >= s.config.devices) return CUDA_ERROR_INVALID_DEVICE;
+    if (CUresult r = s.check_device(dev); r != CUDA_SUCCESS) return r;
     const auto d = static_cast<std::size_t>(dev);
     SimNode::Lock node(*s.node);
     s.tear_down(s.contexts[d].get());
@@ -48,8 +45,7 @@ CUresult SimState::primary_ctx_reset(CUdevice dev) {
 CUresult SimState::primary_ctx_state(CUdevice dev, unsigned* flags, int* active) {
     std::lock_guard lock(impl_->mu);
     Impl& s = *impl_;
-    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
-    if (dev < 0 || dev >= s.config.devices) return CUDA_ERROR_INVALID_DEVICE;
+    if (CUresult r = s.check_device(dev); r != CUDA_SUCCESS) return r;
     *flags = 0;
     *active = s.primary_active[static_cast<std::size_t>(dev)] ? 1 : 0;
     return CUDA_SUCCESS;
@@ -58,8 +54,7 @@ CUresult SimState::primary_ctx_state(CUdevice dev, unsigned* flags, int* active)
 CUresult SimState::ctx_create(CUcontext* out, CUdevice dev) {
     std::lock_guard lock(impl_->mu);
     Impl& s = *impl_;
-    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
-    if (dev < 0 || dev >= s.config.devices) return CUDA_ERROR_INVALID_DEVICE;
+    if (CUresult r = s.check_device(dev); r != CUDA_SUCCESS) return r;
     s.own_contexts.push_back(std::make_unique<CUctx_st>(CUctx_st{dev, false}));
     if (tls_current != nullptr) tls_below.push_back(tls_current);
     tls_current = s.own_contexts.back().get();

@@ -109,6 +109,7 @@ public:
     SimState& operator=(const SimState&) = delete;
 
 private:
+    CUresult host_backed_alloc(std::uint64_t* out, std::size_t bytes, bool managed);
     void await_team(CUmemGenericAllocationHandle h);
     CUresult multicast_of(CUmemGenericAllocationHandle mc, CUdevice dev, std::uint64_t* id);  // both locks held
     CUresult bind(CUmemGenericAllocationHandle mc, std::size_t mc_offset, std::uint64_t mem, std::size_t mem_offset,

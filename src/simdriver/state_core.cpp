@@ -182,7 +182,8 @@ void* host_map(std::size_t bytes) {
 }
 }  // namespace
 
-CUresult SimState::managed_alloc(CUdeviceptr* out, std::size_t bytes) {
+// Managed and pinned host memory are real host pages, charged to no device, owned by the current context.
+CUresult SimState::host_backed_alloc(std::uint64_t* out, std::size_t bytes, bool managed) {
     std::lock_guard lock(impl_->mu);
     Impl& s = *impl_;
     int dev = 0;
@@ -190,23 +191,23 @@ CUresult SimState::managed_alloc(CUdeviceptr* out, std::size_t bytes) {
     if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
     void* p = host_map(bytes);
     if (p == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
-    const auto addr = reinterpret_cast<std::uint64_t>(p);
-    s.classic.emplace(addr, Classic{bytes, 0, bytes, dev, ClassicKind::managed, tls_current});
-    *out = addr;
+    *out = reinterpret_cast<std::uint64_t>(p);
+    s.classic.emplace(*out, Classic{bytes, 0, bytes, dev, managed ? ClassicKind::managed : ClassicKind::host, tls_current});
     return CUDA_SUCCESS;
 }
 
+CUresult SimState::managed_alloc(CUdeviceptr* out, std::size_t bytes) {
+    std::uint64_t p = 0;
+    const CUresult r = host_backed_alloc(&p, bytes, true);
+    if (r == CUDA_SUCCESS) *out = p;
+    return r;
+}
+
 CUresult SimState::host_alloc(void** out, std::size_t bytes) {
-    std::lock_guard lock(impl_->mu);
-    Impl& s = *impl_;
-    int dev = 0;
-    if (CUresult r = s.current_device(&dev); r != CUDA_SUCCESS) return r;
-    if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-    void* p = host_map(bytes);
-    if (p == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
-    s.classic.emplace(reinterpret_cast<std::uint64_t>(p), Classic{bytes, 0, bytes, dev, ClassicKind::host, tls_current});
-    *out = p;
-    return CUDA_SUCCESS;
+    std::uint64_t p = 0;
+    const CUresult r = host_backed_alloc(&p, bytes, false);
+    if (r == CUDA_SUCCESS) *out = reinterpret_cast<void*>(p);
+    return r;
 }
 
 CUresult SimState::device_free(CUdeviceptr ptr) {

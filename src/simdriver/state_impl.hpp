@@ -209,6 +209,11 @@ struct SimState::Impl {
         return CUDA_SUCCESS;
     }
 
+    CUresult check_device(CUdevice dev) const {
+        if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
+        return dev >= 0 && dev < config.devices ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+    }
+
     bool is_our_context(CUcontext c) const {
         auto is = [&](const auto& p) { return p.get() == c; };
         return std::any_of(contexts.begin(), contexts.end(), is) || std::any_of(own_contexts.begin(), own_contexts.end(), is);

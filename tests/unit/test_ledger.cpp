@@ -831,3 +831,29 @@ TEST_CASE("multicast misuse: dead handles, an unbind of nothing; a refused bind 
                                         "cuMulticastBindMem: bind to a handle already released",
                                         "cuMulticastAddDevice: a handle already released"});
 }
+
+TEST_CASE("a context's end forgets what the driver no longer knows, as unfreed rows by site") {
+    Ledger l;
+    const OwnerId app = l.owner_id("app");
+    l.allocated(0x1000, 4096, Kind::classic, site("cuMemAlloc", 1, app));
+    l.allocated(0x2000, 8192, Kind::classic, site("cuMemAlloc", 1, app));
+    l.allocated(0x3000, 512, Kind::host_pinned, site("cuMemAllocHost", 2, app));
+    l.allocated(0x4000, 1024, Kind::async_pool, site("cuMemAllocAsync", 3, app));  // survives, as on the H200
+    std::vector<std::uint64_t> asked;
+    const auto rows = l.forget_freed_by_driver([&](std::uint64_t p) {
+        asked.push_back(p);
+        return p == 0x4000;
+    });
+    std::sort(asked.begin(), asked.end());
+    CHECK(asked == std::vector<std::uint64_t>{0x1000, 0x2000, 0x3000, 0x4000});  // each live allocation once
+    REQUIRE(rows.size() == 2);
+    CHECK((rows[0].cls == LeakClass::unfreed && rows[0].kind == Kind::classic && rows[0].bytes == 12288 &&
+           rows[0].allocations == 2 && rows[0].site.trace == 1));
+    CHECK((rows[1].kind == Kind::host_pinned && rows[1].bytes == 512 && rows[1].allocations == 1));
+    const Snapshot s = l.snapshot(Moment::exit);
+    CHECK(s.summary.live_bytes == 1024);
+    CHECK(s.summary.unfreed_bytes == 1024);  // only the survivor is held at exit
+    // A free of a pointer the driver took is the program's misuse, with the driver's answer.
+    l.freed(0x1000, false, "CUDA_ERROR_INVALID_VALUE", site("cuMemFree", 4, app));
+    CHECK(l.snapshot(Moment::exit).misuse.at(0).what == "free of an unknown pointer");
+}
