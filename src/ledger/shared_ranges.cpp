@@ -13,6 +13,19 @@ void SharedRanges::keep(std::deque<Shared>& list, Shared s) {
     list.push_back(s);
 }
 
+std::uint32_t SharedRanges::containing(std::uint64_t& ptr, ClassicRecord* out) const {
+    if (const std::uint32_t stamp = classic_.find_record(ptr, out)) return stamp;
+    // A pointer inside an allocation (the driver names the whole allocation, measured): these calls are
+    // rare, a few per buffer at set-up, so the live allocations are scanned for the one that holds it.
+    std::uint64_t base = 0;
+    classic_.for_each([&](std::uint64_t p, const ClassicRecord& r) {
+        if (p < ptr && ptr < p + r.size) base = p;
+    });
+    if (base == 0) return 0;
+    ptr = base;
+    return classic_.find_record(ptr, out);
+}
+
 bool SharedRanges::live(const Shared& s) const {
     ClassicRecord r;
     return s.stamp != 0 && classic_.find_record(s.ptr, &r) == s.stamp;
@@ -20,7 +33,7 @@ bool SharedRanges::live(const Shared& s) const {
 
 void SharedRanges::ipc_exported(std::uint64_t ptr, const ExportKey& key, const Site& site) {
     ClassicRecord r{};
-    const std::uint32_t stamp = classic_.find_record(ptr, &r);  // the handle names a base pointer, as NCCL's do
+    const std::uint32_t stamp = containing(ptr, &r);
     std::lock_guard lock(mu_);
     // One handle per allocation, whichever pointer into it asked: kept once.
     if (std::any_of(exports_.begin(), exports_.end(), [&](const Shared& s) { return s.key == key && s.stamp == stamp; })) return;
@@ -36,10 +49,10 @@ void SharedRanges::ipc_opened(std::uint64_t ptr, const ExportKey& key, const Sit
 
 void SharedRanges::dma_buf(std::uint64_t ptr, int fd, const ExportKey& key, const Site& site) {
     ClassicRecord r{};
-    const std::uint32_t stamp = classic_.find_record(ptr, &r);
-    if (stamp == 0) return;  // not a classic allocation's base: an fd of part of one is not modelled
+    const std::uint32_t stamp = containing(ptr, &r);  // an fd of part of an allocation keeps all of it
+    if (stamp == 0) return;  // not classic memory this process allocated
     std::lock_guard lock(mu_);
-    keep(dma_bufs_, Shared{ptr, r.size, stamp, r.kind, fd, key, site});
+    keep(dma_bufs_, Shared{ptr, r.size, stamp, r.kind, fd, key, site, ++next_id_});
 }
 
 void SharedRanges::collect(LeakRows& rows, Summary& summary, std::vector<ShareRow>& exports,
@@ -47,7 +60,7 @@ void SharedRanges::collect(LeakRows& rows, Summary& summary, std::vector<ShareRo
     std::lock_guard lock(mu_);
     for (const Shared& d : dma_bufs_) {
         if (live(d)) continue;  // still the program's: in use
-        rows.add(LeakClass::open_export, d.site, HandleType::posix_fd, d.kind, d.ptr, d.bytes, 0);
+        rows.add(LeakClass::open_export, d.site, HandleType::posix_fd, d.kind, d.id, d.bytes, 0);
         summary.leaked_bytes += d.bytes;
         ++summary.leaked_allocations;
     }

@@ -16,6 +16,7 @@
 namespace cumemaudit::ledger::detail {
 
 class ClassicTable;
+struct ClassicRecord;
 class LeakRows;
 
 class SharedRanges {
@@ -41,13 +42,18 @@ private:
         int fd = -1;
         ExportKey key;
         Site site;
+        std::uint64_t id = 0;  // a leak row's member: freed addresses are handed out again, ids are not
     };
     bool live(const Shared& s) const;  // the classic record it was made for is still there
+    // The record of the allocation holding ptr and its stamp (0: none); ptr becomes its base.
+    std::uint32_t containing(std::uint64_t& ptr, ClassicRecord* out) const;
     static void keep(std::deque<Shared>& list, Shared s);
 
     const ClassicTable& classic_;
     mutable std::mutex mu_;
     std::deque<Shared> exports_, opens_, dma_bufs_;
+    // Members' ids, with the top bit set: never a VMM allocation's id (a count) nor a pointer.
+    std::uint64_t next_id_ = 1ull << 63;
 };
 
 }  // namespace cumemaudit::ledger::detail

@@ -401,8 +401,9 @@ int context_reset() {
 
 // Memory shared outside its allocation, as vLLM's custom all-reduce and DeepEP's intranode buffers share
 // cudaMalloc memory (legacy IPC) and NCCL's network plugins register dma-buf fds: the importer never closes
-// its open, the exporter frees its buffer, and two dma-buf fds stay open past the free (one of classic
-// memory, one of a VMM mapping); a third is closed first and leaves nothing. Runs on a shared simulated node
+// its open, the exporter frees its buffer, and three dma-buf fds stay open past the free (of classic memory,
+// of part of it, which keeps the whole allocation, and of a VMM mapping); a fourth is closed first and
+// leaves nothing. Runs on a shared simulated node
 // (CUMEMAUDIT_SIM_NODE): the importer is a forked process.
 int ipc_dmabuf() {
     int to_child[2], to_parent[2];
@@ -432,6 +433,11 @@ int ipc_dmabuf() {
     OK(cuMemAlloc(&registered, 256 * kMiB));
     OK(cuMemGetHandleForAddressRange(&fd, registered, 256 * kMiB, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0));  // site:dmabuf_get
     OK(cuMemFree(registered));
+    CUdeviceptr partly = 0;
+    int part_fd = -1;
+    OK(cuMemAlloc(&partly, 128 * kMiB));       // site:dmabuf_part_buffer
+    OK(cuMemGetHandleForAddressRange(&part_fd, partly + 64 * kMiB, 32 * kMiB, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0));  // site:dmabuf_part_get
+    OK(cuMemFree(partly));
     OK(cuMemAlloc(&closed_first, 32 * kMiB));
     OK(cuMemGetHandleForAddressRange(&closed_fd, closed_first, 32 * kMiB, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0));
     close(closed_fd);

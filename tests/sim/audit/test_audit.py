@@ -727,9 +727,9 @@ def case_context_reset(tmp):
 def case_ipc_dmabuf(tmp):
     """Classic memory shared outside its allocation. The exporter's legacy IPC handle is an export row with the
     buffer's bytes, released at its free; the importer that never closed its open pins those bytes, which
-    `merge` names with the exporter's size (the importer's driver tells it none). Two dma-buf fds open past
-    the free are open-export leaks at their own lines (one of classic memory, one of a VMM mapping); one
-    closed first leaves nothing."""
+    `merge` names with the exporter's size (the importer's driver tells it none). Three dma-buf fds open past
+    the free are open-export leaks at their own lines (of classic memory, of part of it, with the whole
+    allocation's bytes, and of a VMM mapping); one closed first leaves nothing."""
     env = {} if REAL else {"CUMEMAUDIT_SIM_NODE": f"ipc-dmabuf-{os.getpid()}"}
     try:
         proc = run([SCENARIOS, "ipc-dmabuf"], tmp, env=env, rc=23)
@@ -743,9 +743,10 @@ def case_ipc_dmabuf(tmp):
     importer = reps[importer_pid]
     leaks = [(l["class"], l["kind"], l["handle_type"], l["bytes"], l["site"]["api"], top_frame(l)["line"]) for l in exporter["leaks"]]
     expect(leaks == [("open-export", "classic", "posix_fd", 256 * MiB, "cuMemGetHandleForAddressRange", marker_line(SCENARIOS_SRC, "dmabuf_get")),
+                     ("open-export", "classic", "posix_fd", 128 * MiB, "cuMemGetHandleForAddressRange", marker_line(SCENARIOS_SRC, "dmabuf_part_get")),
                      ("open-export", "vmm_physical", "posix_fd", 64 * MiB, "cuMemGetHandleForAddressRange", marker_line(SCENARIOS_SRC, "dmabuf_vmm_get"))],
            f"exporter's leaks: {leaks}")
-    expect(exporter["summary"]["leaked_bytes"] == 320 * MiB, f"summary: {exporter['summary']}")
+    expect(exporter["summary"]["leaked_bytes"] == 448 * MiB, f"summary: {exporter['summary']}")
     ipc = [(e["bytes"], e["released"], top_frame(e)["line"]) for e in exporter["exports"] if e["handle_type"] == "ipc"]
     expect(ipc == [(1024 * MiB, True, marker_line(SCENARIOS_SRC, "ipc_get"))], f"exporter's IPC exports: {exporter['exports']}")
     opened = [(i["handle_type"], i["mapped"], i["released"]) for i in importer["imports"]]
