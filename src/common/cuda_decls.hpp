@@ -26,4 +26,8 @@ std::remove_pointer_t<PFN_cuMemMapArrayAsync_v11010_ptsz> cuMemMapArrayAsync_pts
 std::remove_pointer_t<PFN_cuStreamBeginCapture_v10010_ptsz> cuStreamBeginCapture_v2_ptsz;
 std::remove_pointer_t<PFN_cuStreamEndCapture_v10000_ptsz> cuStreamEndCapture_ptsz;
 std::remove_pointer_t<PFN_cuStreamIsCapturing_v10000_ptsz> cuStreamIsCapturing_ptsz;
+std::remove_pointer_t<PFN_cuGraphInstantiateWithParams_v12000_ptsz> cuGraphInstantiateWithParams_ptsz;
+std::remove_pointer_t<PFN_cuStreamBeginCaptureToGraph_v12030_ptsz> cuStreamBeginCaptureToGraph_ptsz;
+std::remove_pointer_t<PFN_cuGraphUpload_v11010_ptsz> cuGraphUpload_ptsz;
+std::remove_pointer_t<PFN_cuGraphLaunch_v10000_ptsz> cuGraphLaunch_ptsz;
 }

@@ -28,6 +28,8 @@ const char* to_string(Kind k) {
     case Kind::multicast: return "multicast";
     case Kind::vmm_host: return "vmm_host";
     case Kind::host_registered: return "host_registered";
+    case Kind::async_pool_host: return "async_pool_host";
+    case Kind::graph: return "graph";
     case Kind::count: break;
     }
     return "unknown";

@@ -22,8 +22,12 @@ inline constexpr OwnerId kMaxOwners = 256;
 // vmm_host: a cuMemCreate physical allocation located in host memory (NCCL's host buffers), never device
 // memory.
 // host_registered: the program's own host memory pinned by cuMemHostRegister, a range until unregistered.
+// async_pool_host: stream-ordered memory from a host-located pool (never device memory).
+// graph: a graph's allocation (an allocation node, or cuMemAllocAsync captured). Its memory is the device's
+// graph memory, committed at the graph's first launch and counted there (a step's graph_mem figures, an OOM
+// record's graph_memory part), so never as an owner's device memory.
 enum class Kind : std::uint8_t { vmm_physical, classic, async_pool, host_pinned, managed, imported, ipc, multicast, vmm_host,
-                                 host_registered, count };
+                                 host_registered, async_pool_host, graph, count };
 const char* to_string(Kind);
 
 // Where a physical allocation's bytes live, as its creation named it: a device, host memory, or a host

@@ -95,6 +95,17 @@ Report build(const BuildInput& in) {
     }
     r.summary.teardown_freed_bytes = in.teardown_freed_bytes;
     r.summary.teardown_freed_allocations = in.teardown_freed_allocations;
+    for (const PoolInput& p : in.pools) {
+        Pool& out = r.pools.emplace_back(p.pool);
+        if (p.site.api[0] != '\0') out.site = make_site(p.site, in, frames_by_trace);
+        if (out.device >= 0 && !out.destroyed) r.summary.pool_idle_bytes += out.idle_bytes;
+    }
+    r.summary.untracked_pools = in.untracked_pools;
+    for (const ReturnInput& m : in.returns) {
+        MemoryReturn& out = r.returns.emplace_back(m.ret);
+        if (m.site.api[0] != '\0') out.site = make_site(m.site, in, frames_by_trace);
+    }
+    r.summary.returned_bytes = in.returned_bytes;
     const ledger::Summary& snap = in.snapshot.summary;
     Summary& sum = r.summary;
     sum.intercepted_calls = in.intercepted_calls;

@@ -38,6 +38,16 @@ struct TeardownInput {
     std::vector<ledger::LeakRow> freed;
 };
 
+// A pool or a return of memory as the shim keeps them, the call's site still a ledger site.
+struct PoolInput {
+    Pool pool;
+    ledger::Site site;
+};
+struct ReturnInput {
+    MemoryReturn ret;
+    ledger::Site site;
+};
+
 struct BuildInput {
     ProcessInfo process{};
     DriverInfo driver{};
@@ -53,6 +63,10 @@ struct BuildInput {
     std::vector<OomInput> oom{};
     std::vector<TeardownInput> teardowns{};  // the first kTeardownsKept
     std::uint64_t teardown_freed_bytes = 0, teardown_freed_allocations = 0;  // all of them
+    std::vector<PoolInput> pools{};
+    std::uint64_t untracked_pools = 0;
+    std::vector<ReturnInput> returns{};      // the first kReturnsKept
+    std::uint64_t returned_bytes = 0;        // all of them
     std::uint64_t oom_events = 0;
     std::map<std::string, std::string> options{};
     bool checkpoint = false;

@@ -17,6 +17,7 @@ std::string part_label(const OomPart& p) {
         return s;
     }
     if (p.what == "async_pool_idle") return "async pools, reserved but unused";
+    if (p.what == "graph_memory") return "graph memory (committed at graph launches)";
     if (p.what == "unattributed") return "unattributed (context, modules, other processes)";
     return p.what;
 }

@@ -85,8 +85,8 @@ struct Step {
     std::uint64_t pytorch_reserved_bytes = 0;
     std::uint64_t graph_mem_used_bytes = 0;          // cuDeviceGetGraphMemAttribute, used / reserved high
     std::uint64_t graph_mem_reserved_bytes = 0;
-    std::uint64_t async_pool_reserved_bytes = 0;     // stream-ordered pools, from CUPTI activity records
-    std::uint64_t async_pool_used_bytes = 0;         // (backend=cupti|both; 0 otherwise)
+    std::uint64_t async_pool_reserved_bytes = 0;     // stream-ordered pools of the mark's device, as the
+    std::uint64_t async_pool_used_bytes = 0;         // driver says (idle: reserved - used)
     std::vector<TorchPool> pytorch_pools;             // from cumemaudit.torch_step under PyTorch (empty otherwise)
 };
 
@@ -107,7 +107,8 @@ struct Reclaim {
     Site site;
 };
 
-// A CUDA graph: what was allocated while its stream captured, and what instantiating it cost.
+// A CUDA graph: what was allocated while its stream captured (or by its allocation nodes), what instantiating
+// it cost, and the graph memory its launch committed.
 struct Graph {
     std::uint64_t id = 0;                            // order of capture, from 1
     std::uint64_t step = 0;                          // the last step marked before capture began
@@ -117,6 +118,7 @@ struct Graph {
     std::int64_t instantiate_cost_bytes = 0;         // driver-used delta across cuGraphInstantiate
     std::int64_t held_instantiate_bytes = 0;         // of that, what executables not yet destroyed hold
     std::uint64_t time_ns = 0;                       // when its capture began (0: unknown)
+    std::uint64_t graph_memory_bytes = 0;            // graph memory its first upload or launch committed
 };
 
 // A context ended (cudaDeviceReset, cuDevicePrimaryCtxReset, the last cuDevicePrimaryCtxRelease, cuCtxDestroy)
@@ -134,11 +136,43 @@ struct Teardown {
 inline constexpr std::size_t kTeardownRows = 16;
 inline constexpr std::size_t kTeardownsKept = 64;  // the summary counts every one
 
+// A stream-ordered pool: a device's default pool or one the program created, as the driver described it at
+// the last look (a mark, an out-of-memory moment, the report). Its idle bytes (reserved, used by no
+// allocation) are device memory the driver gives back at a synchronisation past the release threshold, at a
+// trim, and before it refuses memory; until then they are in no owner's figures.
+struct Pool {
+    std::uint64_t id = 0;          // order first seen, from 1
+    std::string origin;            // "default" | "created"
+    std::string location;          // "device 0", "host", "host NUMA 0"
+    std::int64_t device = -1;      // -1: host-located, charged to no device
+    std::uint64_t reserved_bytes = 0, used_bytes = 0, idle_bytes = 0;
+    std::uint64_t peak_reserved_bytes = 0;  // the driver's high-water mark
+    std::uint64_t release_threshold = 0;    // idle bytes it keeps at a synchronisation
+    bool destroyed = false;
+    std::uint64_t step = 0;        // the last step marked before it was first seen
+    Site site;                     // created: the cuMemPoolCreate call
+};
+inline constexpr std::size_t kPoolsKept = 256;  // pools beyond are counted in summary.untracked_pools
+
+// Memory the driver took back on its own or at the program's word: a pool's idle memory (a trim, a
+// destroy, before it refused an allocation) or graph memory (cuDeviceGraphMemTrim).
+struct MemoryReturn {
+    std::string what;          // "pool" | "graph_memory"
+    std::string why;           // "trim" | "destroy" | "refusal"
+    std::string api;           // the call: cuMemPoolTrimTo, cuMemPoolDestroy, cuDeviceGraphMemTrim, or the refused one
+    std::uint64_t pool = 0;    // what == "pool": its id in `pools`
+    std::int64_t device = -1;
+    std::uint64_t step = 0, time_ns = 0, bytes = 0;
+    Site site;                 // the call
+};
+inline constexpr std::size_t kReturnsKept = 64;  // the summary counts every one
+
 // One share of driver-used memory at an out-of-memory moment. The parts of one Oom add up to its
 // driver_used_bytes exactly: live memory per owner and kind (less what is leaked), leaked (unreachable) VMM
-// memory per site that created it, each graph's instantiate cost, idle async-pool memory, and the rest.
+// memory per site that created it, each graph's instantiate cost, idle async-pool memory, graph memory, and
+// the rest.
 struct OomPart {
-    std::string what;        // "live" | "leaked" | "graph" | "async_pool_idle" | "unattributed"
+    std::string what;        // "live" | "leaked" | "graph" | "async_pool_idle" | "graph_memory" | "unattributed"
     std::string owner;       // live, leaked
     std::string kind;        // live, leaked: the ledger kind, e.g. "vmm_physical"
     std::uint64_t graph = 0; // graph: its id in `graphs`
@@ -217,6 +251,9 @@ struct Summary {
     std::uint64_t leaked_multicast_objects = 0;
     // Classic allocations the driver freed when their context ended, which the program had not freed.
     std::uint64_t teardown_freed_bytes = 0, teardown_freed_allocations = 0;
+    // Device memory stream-ordered pools held idle at the last look, and all the driver took back (returns).
+    std::uint64_t pool_idle_bytes = 0, returned_bytes = 0;
+    std::uint64_t untracked_pools = 0;  // pools past kPoolsKept
 };
 
 struct SuppressionUse {
@@ -243,6 +280,8 @@ struct Report {
     std::vector<Import> imports;
     std::vector<Oom> oom;                        // out-of-memory moments, oldest first
     std::vector<Teardown> teardowns;             // contexts that ended, oldest first (the first kTeardownsKept)
+    std::vector<Pool> pools;                     // stream-ordered pools, in the order first seen
+    std::vector<MemoryReturn> returns;           // memory the driver took back, oldest first (the first kReturnsKept)
     bool checkpoint = false;                     // written while running, not at exit
     std::uint64_t time_ns = 0;                   // CLOCK_REALTIME when written
 };

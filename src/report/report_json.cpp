@@ -120,6 +120,31 @@ template <class V> void fields(V& v, Teardown& t) {
     v.req("site", t.site);
     v.req("freed", t.freed);
 }
+template <class V> void fields(V& v, Pool& p) {
+    v.req("id", p.id);
+    v.req("origin", p.origin);
+    v.req("location", p.location);
+    v.req("device", p.device);
+    v.req("reserved_bytes", p.reserved_bytes);
+    v.req("used_bytes", p.used_bytes);
+    v.req("idle_bytes", p.idle_bytes);
+    v.req("peak_reserved_bytes", p.peak_reserved_bytes);
+    v.req("release_threshold", p.release_threshold);
+    v.req("destroyed", p.destroyed);
+    v.req("step", p.step);
+    v.req("site", p.site);
+}
+template <class V> void fields(V& v, MemoryReturn& m) {
+    v.req("what", m.what);
+    v.req("why", m.why);
+    v.req("api", m.api);
+    v.req("pool", m.pool);
+    v.req("device", m.device);
+    v.req("step", m.step);
+    v.req("time_ns", m.time_ns);
+    v.req("bytes", m.bytes);
+    v.req("site", m.site);
+}
 template <class V> void fields(V& v, Alarm& a) {
     v.req("step", a.step);
     v.req("time_ns", a.time_ns);
@@ -145,6 +170,7 @@ template <class V> void fields(V& v, Graph& g) {
     v.req("instantiate_cost_bytes", g.instantiate_cost_bytes);
     v.opt("held_instantiate_bytes", g.held_instantiate_bytes);
     v.opt("time_ns", g.time_ns);
+    v.opt("graph_memory_bytes", g.graph_memory_bytes);
 }
 template <class V> void fields(V& v, Export& e) {
     v.req("key", e.key);
@@ -195,6 +221,9 @@ template <class V> void fields(V& v, Summary& s) {
     v.opt("leaked_multicast_objects", s.leaked_multicast_objects);
     v.opt("teardown_freed_bytes", s.teardown_freed_bytes);
     v.opt("teardown_freed_allocations", s.teardown_freed_allocations);
+    v.opt("pool_idle_bytes", s.pool_idle_bytes);
+    v.opt("returned_bytes", s.returned_bytes);
+    v.opt("untracked_pools", s.untracked_pools);
 }
 template <class V> void fields(V& v, SuppressionUse& s) {
     v.req("rule", s.rule);
@@ -218,6 +247,8 @@ template <class V> void fields(V& v, Report& r) {
     v.opt("imports", r.imports);
     v.opt("oom", r.oom);
     v.opt("teardowns", r.teardowns);
+    v.opt("pools", r.pools);
+    v.opt("returns", r.returns);
     v.opt("checkpoint", r.checkpoint);
     v.opt("time_ns", r.time_ns);
 }

@@ -116,6 +116,28 @@ std::string text_summary(const Report& r, int max_frames, bool show_held) {
     if (r.teardowns.size() == kTeardownsKept)
         fmt::format_to(it, "  (at most the first {} context ends are listed; all of them freed {} bytes)\n", kTeardownsKept,
                        r.summary.teardown_freed_bytes);
+    // Pools with memory, and the program's own: idle memory is device memory no owner's figures hold.
+    for (const Pool& p : r.pools) {
+        if (p.origin == "default" && p.reserved_bytes == 0) continue;
+        fmt::format_to(it, "\nPool {} ({}, {}{}): reserved {}, used {}, idle {}, peak {}{}{}\n", p.id, p.origin, p.location,
+                       p.destroyed ? ", destroyed" : "", human_bytes(p.reserved_bytes), human_bytes(p.used_bytes),
+                       human_bytes(p.idle_bytes), human_bytes(p.peak_reserved_bytes),
+                       p.release_threshold != 0 ? ", keeps " + human_bytes(p.release_threshold) + " idle at a synchronisation" : "",
+                       p.site.api.empty() ? "" : ", created at:");
+        if (!p.site.api.empty()) frames(out, p.site, max_frames);
+    }
+    for (const MemoryReturn& m : r.returns) {
+        const std::string what = m.what != "pool" ? std::string("graph memory")
+                                 : m.pool != 0    ? fmt::format("idle memory of pool {}", m.pool)
+                                                  : std::string("idle pool memory");
+        fmt::format_to(it, "\nThe driver took back {} ({} bytes) of {}{} at step {}, {} {}, at:\n", human_bytes(m.bytes),
+                       m.bytes, what, m.device >= 0 ? fmt::format(" on device {}", m.device) : "", m.step,
+                       m.why == "refusal" ? "before refusing" : "at", m.api);
+        frames(out, m.site, max_frames);
+    }
+    if (r.returns.size() == kReturnsKept)
+        fmt::format_to(it, "  (at most the first {} returns are listed; the driver took back {} bytes in all)\n", kReturnsKept,
+                       r.summary.returned_bytes);
     out += graph_table(r);
     for (const SuppressionUse& s : r.suppressions)
         if (s.hits) fmt::format_to(it, "\nSuppressed {} rows by {}", s.hits, s.rule);

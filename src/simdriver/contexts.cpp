@@ -90,7 +90,9 @@ CUresult SimState::pointer_attribute(void* data, CUpointer_attribute attribute, 
     CUcontext ctx = nullptr;
     int device = 0;
     CUmemorytype type = CU_MEMORYTYPE_DEVICE;
+    CUmemoryPool pool = nullptr;
     if (auto c = s.classic_at(ptr); c != s.classic.end()) {
+        pool = c->second.pool;
         start = c->first;
         size = c->second.size;
         ctx = c->second.ctx;
@@ -118,6 +120,7 @@ CUresult SimState::pointer_attribute(void* data, CUpointer_attribute attribute, 
         case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: *static_cast<unsigned*>(data) = type; return CUDA_SUCCESS;
         case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *static_cast<CUdeviceptr*>(data) = start; return CUDA_SUCCESS;
         case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *static_cast<std::size_t*>(data) = size; return CUDA_SUCCESS;
+        case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: *static_cast<CUmemoryPool*>(data) = pool; return CUDA_SUCCESS;
         default: return CUDA_ERROR_NOT_SUPPORTED;  // not modelled
     }
 }

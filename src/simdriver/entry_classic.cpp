@@ -13,12 +13,22 @@ CUresult alloc_on_stream(CUdeviceptr* dptr, size_t bytes, CUstream stream) {
     if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
     SimState& s = SimState::get();
     if (CUresult r = s.stream_check(stream); r != CUDA_SUCCESS) return r;
-    return s.device_alloc(dptr, bytes, true);  // nothing executes, so stream order is immediate order
+    // Captured, it is an allocation of the graph, charged at the graph's launch (measured).
+    if (s.capturing(stream)) return s.captured_alloc(stream, bytes, dptr);
+    return s.pool_alloc(dptr, bytes, nullptr);  // nothing executes, so stream order is immediate order
+}
+
+CUresult alloc_from_pool(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool, CUstream stream) {
+    if (dptr == nullptr || pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    SimState& s = SimState::get();
+    if (CUresult r = s.stream_check(stream); r != CUDA_SUCCESS) return r;
+    return s.pool_alloc(dptr, bytes, pool);
 }
 
 CUresult free_on_stream(CUdeviceptr dptr, CUstream stream) {
     SimState& s = SimState::get();
     if (CUresult r = s.stream_check(stream); r != CUDA_SUCCESS) return r;
+    if (s.capturing(stream) && s.captured_free(stream, dptr)) return CUDA_SUCCESS;
     return s.device_free(dptr);
 }
 
@@ -109,12 +119,11 @@ CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
     return guarded([&] { return free_on_stream(dptr, hStream); });
 }
 
-// Pools are not modelled (no cuMemPoolCreate in the catalog): any pool allocates from the device.
 CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
-    return guarded([&] { return pool == nullptr ? CUDA_ERROR_INVALID_VALUE : alloc_on_stream(dptr, bytesize, hStream); });
+    return guarded([&] { return alloc_from_pool(dptr, bytesize, pool, hStream); });
 }
 CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
-    return guarded([&] { return pool == nullptr ? CUDA_ERROR_INVALID_VALUE : alloc_on_stream(dptr, bytesize, hStream); });
+    return guarded([&] { return alloc_from_pool(dptr, bytesize, pool, hStream); });
 }
 
 CUresult cuMemGetAddressRange_v2(CUdeviceptr* pbase, size_t* psize, CUdeviceptr dptr) {

@@ -203,7 +203,9 @@ CUresult cuCtxGetDevice(CUdevice* device) {
 CUresult cuCtxSynchronize(void) {
     return guarded([&] {
         int dev = 0;
-        return SimState::get().current_device(&dev);  // nothing runs, so nothing to wait for
+        if (CUresult r = SimState::get().current_device(&dev); r != CUDA_SUCCESS) return r;
+        SimState::get().synchronized();  // nothing runs; pools give idle memory back past their threshold
+        return CUDA_SUCCESS;
     });
 }
 

@@ -52,16 +52,31 @@ public:
 
     // --- classic memory ---
     CUresult mem_get_info(std::size_t* free, std::size_t* total);
-    // On the current context's device; stream-ordered memory belongs to its pool, not to the context.
-    CUresult device_alloc(CUdeviceptr* out, std::size_t bytes, bool stream_ordered = false);
+    // On the current context's device, owned by the current context.
+    CUresult device_alloc(CUdeviceptr* out, std::size_t bytes);
     CUresult managed_alloc(CUdeviceptr* out, std::size_t bytes);
     CUresult host_alloc(void** out, std::size_t bytes);
-    CUresult device_free(CUdeviceptr ptr);  // device or managed
+    CUresult device_free(CUdeviceptr ptr);  // device, managed or stream-ordered
     CUresult host_free(void* ptr);
     // Page-locking the program's own memory: ranges that must not overlap, unregistered by their start.
     CUresult host_register(void* ptr, std::size_t bytes, unsigned flags);
     CUresult host_unregister(void* ptr);
     CUresult address_range(CUdeviceptr ptr, CUdeviceptr* base, std::size_t* size);
+
+    // --- stream-ordered pools (docs/DRIVER.md, "Stream-ordered pools") ---
+    CUresult pool_create(CUmemoryPool* out, const CUmemPoolProps& props);
+    CUresult pool_destroy(CUmemoryPool pool);
+    CUresult pool_trim(CUmemoryPool pool, std::size_t keep);
+    CUresult pool_set_attribute(CUmemoryPool pool, CUmemPool_attribute attr, const void* value);
+    CUresult pool_get_attribute(CUmemoryPool pool, CUmemPool_attribute attr, void* value);
+    CUresult default_pool(CUmemoryPool* out, CUdevice dev);
+    CUresult current_pool(CUmemoryPool* out, CUdevice dev);
+    CUresult set_current_pool(CUdevice dev, CUmemoryPool pool);
+    // From `pool`, or the current context's device's current pool when null.
+    CUresult pool_alloc(CUdeviceptr* out, std::size_t bytes, CUmemoryPool pool);
+    // A synchronisation point (a stream's or the context's): each pool gives back its idle memory above its
+    // release threshold.
+    void synchronized();
 
     // --- device memory shared outside its allocation: legacy IPC and dma-buf fds ---
     CUresult ipc_get(CUipcMemHandle* out, CUdeviceptr ptr);
@@ -96,14 +111,27 @@ public:
     CUresult stream_create(CUstream* out);
     CUresult stream_destroy(CUstream s);
     CUresult stream_check(CUstream s) const;  // the null and special streams are valid
-    CUresult stream_begin_capture(CUstream s, CUstreamCaptureMode mode);
+    // Into a graph of its own, or into `into` (cuStreamBeginCaptureToGraph).
+    CUresult stream_begin_capture(CUstream s, CUstreamCaptureMode mode, CUgraph into = nullptr);
     // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED where a capture forbids a synchronising call from this thread.
     CUresult check_unsafe_during_capture() const;
     CUresult stream_end_capture(CUstream s, CUgraph* out);
     CUresult stream_is_capturing(CUstream s, CUstreamCaptureStatus* out) const;
-    CUresult graph_instantiate(CUgraphExec* out, CUgraph g);
+    CUresult graph_instantiate(CUgraphExec* out, CUgraph g, unsigned long long flags);
     CUresult graph_destroy(CUgraph g);
     CUresult graph_exec_destroy(CUgraphExec e);
+    CUresult graph_create(CUgraph* out);
+    // --- graph memory (docs/DRIVER.md, "Graph memory") ---
+    CUresult graph_add_alloc(CUgraphNode* node, CUgraph g, CUDA_MEM_ALLOC_NODE_PARAMS& params);
+    CUresult graph_add_free(CUgraphNode* node, CUgraph g, CUdeviceptr ptr);
+    // cuMemAllocAsync / cuMemFreeAsync on a capturing stream: an allocation of the graph it builds, and a
+    // free of one (false: not the graph's, freed as outside a capture).
+    CUresult captured_alloc(CUstream s, std::size_t bytes, CUdeviceptr* out);
+    bool captured_free(CUstream s, CUdeviceptr ptr);
+    bool capturing(CUstream s) const;
+    CUresult graph_launch(CUgraphExec e, CUstream s);  // cuGraphLaunch and cuGraphUpload
+    CUresult graph_mem_trim(CUdevice dev);
+    CUresult graph_mem_attribute(CUdevice dev, CUgraphMem_attribute attr, cuuint64_t* value);
 
     SimState(const SimState&) = delete;
     SimState& operator=(const SimState&) = delete;

@@ -94,6 +94,18 @@ CUresult SimState::init() {
     for (std::size_t d = 0; d < n; ++d) s.contexts.push_back(std::make_unique<CUctx_st>(CUctx_st{static_cast<int>(d), true}));
     s.ctx_retains.assign(n, 0);
     s.primary_active.assign(n, false);
+    s.graph_memory.assign(n, 0);
+    s.graph_memory_high.assign(n, 0);
+    for (std::size_t d = 0; d < n; ++d) {  // each device's default pool, current until one is set
+        SimPool p;
+        p.device = static_cast<int>(d);
+        p.is_default = true;
+        p.object = std::make_unique<CUmemPoolHandle_st>(CUmemPoolHandle_st{p.device});
+        CUmemoryPool handle = p.object.get();
+        s.pools.emplace(handle, std::move(p));
+        s.default_pools.push_back(handle);
+        s.current_pools.push_back(handle);
+    }
     // On a shared node each process draws device addresses from its own slice, so pointers never collide.
     const bool va = s.node->shared() ? s.arena.open_at(s.node->va_slice(), kNodeVaSlice) : s.arena.open();
     if (!va) {
@@ -157,7 +169,7 @@ CUresult SimState::mem_get_info(std::size_t* free, std::size_t* total) {
     return CUDA_SUCCESS;
 }
 
-CUresult SimState::device_alloc(CUdeviceptr* out, std::size_t bytes, bool stream_ordered) {
+CUresult SimState::device_alloc(CUdeviceptr* out, std::size_t bytes) {
     std::lock_guard lock(impl_->mu);
     Impl& s = *impl_;
     int dev = 0;
@@ -166,11 +178,11 @@ CUresult SimState::device_alloc(CUdeviceptr* out, std::size_t bytes, bool stream
     const std::uint64_t charged = round_up(bytes, kClassicRound);
     SimNode::Lock node(*s.node);
     s.reap_all();
-    if (charged > s.config.memory_per_device - s.node->used(dev)) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (!s.room_for(dev, charged)) return CUDA_ERROR_OUT_OF_MEMORY;
     const std::uint64_t va = s.arena.take(charged, kClassicRound);
     if (va == 0) return CUDA_ERROR_OUT_OF_MEMORY;
     s.node->charge_classic(dev, charged);
-    s.classic.emplace(va, Classic{bytes, charged, charged, dev, ClassicKind::device, stream_ordered ? nullptr : tls_current});
+    s.classic.emplace(va, Classic{bytes, charged, charged, dev, ClassicKind::device, tls_current});
     *out = va;
     return CUDA_SUCCESS;
 }
@@ -216,7 +228,8 @@ CUresult SimState::device_free(CUdeviceptr ptr) {
     if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
     if (ptr == 0) return CUDA_SUCCESS;  // freeing null is a no-op, as for free(3)
     auto it = s.classic.find(ptr);
-    if (it == s.classic.end() || it->second.kind == ClassicKind::host || it->second.kind == ClassicKind::ipc)
+    if (it == s.classic.end() || it->second.kind == ClassicKind::ipc ||
+        (it->second.kind == ClassicKind::host && it->second.pool == nullptr))
         return CUDA_ERROR_INVALID_VALUE;
     SimNode::Lock node(*s.node);
     s.release_classic(it->first, it->second);
@@ -229,7 +242,8 @@ CUresult SimState::host_free(void* ptr) {
     Impl& s = *impl_;
     if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
     auto it = s.classic.find(reinterpret_cast<std::uint64_t>(ptr));
-    if (it == s.classic.end() || it->second.kind != ClassicKind::host) return CUDA_ERROR_INVALID_VALUE;
+    if (it == s.classic.end() || it->second.kind != ClassicKind::host || it->second.pool != nullptr)
+        return CUDA_ERROR_INVALID_VALUE;
     SimNode::Lock node(*s.node);
     s.release_classic(it->first, it->second);
     s.classic.erase(it);
@@ -308,6 +322,7 @@ CUresult SimState::mem_create(CUmemGenericAllocationHandle* out, std::size_t siz
     std::uint64_t nonce[4];
     for (auto& n : nonce) n = s.rng();
     std::uint64_t id = 0;
+    if (dev >= 0 && !s.room_for(dev, size)) return CUDA_ERROR_OUT_OF_MEMORY;
     if (s.node->create(dev, size, prop, nonce, &id) != SimNode::CreateResult::ok) return CUDA_ERROR_OUT_OF_MEMORY;
     *out = s.new_value(id);
     return CUDA_SUCCESS;
@@ -647,132 +662,6 @@ CUresult SimState::multicast_unbind(CUmemGenericAllocationHandle mc, CUdevice de
     s.node->unbind(id, dev, mc_offset, size);  // nothing bound there is not refused
     s.sweep_values();
     return CUDA_SUCCESS;
-}
-
-// ---------------- streams and graphs ----------------
-
-namespace {
-bool special_stream(CUstream st) { return st == nullptr || st == CU_STREAM_LEGACY || st == CU_STREAM_PER_THREAD; }
-}  // namespace
-
-CUresult SimState::stream_create(CUstream* out) {
-    std::lock_guard lock(impl_->mu);
-    Impl& s = *impl_;
-    int dev = 0;
-    if (CUresult r = s.current_device(&dev); r != CUDA_SUCCESS) return r;
-    auto* st = new CUstream_st{tls_current, false};
-    s.streams.insert(st);
-    *out = st;
-    return CUDA_SUCCESS;
-}
-
-namespace {
-// Streams, graphs and executable graphs are plain objects the driver hands out: destroying one it does not
-// know is the driver's `unknown` answer. Called with the state's mutex held.
-template <typename Set, typename T>
-CUresult destroy_object(bool initialized, Set& set, T* object, CUresult unknown) {
-    if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
-    if (set.erase(object) == 0) return unknown;
-    delete object;
-    return CUDA_SUCCESS;
-}
-}  // namespace
-
-CUresult SimState::stream_destroy(CUstream st) {
-    std::lock_guard lock(impl_->mu);
-    return destroy_object(impl_->initialized, impl_->streams, st, CUDA_ERROR_INVALID_HANDLE);
-}
-
-CUresult SimState::stream_check(CUstream st) const {
-    std::lock_guard lock(impl_->mu);
-    const Impl& s = *impl_;
-    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
-    if (special_stream(st)) return tls_current == nullptr ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS;
-    return s.streams.count(st) != 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
-}
-
-CUresult SimState::stream_begin_capture(CUstream st, CUstreamCaptureMode mode) {
-    std::lock_guard lock(impl_->mu);
-    Impl& s = *impl_;
-    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
-    if (special_stream(st)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;  // the default streams cannot capture
-    if (s.streams.count(st) == 0) return CUDA_ERROR_INVALID_HANDLE;
-    if (st->capturing) return CUDA_ERROR_ILLEGAL_STATE;
-    st->capturing = true;
-    st->mode = mode;
-    st->captor = std::this_thread::get_id();
-    return CUDA_SUCCESS;
-}
-
-// The CUDA programming guide's rule for "potentially unsafe" calls (a synchronous cuMemFree among them):
-// refused while any capture in global mode is under way, or one in thread-local mode begun by this thread.
-CUresult SimState::check_unsafe_during_capture() const {
-    std::lock_guard lock(impl_->mu);
-    for (CUstream st : impl_->streams)
-        if (st->capturing && (st->mode == CU_STREAM_CAPTURE_MODE_GLOBAL ||
-                              (st->mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL && st->captor == std::this_thread::get_id())))
-            return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    return CUDA_SUCCESS;
-}
-
-CUresult SimState::stream_end_capture(CUstream st, CUgraph* out) {
-    std::lock_guard lock(impl_->mu);
-    Impl& s = *impl_;
-    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
-    if (special_stream(st) || s.streams.count(st) == 0) return CUDA_ERROR_INVALID_HANDLE;
-    if (!st->capturing) return CUDA_ERROR_ILLEGAL_STATE;
-    st->capturing = false;
-    auto* g = new CUgraph_st{0};
-    s.graphs.insert(g);
-    *out = g;
-    return CUDA_SUCCESS;
-}
-
-CUresult SimState::stream_is_capturing(CUstream st, CUstreamCaptureStatus* out) const {
-    std::lock_guard lock(impl_->mu);
-    const Impl& s = *impl_;
-    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
-    if (special_stream(st)) {
-        *out = CU_STREAM_CAPTURE_STATUS_NONE;
-        return CUDA_SUCCESS;
-    }
-    if (s.streams.count(st) == 0) return CUDA_ERROR_INVALID_HANDLE;
-    *out = st->capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
-    return CUDA_SUCCESS;
-}
-
-CUresult SimState::graph_instantiate(CUgraphExec* out, CUgraph g) {
-    std::lock_guard lock(impl_->mu);
-    Impl& s = *impl_;
-    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
-    if (s.graphs.count(g) == 0) return CUDA_ERROR_INVALID_VALUE;
-    int dev = 0;
-    if (CUresult r = s.current_device(&dev); r != CUDA_SUCCESS) return r;
-    const std::uint64_t charged = s.config.graph_exec_bytes;
-    if (charged != 0) {
-        SimNode::Lock node(*s.node);
-        s.reap_all();
-        if (!s.node->charge_classic(dev, charged)) return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    auto* e = new CUgraphExec_st{dev, charged};
-    s.execs.insert(e);
-    *out = e;
-    return CUDA_SUCCESS;
-}
-
-CUresult SimState::graph_destroy(CUgraph g) {
-    std::lock_guard lock(impl_->mu);
-    return destroy_object(impl_->initialized, impl_->graphs, g, CUDA_ERROR_INVALID_VALUE);
-}
-
-CUresult SimState::graph_exec_destroy(CUgraphExec e) {
-    std::lock_guard lock(impl_->mu);
-    Impl& s = *impl_;
-    if (s.initialized && s.execs.count(e) != 0 && e->charged != 0) {
-        SimNode::Lock node(*s.node);
-        s.node->uncharge_classic(e->device, e->charged);
-    }
-    return destroy_object(s.initialized, s.execs, e, CUDA_ERROR_INVALID_VALUE);
 }
 
 }  // namespace cumemaudit::sim

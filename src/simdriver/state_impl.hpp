@@ -30,19 +30,39 @@ struct CUstream_st {
     bool capturing;
     CUstreamCaptureMode mode;  // of the capture under way
     std::thread::id captor;    // the thread that began it
+    CUgraph graph = nullptr;   // what the capture builds
+};
+// A graph's memory allocation (an allocation node, or a cuMemAllocAsync captured): its address is fixed when
+// the node is made, its memory committed to the device's graph memory at the first upload or launch.
+struct GraphAlloc {
+    std::uint64_t va = 0, bytes = 0;
+    int device = 0;
+    bool freed_in_graph = false;  // a free node (or a captured cuMemFreeAsync) ends it within each launch
+};
+struct CUgraphNode_st {
+    int unused;
 };
 struct CUgraph_st {
-    int unused;
+    std::vector<GraphAlloc> allocs;
+    std::vector<std::unique_ptr<CUgraphNode_st>> nodes;
+};
+// A stream-ordered pool (cuMemPoolCreate, or a device's default pool).
+struct CUmemPoolHandle_st {
+    int device;
 };
 struct CUgraphExec_st {
     int device;
     std::uint64_t charged;  // device memory it holds (Config::graph_exec_bytes at instantiation)
+    std::vector<GraphAlloc> allocs;  // its graph's, as instantiated
+    bool committed = false;          // its allocations' memory is in the device's graph memory
+    bool auto_free = false;          // CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH
 };
 
 namespace cumemaudit::sim {
 
 constexpr std::uint64_t kGranularity = 2ull << 20;  // measured: minimum and recommended, 2 MiB
 constexpr std::uint64_t kClassicRound = 512;         // classic allocations are charged in 512-byte units
+constexpr std::uint64_t kPoolChunk = 32ull << 20;  // measured: pools reserve and give back 32 MiB at a time
 constexpr std::uint64_t kFirstHandle = 0x5e0000001ull;  // recognisable in logs; never 0
 
 // The current context is per thread, as in the real driver; it names an object SimState owns. It is the
@@ -89,6 +109,23 @@ struct Classic {
     // allocation's reference on it. IPC opens hold a reference on the exporter's.
     std::uint64_t node_id = 0;
     int opens = 0;  // IPC opens: times this process opened the handle (each close takes one back)
+    CUmemoryPool pool = nullptr;  // stream-ordered memory: the pool that carries its charge
+    // A graph allocation that outlived its launch (no free node): the device's graph memory carries its
+    // charge, and its address stays the graph's.
+    bool graph_kept = false;
+};
+
+// A stream-ordered pool's figures. Its reserved memory is charged to its device (none for a host pool) in
+// chunks; `used` is the exact bytes of its live allocations (measured).
+struct SimPool {
+    std::unique_ptr<CUmemPoolHandle_st> object;
+    int device = 0;
+    bool host = false;        // host-located: its memory is host memory, charged to no device
+    bool is_default = false;  // a device's default pool, which cannot be destroyed
+    bool destroyed = false;   // destroyed with allocations out: it goes when the last is freed
+    std::uint64_t max_size = 0;  // 0: no cap but the device's memory
+    std::uint64_t threshold = 0;  // CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: idle bytes it keeps at a synchronisation
+    std::uint64_t reserved = 0, used = 0, reserved_high = 0, used_high = 0;
 };
 
 // Host memory page-locked by cuMemHostRegister, in the context that registered it.
@@ -120,6 +157,12 @@ struct SimState::Impl {
     std::map<std::uint64_t, Mapping> mappings;            // start -> mapping
     std::map<std::uint64_t, Classic> classic;             // start -> allocation
     std::map<std::uint64_t, Registration> registered;     // host memory page-locked, by start
+
+    std::map<CUmemoryPool, SimPool> pools;
+    // Per device: memory committed to graphs (cuDeviceGetGraphMemAttribute's used and reserved figures, equal
+    // in every measurement) and its high-water mark.
+    std::vector<std::uint64_t> graph_memory, graph_memory_high;
+    std::vector<CUmemoryPool> default_pools, current_pools;  // per device
 
     std::unordered_set<CUstream> streams;
     std::unordered_set<CUgraph> graphs;
@@ -230,12 +273,14 @@ struct SimState::Impl {
     // Gives back what a classic allocation holds: its charge (or its reference on the node allocation that
     // carries it now) and its addresses. Its record is the caller's to erase. Both locks held.
     void release_classic(std::uint64_t start, const Classic& c) {
+        if (c.pool != nullptr) return_to_pool(c);
         if (c.node_id != 0) {
             node->add_use(c.node_id, -1, 0);
             node->maybe_free(c.node_id);
         } else if (c.kind == ClassicKind::device) {
             node->uncharge_classic(c.device, c.charged);
         }
+        if (c.mapped == 0) return;  // a graph allocation's address stays its graph's
         if (c.kind == ClassicKind::device || c.kind == ClassicKind::ipc) arena.give(start, c.mapped);
         else ::munmap(reinterpret_cast<void*>(start), c.mapped);
     }
@@ -243,6 +288,55 @@ struct SimState::Impl {
     // The node allocation carrying a device allocation's charge, made on its first share (an IPC handle,
     // a dma-buf fd); 0 when the node's table is full. Both locks held. In shared_classic.cpp.
     std::uint64_t share(Classic& c);
+
+    // A pool keeps at least `keep` bytes reserved (whole chunks) and gives the rest back. Both locks held.
+    void shrink_pool(SimPool& p, std::uint64_t keep) {
+        const std::uint64_t target = std::min(p.reserved, round_up(std::max(p.used, keep), kPoolChunk));
+        if (!p.host) node->uncharge_classic(p.device, p.reserved - target);
+        p.reserved = target;
+    }
+
+    // A stream-ordered allocation's bytes go back to its pool, idle until a synchronisation or a trim; a
+    // pool destroyed while they were out goes with its last one. Both locks held.
+    void return_to_pool(const Classic& c) {
+        auto it = pools.find(c.pool);
+        if (it == pools.end()) return;
+        SimPool& p = it->second;
+        p.used -= std::min(p.used, c.size);
+        if (p.destroyed && p.used == 0) {
+            shrink_pool(p, 0);
+            pools.erase(it);
+        }
+    }
+
+    // Before it refuses device memory the driver takes back every pool's idle memory on that device
+    // (measured: also when that cannot satisfy the request). Whether `bytes` fit after. Both locks held.
+    bool room_for(int dev, std::uint64_t bytes) {
+        if (bytes <= config.memory_per_device - node->used(dev)) return true;
+        for (auto& [handle, p] : pools)
+            if (!p.host && p.device == dev) shrink_pool(p, 0);
+        trim_graph_memory(dev);  // the graph memory no launch holds goes too
+        return bytes <= config.memory_per_device - node->used(dev);
+    }
+
+    // A graph's allocation at a new address, nothing charged; and an executable's commit at its upload or
+    // launch (graphs.cpp). Both locks held.
+    CUresult add_graph_alloc(CUgraph g, std::uint64_t bytes, int dev, CUdeviceptr* va);
+    CUresult commit(CUgraphExec e);
+
+    // cuDeviceGraphMemTrim: graph memory goes back but for allocations that outlived their launch, and each
+    // executable commits its memory again at its next launch (nothing runs here, so nothing is in use).
+    // Both locks held.
+    void trim_graph_memory(int dev) {
+        std::uint64_t kept = 0;
+        for (const auto& [start, c] : classic)
+            if (c.graph_kept && c.device == dev) kept += c.size;
+        const auto d = static_cast<std::size_t>(dev);
+        if (graph_memory[d] > kept) node->uncharge_classic(dev, graph_memory[d] - kept);
+        graph_memory[d] = std::min(graph_memory[d], kept);
+        for (CUgraphExec e : execs)
+            if (e->device == dev) e->committed = false;
+    }
 
     // What a context's end frees (cuCtxDestroy, a primary context's reset): its classic allocations, host
     // and managed memory included, its IPC opens and its host registrations; never stream-ordered or

@@ -86,6 +86,27 @@ TEST_CASE("every row's symbol has the signature cudaTypedefs.h gives that base a
     static_assert(same_signature<PFN_cuGraphInstantiateWithFlags_v11040>(&cuGraphInstantiateWithFlags));
     static_assert(same_signature<PFN_cuGraphDestroy_v10000>(&cuGraphDestroy));
     static_assert(same_signature<PFN_cuGraphExecDestroy_v10000>(&cuGraphExecDestroy));
+    static_assert(same_signature<PFN_cuMemPoolCreate_v11020>(&cuMemPoolCreate));
+    static_assert(same_signature<PFN_cuMemPoolDestroy_v11020>(&cuMemPoolDestroy));
+    static_assert(same_signature<PFN_cuMemPoolTrimTo_v11020>(&cuMemPoolTrimTo));
+    static_assert(same_signature<PFN_cuMemPoolSetAttribute_v11020>(&cuMemPoolSetAttribute));
+    static_assert(same_signature<PFN_cuMemPoolGetAttribute_v11020>(&cuMemPoolGetAttribute));
+    static_assert(same_signature<PFN_cuDeviceGetDefaultMemPool_v11020>(&cuDeviceGetDefaultMemPool));
+    static_assert(same_signature<PFN_cuDeviceGetMemPool_v11020>(&cuDeviceGetMemPool));
+    static_assert(same_signature<PFN_cuDeviceSetMemPool_v11020>(&cuDeviceSetMemPool));
+    static_assert(same_signature<PFN_cuGraphCreate_v10000>(&cuGraphCreate));
+    static_assert(same_signature<PFN_cuGraphInstantiateWithParams_v12000>(&cuGraphInstantiateWithParams));
+    static_assert(same_signature<PFN_cuGraphInstantiateWithParams_v12000_ptsz>(&cuGraphInstantiateWithParams_ptsz));
+    static_assert(same_signature<PFN_cuStreamBeginCaptureToGraph_v12030>(&cuStreamBeginCaptureToGraph));
+    static_assert(same_signature<PFN_cuStreamBeginCaptureToGraph_v12030_ptsz>(&cuStreamBeginCaptureToGraph_ptsz));
+    static_assert(same_signature<PFN_cuGraphAddMemAllocNode_v11040>(&cuGraphAddMemAllocNode));
+    static_assert(same_signature<PFN_cuGraphAddMemFreeNode_v11040>(&cuGraphAddMemFreeNode));
+    static_assert(same_signature<PFN_cuGraphUpload_v11010>(&cuGraphUpload));
+    static_assert(same_signature<PFN_cuGraphUpload_v11010_ptsz>(&cuGraphUpload_ptsz));
+    static_assert(same_signature<PFN_cuGraphLaunch_v10000>(&cuGraphLaunch));
+    static_assert(same_signature<PFN_cuGraphLaunch_v10000_ptsz>(&cuGraphLaunch_ptsz));
+    static_assert(same_signature<PFN_cuDeviceGraphMemTrim_v11040>(&cuDeviceGraphMemTrim));
+    static_assert(same_signature<PFN_cuDeviceGetGraphMemAttribute_v11040>(&cuDeviceGetGraphMemAttribute));
     static_assert(same_signature<PFN_cuMemGetAllocationGranularity_v10020>(&cuMemGetAllocationGranularity));
     static_assert(same_signature<PFN_cuMemCreate_v10020>(&cuMemCreate));
     static_assert(same_signature<PFN_cuMemRelease_v10020>(&cuMemRelease));
@@ -114,8 +135,8 @@ TEST_CASE("every row's symbol has the signature cudaTypedefs.h gives that base a
     static_assert(same_signature<PFN_cuPointerGetAttribute_v4000>(&cuPointerGetAttribute));
     static_assert(same_signature<PFN_cuIpcGetMemHandle_v4010>(&cuIpcGetMemHandle));
     static_assert(same_signature<PFN_cuMemGetHandleForAddressRange_v11070>(&cuMemGetHandleForAddressRange));
-    // 81 checks above: 73 rows plus 8 per-thread twins.
+    // 102 checks above: 90 rows plus 12 per-thread twins.
     std::size_t twins = 0;
     for (const auto& e : cumemaudit::catalog::entries()) twins += e.per_thread.empty() ? 0 : 1;
-    CHECK(cumemaudit::catalog::entries().size() + twins == 81);
+    CHECK(cumemaudit::catalog::entries().size() + twins == 102);
 }

@@ -82,34 +82,3 @@ TEST_CASE_METHOD(Fresh, "classic allocations and frees through callbacks; a call
     CHECK(now(rec).summary.live_bytes == 0);
 }
 
-TEST_CASE("pool activity records give each stream-ordered pool's latest reserved and used bytes") {
-    shim::CuptiPools pools;
-    CUpti_ActivityMemory4 alloc{};
-    alloc.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
-    alloc.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
-    alloc.memoryPoolConfig.memoryPoolType = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL;
-    alloc.memoryPoolConfig.address = 0x5000;
-    alloc.memoryPoolConfig.pool.size = 32u << 20;
-    alloc.memoryPoolConfig.utilizedSize = 4u << 20;
-    pools.absorb(reinterpret_cast<const CUpti_Activity*>(&alloc));
-    CHECK(pools.figures().reserved == (32u << 20));
-    CHECK(pools.figures().used == (4u << 20));
-
-    alloc.memoryPoolConfig.pool.size = 64u << 20;  // the pool grew: its latest figure replaces the last
-    alloc.memoryPoolConfig.utilizedSize = 40u << 20;
-    pools.absorb(reinterpret_cast<const CUpti_Activity*>(&alloc));
-    CHECK(pools.figures().reserved == (64u << 20));
-
-    CUpti_ActivityMemoryPool3 trimmed{};
-    trimmed.kind = CUPTI_ACTIVITY_KIND_MEMORY_POOL;
-    trimmed.memoryPoolOperationType = CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_TRIMMED;
-    trimmed.address = 0x5000;
-    trimmed.size = 8u << 20;
-    trimmed.utilizedSize = 0;
-    pools.absorb(reinterpret_cast<const CUpti_Activity*>(&trimmed));
-    CHECK(pools.figures().reserved == (8u << 20));
-    trimmed.memoryPoolOperationType = CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_DESTROYED;
-    pools.absorb(reinterpret_cast<const CUpti_Activity*>(&trimmed));
-    CHECK(pools.figures().reserved == 0);
-    CHECK(pools.figures().used == 0);
-}

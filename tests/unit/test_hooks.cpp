@@ -58,8 +58,9 @@ TEST_CASE("every allocation, free and VMM entry point of the catalog is wrapped"
         "cuPointerGetAttribute", "cuCtxGetCurrent",
         "cuCtxSetCurrent", "cuCtxGetDevice", "cuCtxSynchronize", "cuGetErrorName", "cuGetErrorString",
         "cuMemGetAddressRange_v2", "cuStreamCreate", "cuStreamDestroy_v2", "cuStreamSynchronize",
-        "cuStreamSynchronize_ptsz", "cuStreamIsCapturing", "cuStreamIsCapturing_ptsz", "cuGraphDestroy",
-        "cuGraphExecDestroy"};
+        "cuStreamSynchronize_ptsz", "cuStreamIsCapturing", "cuStreamIsCapturing_ptsz", "cuMemPoolGetAttribute",
+        "cuDeviceGetDefaultMemPool", "cuDeviceGetMemPool", "cuDeviceSetMemPool", "cuGraphCreate",
+        "cuDeviceGetGraphMemAttribute"};
     for (const auto& e : catalog::entries()) {
         for (auto symbol : {e.symbol, e.per_thread}) {
             if (symbol.empty() || not_wrapped.count(std::string(symbol))) continue;

@@ -7,7 +7,6 @@
 
 #include "shim/process/auditor.hpp"
 #include "shim/record/call.hpp"
-#include "shim/record/cupti_pools.hpp"
 #include "shim/record/entry_point.hpp"
 #include "shim/boundary/fence.hpp"
 #include "shim/services/log.hpp"
@@ -55,6 +54,7 @@ void record_from_cupti(Recorder* target, const char* api, CUresult r, A... a) {
         Call call(*rec, api, program_caller(), Row::d.call_class);
         ShimScope busy;
         Row::record_answer(call, r, a...);
+        if (Row::watch_oom(call, r, a...)) rec->report_due();
     });
     t.in_cupti_callback = false;
 }
@@ -85,48 +85,6 @@ constexpr CUpti_CallbackId kCallbacks[] = {
 using Subscribe = CUptiResult(CUPTIAPI*)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*, CUpti_SubscriberParams*);
 using EnableCallback = CUptiResult(CUPTIAPI*)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId);
 using ResultString = CUptiResult(CUPTIAPI*)(CUptiResult, const char**);
-using RegisterBuffers = CUptiResult(CUPTIAPI*)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc);
-using EnableActivity = CUptiResult(CUPTIAPI*)(CUpti_ActivityKind);
-using NextRecord = CUptiResult(CUPTIAPI*)(uint8_t*, size_t, CUpti_Activity**);
-using FlushAll = CUptiResult(CUPTIAPI*)(uint32_t);
-
-NextRecord g_next_record = nullptr;
-FlushAll g_flush_all = nullptr;
-
-// Activity buffers: CUPTI asks for one, fills it, hands it back from its own thread.
-constexpr size_t kActivityBuffer = 1 << 20;
-
-void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) noexcept {
-    *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kActivityBuffer));
-    *size = *buffer != nullptr ? kActivityBuffer : 0;
-    *max_records = 0;
-}
-
-void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) noexcept {
-    guarded("CUPTI activity buffer", [&] {
-        CUpti_Activity* record = nullptr;
-        Recorder* rec = Auditor::recorder_now();
-        while (rec != nullptr && g_next_record != nullptr && g_next_record(buffer, valid, &record) == CUPTI_SUCCESS)
-            rec->pools().absorb(record);
-    });
-    std::free(buffer);
-}
-
-// Memory and pool records: the growth of stream-ordered pools, which no entry point shows.
-void enable_pool_records(void* lib) {
-    auto register_buffers = reinterpret_cast<RegisterBuffers>(dlsym(lib, "cuptiActivityRegisterCallbacks"));
-    auto enable = reinterpret_cast<EnableActivity>(dlsym(lib, "cuptiActivityEnable"));
-    g_next_record = reinterpret_cast<NextRecord>(dlsym(lib, "cuptiActivityGetNextRecord"));
-    g_flush_all = reinterpret_cast<FlushAll>(dlsym(lib, "cuptiActivityFlushAll"));
-    if (register_buffers == nullptr || enable == nullptr || g_next_record == nullptr || g_flush_all == nullptr ||
-        register_buffers(buffer_requested, buffer_completed) != CUPTI_SUCCESS) {
-        g_flush_all = nullptr;
-        return;
-    }
-    enable(CUPTI_ACTIVITY_KIND_MEMORY2);
-    enable(CUPTI_ACTIVITY_KIND_MEMORY_POOL);
-    set_activity_flush([] { g_flush_all(0); });
-}
 
 // libcupti already in the process before the driver loaded us: a profiler (PyTorch's kineto, Nsight) links
 // it and may subscribe later. CUPTI takes one subscriber, so the audit yields it rather than break that tool.
@@ -233,7 +191,6 @@ int initialize_injection() {
         return 1;
     }
     for (CUpti_CallbackId id : kCallbacks) enable(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
-    enable_pool_records(lib);
     Auditor::cupti_subscribed(true);
     log_info("backend={}: subscribed to CUPTI's driver-API callbacks", cumemaudit::options::name_of(current_options().backend));
     return 1;

@@ -239,15 +239,17 @@ void Auditor::oom_checkpoint() { write_report(ledger::Moment::checkpoint, nullpt
 void Auditor::step(std::uint64_t step, const char* label, std::uint64_t torch_allocated, std::uint64_t torch_reserved) {
     ShimScope busy;
     if (CUcontext ctx = current_context()) program_context_ = ctx;
-    const PoolFigures pools = recorder_.pools().figures_now();
-    recorder_.timeline().mark(Mark{step, label != nullptr ? label : "", torch_allocated, torch_reserved, driver_memory(nullptr, WithNvml::yes),
-                                   pools.reserved, pools.used, recorder_.oom_log().take_pools()});
+    const DriverMemory m = driver_memory(nullptr, WithNvml::yes);
+    const PoolBook::Sums pools = look_at_pools(recorder_, m.device);
+    recorder_.timeline().mark(Mark{step, label != nullptr ? label : "", torch_allocated, torch_reserved, m, pools.reserved,
+                                   pools.used, recorder_.oom_log().take_pools()});
 }
 
 void Auditor::sample(const char* label) {
     ShimScope busy;
-    const PoolFigures pools = recorder_.pools().figures_now();
-    recorder_.timeline().mark(Mark{0, label, 0, 0, driver_memory(program_context_.load(), WithNvml::yes), pools.reserved, pools.used, {}});
+    const DriverMemory m = driver_memory(program_context_.load(), WithNvml::yes);
+    const PoolBook::Sums pools = look_at_pools(recorder_, m.device);
+    recorder_.timeline().mark(Mark{0, label, 0, 0, m, pools.reserved, pools.used, {}});
 }
 
 // Who this process is in a job, read at its first report and kept: a checkpoint written before the launcher
@@ -321,6 +323,11 @@ report::Report Auditor::build_report(ledger::Moment moment, const int* exit_code
     in.teardowns = std::move(teardowns.kept);
     in.teardown_freed_bytes = teardowns.bytes;
     in.teardown_freed_allocations = teardowns.allocations;
+    in.pools = recorder_.pools().rows();
+    in.untracked_pools = recorder_.pools().untracked();
+    Timeline::Returns returns = timeline.returns();
+    in.returns = std::move(returns.kept);
+    in.returned_bytes = returns.bytes;
     in.oom = recorder_.oom_log().records();
     in.oom_events = recorder_.oom_log().events();
     in.reclaimed = recorder_.enforcer().reclaimed();

@@ -57,8 +57,6 @@ void allocated(Call& call, CUresult r, std::uint64_t ptr, std::uint64_t size, Ki
     if (call.recorder().capturing()) call.recorder().timeline().captured(site.owner, size);
 }
 
-thread_local std::int64_t t_used_before_instantiate = -1;
-
 void freed(Call& call, CUresult r, std::uint64_t ptr) {
     const bool ok = r == CUDA_SUCCESS;
     if (ok && ptr == 0) return;  // freeing null is a no-op the driver accepts
@@ -191,12 +189,23 @@ void record(ev::AllocManaged, Call& call, CUresult r, CUdeviceptr* dptr, size_t 
     if (dptr != nullptr) allocated(call, r, *dptr, size, Kind::managed);
 }
 
-void record(ev::AllocAsync, Call& call, CUresult r, CUdeviceptr* dptr, size_t size, CUstream) {
-    if (dptr != nullptr) allocated(call, r, *dptr, size, Kind::async_pool);
+namespace {
+// Stream-ordered memory asked for on a capturing stream is the graph's: committed at its launch.
+bool captured_on(Call& call, CUstream stream) {
+    return call.recorder().capturing() && call.recorder().timeline().is_capturing(stream);
+}
+}  // namespace
+
+void record(ev::AllocAsync, Call& call, CUresult r, CUdeviceptr* dptr, size_t size, CUstream stream) {
+    if (dptr != nullptr) allocated(call, r, *dptr, size, captured_on(call, stream) ? Kind::graph : Kind::async_pool);
 }
 
-void record(ev::AllocFromPool, Call& call, CUresult r, CUdeviceptr* dptr, size_t size, CUmemoryPool, CUstream) {
-    if (dptr != nullptr) allocated(call, r, *dptr, size, Kind::async_pool);
+void record(ev::AllocFromPool, Call& call, CUresult r, CUdeviceptr* dptr, size_t size, CUmemoryPool pool, CUstream stream) {
+    if (dptr == nullptr) return;
+    const Kind kind = captured_on(call, stream) ? Kind::graph
+                      : call.recorder().pools().host_located(pool) ? Kind::async_pool_host
+                                                                   : Kind::async_pool;
+    allocated(call, r, *dptr, size, kind);
 }
 
 void record(ev::HostAlloc, Call& call, CUresult r, void** pp, size_t size, unsigned int) {
@@ -244,6 +253,9 @@ void record(ev::Free, Call& call, CUresult r, CUdeviceptr dptr) { freed(call, r,
 void record(ev::FreeAsync, Call& call, CUresult r, CUdeviceptr dptr, CUstream) { freed(call, r, dptr); }
 void record(ev::FreeHost, Call& call, CUresult r, void* p) { freed(call, r, addr(p)); }
 void record(ev::IpcClose, Call& call, CUresult r, CUdeviceptr dptr) { freed(call, r, dptr); }
+void record(ev::GraphFreeNode, Call& call, CUresult r, CUgraphNode*, CUgraph, const CUgraphNode*, size_t, CUdeviceptr dptr) {
+    freed(call, r, dptr);
+}
 
 namespace {
 // The driver freed what the ended context owned: the ledger forgets what the driver no longer knows, and
@@ -265,33 +277,6 @@ void record(ev::CtxRelease, Call& call, CUresult r, CUdevice dev) {
 
 void record(ev::CtxDestroy, Call& call, CUresult r, CUcontext) {
     if (r == CUDA_SUCCESS) context_ended(call, -1);
-}
-
-void record(ev::CaptureBegin, Call& call, CUresult r, CUstream stream, CUstreamCaptureMode) {
-    if (r == CUDA_SUCCESS) call.recorder().timeline().capture_began(stream);
-}
-
-void record(ev::CaptureEnd, Call& call, CUresult r, CUstream stream, CUgraph* graph) {
-    // A failed end (an invalidated capture) still ends the capture.
-    call.recorder().timeline().capture_ended(stream, r == CUDA_SUCCESS && graph != nullptr ? *graph : nullptr);
-}
-
-void prepare(ev::Instantiate, Call&, CUgraphExec*, CUgraph, unsigned long long) {
-    // Instantiation is rare and slow (milliseconds): two cuMemGetInfo around it price the graph.
-    const DriverMemory m = driver_memory();
-    t_used_before_instantiate = m.known ? static_cast<std::int64_t>(m.used) : -1;
-}
-
-void record(ev::Instantiate, Call& call, CUresult r, CUgraphExec* exec, CUgraph graph, unsigned long long) {
-    const std::int64_t before = t_used_before_instantiate;
-    t_used_before_instantiate = -1;
-    if (r != CUDA_SUCCESS || before < 0 || exec == nullptr) return;
-    const DriverMemory m = driver_memory();
-    if (m.known) call.recorder().timeline().instantiated(graph, *exec, static_cast<std::int64_t>(m.used) - before);
-}
-
-void record(ev::ExecDestroy, Call& call, CUresult r, CUgraphExec exec) {
-    if (r == CUDA_SUCCESS) call.recorder().timeline().exec_destroyed(exec);
 }
 
 const char* result_name(CUresult r) {

@@ -6,6 +6,7 @@
 
 #include "shim/record/call.hpp"
 #include "shim/record/declaration.hpp"
+#include "shim/record/pool_book.hpp"
 #include "shim/services/cuda_api.hpp"
 
 namespace cumemaudit::shim {
@@ -18,8 +19,14 @@ using namespace declaration_terms;
 #undef EVENT
 }  // namespace ev
 
-// Instantiating a graph samples driver-used memory first (its row says `prepares`).
+// Instantiating a graph samples driver-used memory first, and a pool's trim or destroy its figures (their
+// rows say `prepares`).
 void prepare(ev::Instantiate, Call&, CUgraphExec*, CUgraph, unsigned long long);
+void prepare(ev::Instantiate, Call&, CUgraphExec*, CUgraph, CUDA_GRAPH_INSTANTIATE_PARAMS*);
+void prepare(ev::GraphLaunch, Call&, CUgraphExec, CUstream);
+void prepare(ev::GraphMemTrim, Call&, CUdevice);
+void prepare(ev::PoolDestroy, Call&, CUmemoryPool);
+void prepare(ev::PoolTrim, Call&, CUmemoryPool, size_t);
 
 // What each event that `records` tells the ledger, the timeline or the graphs, after the driver answered.
 void record(ev::Create, Call&, CUresult, CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*,
@@ -55,13 +62,29 @@ void record(ev::Free, Call&, CUresult, CUdeviceptr);
 void record(ev::FreeAsync, Call&, CUresult, CUdeviceptr, CUstream);
 void record(ev::FreeHost, Call&, CUresult, void*);
 void record(ev::IpcClose, Call&, CUresult, CUdeviceptr);
+void record(ev::PoolCreate, Call&, CUresult, CUmemoryPool*, const CUmemPoolProps*);
+void record(ev::PoolDestroy, Call&, CUresult, CUmemoryPool);
+void record(ev::PoolTrim, Call&, CUresult, CUmemoryPool, size_t);
+void record(ev::PoolSetAttribute, Call&, CUresult, CUmemoryPool, CUmemPool_attribute, void*);
 void record(ev::CtxReset, Call&, CUresult, CUdevice);
 void record(ev::CtxRelease, Call&, CUresult, CUdevice);
 void record(ev::CtxDestroy, Call&, CUresult, CUcontext);
 void record(ev::CaptureBegin, Call&, CUresult, CUstream, CUstreamCaptureMode);
+void record(ev::CaptureBegin, Call&, CUresult, CUstream, CUgraph, const CUgraphNode*, const CUgraphEdgeData*, size_t,
+            CUstreamCaptureMode);
 void record(ev::CaptureEnd, Call&, CUresult, CUstream, CUgraph*);
 void record(ev::Instantiate, Call&, CUresult, CUgraphExec*, CUgraph, unsigned long long);
+void record(ev::Instantiate, Call&, CUresult, CUgraphExec*, CUgraph, CUDA_GRAPH_INSTANTIATE_PARAMS*);
+void record(ev::GraphAllocNode, Call&, CUresult, CUgraphNode*, CUgraph, const CUgraphNode*, size_t, CUDA_MEM_ALLOC_NODE_PARAMS*);
+void record(ev::GraphFreeNode, Call&, CUresult, CUgraphNode*, CUgraph, const CUgraphNode*, size_t, CUdeviceptr);
+void record(ev::GraphLaunch, Call&, CUresult, CUgraphExec, CUstream);
+void record(ev::GraphMemTrim, Call&, CUresult, CUdevice);
 void record(ev::ExecDestroy, Call&, CUresult, CUgraphExec);
+void record(ev::GraphDestroy, Call&, CUresult, CUgraph);
+
+// At a mark or an out-of-memory moment: each device's default pool joins the pool book, and the driver is
+// asked about every pool; the sums of `device`'s pools.
+PoolBook::Sums look_at_pools(Recorder&, int device);
 
 // The name of a CUresult without asking the driver.
 const char* result_name(CUresult);

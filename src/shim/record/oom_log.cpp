@@ -15,7 +15,8 @@ constexpr std::size_t kLeakSitesKept = 8;  // leaked parts with a site; the rest
 }  // namespace
 
 report::OomInput oom_breakdown(const ledger::Ledger& book, const std::vector<report::Graph>& graphs,
-                               std::uint64_t driver_used, std::uint64_t pool_reserved, std::uint64_t pool_used) {
+                               std::uint64_t driver_used, std::uint64_t pool_reserved, std::uint64_t pool_used,
+                               std::uint64_t graph_memory) {
     report::OomInput in;
     std::vector<report::OomPart> parts;
     std::vector<ledger::Site> sites;
@@ -51,6 +52,7 @@ report::OomInput oom_breakdown(const ledger::Ledger& book, const std::vector<rep
         if (g.held_instantiate_bytes > 0)
             add({"graph", "", "", g.id, static_cast<std::uint64_t>(g.held_instantiate_bytes), {}});
     if (pool_reserved > pool_used) add({"async_pool_idle", "", "", 0, pool_reserved - pool_used, {}});
+    if (graph_memory != 0) add({"graph_memory", "", "", 0, graph_memory, {}});
     const std::uint64_t named = std::accumulate(parts.begin(), parts.end(), std::uint64_t{0},
                                                 [](std::uint64_t s, const report::OomPart& p) { return s + p.bytes; });
     // Context, modules, memory of other processes: what no wrapped call named. Zero when the named parts

@@ -10,14 +10,34 @@ namespace cumemaudit::shim {
 
 namespace {
 
+// Memory the driver took back before it refused: a return at the refused call.
+void taken_back(Recorder& a, const char* what, const char* api, int device, std::uint64_t bytes, const ledger::Site& site) {
+    report::MemoryReturn ret;
+    ret.what = what;
+    ret.why = "refusal";
+    ret.api = api;
+    ret.device = device;
+    ret.time_ns = wall_clock_ns();
+    ret.bytes = bytes;
+    a.timeline().memory_returned(std::move(ret), site);
+}
+
 // The moment itself: the driver's figures first (closest to the refusal), then the ledger's.
-report::OomInput take_moment(Recorder& a, const char* api, const char* result, std::uint64_t bytes) {
+report::OomInput take_moment(Recorder& a, const char* api, const char* result, std::uint64_t bytes, const ledger::Site& site) {
     const DriverMemory m = driver_memory();
     // Exported fds the program closed since are learnt first: memory whose last pin was one is free, and
     // memory they no longer pin is unreachable.
     a.ledger().forget_closed_exports([](int fd, const ledger::ExportKey& key) { return fd_still_open(fd, key); });
-    const PoolFigures pools = a.pools().figures_now();
-    report::OomInput in = oom_breakdown(a.ledger(), a.timeline().graphs(), m.known ? m.used : 0, pools.reserved, pools.used);
+    // The driver took idle pool memory back before it refused (measured): what was idle at the last look
+    // and is gone now is a return, and the breakdown names only what is idle still.
+    const PoolBook::Sums idle_before = a.pools().last(m.device);
+    const PoolBook::Sums pools = look_at_pools(a, m.device);
+    if (idle_before.idle() > pools.idle()) taken_back(a, "pool", api, m.device, idle_before.idle() - pools.idle(), site);
+    // And the graph memory no launch held (measured): what the last mark saw and is gone now.
+    const std::uint64_t graph_before = a.timeline().last_graph_reserved();
+    if (m.known && graph_before > m.graph_reserved) taken_back(a, "graph_memory", api, m.device, graph_before - m.graph_reserved, site);
+    report::OomInput in = oom_breakdown(a.ledger(), a.timeline().graphs(), m.known ? m.used : 0, pools.reserved, pools.used,
+                                        m.graph_reserved);
     in.oom.time_ns = wall_clock_ns();
     in.oom.step = a.timeline().last_step();
     in.oom.api = api;
@@ -32,7 +52,7 @@ report::OomInput take_moment(Recorder& a, const char* api, const char* result, s
 
 bool out_of_memory(Call& call, CUresult r, std::uint64_t bytes) {
     Recorder& a = call.recorder();
-    report::OomInput in = take_moment(a, call.api(), result_name(r), bytes);
+    report::OomInput in = take_moment(a, call.api(), result_name(r), bytes, call.site());
     in.site = call.site();
     in.oom.owner = a.ledger().owner_name(in.site.owner);
     return a.oom_log().refused(std::move(in), a.options().oom_interval_s);
@@ -43,7 +63,7 @@ void allocation_succeeded(Call& call, std::uint64_t bytes) {
 }
 
 bool torch_out_of_memory(Recorder& a, std::uint64_t bytes) {
-    report::OomInput in = take_moment(a, "torch", "torch.OutOfMemoryError", bytes);
+    report::OomInput in = take_moment(a, "torch", "torch.OutOfMemoryError", bytes, ledger::Site{"torch", 0, 0});
     in.site = ledger::Site{"torch", 0, 0};
     in.oom.owner = "pytorch";
     return a.oom_log().torch_oom(bytes, std::move(in));

@@ -1,14 +1,14 @@
 // recorder: all one process's audit knows — the ledger, the timeline of marks and graphs, the OOM record,
-// enforce mode's handle table, the stream-ordered pool figures, the options it runs under — and nothing that
+// enforce mode's handle table, the stream-ordered pools, the options it runs under — and nothing that
 // runs on its own: no thread, no signal handler, no report written. Every recorded call carries one
 // (Call::recorder()); the Auditor (auditor.hpp) owns the process's, starts it, writes its reports; a fork
 // child builds a fresh one in one move (the parent's is left untouched: a parent thread may have held any
 // of its locks); a unit test makes its own.
 #pragma once
 
-#include "shim/record/cupti_pools.hpp"
 #include "shim/record/enforcer.hpp"
 #include "shim/record/oom_log.hpp"
+#include "shim/record/pool_book.hpp"
 #include "shim/record/step_timeline.hpp"
 #include "shim/services/options_store.hpp"
 
@@ -53,7 +53,7 @@ public:
     Timeline& timeline() { return timeline_; }
     OomLog& oom_log() { return oom_; }
     Enforcer& enforcer() { return enforcer_; }
-    CuptiPools& pools() { return pools_; }
+    PoolBook& pools() { return pools_; }
     // Names the frames of a site for log lines and reports (reads debug info on demand, writes nothing).
     report::Symbolizer& symbolizer() { return symbolizer_; }
 
@@ -75,7 +75,7 @@ private:
     Timeline timeline_;
     OomLog oom_;
     Enforcer enforcer_;
-    CuptiPools pools_;
+    PoolBook pools_;
     ReportWriter report_writer_ = nullptr;
 };
 

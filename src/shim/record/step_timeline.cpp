@@ -41,14 +41,18 @@ void Timeline::mark(const Mark& m) {
         s.driver_used_bytes = m.driver.used;
         s.driver_total_bytes = m.driver.total;
         s.process_used_bytes = m.driver.process_used;
-        // Context, modules, graph executables, and any other process on the device: what no call named.
-        s.unattributed_bytes = m.driver.used > tracked_on_device ? m.driver.used - tracked_on_device : 0;
+        // Context, modules, graph executables, and any other process on the device: what no call named. A
+        // pool's idle memory is named (the pool holds it), and so is graph memory.
+        const std::uint64_t named =
+            tracked_on_device + (m.pool_reserved - std::min(m.pool_reserved, m.pool_used)) + m.driver.graph_reserved;
+        s.unattributed_bytes = m.driver.used > named ? m.driver.used - named : 0;
         s.graph_mem_used_bytes = m.driver.graph_used;
         s.graph_mem_reserved_bytes = m.driver.graph_reserved;
     }
     std::lock_guard lock(mu_);
     // A named mark (a phase, a signal, a sample) sits at the last numbered step: the views place it there.
     if (s.label.empty()) last_step_ = m.step;
+    if (m.driver.known) last_graph_reserved_ = m.driver.graph_reserved;
     s.step = last_step_;
     check_growth(s, owners);
     steps_.push_back(std::move(s));
@@ -91,14 +95,59 @@ void Timeline::check_growth(const report::Step& s, const std::vector<ledger::Own
     since_epoch_ = ledger_.begin_epoch();
 }
 
-void Timeline::capture_began(const void* stream) {
-    std::lock_guard lock(mu_);
+std::size_t Timeline::graph_row(const void* graph) {
+    if (graph != nullptr)
+        if (auto it = by_graph_.find(graph); it != by_graph_.end()) return it->second;
     report::Graph g;
     g.id = graphs_.size() + 1;
     g.step = last_step_;
     g.time_ns = wall_clock_ns();
     graphs_.push_back(std::move(g));
-    if (capturing_.insert_or_assign(stream, graphs_.size() - 1).second) active_captures_.fetch_add(1);
+    if (graph != nullptr) by_graph_[graph] = graphs_.size() - 1;
+    return graphs_.size() - 1;
+}
+
+void Timeline::capture_began(const void* stream, const void* into) {
+    std::lock_guard lock(mu_);
+    if (capturing_.insert_or_assign(stream, graph_row(into)).second) active_captures_.fetch_add(1);
+}
+
+bool Timeline::is_capturing(const void* stream) const {
+    std::lock_guard lock(mu_);
+    return capturing_.count(stream) != 0;
+}
+
+void Timeline::graph_allocated(const void* graph, ledger::OwnerId owner, std::uint64_t bytes) {
+    std::lock_guard lock(mu_);
+    report::Graph& g = graphs_[graph_row(graph)];
+    ++g.allocations;
+    g.bytes += bytes;
+    g.bytes_by_owner[ledger_.owner_name(owner)] += bytes;
+}
+
+void Timeline::graph_destroyed(const void* graph) {
+    std::lock_guard lock(mu_);
+    by_graph_.erase(graph);
+}
+
+bool Timeline::awaits_commit(const void* exec) const {
+    std::lock_guard lock(mu_);
+    auto it = exec_committed_.find(exec);
+    return it != exec_committed_.end() && !it->second;
+}
+
+void Timeline::committed(const void* exec, std::uint64_t bytes) {
+    std::lock_guard lock(mu_);
+    auto it = execs_.find(exec);
+    if (it == execs_.end()) return;
+    exec_committed_[exec] = true;
+    report::Graph& g = graphs_[it->second.first];
+    g.graph_memory_bytes = std::max(g.graph_memory_bytes, bytes);
+}
+
+void Timeline::graph_memory_trimmed() {
+    std::lock_guard lock(mu_);
+    for (auto& [exec, done] : exec_committed_) done = false;
 }
 
 void Timeline::capture_ended(const void* stream, const void* graph) {
@@ -131,6 +180,7 @@ void Timeline::instantiated(const void* graph, const void* exec, std::int64_t de
     g.instantiate_cost_bytes += delta;
     g.held_instantiate_bytes += delta;
     execs_[exec] = {it->second, delta};
+    exec_committed_[exec] = false;
 }
 
 void Timeline::exec_destroyed(const void* exec) {
@@ -139,6 +189,7 @@ void Timeline::exec_destroyed(const void* exec) {
     if (it == execs_.end()) return;
     graphs_[it->second.first].held_instantiate_bytes -= it->second.second;
     execs_.erase(it);
+    exec_committed_.erase(exec);
 }
 
 std::vector<report::Step> Timeline::steps() const {
@@ -168,6 +219,18 @@ void Timeline::context_ended(const ledger::Site& call, int device, std::vector<l
     if (teardowns_.kept.size() < report::kTeardownsKept) teardowns_.kept.push_back({std::move(t), call, std::move(freed)});
 }
 
+void Timeline::memory_returned(report::MemoryReturn m, const ledger::Site& call) {
+    std::lock_guard lock(mu_);
+    m.step = last_step_;
+    returns_.bytes += m.bytes;
+    if (returns_.kept.size() < report::kReturnsKept) returns_.kept.push_back({std::move(m), call});
+}
+
+Timeline::Returns Timeline::returns() const {
+    std::lock_guard lock(mu_);
+    return returns_;
+}
+
 Timeline::Teardowns Timeline::teardowns() const {
     std::lock_guard lock(mu_);
     return teardowns_;
@@ -176,6 +239,11 @@ Timeline::Teardowns Timeline::teardowns() const {
 std::vector<report::Graph> Timeline::graphs() const {
     std::lock_guard lock(mu_);
     return graphs_;
+}
+
+std::uint64_t Timeline::last_graph_reserved() const {
+    std::lock_guard lock(mu_);
+    return last_graph_reserved_;
 }
 
 std::uint64_t Timeline::last_step() const {

@@ -26,7 +26,7 @@ struct Mark {
     std::string label;
     std::uint64_t torch_allocated = 0, torch_reserved = 0;
     DriverMemory driver;
-    std::uint64_t pool_reserved = 0, pool_used = 0;  // stream-ordered pools (CUPTI backend)
+    std::uint64_t pool_reserved = 0, pool_used = 0;  // stream-ordered pools of the mark's device
     std::vector<report::TorchPool> torch_pools;      // PyTorch's pools, from the Python helper
 };
 
@@ -39,15 +39,28 @@ public:
     void mark(const Mark&);
 
     // Stream capture. The hot path asks Recorder::capturing() (one relaxed load) before tallying an allocation.
-    void capture_began(const void* stream);
+    // Into a graph of its own, or into `into` (cuStreamBeginCaptureToGraph), whose row it then shares.
+    void capture_began(const void* stream, const void* into = nullptr);
+    bool is_capturing(const void* stream) const;
     void capture_ended(const void* stream, const void* graph);  // graph null: capture failed
     void captured(ledger::OwnerId, std::uint64_t bytes);        // an allocation during capture
     void instantiated(const void* graph, const void* exec, std::int64_t driver_used_delta);
+    // A graph built by hand gets an allocation node (a row of its own from its first).
+    void graph_allocated(const void* graph, ledger::OwnerId, std::uint64_t bytes);
+    void graph_destroyed(const void* graph);  // its row stays; its handle no longer names it
+    // Graph memory: an executable's first upload or launch commits its graph's memory (`bytes`, what the
+    // device's graph memory grew by); after a trim it commits again at its next launch.
+    bool awaits_commit(const void* exec) const;
+    void committed(const void* exec, std::uint64_t bytes);
+    void graph_memory_trimmed();
     void exec_destroyed(const void* exec);  // its instantiate cost is no longer held
 
     // A context ended and the driver freed `freed` (unfreed rows by site): at most kTeardownsKept kept, all
     // of them counted.
     void context_ended(const ledger::Site& call, int device, std::vector<ledger::LeakRow> freed);
+
+    // The driver took memory back (a pool's idle memory, graph memory): at most kReturnsKept kept, all counted.
+    void memory_returned(report::MemoryReturn, const ledger::Site& call);
 
     // Copies for a report (the report build symbolizes the alarm sites).
     std::vector<report::Step> steps() const;
@@ -58,11 +71,18 @@ public:
         std::uint64_t bytes = 0, allocations = 0;
     };
     Teardowns teardowns() const;
+    struct Returns {
+        std::vector<report::ReturnInput> kept;
+        std::uint64_t bytes = 0;
+    };
+    Returns returns() const;
 
     std::uint64_t last_step() const;  // the last numbered step marked (0 before any)
+    std::uint64_t last_graph_reserved() const;  // the device's graph memory at the last mark
 
 private:
     void check_growth(const report::Step&, const std::vector<ledger::OwnerRow>&);
+    std::size_t graph_row(const void* graph);  // its row in graphs_, made when new; mu_ held
     ledger::Ledger& ledger_;
     const Options& options_;
     report::Symbolizer& symbolizer_;
@@ -74,12 +94,15 @@ private:
     std::uint32_t since_epoch_ = 0;
     std::uint64_t marks_ = 0;
     std::uint64_t last_step_ = 0;  // the last numbered step marked
+    std::uint64_t last_graph_reserved_ = 0;
 
     std::vector<report::Graph> graphs_;
     Teardowns teardowns_;
+    Returns returns_;
     std::map<const void*, std::size_t> capturing_;  // stream → index into graphs_
     std::map<const void*, std::size_t> by_graph_;   // CUgraph → index into graphs_
     std::map<const void*, std::pair<std::size_t, std::int64_t>> execs_;  // CUgraphExec → (graph, its cost)
+    std::map<const void*, bool> exec_committed_;                        // CUgraphExec → its memory committed
     std::atomic<int>& active_captures_;
 };
 

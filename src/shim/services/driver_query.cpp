@@ -42,6 +42,46 @@ bool primary_context_active(CUdevice dev) {
     return state == nullptr || state(dev, &flags, &active) != CUDA_SUCCESS || active != 0;
 }
 
+PoolFigures ask_pool(CUmemoryPool pool) {
+    DriverScope in_driver;
+    static const auto get = driver_fn<CUresult(CUDAAPI*)(CUmemoryPool, CUmemPool_attribute, void*)>("cuMemPoolGetAttribute");
+    PoolFigures f;
+    cuuint64_t reserved = 0, used = 0, high = 0;
+    if (get == nullptr || get(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) != CUDA_SUCCESS ||
+        get(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used) != CUDA_SUCCESS)
+        return f;
+    if (get(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, &high) != CUDA_SUCCESS) high = reserved;
+    f.known = true;
+    f.reserved = reserved;
+    f.used = used;
+    f.peak_reserved = high;
+    return f;
+}
+
+std::uint64_t graph_memory_reserved(int device) {
+    DriverScope in_driver;
+    static const auto device_of = driver_fn<CUresult(CUDAAPI*)(CUdevice*)>("cuCtxGetDevice");
+    static const auto attr = driver_fn<CUresult(CUDAAPI*)(CUdevice, CUgraphMem_attribute, void*)>("cuDeviceGetGraphMemAttribute");
+    CUdevice dev = device;
+    if (dev < 0 && (device_of == nullptr || device_of(&dev) != CUDA_SUCCESS)) return 0;
+    cuuint64_t v = 0;
+    return attr != nullptr && attr(dev, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &v) == CUDA_SUCCESS ? v : 0;
+}
+
+std::vector<std::pair<int, CUmemoryPool>> default_pools() {
+    DriverScope in_driver;
+    static const auto count = driver_fn<CUresult(CUDAAPI*)(int*)>("cuDeviceGetCount");
+    static const auto get = driver_fn<CUresult(CUDAAPI*)(CUmemoryPool*, CUdevice)>("cuDeviceGetDefaultMemPool");
+    std::vector<std::pair<int, CUmemoryPool>> out;
+    int n = 0;
+    if (count == nullptr || get == nullptr || count(&n) != CUDA_SUCCESS) return out;
+    for (int d = 0; d < n; ++d) {
+        CUmemoryPool pool = nullptr;
+        if (get(&pool, d) == CUDA_SUCCESS && pool != nullptr) out.emplace_back(d, pool);
+    }
+    return out;
+}
+
 DriverMemory driver_memory(CUcontext fallback, WithNvml nvml) {
     DriverScope in_driver;  // our own questions are not the program's calls
     DriverMemory m;
@@ -62,6 +102,7 @@ DriverMemory driver_memory(CUcontext fallback, WithNvml nvml) {
         driver_fn<CUresult(CUDAAPI*)(CUdevice, CUgraphMem_attribute, void*)>("cuDeviceGetGraphMemAttribute");
     CUdevice dev = 0;
     if (device_of == nullptr || device_of(&dev) != CUDA_SUCCESS) return m;
+    m.device = dev;
     if (graph_attr != nullptr) {
         cuuint64_t v = 0;
         if (graph_attr(dev, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &v) == CUDA_SUCCESS) m.graph_used = v;

@@ -6,6 +6,8 @@
 #include "shim/services/cuda_api.hpp"
 
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 namespace cumemaudit::shim {
 
@@ -14,6 +16,7 @@ struct DriverMemory {
     std::uint64_t used = 0, total = 0;
     std::uint64_t graph_used = 0, graph_reserved = 0;  // cuDeviceGetGraphMemAttribute, where the driver has it
     std::uint64_t process_used = 0;                    // NVML's figure for this process (0: unknown)
+    int device = -1;                                   // the current context's device (-1: unknown)
 };
 
 // Needs a current context on this thread; `fallback` is made current first when none is (a sampler
@@ -21,6 +24,19 @@ struct DriverMemory {
 // With `nvml`, also this process's own figure from NVML (marks only: the first asks loads NVML).
 enum class WithNvml : bool { no, yes };
 DriverMemory driver_memory(CUcontext fallback = nullptr, WithNvml nvml = WithNvml::no);
+
+// A stream-ordered pool's reserved, used and peak reserved bytes (cuMemPoolGetAttribute); not known when the
+// driver will not say (a destroyed pool).
+struct PoolFigures {
+    bool known = false;
+    std::uint64_t reserved = 0, used = 0, peak_reserved = 0;
+};
+PoolFigures ask_pool(CUmemoryPool pool);
+// The graph memory a device holds (cuDeviceGetGraphMemAttribute, reserved); -1: the current context's.
+std::uint64_t graph_memory_reserved(int device = -1);
+
+// Each device's default pool (cuDeviceGetDefaultMemPool), by device ordinal.
+std::vector<std::pair<int, CUmemoryPool>> default_pools();
 
 // The calling thread's current context, or null.
 CUcontext current_context();

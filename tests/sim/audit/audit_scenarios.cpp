@@ -502,6 +502,93 @@ int map_array() {
 
 }  // namespace
 
+// RMM's cuda_async_memory_resource (rmm/mr/device/cuda_async_memory_resource.hpp): a pool of its own with the
+// release threshold at the device's total, primed with an allocation of half the free memory freed at once,
+// so the pool holds it idle. The job then allocates from the pool, trims it (PyTorch's empty_cache does so on
+// its cudaMallocAsync backend), and a library's cuMemAlloc finds too little left: the driver takes the pool's
+// idle memory back before it refuses. A pinned host pool (cuda.core's) holds host memory, never the device's.
+int pool_idle() {
+    init_primary_context();
+    auto step = reinterpret_cast<void (*)(uint64_t)>(dlsym(RTLD_DEFAULT, "cumemaudit_step"));
+    CUmemPoolProps pp{};
+    pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    pp.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    pp.location.id = 0;
+    CUmemoryPool pool = nullptr;
+    OK(cuMemPoolCreate(&pool, &pp));  // site:pool_create
+    size_t free = 0, total = 0;
+    OK(cuMemGetInfo(&free, &total));
+    cuuint64_t threshold = total;
+    OK(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold));
+    CUdeviceptr prime = 0;
+    OK(cuMemAllocFromPoolAsync(&prime, free / 2, pool, nullptr));
+    OK(cuMemFreeAsync(prime, nullptr));
+    OK(cuStreamSynchronize(nullptr));
+    if (step != nullptr) step(1);
+    CUdeviceptr work = 0;
+    OK(cuMemAllocFromPoolAsync(&work, 256 * kMiB, pool, nullptr));  // site:pool_alloc
+    if (step != nullptr) step(2);
+    OK(cuMemPoolTrimTo(pool, 1024 * kMiB));  // site:pool_trim
+    if (step != nullptr) step(3);
+    CUmemPoolProps hp{};
+    hp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    hp.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+    hp.location.id = 0;
+    CUmemoryPool host = nullptr;
+    OK(cuMemPoolCreate(&host, &hp));
+    CUdeviceptr staging = 0;
+    OK(cuMemAllocFromPoolAsync(&staging, 64 * kMiB, host, nullptr));  // site:host_pool_alloc
+    OK(cuMemGetInfo(&free, &total));
+    CUdeviceptr big = 0;
+    CHECK(cuMemAlloc(&big, free + 1024 * kMiB), CUDA_ERROR_OUT_OF_MEMORY);  // site:pool_refused
+    std::printf("pool_idle: free=%zu\n", free);
+    return 0;
+}
+
+// Graph memory: a graph built by hand with an allocation node and its free (as cuda-python's and CUTLASS's
+// examples do), and a cuMemAllocAsync captured with no free (the allocation outlives each launch). Nothing is
+// charged until the upload or launch; the memory stays the device's graph memory after the executable's end
+// until cuDeviceGraphMemTrim gives it back (measured on the H200).
+int graph_memory() {
+    init_primary_context();
+    auto step = reinterpret_cast<void (*)(uint64_t)>(dlsym(RTLD_DEFAULT, "cumemaudit_step"));
+    CUstream s = nullptr;
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUgraph g = nullptr;
+    OK(cuGraphCreate(&g, 0));
+    CUDA_MEM_ALLOC_NODE_PARAMS p{};
+    p.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    p.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    p.poolProps.location.id = 0;
+    p.bytesize = 256 * kMiB;
+    CUgraphNode alloc_node = nullptr, free_node = nullptr;
+    OK(cuGraphAddMemAllocNode(&alloc_node, g, nullptr, 0, &p));  // site:graph_alloc_node
+    OK(cuGraphAddMemFreeNode(&free_node, g, &alloc_node, 1, p.dptr));
+    CUgraphExec exec = nullptr;
+    OK(cuGraphInstantiate(&exec, g, 0));
+    if (step != nullptr) step(1);
+    OK(cuGraphUpload(exec, s));
+    OK(cuStreamSynchronize(s));
+    if (step != nullptr) step(2);
+    OK(cuGraphExecDestroy(exec));
+    OK(cuGraphDestroy(g));
+    if (step != nullptr) step(3);
+    OK(cuDeviceGraphMemTrim(0));  // site:graph_trim
+    OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CUdeviceptr kept = 0;
+    OK(cuMemAllocAsync(&kept, 128 * kMiB, s));  // site:captured_alloc
+    OK(cuStreamEndCapture(s, &g));
+    OK(cuGraphInstantiate(&exec, g, 0));
+    OK(cuGraphLaunch(exec, s));
+    OK(cuStreamSynchronize(s));
+    if (step != nullptr) step(4);
+    CHECK(cuGraphLaunch(exec, s), CUDA_ERROR_INVALID_VALUE);  // its allocation was never freed (measured)
+    OK(cuGraphExecDestroy(exec));
+    OK(cuGraphDestroy(g));
+    std::printf("graph_memory: done\n");
+    return 0;
+}
+
 int main(int argc, char** argv) {
     const std::string what = argc > 1 ? argv[1] : "";
     if (what == "misuse") return misuse();
@@ -521,8 +608,10 @@ int main(int argc, char** argv) {
     if (what == "nccl-host") return nccl_host();
     if (what == "host-register") return host_register();
     if (what == "context-reset") return context_reset();
+    if (what == "pool-idle") return pool_idle();
+    if (what == "graph-memory") return graph_memory();
     if (what == "ipc-dmabuf") return ipc_dmabuf();
     if (what == "none") return 0;
-    std::fprintf(stderr, "usage: audit_scenarios misuse|reuse|open-export|held-export|capture-free|threads|fork|exit N|wait|classic|deepbind LIB|checkpoint|async-growth|map-array|nccl-host|host-register|context-reset|ipc-dmabuf|none\n");
+    std::fprintf(stderr, "usage: audit_scenarios misuse|reuse|open-export|held-export|capture-free|threads|fork|exit N|wait|classic|deepbind LIB|checkpoint|async-growth|map-array|nccl-host|host-register|context-reset|ipc-dmabuf|pool-idle|graph-memory|none\n");
     return 2;
 }

@@ -20,7 +20,8 @@ int main() {
     if (cudaFree(temp) != cudaSuccess) return 99;
     cudaPitchedPtr volume{};
     if (cudaMalloc3D(&volume, cudaExtent{1000, 64, 8}) != cudaSuccess) return 99;  // site:runtime_3d
-    CUmemoryPool pool = reinterpret_cast<CUmemoryPool>(0x1);  // any non-null pool: the stand-in passes it on
+    CUmemoryPool pool = nullptr;  // the device's default pool, as cudaMallocAsync would use
+    if (cuDeviceGetDefaultMemPool(&pool, 0) != CUDA_SUCCESS) return 99;
     void* pooled = nullptr;
     if (cudaMallocFromPoolAsync(&pooled, 3 << 20, reinterpret_cast<cudaMemPool_t>(pool), nullptr) != cudaSuccess)  // site:runtime_pool
         return 99;

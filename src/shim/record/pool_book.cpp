@@ -1,0 +1,151 @@
+#include "shim/record/pool_book.hpp"
+
+#include <algorithm>
+
+namespace cumemaudit::shim {
+namespace {
+
+std::string location_text(const CUmemLocation& l) {
+    switch (l.type) {
+        case CU_MEM_LOCATION_TYPE_DEVICE: return "device " + std::to_string(l.id);
+        case CU_MEM_LOCATION_TYPE_HOST: return "host";
+        case CU_MEM_LOCATION_TYPE_HOST_NUMA: return "host NUMA " + std::to_string(l.id);
+        case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT: return "host NUMA (current)";
+        default: return "";
+    }
+}
+
+}  // namespace
+
+PoolBook::Entry* PoolBook::find(CUmemoryPool pool) {
+    for (Entry& e : pools_)
+        if (e.handle == pool && !e.row.destroyed) return &e;
+    return nullptr;
+}
+
+const PoolBook::Entry* PoolBook::find(CUmemoryPool pool) const {
+    return const_cast<PoolBook*>(this)->find(pool);
+}
+
+void PoolBook::add(Entry e) {
+    if (pools_.size() >= report::kPoolsKept) {
+        ++untracked_;
+        return;
+    }
+    e.row.id = pools_.size() + 1;
+    pools_.push_back(std::move(e));
+}
+
+void PoolBook::created(CUmemoryPool pool, const CUmemPoolProps& props, const ledger::Site& site, std::uint64_t step) {
+    Entry e;
+    e.handle = pool;
+    e.site = site;
+    e.row.origin = "created";
+    e.row.location = location_text(props.location);
+    e.row.device = props.location.type == CU_MEM_LOCATION_TYPE_DEVICE ? props.location.id : -1;
+    e.row.step = step;
+    std::lock_guard lock(mu_);
+    add(std::move(e));
+    if (props.location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
+        const std::size_t n = host_count_.load(std::memory_order_relaxed);
+        if (n < kHostPools) {
+            host_[n].store(pool, std::memory_order_relaxed);
+            host_count_.store(n + 1, std::memory_order_release);
+        }
+    }
+}
+
+void PoolBook::seen_default(CUmemoryPool pool, int device, std::uint64_t step) {
+    std::lock_guard lock(mu_);
+    if (find(pool) != nullptr) return;
+    Entry e;
+    e.handle = pool;
+    e.row.origin = "default";
+    e.row.location = "device " + std::to_string(device);
+    e.row.device = device;
+    e.row.step = step;
+    add(std::move(e));
+}
+
+void PoolBook::destroyed(CUmemoryPool pool) {
+    std::lock_guard lock(mu_);
+    if (Entry* e = find(pool)) {  // its idle memory went back; what allocations hold goes with their frees
+        e->row.destroyed = true;
+        e->row.reserved_bytes = e->row.used_bytes;
+        e->row.idle_bytes = 0;
+    }
+    // A host pool's handle may come back for a device pool: it is no longer host-located.
+    const std::size_t n = host_count_.load(std::memory_order_relaxed);
+    for (std::size_t i = 0; i < n; ++i)
+        if (host_[i].load(std::memory_order_relaxed) == pool) host_[i].store(nullptr, std::memory_order_relaxed);
+}
+
+void PoolBook::threshold_set(CUmemoryPool pool, std::uint64_t bytes) {
+    std::lock_guard lock(mu_);
+    if (Entry* e = find(pool)) e->row.release_threshold = bytes;
+}
+
+bool PoolBook::host_located(CUmemoryPool pool) const noexcept {
+    const std::size_t n = host_count_.load(std::memory_order_acquire);
+    for (std::size_t i = 0; i < n; ++i)
+        if (host_[i].load(std::memory_order_relaxed) == pool) return true;
+    return false;
+}
+
+std::uint64_t PoolBook::id_of(CUmemoryPool pool) const {
+    std::lock_guard lock(mu_);
+    const Entry* e = find(pool);
+    return e != nullptr ? e->row.id : 0;
+}
+
+int PoolBook::device_of(CUmemoryPool pool) const {
+    std::lock_guard lock(mu_);
+    const Entry* e = find(pool);
+    return e != nullptr ? static_cast<int>(e->row.device) : -1;
+}
+
+PoolBook::Sums PoolBook::look(AskPool ask, int device) {
+    std::lock_guard lock(mu_);
+    for (Entry& e : pools_) {
+        if (e.row.destroyed) continue;
+        const PoolFigures f = ask(e.handle);
+        if (!f.known) continue;
+        e.row.reserved_bytes = f.reserved;
+        e.row.used_bytes = f.used;
+        e.row.idle_bytes = f.reserved - std::min(f.reserved, f.used);
+        e.row.peak_reserved_bytes = std::max(e.row.peak_reserved_bytes, f.peak_reserved);
+    }
+    Sums s;
+    for (const Entry& e : pools_)
+        if (!e.row.destroyed && e.row.device == device) {
+            s.reserved += e.row.reserved_bytes;
+            s.used += e.row.used_bytes;
+        }
+    return s;
+}
+
+PoolBook::Sums PoolBook::last(int device) const {
+    std::lock_guard lock(mu_);
+    Sums s;
+    for (const Entry& e : pools_)
+        if (!e.row.destroyed && e.row.device == device) {
+            s.reserved += e.row.reserved_bytes;
+            s.used += e.row.used_bytes;
+        }
+    return s;
+}
+
+std::vector<report::PoolInput> PoolBook::rows() const {
+    std::lock_guard lock(mu_);
+    std::vector<report::PoolInput> out;
+    out.reserve(pools_.size());
+    for (const Entry& e : pools_) out.push_back({e.row, e.site});
+    return out;
+}
+
+std::uint64_t PoolBook::untracked() const {
+    std::lock_guard lock(mu_);
+    return untracked_;
+}
+
+}  // namespace cumemaudit::shim

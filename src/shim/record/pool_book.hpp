@@ -1,0 +1,63 @@
+// pool_book: the stream-ordered pools this process allocates from (each device's default pool, the pools it
+// creates) and what the driver last said of each: reserved, used and idle bytes. Learnt from the pool rows
+// of the hook table and, for default pools, at marks; the driver is asked at marks, at out-of-memory moments
+// and around trims and destroys, never on the allocation path. That path asks one thing, lock-free: whether
+// a pool lives in host memory, whose allocations are never device memory.
+#pragma once
+
+#include "shim/services/driver_query.hpp"
+
+#include "ledger/types.hpp"
+#include "report/build.hpp"
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+namespace cumemaudit::shim {
+
+using AskPool = PoolFigures (*)(CUmemoryPool);
+
+class PoolBook {
+public:
+    void created(CUmemoryPool pool, const CUmemPoolProps& props, const ledger::Site& site, std::uint64_t step);
+    void seen_default(CUmemoryPool pool, int device, std::uint64_t step);
+    void destroyed(CUmemoryPool pool);
+    void threshold_set(CUmemoryPool pool, std::uint64_t bytes);
+    bool host_located(CUmemoryPool pool) const noexcept;
+    // Its id in the report (0: not known) and device (-1: host, or not known).
+    std::uint64_t id_of(CUmemoryPool pool) const;
+    int device_of(CUmemoryPool pool) const;
+
+    // Asks the driver about every live pool and keeps the answers. Returns the sums over `device`'s pools.
+    struct Sums {
+        std::uint64_t reserved = 0, used = 0;
+        std::uint64_t idle() const { return reserved - std::min(reserved, used); }
+    };
+    Sums look(AskPool ask, int device);
+    Sums last(int device) const;  // the same from the last look
+
+    std::vector<report::PoolInput> rows() const;
+    std::uint64_t untracked() const;
+
+private:
+    struct Entry {
+        CUmemoryPool handle = nullptr;
+        report::Pool row;
+        ledger::Site site;
+    };
+    Entry* find(CUmemoryPool pool);  // mu_ held
+    const Entry* find(CUmemoryPool pool) const;
+    void add(Entry e);               // mu_ held
+
+    mutable std::mutex mu_;
+    std::vector<Entry> pools_;  // at most report::kPoolsKept
+    std::uint64_t untracked_ = 0;
+    static constexpr std::size_t kHostPools = 64;  // host pools the allocation path can tell apart
+    std::array<std::atomic<CUmemoryPool>, kHostPools> host_{};
+    std::atomic<std::size_t> host_count_{0};
+};
+
+}  // namespace cumemaudit::shim

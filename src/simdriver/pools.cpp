@@ -1,0 +1,225 @@
+// Stream-ordered pools: a device's default pool, pools of the program's own (device or host located),
+// their reserved, used and idle memory, the release threshold applied at synchronisation, trims, and the
+// driver taking idle memory back before it refuses memory. The answers follow the H200's (docs/DRIVER.md,
+// "Stream-ordered pools").
+#include "state.hpp"
+#include "state_impl.hpp"
+
+#include <cstring>
+
+namespace cumemaudit::sim {
+namespace {
+
+void* host_pages(std::size_t bytes) {
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? nullptr : p;
+}
+
+}  // namespace
+
+CUresult SimState::pool_create(CUmemoryPool* out, const CUmemPoolProps& props) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    if (props.allocType != CU_MEM_ALLOCATION_TYPE_PINNED && props.allocType != CU_MEM_ALLOCATION_TYPE_MANAGED)
+        return CUDA_ERROR_INVALID_VALUE;
+    SimPool p;
+    switch (props.location.type) {
+        case CU_MEM_LOCATION_TYPE_DEVICE:
+            if (props.location.id < 0 || props.location.id >= s.config.devices) return CUDA_ERROR_INVALID_DEVICE;
+            p.device = props.location.id;
+            break;
+        case CU_MEM_LOCATION_TYPE_HOST:
+        case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
+            p.host = true;
+            break;
+        case CU_MEM_LOCATION_TYPE_HOST_NUMA:  // one NUMA node, 0
+            if (props.location.id != 0) return CUDA_ERROR_INVALID_VALUE;
+            p.host = true;
+            break;
+        default:
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+    // Managed pools live on their device too: their allocations moved its used memory (measured).
+    if (props.allocType == CU_MEM_ALLOCATION_TYPE_MANAGED && p.host) return CUDA_ERROR_INVALID_VALUE;
+    constexpr unsigned known = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR | CU_MEM_HANDLE_TYPE_FABRIC;
+    if ((props.handleTypes & ~known) != 0) return CUDA_ERROR_NOT_SUPPORTED;
+    p.max_size = props.maxSize;
+    p.object = std::make_unique<CUmemPoolHandle_st>(CUmemPoolHandle_st{p.device});
+    CUmemoryPool handle = p.object.get();
+    s.pools.emplace(handle, std::move(p));
+    *out = handle;
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::pool_destroy(CUmemoryPool pool) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    auto it = s.pools.find(pool);
+    if (it == s.pools.end() || it->second.destroyed || it->second.is_default) return CUDA_ERROR_INVALID_VALUE;
+    SimPool& p = it->second;
+    // A device whose current pool this was allocates from its default pool again (measured).
+    for (std::size_t d = 0; d < s.current_pools.size(); ++d)
+        if (s.current_pools[d] == pool) s.current_pools[d] = s.default_pools[d];
+    SimNode::Lock node(*s.node);
+    s.shrink_pool(p, 0);
+    if (p.used == 0) s.pools.erase(it);
+    else p.destroyed = true;  // measured: its allocations stay valid, and it goes with the last
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::pool_trim(CUmemoryPool pool, std::size_t keep) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    auto it = s.pools.find(pool);
+    if (it == s.pools.end() || it->second.destroyed) return CUDA_ERROR_INVALID_VALUE;
+    SimNode::Lock node(*s.node);
+    s.shrink_pool(it->second, keep);
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::pool_set_attribute(CUmemoryPool pool, CUmemPool_attribute attr, const void* value) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    auto it = s.pools.find(pool);
+    if (it == s.pools.end() || it->second.destroyed || value == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    SimPool& p = it->second;
+    cuuint64_t v = 0;
+    switch (attr) {
+        case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+        case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+        case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+            return CUDA_SUCCESS;  // reuse policies: nothing executes, so nothing to reorder
+        case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+            std::memcpy(&v, value, sizeof v);
+            p.threshold = v;
+            return CUDA_SUCCESS;
+        case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+        case CU_MEMPOOL_ATTR_USED_MEM_HIGH:  // the watermarks may only be reset, to 0
+            std::memcpy(&v, value, sizeof v);
+            if (v != 0) return CUDA_ERROR_INVALID_VALUE;
+            (attr == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH ? p.reserved_high : p.used_high) =
+                attr == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH ? p.reserved : p.used;
+            return CUDA_SUCCESS;
+        default:
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
+CUresult SimState::pool_get_attribute(CUmemoryPool pool, CUmemPool_attribute attr, void* value) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    auto it = s.pools.find(pool);
+    if (it == s.pools.end() || value == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    const SimPool& p = it->second;
+    cuuint64_t v = 0;
+    switch (attr) {
+        case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+        case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+        case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES: {
+            const int on = 1;
+            std::memcpy(value, &on, sizeof on);
+            return CUDA_SUCCESS;
+        }
+        case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: v = p.threshold; break;
+        case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT: v = p.reserved; break;
+        case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH: v = p.reserved_high; break;
+        case CU_MEMPOOL_ATTR_USED_MEM_CURRENT: v = p.used; break;
+        case CU_MEMPOOL_ATTR_USED_MEM_HIGH: v = p.used_high; break;
+        default: return CUDA_ERROR_INVALID_VALUE;
+    }
+    std::memcpy(value, &v, sizeof v);
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::default_pool(CUmemoryPool* out, CUdevice dev) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (CUresult r = s.check_device(dev); r != CUDA_SUCCESS) return r;
+    *out = s.default_pools[static_cast<std::size_t>(dev)];
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::current_pool(CUmemoryPool* out, CUdevice dev) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (CUresult r = s.check_device(dev); r != CUDA_SUCCESS) return r;
+    *out = s.current_pools[static_cast<std::size_t>(dev)];
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::set_current_pool(CUdevice dev, CUmemoryPool pool) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (CUresult r = s.check_device(dev); r != CUDA_SUCCESS) return r;
+    auto it = s.pools.find(pool);
+    if (it == s.pools.end() || it->second.destroyed || it->second.host || it->second.device != dev)
+        return CUDA_ERROR_INVALID_VALUE;
+    s.current_pools[static_cast<std::size_t>(dev)] = pool;
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::pool_alloc(CUdeviceptr* out, std::size_t bytes, CUmemoryPool pool) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    int dev = 0;
+    if (CUresult r = s.current_device(&dev); r != CUDA_SUCCESS) return r;
+    if (pool == nullptr) pool = s.current_pools[static_cast<std::size_t>(dev)];
+    auto it = s.pools.find(pool);
+    if (it == s.pools.end() || it->second.destroyed) return CUDA_ERROR_INVALID_VALUE;
+    if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+    SimPool& p = it->second;
+    SimNode::Lock node(*s.node);
+    s.reap_all();
+    if (p.used + bytes > p.reserved) {
+        const std::uint64_t grow = round_up(p.used + bytes - p.reserved, kPoolChunk);
+        if (p.max_size != 0 && p.reserved + grow > p.max_size) {
+            // Measured: the refusal of a capped pool takes back the device's idle pool memory, and the
+            // capped pool is left holding its cap.
+            if (!p.host) {
+                for (auto& [other, q] : s.pools)
+                    if (!q.host && q.device == p.device) s.shrink_pool(q, 0);
+                const std::uint64_t cap = round_up(p.max_size, kPoolChunk);
+                if (p.reserved < cap && s.room_for(p.device, cap - p.reserved) && s.node->charge_classic(p.device, cap - p.reserved))
+                    p.reserved = cap;
+            }
+            p.reserved_high = std::max(p.reserved_high, p.reserved);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        if (!p.host) {
+            if (!s.room_for(p.device, grow) || !s.node->charge_classic(p.device, grow)) return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        p.reserved += grow;
+        p.reserved_high = std::max(p.reserved_high, p.reserved);
+    }
+    Classic c{bytes, 0, 0, p.host ? dev : p.device, p.host ? ClassicKind::host : ClassicKind::device, nullptr};
+    c.pool = pool;
+    std::uint64_t va = 0;
+    if (p.host) {
+        c.mapped = bytes;
+        va = reinterpret_cast<std::uint64_t>(host_pages(bytes));
+    } else {
+        c.mapped = round_up(bytes, kClassicRound);
+        va = s.arena.take(c.mapped, kClassicRound);
+    }
+    if (va == 0) return CUDA_ERROR_OUT_OF_MEMORY;
+    p.used += bytes;
+    p.used_high = std::max(p.used_high, p.used);
+    s.classic.emplace(va, c);
+    *out = va;
+    return CUDA_SUCCESS;
+}
+
+void SimState::synchronized() {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    SimNode::Lock node(*s.node);
+    for (auto& [handle, p] : s.pools)
+        if (p.reserved - p.used > p.threshold) s.shrink_pool(p, p.threshold);
+}
+
+}  // namespace cumemaudit::sim
