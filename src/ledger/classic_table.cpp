@@ -112,16 +112,17 @@ std::uint8_t ClassicTable::api_index(const char* api) {
 }
 
 ClassicRecord ClassicTable::record_of(const Slot& s) const {
-    return ClassicRecord{s.size, hot_.apis[s.api].load(std::memory_order_relaxed), s.trace, s.owner, s.kind, s.epoch};
+    return ClassicRecord{bytes_in(s), hot_.apis[s.api].load(std::memory_order_relaxed), s.trace, s.owner, s.kind, s.epoch,
+                         device_in(s)};
 }
 
-void ClassicTable::insert(std::uint64_t ptr, std::uint64_t size, Kind kind, const Site& site) {
+void ClassicTable::insert(std::uint64_t ptr, std::uint64_t size, Kind kind, const Site& site, int device) {
     const std::uint8_t api = api_index(site.api);
     const std::uint32_t epoch = hot_.epoch.load(std::memory_order_relaxed);
     Shard& s = shards_[shard_of(ptr)];
     std::lock_guard lock(owners_.lock());
     if (++s.stamps == 0) s.stamps = 1;  // 0 means "no record"
-    const Slot fresh{ptr, size, site.trace, epoch, site.owner, kind, api, s.stamps};
+    const Slot fresh{ptr, pack(size, device), site.trace, epoch, site.owner, kind, api, s.stamps};
     Writing w(s);
     // One probe: it ends at ptr's record or at the empty slot where ptr goes (unless the shard must grow).
     Slot* slots = s.array();
@@ -129,7 +130,7 @@ void ClassicTable::insert(std::uint64_t ptr, std::uint64_t size, Kind kind, cons
     std::uint32_t i = home(mask, ptr);
     while (slots[i].ptr != 0 && slots[i].ptr != ptr) i = (i + 1) & mask;
     if (slots[i].ptr == ptr) {
-        owners_.sub(slots[i].owner, slots[i].kind, slots[i].size);
+        owners_.sub(slots[i].owner, slots[i].kind, bytes_in(slots[i]));
         put(slots[i], fresh);  // a new stamp: the free in flight is done, the driver handed ptr out again
     } else {
         if ((s.used + 1) * 2 > mask + 1) [[unlikely]] {
@@ -174,7 +175,7 @@ void ClassicTable::erase(std::uint64_t ptr, std::uint32_t stamp) {
     std::lock_guard lock(owners_.lock());
     Slot* at = find(s, ptr);
     if (at == nullptr || (stamp != 0 && at->stamp != stamp)) return;
-    owners_.sub(at->owner, at->kind, at->size);
+    owners_.sub(at->owner, at->kind, bytes_in(*at));
     Writing w(s);
     remove(s, at);
 }

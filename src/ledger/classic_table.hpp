@@ -34,6 +34,7 @@ struct ClassicRecord {
     OwnerId owner;
     Kind kind;
     std::uint32_t epoch;  // the step it was made in (growth alarms name the sites of a step's growth)
+    int device = -1;      // the device of the context it was made in (-1: not known, host memory)
     Site site() const { return Site{api, trace, owner}; }
 };
 
@@ -47,7 +48,7 @@ public:
     // Records ptr as live, made in the current epoch, and counts its bytes. A record ptr still had is
     // replaced and its bytes uncounted: a free we never saw, or one in flight (its ticket names the old
     // record) that the driver has already done, since it handed ptr out again.
-    void insert(std::uint64_t ptr, std::uint64_t size, Kind, const Site&);
+    void insert(std::uint64_t ptr, std::uint64_t size, Kind, const Site&, int device = -1);
 
     // Before the driver frees ptr: the stamp of its record (0: none). Every insert stamps its record anew,
     // so if another thread is handed ptr again and records it before this free is recorded, that record
@@ -81,7 +82,7 @@ public:
 private:
     struct Slot {
         std::uint64_t ptr;  // 0: empty (the driver never hands out a null allocation)
-        std::uint64_t size;
+        std::uint64_t size;  // the low 56 bits; the top 8 hold the device + 1 (see pack), so the slot stays 32 bytes
         TraceId trace;
         std::uint32_t epoch;
         OwnerId owner;
@@ -124,6 +125,12 @@ private:
         Shard& s_;
     };
     static void put(Slot& to, const Slot& from);  // the fields a reader without the lock sees, atomically
+    static constexpr int kDeviceShift = 56;       // no allocation reaches 64 PiB
+    static std::uint64_t pack(std::uint64_t size, int device) {
+        return (size & ((std::uint64_t{1} << kDeviceShift) - 1)) | (std::uint64_t(device + 1) << kDeviceShift);
+    }
+    static std::uint64_t bytes_in(const Slot& s) { return s.size & ((std::uint64_t{1} << kDeviceShift) - 1); }
+    static int device_in(const Slot& s) { return static_cast<int>(s.size >> kDeviceShift) - 1; }
     static Slot* map_slots(std::uint32_t n);       // zeroed; throws std::bad_alloc
     static std::size_t bytes_of(std::uint32_t n);
 

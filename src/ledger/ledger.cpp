@@ -13,6 +13,7 @@
 #include <cstring>
 #include <string_view>
 #include <tuple>
+#include <unordered_map>
 
 namespace cumemaudit::ledger {
 
@@ -120,8 +121,8 @@ void Ledger::address_freed(std::uint64_t va, std::uint64_t size, bool ok, const 
     if (const char* why = state_->vmm.address_freed(va, size, ok)) state_->misuse.record(site(), result, why);
 }
 
-void Ledger::allocated(std::uint64_t ptr, std::uint64_t size, Kind kind, const Site& site) {
-    state_->classic.insert(ptr, size, kind, site);
+void Ledger::allocated(std::uint64_t ptr, std::uint64_t size, Kind kind, const Site& site, int device) {
+    state_->classic.insert(ptr, size, kind, site, device);
 }
 
 Ledger::FreeTicket Ledger::freeing(std::uint64_t ptr) { return state_->classic.stamp_of(ptr); }
@@ -237,7 +238,7 @@ std::vector<std::pair<Site, std::uint64_t>> Ledger::unreachable_sites(std::uint6
     std::vector<std::pair<Site, std::uint64_t>> items;
     std::uint64_t total = 0;
     state_->vmm.for_each_live([&](const Site&, std::uint64_t size, std::uint32_t, std::size_t refs, std::uint32_t mappings,
-                                  std::size_t fds, const std::vector<Site>& ref_sites, Kind kind) {
+                                  std::size_t fds, const std::vector<Site>& ref_sites, Kind kind, Location) {
         if (refs == 0 || mappings != 0 || fds != 0 || kind == Kind::multicast) return;  // memory only
         total += size;
         for (const Site& s : ref_sites) items.emplace_back(s, size);
@@ -250,7 +251,8 @@ Ledger::Held Ledger::held_since(std::uint32_t since) const {
     Held held;
     std::vector<std::pair<Site, std::uint64_t>> items;
     state_->vmm.for_each_live([&](const Site&, std::uint64_t size, std::uint32_t epoch, std::size_t refs,
-                                  std::uint32_t mappings, std::size_t fds, const std::vector<Site>& ref_sites, Kind kind) {
+                                  std::uint32_t mappings, std::size_t fds, const std::vector<Site>& ref_sites, Kind kind,
+                                  Location) {
         if (epoch < since || refs == 0 || mappings != 0 || fds != 0) return;
         held.leaked_references += refs;
         if (kind == Kind::multicast) return;  // a leaked handle, but no memory of its own
@@ -267,17 +269,43 @@ Ledger::Held Ledger::held_since(std::uint32_t since) const {
     return held;
 }
 
+std::vector<OwnerRow> Ledger::owners_on_device(int device) const {
+    std::vector<OwnerRow> rows = owners_now();
+    std::unordered_map<OwnerId, std::size_t> at;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        at[rows[i].owner] = i;
+        rows[i].live_bytes = 0;
+        std::fill(std::begin(rows[i].live_by_kind), std::end(rows[i].live_by_kind), 0);
+    }
+    auto add = [&](OwnerId owner, Kind kind, std::uint64_t bytes) {
+        auto it = at.find(owner);
+        if (it == at.end()) return;  // an owner with nothing at its peak yet: a record made this instant
+        rows[it->second].live_by_kind[static_cast<int>(kind)] += bytes;
+        rows[it->second].live_bytes += bytes;
+    };
+    state_->classic.for_each([&](std::uint64_t, const detail::ClassicRecord& r) {
+        if (r.device == device) add(r.owner, r.kind, r.size);
+    });
+    state_->vmm.for_each_live([&](const Site& origin, std::uint64_t size, std::uint32_t, std::size_t, std::uint32_t,
+                                  std::size_t, const std::vector<Site>&, Kind kind, Location where) {
+        if (where.type == Location::Type::device && where.id == device) add(origin.owner, kind, size);
+    });
+    return rows;
+}
+
 std::uint64_t Ledger::misuse_events() const {
     std::uint64_t n = 0;
     for (const MisuseRow& m : state_->misuse.rows()) n += m.count;
     return n;
 }
 
-std::vector<Ledger::OriginBytes> Ledger::unreachable_by_origin() const {
+std::vector<Ledger::OriginBytes> Ledger::unreachable_by_origin(int device) const {
     std::vector<OriginBytes> out;
     state_->vmm.for_each_live([&](const Site& origin, std::uint64_t size, std::uint32_t, std::size_t refs,
-                                  std::uint32_t mappings, std::size_t fds, const std::vector<Site>&, Kind kind) {
+                                  std::uint32_t mappings, std::size_t fds, const std::vector<Site>&, Kind kind,
+                                  Location where) {
         if (refs == 0 || mappings != 0 || fds != 0) return;
+        if (device >= 0 && !(where.type == Location::Type::device && where.id == device)) return;
         out.push_back({origin, kind, size});
     });
     // One row per (origin site, kind), largest first; ties in a fixed order.

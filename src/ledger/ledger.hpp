@@ -53,7 +53,8 @@ public:
                            const char* result, SiteOnDemand);
 
     // ---- classic allocations (cuMemAlloc*, async, host, managed, IPC opens) and their frees.
-    void allocated(std::uint64_t ptr, std::uint64_t size, Kind, const Site&);
+    // `device`: the device of the context it was made in (-1: not known, or host memory).
+    void allocated(std::uint64_t ptr, std::uint64_t size, Kind, const Site&, int device = -1);
     // Called before the driver frees ptr, by a caller that will pass the answer to freed(..., ticket):
     // the driver hands a freed value out again at once, and this keeps "A frees p, B is handed p" in that
     // order in the table without a lock held across the driver call, nor taken here. The ticket names the
@@ -122,7 +123,11 @@ public:
         Kind kind = Kind::vmm_physical;
         std::uint64_t bytes = 0;
     };
-    std::vector<OriginBytes> unreachable_by_origin() const;
+    std::vector<OriginBytes> unreachable_by_origin(int device = -1) const;  // -1: every device's
+
+    // Live bytes per owner and kind on one device: classic records made in its contexts, VMM memory located
+    // on it. For a process that drives several devices (out-of-memory records, steps); scans the allocations.
+    std::vector<OwnerRow> owners_on_device(int device) const;
 
     // Asks still_open about every exported fd not yet seen closed (under the VMM lock; an empty probe means
     // "open"); allocations whose last pin was such an fd are forgotten, which is why live bytes may drop.

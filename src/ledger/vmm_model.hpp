@@ -68,12 +68,12 @@ public:
     void collect(Moment, LeakRows& rows, Summary& summary, std::vector<std::uint64_t>& leaked_by_owner) const;
 
     // Visits every live allocation (origin site, size, epoch, references, mappings, open fds, reference
-    // sites) under the model's lock.
+    // sites, kind, location) under the model's lock.
     template <class F>
     void for_each_live(F&& f) const {
         std::lock_guard lock(mu_);
         for (const Allocation* a : allocs_.in_creation_order())
-            f(a->origin, a->size, a->epoch, a->refs.size(), a->mappings, a->fds.size(), a->refs, a->kind);
+            f(a->origin, a->size, a->epoch, a->refs.size(), a->mappings, a->fds.size(), a->refs, a->kind, a->location);
     }
 
     // Exports of live allocations and imports of other processes' allocations (see Snapshot).

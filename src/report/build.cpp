@@ -161,6 +161,10 @@ Report build(const BuildInput& in) {
         Owner owner{o.name, o.live_bytes, o.peak_bytes, o.leaked_bytes, {}};
         for (int k = 0; k < static_cast<int>(ledger::Kind::count); ++k)
             if (o.live_by_kind[k] != 0) owner.live_by_kind[ledger::to_string(static_cast<ledger::Kind>(k))] = o.live_by_kind[k];
+        for (const auto& [device, rows] : in.owners_by_device)
+            for (const ledger::OwnerRow& d : rows)
+                if (d.owner == o.owner && ledger::live_on_device(d) != 0)
+                    owner.live_by_device[std::to_string(device)] = ledger::live_on_device(d);
         r.owners.push_back(std::move(owner));
     }
     for (const ledger::ShareRow& e : in.snapshot.exports)

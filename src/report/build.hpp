@@ -63,6 +63,7 @@ struct BuildInput {
     std::vector<OomInput> oom{};
     std::vector<TeardownInput> teardowns{};  // the first kTeardownsKept
     std::uint64_t teardown_freed_bytes = 0, teardown_freed_allocations = 0;  // all of them
+    std::map<int, std::vector<ledger::OwnerRow>> owners_by_device{};  // a process on several devices
     std::vector<PoolInput> pools{};
     std::uint64_t untracked_pools = 0;
     std::vector<ReturnInput> returns{};      // the first kReturnsKept

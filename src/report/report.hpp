@@ -60,6 +60,7 @@ struct Owner {
     std::string owner;
     std::uint64_t live_bytes = 0, peak_bytes = 0, leaked_bytes = 0;
     std::map<std::string, std::uint64_t> live_by_kind;  // kind ("vmm_physical", "classic", …) → live bytes
+    std::map<std::string, std::uint64_t> live_by_device;  // a process on several devices: "0", "1", … → device bytes
 };
 
 // One PyTorch memory pool as its caching allocator sees it (the default pool, or one CUDA graph pool), from
@@ -88,6 +89,9 @@ struct Step {
     std::uint64_t async_pool_reserved_bytes = 0;     // stream-ordered pools of the mark's device, as the
     std::uint64_t async_pool_used_bytes = 0;         // driver says (idle: reserved - used)
     std::vector<TorchPool> pytorch_pools;             // from cumemaudit.torch_step under PyTorch (empty otherwise)
+    // The device whose driver figures these are (-1: not known). A process on several devices counts only
+    // that device's memory against them (unattributed); by_owner and by_kind stay every device's.
+    std::int64_t device = -1;
 };
 
 // Memory outside PyTorch grew past growth_alarm over one step (or unreachable VMM memory grew).
@@ -194,6 +198,7 @@ struct Oom {
     std::uint64_t unattributed_bytes = 0;
     std::vector<OomPart> parts;            // largest first; their bytes sum to driver_used_bytes
     bool recovered = false;                // a later call of the same API for the same size succeeded
+    std::int64_t device = -1;              // the refusing device (its context's; -1: not known)
     std::uint64_t recovered_time_ns = 0;
     std::vector<TorchPool> pytorch_pools;  // PyTorch's view at its OutOfMemoryError (the helper's observer)
 };

@@ -59,6 +59,7 @@ template <class V> void fields(V& v, Owner& o) {
     v.req("peak_bytes", o.peak_bytes);
     v.opt("leaked_bytes", o.leaked_bytes);
     v.opt("live_by_kind", o.live_by_kind);
+    v.opt("live_by_device", o.live_by_device);
 }
 template <class V> void fields(V& v, Step& s) {
     v.req("step", s.step);
@@ -77,6 +78,7 @@ template <class V> void fields(V& v, Step& s) {
     v.opt("async_pool_reserved_bytes", s.async_pool_reserved_bytes);
     v.opt("async_pool_used_bytes", s.async_pool_used_bytes);
     v.opt("pytorch_pools", s.pytorch_pools);
+    v.opt("device", s.device);
 }
 template <class V> void fields(V& v, TorchPool& p) {
     v.req("pool", p.pool);
@@ -109,6 +111,7 @@ template <class V> void fields(V& v, Oom& o) {
     v.req("recovered", o.recovered);
     v.opt("recovered_time_ns", o.recovered_time_ns);
     v.opt("pytorch_pools", o.pytorch_pools);
+    v.opt("device", o.device);
 }
 template <class V> void fields(V& v, Teardown& t) {
     v.req("api", t.api);

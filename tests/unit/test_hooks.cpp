@@ -54,7 +54,7 @@ TEST_CASE("every driver hook is a catalog variant, reached through cuGetProcAddr
 TEST_CASE("every allocation, free and VMM entry point of the catalog is wrapped") {
     const std::set<std::string> not_wrapped = {
         "cuInit", "cuDriverGetVersion", "cuDeviceGetCount", "cuDeviceGet", "cuDeviceGetName", "cuDeviceGetAttribute",
-        "cuDeviceTotalMem_v2", "cuDeviceGetPCIBusId", "cuDeviceGetUuid", "cuDeviceGetUuid_v2", "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxGetState", "cuCtxCreate_v4",
+        "cuDeviceTotalMem_v2", "cuDeviceGetPCIBusId", "cuDeviceGetUuid", "cuDeviceGetUuid_v2", "cuDevicePrimaryCtxGetState",
         "cuPointerGetAttribute", "cuCtxGetCurrent",
         "cuCtxSetCurrent", "cuCtxGetDevice", "cuCtxSynchronize", "cuGetErrorName", "cuGetErrorString",
         "cuMemGetAddressRange_v2", "cuStreamCreate", "cuStreamDestroy_v2", "cuStreamSynchronize",

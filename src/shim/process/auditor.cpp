@@ -242,14 +242,14 @@ void Auditor::step(std::uint64_t step, const char* label, std::uint64_t torch_al
     const DriverMemory m = driver_memory(nullptr, WithNvml::yes);
     const PoolBook::Sums pools = look_at_pools(recorder_, m.device);
     recorder_.timeline().mark(Mark{step, label != nullptr ? label : "", torch_allocated, torch_reserved, m, pools.reserved,
-                                   pools.used, recorder_.oom_log().take_pools()});
+                                   pools.used, recorder_.oom_log().take_pools(), recorder_.several_devices()});
 }
 
 void Auditor::sample(const char* label) {
     ShimScope busy;
     const DriverMemory m = driver_memory(program_context_.load(), WithNvml::yes);
     const PoolBook::Sums pools = look_at_pools(recorder_, m.device);
-    recorder_.timeline().mark(Mark{0, label, 0, 0, m, pools.reserved, pools.used, {}});
+    recorder_.timeline().mark(Mark{0, label, 0, 0, m, pools.reserved, pools.used, {}, recorder_.several_devices()});
 }
 
 // Who this process is in a job, read at its first report and kept: a checkpoint written before the launcher
@@ -323,6 +323,10 @@ report::Report Auditor::build_report(ledger::Moment moment, const int* exit_code
     in.teardowns = std::move(teardowns.kept);
     in.teardown_freed_bytes = teardowns.bytes;
     in.teardown_freed_allocations = teardowns.allocations;
+    if (recorder_.several_devices())
+        for (int d = 0; d < 64; ++d)
+            if (recorder_.hot().devices.load(std::memory_order_relaxed) & (std::uint64_t{1} << d))
+                in.owners_by_device[d] = book.owners_on_device(d);
     in.pools = recorder_.pools().rows();
     in.untracked_pools = recorder_.pools().untracked();
     Timeline::Returns returns = timeline.returns();

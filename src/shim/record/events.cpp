@@ -53,7 +53,8 @@ const ledger::Site& site_if_failed(Call& call, bool ok, ledger::Site& bare) {
 void allocated(Call& call, CUresult r, std::uint64_t ptr, std::uint64_t size, Kind kind) {
     if (r != CUDA_SUCCESS) return;
     const ledger::Site& site = call.site();
-    book(call).allocated(ptr, size, kind, site);  // a free of ptr in flight holds its ticket (before())
+    const int device = ledger::counts_on_device(kind) ? call.recorder().call_device() : -1;
+    book(call).allocated(ptr, size, kind, site, device);  // a free of ptr in flight holds its ticket (before())
     if (call.recorder().capturing()) call.recorder().timeline().captured(site.owner, size);
 }
 
@@ -265,6 +266,14 @@ void context_ended(Call& call, int device) {
     if (!freed.empty()) call.recorder().timeline().context_ended(call.site(), device, std::move(freed));
 }
 }  // namespace
+
+void record(ev::CtxRetain, Call& call, CUresult r, CUcontext*, CUdevice dev) {
+    if (r == CUDA_SUCCESS) call.recorder().device_seen(dev);
+}
+
+void record(ev::CtxCreate, Call& call, CUresult r, CUcontext*, CUctxCreateParams*, unsigned int, CUdevice dev) {
+    if (r == CUDA_SUCCESS) call.recorder().device_seen(dev);
+}
 
 void record(ev::CtxReset, Call& call, CUresult r, CUdevice dev) {
     if (r == CUDA_SUCCESS) context_ended(call, dev);

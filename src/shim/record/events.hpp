@@ -66,6 +66,8 @@ void record(ev::PoolCreate, Call&, CUresult, CUmemoryPool*, const CUmemPoolProps
 void record(ev::PoolDestroy, Call&, CUresult, CUmemoryPool);
 void record(ev::PoolTrim, Call&, CUresult, CUmemoryPool, size_t);
 void record(ev::PoolSetAttribute, Call&, CUresult, CUmemoryPool, CUmemPool_attribute, void*);
+void record(ev::CtxRetain, Call&, CUresult, CUcontext*, CUdevice);
+void record(ev::CtxCreate, Call&, CUresult, CUcontext*, CUctxCreateParams*, unsigned int, CUdevice);
 void record(ev::CtxReset, Call&, CUresult, CUdevice);
 void record(ev::CtxRelease, Call&, CUresult, CUdevice);
 void record(ev::CtxDestroy, Call&, CUresult, CUcontext);

@@ -16,7 +16,7 @@ constexpr std::size_t kLeakSitesKept = 8;  // leaked parts with a site; the rest
 
 report::OomInput oom_breakdown(const ledger::Ledger& book, const std::vector<report::Graph>& graphs,
                                std::uint64_t driver_used, std::uint64_t pool_reserved, std::uint64_t pool_used,
-                               std::uint64_t graph_memory) {
+                               std::uint64_t graph_memory, int device) {
     report::OomInput in;
     std::vector<report::OomPart> parts;
     std::vector<ledger::Site> sites;
@@ -28,7 +28,7 @@ report::OomInput oom_breakdown(const ledger::Ledger& book, const std::vector<rep
     std::map<Key, std::uint64_t> leaked_of, leaked_rest;
     std::uint64_t leaked = 0;
     std::size_t with_site = 0;
-    for (const ledger::Ledger::OriginBytes& row : book.unreachable_by_origin()) {
+    for (const ledger::Ledger::OriginBytes& row : book.unreachable_by_origin(device)) {
         if (!ledger::counts_on_device(row.kind)) continue;
         leaked_of[{row.site.owner, row.kind}] += row.bytes;
         leaked += row.bytes;
@@ -39,7 +39,7 @@ report::OomInput oom_breakdown(const ledger::Ledger& book, const std::vector<rep
     }
     for (const auto& [key, bytes] : leaked_rest)
         add({"leaked", book.owner_name(key.first), ledger::to_string(key.second), 0, bytes, {}});
-    for (const ledger::OwnerRow& o : book.owners_now()) {
+    for (const ledger::OwnerRow& o : device >= 0 ? book.owners_on_device(device) : book.owners_now()) {
         for (int k = 0; k < static_cast<int>(ledger::Kind::count); ++k) {
             const auto kind = static_cast<ledger::Kind>(k);
             if (!ledger::counts_on_device(kind)) continue;

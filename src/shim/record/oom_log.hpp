@@ -16,10 +16,11 @@
 namespace cumemaudit::shim {
 
 // The breakdown at an OOM: parts of driver-used memory, largest first (see report::OomPart). Pure over its
-// inputs, so it is unit-tested without a driver.
+// inputs, so it is unit-tested without a driver. `device` >= 0: only what is on that device (a process that
+// drives several, whose driver-used figure is the failing device's).
 report::OomInput oom_breakdown(const ledger::Ledger&, const std::vector<report::Graph>& graphs,
                                std::uint64_t driver_used, std::uint64_t pool_reserved, std::uint64_t pool_used,
-                               std::uint64_t graph_memory = 0);
+                               std::uint64_t graph_memory = 0, int device = -1);
 
 // The OOM records of this process and the rate limit on the reports they trigger. Thread-safe; a leaf lock.
 class OomLog {

@@ -37,7 +37,8 @@ report::OomInput take_moment(Recorder& a, const char* api, const char* result, s
     const std::uint64_t graph_before = a.timeline().last_graph_reserved();
     if (m.known && graph_before > m.graph_reserved) taken_back(a, "graph_memory", api, m.device, graph_before - m.graph_reserved, site);
     report::OomInput in = oom_breakdown(a.ledger(), a.timeline().graphs(), m.known ? m.used : 0, pools.reserved, pools.used,
-                                        m.graph_reserved);
+                                        m.graph_reserved, a.several_devices() ? m.device : -1);
+    in.oom.device = m.device;
     in.oom.time_ns = wall_clock_ns();
     in.oom.step = a.timeline().last_step();
     in.oom.api = api;

@@ -1,5 +1,9 @@
 #include "shim/record/recorder.hpp"
 
+#include "shim/services/driver_query.hpp"
+
+#include <bit>
+
 namespace cumemaudit::shim {
 
 Recorder::Recorder(const Options& o, std::uint64_t generation)
@@ -13,5 +17,12 @@ Recorder::Recorder(const Options& o, std::uint64_t generation)
       options_(o),
       timeline_(ledger_, options_, symbolizer_, hot_.captures),
       oom_(hot_.oom_waiting) {}
+
+int Recorder::call_device() const {
+    const std::uint64_t m = hot_.devices.load(std::memory_order_relaxed);
+    if (m == 0) return -1;
+    if ((m & (m - 1)) == 0) return std::countr_zero(m);
+    return current_device();
+}
 
 }  // namespace cumemaudit::shim

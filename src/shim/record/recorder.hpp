@@ -36,6 +36,9 @@ public:
         bool cupti_only;  // backend=cupti: the wrappers stand by while CUPTI records
         std::atomic<int> captures{0};     // streams being captured (Timeline)
         std::atomic<int> oom_waiting{0};  // OOM records waiting for their retry (OomLog)
+        // Bit d: the program made a context on device d (a primary context retained, or one created). With
+        // one bit set every allocation is that device's; with more, the driver is asked per allocation.
+        std::atomic<std::uint64_t> devices{0};
         // Set only by the benchmarks (cumemaudit_bench_pass_through): every wrapper forwards unrecorded,
         // so one process can time recorded and unrecorded calls side by side.
         std::atomic<bool> passing_through{false};
@@ -46,6 +49,17 @@ public:
     bool capturing() const { return hot_.captures.load(std::memory_order_relaxed) > 0; }
     bool passing_through() const { return hot_.passing_through.load(std::memory_order_relaxed); }
     void pass_through(bool on) { hot_.passing_through.store(on, std::memory_order_relaxed); }
+
+    void device_seen(int device) {
+        if (device >= 0 && device < 64) hot_.devices.fetch_or(std::uint64_t{1} << device, std::memory_order_relaxed);
+    }
+    bool several_devices() const {
+        const std::uint64_t m = hot_.devices.load(std::memory_order_relaxed);
+        return (m & (m - 1)) != 0;
+    }
+    // The device an allocation made now is on: the one device seen, else the calling thread's context's
+    // (-1: none seen yet, or the driver cannot say).
+    int call_device() const;
 
     const Options& options() const { return options_; }
     ledger::Ledger& ledger() { return ledger_; }

@@ -37,6 +37,12 @@ void Timeline::mark(const Mark& m) {
             if (o.live_by_kind[k] != 0) s.by_kind[ledger::to_string(static_cast<ledger::Kind>(k))] += o.live_by_kind[k];
         tracked_on_device += ledger::live_on_device(o);
     }
+    if (m.several_devices && m.driver.device >= 0) {
+        // The driver's figures are the mark's device's: only that device's memory is named against them.
+        s.device = m.driver.device;
+        tracked_on_device = 0;
+        for (const ledger::OwnerRow& o : ledger_.owners_on_device(m.driver.device)) tracked_on_device += ledger::live_on_device(o);
+    }
     if (m.driver.known) {
         s.driver_used_bytes = m.driver.used;
         s.driver_total_bytes = m.driver.total;

@@ -28,6 +28,7 @@ struct Mark {
     DriverMemory driver;
     std::uint64_t pool_reserved = 0, pool_used = 0;  // stream-ordered pools of the mark's device
     std::vector<report::TorchPool> torch_pools;      // PyTorch's pools, from the Python helper
+    bool several_devices = false;                    // the process drives more than one device
 };
 
 class Timeline {

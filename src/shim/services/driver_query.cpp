@@ -27,6 +27,13 @@ CUcontext current_context() {
     return ctx;
 }
 
+int current_device() {
+    DriverScope in_driver;
+    static const auto device_of = driver_fn<CUresult(CUDAAPI*)(CUdevice*)>("cuCtxGetDevice");
+    CUdevice dev = -1;
+    return device_of != nullptr && device_of(&dev) == CUDA_SUCCESS ? dev : -1;
+}
+
 bool driver_knows_pointer(std::uint64_t ptr) {
     DriverScope in_driver;
     static const auto attribute = driver_fn<CUresult(CUDAAPI*)(void*, CUpointer_attribute, CUdeviceptr)>("cuPointerGetAttribute");

@@ -38,6 +38,9 @@ std::uint64_t graph_memory_reserved(int device = -1);
 // Each device's default pool (cuDeviceGetDefaultMemPool), by device ordinal.
 std::vector<std::pair<int, CUmemoryPool>> default_pools();
 
+// The calling thread's current context's device (cuCtxGetDevice), or -1.
+int current_device();
+
 // The calling thread's current context, or null.
 CUcontext current_context();
 
