@@ -106,6 +106,7 @@ Report build(const BuildInput& in) {
         if (m.site.api[0] != '\0') out.site = make_site(m.site, in, frames_by_trace);
     }
     r.summary.returned_bytes = in.returned_bytes;
+    r.summary.alarms_dropped = in.alarms_dropped;
     const ledger::Summary& snap = in.snapshot.summary;
     Summary& sum = r.summary;
     sum.intercepted_calls = in.intercepted_calls;
@@ -158,7 +159,7 @@ Report build(const BuildInput& in) {
     }
 
     for (const ledger::OwnerRow& o : in.snapshot.owners) {
-        Owner owner{o.name, o.live_bytes, o.peak_bytes, o.leaked_bytes, {}};
+        Owner owner{o.name, o.live_bytes, o.peak_bytes, o.leaked_bytes, {}, {}};
         for (int k = 0; k < static_cast<int>(ledger::Kind::count); ++k)
             if (o.live_by_kind[k] != 0) owner.live_by_kind[ledger::to_string(static_cast<ledger::Kind>(k))] = o.live_by_kind[k];
         for (const auto& [device, rows] : in.owners_by_device)

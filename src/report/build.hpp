@@ -58,6 +58,7 @@ struct BuildInput {
     const Suppressions* suppressions = nullptr;  // copied: hits are counted in the report, not in the input
     std::vector<Step> steps{};
     std::vector<AlarmInput> alarms{};
+    std::uint64_t alarms_dropped = 0;
     std::vector<ReclaimInput> reclaimed{};
     std::vector<Graph> graphs{};
     std::vector<OomInput> oom{};

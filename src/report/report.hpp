@@ -94,14 +94,19 @@ struct Step {
     std::int64_t device = -1;
 };
 
-// Memory outside PyTorch grew past growth_alarm over one step (or unreachable VMM memory grew).
+// Memory outside PyTorch grew past growth_alarm over one step (or unreachable VMM memory grew). One alarm per
+// kind, owner and site: a slow leak that grows at step after step is one alarm with a count, its first step
+// (`step`) and its last.
 struct Alarm {
-    std::uint64_t step = 0, time_ns = 0;
+    std::uint64_t step = 0, time_ns = 0;  // the first time it was raised
     std::string what;        // "growth" | "leak"
     std::string owner;
-    std::uint64_t bytes = 0;      // growth over the step
-    std::uint64_t live_bytes = 0; // the owner's live bytes at the step
+    std::uint64_t bytes = 0;      // growth over the steps it was raised at, summed
+    std::uint64_t live_bytes = 0; // the owner's live bytes (for a leak: unreachable bytes) at the last
     Site site;                    // the site that grew most, when known
+    // additions to v1
+    std::uint64_t count = 1;      // times raised
+    std::uint64_t last_step = 0, last_time_ns = 0;
 };
 
 // What enforce mode released for the program: references nothing could release any more, by the site
@@ -259,6 +264,7 @@ struct Summary {
     // Device memory stream-ordered pools held idle at the last look, and all the driver took back (returns).
     std::uint64_t pool_idle_bytes = 0, returned_bytes = 0;
     std::uint64_t untracked_pools = 0;  // pools past kPoolsKept
+    std::uint64_t alarms_dropped = 0;   // alarms of new sites past max_alarms
 };
 
 struct SuppressionUse {

@@ -156,6 +156,9 @@ template <class V> void fields(V& v, Alarm& a) {
     v.req("bytes", a.bytes);
     v.req("live_bytes", a.live_bytes);
     v.req("site", a.site);
+    v.opt("count", a.count);
+    v.opt("last_step", a.last_step);
+    v.opt("last_time_ns", a.last_time_ns);
 }
 template <class V> void fields(V& v, Reclaim& c) {
     v.req("bytes", c.bytes);
@@ -227,6 +230,7 @@ template <class V> void fields(V& v, Summary& s) {
     v.opt("pool_idle_bytes", s.pool_idle_bytes);
     v.opt("returned_bytes", s.returned_bytes);
     v.opt("untracked_pools", s.untracked_pools);
+    v.opt("alarms_dropped", s.alarms_dropped);
 }
 template <class V> void fields(V& v, SuppressionUse& s) {
     v.req("rule", s.rule);

@@ -318,6 +318,7 @@ report::Report Auditor::build_report(ledger::Moment moment, const int* exit_code
     in.time_ns = wall_clock_ns();
     in.steps = timeline.steps();
     in.alarms = timeline.alarms();
+    in.alarms_dropped = timeline.alarms_dropped();
     in.graphs = timeline.graphs();
     Timeline::Teardowns teardowns = timeline.teardowns();
     in.teardowns = std::move(teardowns.kept);

@@ -8,6 +8,8 @@
 
 #include <chrono>
 
+#include <fmt/format.h>
+
 namespace cumemaudit::shim {
 namespace {
 
@@ -64,6 +66,40 @@ void Timeline::mark(const Mark& m) {
     steps_.push_back(std::move(s));
 }
 
+void Timeline::raise(report::Alarm a, const ledger::Site& site, const std::string& message) {
+    const auto now = std::chrono::steady_clock::now();
+    const AlarmKey key{a.what, a.owner, site.api, site.trace};
+    if (auto it = alarm_index_.find(key); it != alarm_index_.end()) {
+        report::Alarm& kept = alarms_[it->second].alarm;
+        ++kept.count;
+        kept.bytes += a.bytes;
+        kept.live_bytes = a.live_bytes;
+        kept.last_step = a.step;
+        kept.last_time_ns = a.time_ns;
+        auto& logged = alarm_logged_[it->second];
+        if (now - logged >= std::chrono::seconds(std::max(options_.alarm_interval_s, 0))) {
+            logged = now;
+            log_warning("{} ({} times since step {})", message, kept.count, kept.step);
+        }
+        return;
+    }
+    if (alarms_.size() >= static_cast<std::size_t>(std::max(options_.max_alarms, 0))) {
+        ++alarms_dropped_;
+        return;
+    }
+    a.last_step = a.step;
+    a.last_time_ns = a.time_ns;
+    alarm_index_.emplace(key, alarms_.size());
+    alarms_.push_back({std::move(a), site});
+    alarm_logged_.push_back(now);
+    log_warning("{}", message);
+}
+
+std::uint64_t Timeline::alarms_dropped() const {
+    std::lock_guard lock(mu_);
+    return alarms_dropped_;
+}
+
 void Timeline::check_growth(const report::Step& s, const std::vector<ledger::OwnerRow>& owners) {
     ++marks_;
     const bool past_warmup = marks_ > static_cast<std::uint64_t>(options_.warmup_steps);
@@ -78,9 +114,10 @@ void Timeline::check_growth(const report::Step& s, const std::vector<ledger::Own
         if (growth <= options_.growth_alarm) continue;
         const auto sites = ledger_.growth_sites(o.owner, since_epoch_);
         const ledger::Site site = sites.empty() ? ledger::Site{} : sites.front().first;
-        alarms_.push_back({report::Alarm{step, s.time_ns, "growth", o.name, growth, now, {}}, site});
-        log_warning("step {}: memory outside PyTorch grew by {} in {} (now {}){}", step, report::human_bytes(growth), o.name,
-                    report::human_bytes(now), sites.empty() ? "" : ", most at " + describe_site(ledger_, symbolizer_, site));
+        raise(report::Alarm{step, s.time_ns, "growth", o.name, growth, now, {}}, site,
+              fmt::format("step {}: memory outside PyTorch grew by {} in {} (now {}){}", step, report::human_bytes(growth),
+                          o.name, report::human_bytes(now),
+                          sites.empty() ? "" : ", most at " + describe_site(ledger_, symbolizer_, site)));
     }
     std::uint64_t unreachable = 0;
     // A periodic sample lands between any two calls of any thread: a handle between its cuMemCreate and
@@ -92,10 +129,10 @@ void Timeline::check_growth(const report::Step& s, const std::vector<ledger::Own
     if (unreachable > last_unreachable_ && !sites.empty()) {
         const ledger::Site& site = sites.front().first;
         const std::uint64_t growth = unreachable - last_unreachable_;
-        alarms_.push_back(
-            {report::Alarm{step, s.time_ns, "leak", ledger_.owner_name(site.owner), growth, unreachable, {}}, site});
-        log_warning("step {}: unreachable VMM memory grew by {} (now {}): a leak, reference taken by {}", step,
-                    report::human_bytes(growth), report::human_bytes(unreachable), describe_site(ledger_, symbolizer_, site));
+        raise(report::Alarm{step, s.time_ns, "leak", ledger_.owner_name(site.owner), growth, unreachable, {}}, site,
+              fmt::format("step {}: unreachable VMM memory grew by {} (now {}): a leak, reference taken by {}", step,
+                          report::human_bytes(growth), report::human_bytes(unreachable),
+                          describe_site(ledger_, symbolizer_, site)));
     }
     last_unreachable_ = unreachable;
     since_epoch_ = ledger_.begin_epoch();

@@ -13,6 +13,7 @@
 #include "report/symbolizer.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -66,6 +67,7 @@ public:
     // Copies for a report (the report build symbolizes the alarm sites).
     std::vector<report::Step> steps() const;
     std::vector<report::AlarmInput> alarms() const;
+    std::uint64_t alarms_dropped() const;  // alarms of new sites past max_alarms
     std::vector<report::Graph> graphs() const;
     struct Teardowns {
         std::vector<report::TeardownInput> kept;
@@ -89,7 +91,18 @@ private:
     report::Symbolizer& symbolizer_;
     mutable std::mutex mu_;  // marks and captures are rare: one lock keeps them in order
     std::vector<report::Step> steps_;
-    std::vector<report::AlarmInput> alarms_;
+    std::vector<report::AlarmInput> alarms_;  // one per kind, owner and site, at most max_alarms
+    struct AlarmKey {
+        std::string what, owner;
+        const char* api;
+        ledger::TraceId trace;
+        friend auto operator<=>(const AlarmKey&, const AlarmKey&) = default;
+    };
+    std::map<AlarmKey, std::size_t> alarm_index_;                      // → alarms_ and alarm_logged_
+    std::vector<std::chrono::steady_clock::time_point> alarm_logged_;  // when each was last logged
+    std::uint64_t alarms_dropped_ = 0;
+    // A new alarm is kept and logged; a repeat of one is counted, and logged once per alarm_interval_s.
+    void raise(report::Alarm a, const ledger::Site& site, const std::string& message);
     std::map<ledger::OwnerId, std::uint64_t> last_live_;
     std::uint64_t last_unreachable_ = 0;
     std::uint32_t since_epoch_ = 0;

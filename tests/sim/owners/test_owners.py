@@ -73,15 +73,26 @@ def case_steady(tmp):
 def case_growth_alarm(tmp):
     rep, err = job(tmp, "nccl-leak")
     alarms = rep["alarms"]
-    expect([(a["step"], a["what"], a["owner"], a["bytes"]) for a in alarms] ==
-           [(n, "growth", "nccl", 300 * MiB) for n in (3, 4, 5)], f"alarms: {alarms}")
+    # One site grew at steps 3, 4 and 5: one alarm, counted three times.
+    expect([(a["step"], a["last_step"], a["count"], a["what"], a["owner"], a["bytes"], a["live_bytes"]) for a in alarms] ==
+           [(3, 5, 3, "growth", "nccl", 900 * MiB, 964 * MiB)], f"alarms: {alarms}")
     expect(all(a["site"]["api"] == "cuMemAlloc" and a["site"]["frames"][0]["line"] == site_line("standin_alloc")
                for a in alarms), f"alarm sites: {[a['site'] for a in alarms]}")
-    expect(err.count("memory outside PyTorch grew by 300.0 MiB in nccl") == 3, f"log lines:\n{err}")
+    # Logged once: the repeats come within alarm_interval_s (60 s by default).
+    expect(err.count("memory outside PyTorch grew by 300.0 MiB in nccl") == 1, f"log lines:\n{err}")
     expect(re.search(r"step 3: memory outside PyTorch grew by 300\.0 MiB in nccl \(now 364\.0 MiB\), most at cuMemAlloc "
                      r"in standin_alloc .*standin_lib\.cpp:\d+", err), f"the line names owner, site and bytes:\n{err}")
     # pytorch grows 10 MiB a step too, and never alarms: its own statistics see it
     expect(all(a["owner"] != "pytorch" for a in alarms), "no pytorch alarm")
+
+
+def case_alarm_repeats_logged(tmp):
+    """With alarm_interval_s=0 every repeat of an alarm is logged, with its count; max_alarms caps the sites kept."""
+    rep, err = job(tmp, "nccl-leak", options=["alarm_interval_s=0"])
+    expect(err.count("memory outside PyTorch grew by 300.0 MiB in nccl") == 3, f"log lines:\n{err}")
+    expect("(3 times since step 3)" in err, f"the repeat names its count:\n{err}")
+    rep, _ = job(tempfile.mkdtemp(dir=tmp), "nccl-leak", options=["max_alarms=0"])
+    expect(rep["alarms"] == [] and rep["summary"]["alarms_dropped"] == 3, f"capped: {rep['alarms']} {rep['summary']}")
 
 
 def case_warmup(tmp):
@@ -94,8 +105,8 @@ def case_warmup(tmp):
 def case_vmm_leak_alarm(tmp):
     rep, err = job(tmp, "vmm-leak")
     leaks = [a for a in rep["alarms"] if a["what"] == "leak"]
-    expect([(a["step"], a["owner"], a["bytes"], a["live_bytes"]) for a in leaks] ==
-           [(2, "deepep", 2 * MiB, 2 * MiB), (4, "deepep", 2 * MiB, 4 * MiB)], f"leak alarms: {rep['alarms']}")
+    expect([(a["step"], a["last_step"], a["count"], a["owner"], a["bytes"], a["live_bytes"]) for a in leaks] ==
+           [(2, 4, 2, "deepep", 4 * MiB, 4 * MiB)], f"leak alarms: {rep['alarms']}")
     expect(leaks[0]["site"]["api"] == "cuMemCreate" and leaks[0]["site"]["frames"][0]["line"] == site_line("standin_vmm"),
            f"named at the reference's site: {leaks[0]['site']}")
     expect("step 2: unreachable VMM memory grew by 2.0 MiB" in err, err)
