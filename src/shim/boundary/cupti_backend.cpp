@@ -59,6 +59,25 @@ void record_from_cupti(Recorder* target, const char* api, CUresult r, A... a) {
     t.in_cupti_callback = false;
 }
 
+// Before the driver runs (CUPTI's API_ENTER): what a row prepares (the figures a trim, a launch or an
+// instantiation is priced against), as the wrapper does before its driver call.
+template <typename Event, typename... A>
+void prepare_from_cupti(Recorder* target, const char* api, A... a) {
+    using Row = Declared<Event, A...>;
+    if constexpr (Row::d.prepares) {
+        ThreadState& t = thread_state();
+        t.in_cupti_callback = true;
+        guarded(api, [&] {
+            Recorder* rec = target == nullptr ? recorder_for_call() : programs_call() ? target : nullptr;
+            if (rec == nullptr) return;
+            Call call(*rec, api, program_caller(), Row::d.call_class);
+            ShimScope busy;
+            prepare(Event{}, call, a...);
+        });
+        t.in_cupti_callback = false;
+    }
+}
+
 #define CUMA_FIELDS_1(p, a) p->a
 #define CUMA_FIELDS_2(p, a, ...) p->a, CUMA_FIELDS_1(p, __VA_ARGS__)
 #define CUMA_FIELDS_3(p, a, ...) p->a, CUMA_FIELDS_2(p, __VA_ARGS__)
@@ -118,14 +137,16 @@ void* load_cupti() {
 void dispatch_cupti(Recorder* into, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) noexcept {
     if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
     const auto* info = static_cast<const CUpti_CallbackData*>(data);
-    if (info->callbackSite != CUPTI_API_EXIT || info->functionParams == nullptr || info->functionReturnValue == nullptr)
+    const bool entering = info->callbackSite == CUPTI_API_ENTER;
+    if (info->functionParams == nullptr || (!entering && (info->callbackSite != CUPTI_API_EXIT || info->functionReturnValue == nullptr)))
         return;
-    const CUresult r = *static_cast<const CUresult*>(info->functionReturnValue);
+    const CUresult r = entering ? CUDA_SUCCESS : *static_cast<const CUresult*>(info->functionReturnValue);
     switch (cbid) {
 #define DRIVER_HOOK(symbol, event, api, params, args)                                    \
     case CUPTI_DRIVER_TRACE_CBID_##symbol: {                                             \
         const auto* p = static_cast<const symbol##_params*>(info->functionParams);       \
-        record_from_cupti<ev::event>(into, api, r, CUMA_FIELDS(p, args));                      \
+        if (entering) prepare_from_cupti<ev::event>(into, api, CUMA_FIELDS(p, args));    \
+        else record_from_cupti<ev::event>(into, api, r, CUMA_FIELDS(p, args));           \
         break;                                                                           \
     }
 #define RUNTIME_HOOK(symbol, api, params, args)
