@@ -16,7 +16,7 @@ CUresult SimState::stream_create(CUstream* out) {
     Impl& s = *impl_;
     int dev = 0;
     if (CUresult r = s.current_device(&dev); r != CUDA_SUCCESS) return r;
-    auto* st = new CUstream_st{tls_current, false};
+    auto* st = new CUstream_st{tls_current, false, {}, {}, nullptr};
     s.streams.insert(st);
     *out = st;
     return CUDA_SUCCESS;

@@ -84,7 +84,7 @@ Report full_report() {
     m.owner = "nccl";
     m.site.api = "cuMemRelease";
     r.misuse = {m};
-    r.owners = {Owner{"pytorch", 10, 20, 0, {{"classic", 10}}}, Owner{"deepep", GiB, GiB, GiB, {{"vmm_physical", GiB}}}};
+    r.owners = {Owner{"pytorch", 10, 20, 0, {{"classic", 10}}, {}}, Owner{"deepep", GiB, GiB, GiB, {{"vmm_physical", GiB}}, {}}};
     Step step;
     step.step = 1;
     step.time_ns = 123456789;

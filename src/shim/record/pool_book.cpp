@@ -115,17 +115,15 @@ PoolBook::Sums PoolBook::look(AskPool ask, int device) {
         e.row.idle_bytes = f.reserved - std::min(f.reserved, f.used);
         e.row.peak_reserved_bytes = std::max(e.row.peak_reserved_bytes, f.peak_reserved);
     }
-    Sums s;
-    for (const Entry& e : pools_)
-        if (!e.row.destroyed && e.row.device == device) {
-            s.reserved += e.row.reserved_bytes;
-            s.used += e.row.used_bytes;
-        }
-    return s;
+    return sums(device);
 }
 
 PoolBook::Sums PoolBook::last(int device) const {
     std::lock_guard lock(mu_);
+    return sums(device);
+}
+
+PoolBook::Sums PoolBook::sums(int device) const {
     Sums s;
     for (const Entry& e : pools_)
         if (!e.row.destroyed && e.row.device == device) {

@@ -51,6 +51,7 @@ private:
     Entry* find(CUmemoryPool pool);  // mu_ held
     const Entry* find(CUmemoryPool pool) const;
     void add(Entry e);               // mu_ held
+    Sums sums(int device) const;     // mu_ held
 
     mutable std::mutex mu_;
     std::vector<Entry> pools_;  // at most report::kPoolsKept
