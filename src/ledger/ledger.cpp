@@ -31,6 +31,8 @@ const char* to_string(Kind k) {
     case Kind::host_registered: return "host_registered";
     case Kind::async_pool_host: return "async_pool_host";
     case Kind::graph: return "graph";
+    case Kind::array: return "array";
+    case Kind::external: return "external";
     case Kind::count: break;
     }
     return "unknown";
@@ -142,13 +144,13 @@ void Ledger::freed(std::uint64_t ptr, bool ok, const char* result, const Site& s
     state_->classic.erase(ptr, ticket);
 }
 
-std::vector<LeakRow> Ledger::forget_freed_by_driver(const std::function<bool(std::uint64_t ptr)>& still_valid) {
+std::vector<LeakRow> Ledger::forget_freed_by_driver(const std::function<bool(std::uint64_t ptr, Kind kind)>& still_valid) {
     std::vector<std::pair<std::uint64_t, detail::ClassicRecord>> live;
     state_->classic.for_each([&](std::uint64_t ptr, const detail::ClassicRecord& r) { live.emplace_back(ptr, r); });
     detail::LeakRows rows;  // as the exit snapshot's unfreed rows
     for (const auto& [ptr, record] : live) {
         const FreeTicket stamp = state_->classic.stamp_of(ptr);  // the record asked about, not a later one
-        if (stamp == 0 || still_valid(ptr)) continue;
+        if (stamp == 0 || still_valid(ptr, record.kind)) continue;
         state_->classic.erase(ptr, stamp);
         rows.add(LeakClass::unfreed, record.site(), HandleType::none, record.kind, ptr, record.size, 0);
     }

@@ -78,7 +78,7 @@ public:
     // driver no longer knows is forgotten (its bytes leave the owners' figures). Returns what went, as
     // unfreed rows by the site that made it, largest first. Asks still_valid outside every lock: it may be
     // a driver call. Allocations made meanwhile are never taken for gone (each is asked by its record).
-    std::vector<LeakRow> forget_freed_by_driver(const std::function<bool(std::uint64_t ptr)>& still_valid);
+    std::vector<LeakRow> forget_freed_by_driver(const std::function<bool(std::uint64_t ptr, Kind kind)>& still_valid);
 
     // A call the driver refused (or accepted) that is misuse for a reason the calls above do not model.
     void misused(const Site&, const char* result, std::string what);

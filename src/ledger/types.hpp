@@ -26,8 +26,12 @@ inline constexpr OwnerId kMaxOwners = 256;
 // graph: a graph's allocation (an allocation node, or cuMemAllocAsync captured). Its memory is the device's
 // graph memory, committed at the graph's first launch and counted there (a step's graph_mem figures, an OOM
 // record's graph_memory part), so never as an owner's device memory.
+// array: a CUDA array or mipmapped array (cuArrayCreate and kin), device memory until destroyed or until its
+// context ends. Its value is the array's handle, not an address.
+// external: external memory (cuImportExternalMemory: a Vulkan allocation's, another process's), its bytes the
+// exporter's, so never this device's memory, as an import's; a buffer mapped from it is a row of 0 bytes.
 enum class Kind : std::uint8_t { vmm_physical, classic, async_pool, host_pinned, managed, imported, ipc, multicast, vmm_host,
-                                 host_registered, async_pool_host, graph, count };
+                                 host_registered, async_pool_host, graph, array, external, count };
 const char* to_string(Kind);
 
 // Where a physical allocation's bytes live, as its creation named it: a device, host memory, or a host
@@ -161,7 +165,9 @@ struct Unreachable {
 };
 
 // Kinds whose bytes live on the device and count in the driver's used memory.
-inline bool counts_on_device(Kind k) { return k == Kind::vmm_physical || k == Kind::classic || k == Kind::async_pool; }
+inline bool counts_on_device(Kind k) {
+    return k == Kind::vmm_physical || k == Kind::classic || k == Kind::async_pool || k == Kind::array;
+}
 
 // An owner's live bytes of the kinds that count on the device.
 inline std::uint64_t live_on_device(const OwnerRow& o) {

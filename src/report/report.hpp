@@ -151,7 +151,7 @@ inline constexpr std::size_t kTeardownsKept = 64;  // the summary counts every o
 // trim, and before it refuses memory; until then they are in no owner's figures.
 struct Pool {
     std::uint64_t id = 0;          // order first seen, from 1
-    std::string origin;            // "default" | "created"
+    std::string origin;            // "default" | "created" | "imported" (another process's, by its fd)
     std::string location;          // "device 0", "host", "host NUMA 0"
     std::int64_t device = -1;      // -1: host-located, charged to no device
     std::uint64_t reserved_bytes = 0, used_bytes = 0, idle_bytes = 0;
@@ -159,7 +159,7 @@ struct Pool {
     std::uint64_t release_threshold = 0;    // idle bytes it keeps at a synchronisation
     bool destroyed = false;
     std::uint64_t step = 0;        // the last step marked before it was first seen
-    Site site;                     // created: the cuMemPoolCreate call
+    Site site;                     // created: the cuMemPoolCreate call; imported: the import
 };
 inline constexpr std::size_t kPoolsKept = 256;  // pools beyond are counted in summary.untracked_pools
 

@@ -42,4 +42,33 @@ CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
     return guarded([&] { return SimState::get().set_current_pool(dev, pool); });
 }
 
+CUresult cuMemPoolExportToShareableHandle(void* handle_out, CUmemoryPool pool, CUmemAllocationHandleType handleType,
+                                          unsigned long long flags) {
+    return guarded([&] {
+        return flags != 0 ? CUDA_ERROR_INVALID_VALUE : SimState::get().pool_export(handle_out, pool, handleType);
+    });
+}
+
+// A POSIX fd travels in the pointer argument itself, as cuMemImportFromShareableHandle's does.
+CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool* pool_out, void* handle, CUmemAllocationHandleType handleType,
+                                            unsigned long long flags) {
+    return guarded([&] {
+        if (pool_out == nullptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+        return SimState::get().pool_import(pool_out, static_cast<int>(reinterpret_cast<std::intptr_t>(handle)), handleType);
+    });
+}
+
+CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData* shareData_out, CUdeviceptr ptr) {
+    return guarded([&] {
+        return shareData_out == nullptr ? CUDA_ERROR_INVALID_VALUE : SimState::get().pool_export_pointer(shareData_out, ptr);
+    });
+}
+
+CUresult cuMemPoolImportPointer(CUdeviceptr* ptr_out, CUmemoryPool pool, CUmemPoolPtrExportData* shareData) {
+    return guarded([&] {
+        if (ptr_out == nullptr || shareData == nullptr) return CUDA_ERROR_INVALID_VALUE;
+        return SimState::get().pool_import_pointer(ptr_out, pool, *shareData);
+    });
+}
+
 }  // extern "C"

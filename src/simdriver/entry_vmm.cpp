@@ -127,3 +127,27 @@ CUresult cuMemMapArrayAsync_ptsz(CUarrayMapInfo* mapInfoList, unsigned int count
 }
 
 }  // extern "C"
+
+// External memory (external_memory.cpp holds the rules).
+extern "C" {
+
+CUresult cuImportExternalMemory(CUexternalMemory* extMem_out, const CUDA_EXTERNAL_MEMORY_HANDLE_DESC* memHandleDesc) {
+    return guarded([&] {
+        if (extMem_out == nullptr || memHandleDesc == nullptr) return CUDA_ERROR_INVALID_VALUE;
+        return SimState::get().external_import(extMem_out, *memHandleDesc);
+    });
+}
+
+CUresult cuExternalMemoryGetMappedBuffer(CUdeviceptr* devPtr, CUexternalMemory extMem,
+                                         const CUDA_EXTERNAL_MEMORY_BUFFER_DESC* bufferDesc) {
+    return guarded([&] {
+        if (devPtr == nullptr || bufferDesc == nullptr) return CUDA_ERROR_INVALID_VALUE;
+        return SimState::get().external_buffer(devPtr, extMem, *bufferDesc);
+    });
+}
+
+CUresult cuDestroyExternalMemory(CUexternalMemory extMem) {
+    return guarded([&] { return SimState::get().external_destroy(extMem); });
+}
+
+}  // extern "C"

@@ -45,6 +45,7 @@ CUresult SimState::pool_create(CUmemoryPool* out, const CUmemPoolProps& props) {
     constexpr unsigned known = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR | CU_MEM_HANDLE_TYPE_FABRIC;
     if ((props.handleTypes & ~known) != 0) return CUDA_ERROR_NOT_SUPPORTED;
     p.max_size = props.maxSize;
+    p.handle_types = props.handleTypes;
     p.object = std::make_unique<CUmemPoolHandle_st>(CUmemPoolHandle_st{p.device});
     CUmemoryPool handle = p.object.get();
     s.pools.emplace(handle, std::move(p));
@@ -64,7 +65,7 @@ CUresult SimState::pool_destroy(CUmemoryPool pool) {
         if (s.current_pools[d] == pool) s.current_pools[d] = s.default_pools[d];
     SimNode::Lock node(*s.node);
     s.shrink_pool(p, 0);
-    if (p.used == 0) s.pools.erase(it);
+    if (p.used == 0 && p.lent.empty()) s.pools.erase(it);
     else p.destroyed = true;  // measured: its allocations stay valid, and it goes with the last
     return CUDA_SUCCESS;
 }
@@ -170,7 +171,8 @@ CUresult SimState::pool_alloc(CUdeviceptr* out, std::size_t bytes, CUmemoryPool 
     if (CUresult r = s.current_device(&dev); r != CUDA_SUCCESS) return r;
     if (pool == nullptr) pool = s.current_pools[static_cast<std::size_t>(dev)];
     auto it = s.pools.find(pool);
-    if (it == s.pools.end() || it->second.destroyed) return CUDA_ERROR_INVALID_VALUE;
+    // An imported pool makes no allocations (the driver API's documentation): its pointers are imported.
+    if (it == s.pools.end() || it->second.destroyed || it->second.imported) return CUDA_ERROR_INVALID_VALUE;
     if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
     SimPool& p = it->second;
     SimNode::Lock node(*s.node);
@@ -219,7 +221,9 @@ void SimState::synchronized() {
     Impl& s = *impl_;
     SimNode::Lock node(*s.node);
     for (auto& [handle, p] : s.pools)
-        if (p.reserved - p.used > p.threshold) s.shrink_pool(p, p.threshold);
+        if (p.reserved - p.used > p.threshold || !p.lent.empty()) s.shrink_pool(p, p.threshold);
+    // A pool destroyed while an importer held memory it lent goes once the last hold is given back.
+    std::erase_if(s.pools, [](const auto& e) { return e.second.destroyed && e.second.used == 0 && e.second.lent.empty(); });
 }
 
 }  // namespace cumemaudit::sim

@@ -72,6 +72,11 @@ public:
     CUresult default_pool(CUmemoryPool* out, CUdevice dev);
     CUresult current_pool(CUmemoryPool* out, CUdevice dev);
     CUresult set_current_pool(CUdevice dev, CUmemoryPool pool);
+    // Pool IPC (pool_ipc.cpp): a pool as a POSIX fd, imported elsewhere on the node; its pointers likewise.
+    CUresult pool_export(void* handle_out, CUmemoryPool pool, CUmemAllocationHandleType type);
+    CUresult pool_import(CUmemoryPool* out, int fd, CUmemAllocationHandleType type);
+    CUresult pool_export_pointer(CUmemPoolPtrExportData* out, CUdeviceptr ptr);
+    CUresult pool_import_pointer(CUdeviceptr* out, CUmemoryPool pool, const CUmemPoolPtrExportData& data);
     // From `pool`, or the current context's device's current pool when null.
     CUresult pool_alloc(CUdeviceptr* out, std::size_t bytes, CUmemoryPool pool);
     // A synchronisation point (a stream's or the context's): each pool gives back its idle memory above its
@@ -132,6 +137,19 @@ public:
     CUresult graph_launch(CUgraphExec e, CUstream s);  // cuGraphLaunch and cuGraphUpload
     CUresult graph_mem_trim(CUdevice dev);
     CUresult graph_mem_attribute(CUdevice dev, CUgraphMem_attribute attr, cuuint64_t* value);
+
+    // --- external memory (docs/DRIVER.md, "External memory"): an opaque fd of a VMM export on the node ---
+    CUresult external_import(CUexternalMemory* out, const CUDA_EXTERNAL_MEMORY_HANDLE_DESC& desc);
+    CUresult external_buffer(CUdeviceptr* out, CUexternalMemory ext, const CUDA_EXTERNAL_MEMORY_BUFFER_DESC& desc);
+    CUresult external_destroy(CUexternalMemory ext);
+
+    // --- arrays (docs/DRIVER.md, "Arrays"): device memory by descriptor, owned by the current context ---
+    CUresult array_create(CUarray* out, const CUDA_ARRAY3D_DESCRIPTOR& desc);
+    CUresult mipmapped_create(CUmipmappedArray* out, const CUDA_ARRAY3D_DESCRIPTOR& desc, unsigned levels);
+    CUresult array_destroy(CUarray a);
+    CUresult mipmapped_destroy(CUmipmappedArray m);
+    CUresult array_descriptor(CUDA_ARRAY3D_DESCRIPTOR* out, CUarray a);
+    CUresult mipmapped_level(CUarray* out, CUmipmappedArray m, unsigned level);
 
     SimState(const SimState&) = delete;
     SimState& operator=(const SimState&) = delete;

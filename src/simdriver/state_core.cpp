@@ -228,7 +228,8 @@ CUresult SimState::device_free(CUdeviceptr ptr) {
     if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
     if (ptr == 0) return CUDA_SUCCESS;  // freeing null is a no-op, as for free(3)
     auto it = s.classic.find(ptr);
-    if (it == s.classic.end() || it->second.kind == ClassicKind::ipc ||
+    // A legacy IPC open is closed, not freed; a pool pointer imported is freed (its pool is set).
+    if (it == s.classic.end() || (it->second.kind == ClassicKind::ipc && it->second.pool == nullptr) ||
         (it->second.kind == ClassicKind::host && it->second.pool == nullptr))
         return CUDA_ERROR_INVALID_VALUE;
     SimNode::Lock node(*s.node);

@@ -46,6 +46,19 @@ struct CUgraph_st {
     std::vector<GraphAlloc> allocs;
     std::vector<std::unique_ptr<CUgraphNode_st>> nodes;
 };
+// A CUDA array, or one level of a mipmapped array (owned by its mipmapped array, never destroyed alone).
+struct CUarray_st {
+    CUDA_ARRAY3D_DESCRIPTOR desc;
+};
+// External memory imported (cuImportExternalMemory): a reference on the node allocation its fd named.
+struct CUextMemory_st {
+    std::uint64_t alloc = 0, size = 0;
+    int device = 0;
+};
+// A mipmapped array: its levels, each a CUarray of its own.
+struct CUmipmappedArray_st {
+    std::vector<std::unique_ptr<CUarray_st>> levels;
+};
 // A stream-ordered pool (cuMemPoolCreate, or a device's default pool).
 struct CUmemPoolHandle_st {
     int device;
@@ -94,7 +107,9 @@ struct Mapping {
 };
 
 // ipc: another process's device memory opened here (cuIpcOpenMemHandle), charged to the exporter's.
-enum class ClassicKind { device, managed, host, ipc };
+// external: a buffer mapped from external memory (cuExternalMemoryGetMappedBuffer): a reference on the
+// memory's node allocation until cuMemFree, which the object's destroy leaves in place (measured).
+enum class ClassicKind { device, managed, host, ipc, external };
 struct Classic {
     std::uint64_t size = 0;     // requested
     std::uint64_t charged = 0;  // counted against the device (0 for host, managed and IPC opens)
@@ -126,6 +141,21 @@ struct SimPool {
     std::uint64_t max_size = 0;  // 0: no cap but the device's memory
     std::uint64_t threshold = 0;  // CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: idle bytes it keeps at a synchronisation
     std::uint64_t reserved = 0, used = 0, reserved_high = 0, used_high = 0;
+    unsigned long long handle_types = 0;  // what it may be exported as (CUmemPoolProps::handleTypes)
+    bool imported = false;  // another process's pool (cuMemPoolImportFromShareableHandle): it holds nothing here
+    // Its allocations another process imported (cuMemPoolImportPointer) and this one freed: node tokens and
+    // their bytes. The pool's figures no longer count them, but the device stays charged until a later give-back
+    // of the pool (a synchronisation, trim or destroy) finds the importer's hold gone (measured).
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> lent;
+};
+
+// A CUDA array's (or a mipmapped array's) memory, charged to its device and ended with its context.
+struct SimArray {
+    std::uint64_t charged = 0;
+    int device = 0;
+    CUcontext ctx = nullptr;
+    std::unique_ptr<CUarray_st> array;            // a plain array
+    std::unique_ptr<CUmipmappedArray_st> mipmap;  // or a mipmapped one
 };
 
 // Host memory page-locked by cuMemHostRegister, in the context that registered it.
@@ -157,6 +187,8 @@ struct SimState::Impl {
     std::map<std::uint64_t, Mapping> mappings;            // start -> mapping
     std::map<std::uint64_t, Classic> classic;             // start -> allocation
     std::map<std::uint64_t, Registration> registered;     // host memory page-locked, by start
+    std::map<const void*, SimArray> arrays;               // by CUarray or CUmipmappedArray
+    std::vector<std::unique_ptr<CUextMemory_st>> external;  // imported external memory, until destroyed
 
     std::map<CUmemoryPool, SimPool> pools;
     // Per device: memory committed to graphs (cuDeviceGetGraphMemAttribute's used and reserved figures, equal
@@ -276,12 +308,14 @@ struct SimState::Impl {
         if (c.pool != nullptr) return_to_pool(c);
         if (c.node_id != 0) {
             node->add_use(c.node_id, -1, 0);
-            node->maybe_free(c.node_id);
+            const bool gone = node->maybe_free(c.node_id);
+            if (!gone && c.pool != nullptr && c.kind != ClassicKind::ipc) lend(c);
         } else if (c.kind == ClassicKind::device) {
             node->uncharge_classic(c.device, c.charged);
         }
         if (c.mapped == 0) return;  // a graph allocation's address stays its graph's
-        if (c.kind == ClassicKind::device || c.kind == ClassicKind::ipc) arena.give(start, c.mapped);
+        if (c.kind == ClassicKind::device || c.kind == ClassicKind::ipc || c.kind == ClassicKind::external)
+            arena.give(start, c.mapped);
         else ::munmap(reinterpret_cast<void*>(start), c.mapped);
     }
 
@@ -291,6 +325,13 @@ struct SimState::Impl {
 
     // A pool keeps at least `keep` bytes reserved (whole chunks) and gives the rest back. Both locks held.
     void shrink_pool(SimPool& p, std::uint64_t keep) {
+        std::uint64_t returned = 0;  // lent bytes no importer holds any more
+        std::erase_if(p.lent, [&](const auto& l) {
+            if (node->alive(l.first)) return false;
+            returned += l.second;
+            return true;
+        });
+        if (!p.host) node->uncharge_classic(p.device, returned);
         const std::uint64_t target = std::min(p.reserved, round_up(std::max(p.used, keep), kPoolChunk));
         if (!p.host) node->uncharge_classic(p.device, p.reserved - target);
         p.reserved = target;
@@ -309,6 +350,17 @@ struct SimState::Impl {
         }
     }
 
+    // A pool allocation freed here that an importer still holds: it leaves the pool's figures, its charge
+    // stays. Both locks held.
+    void lend(const Classic& c) {
+        auto it = pools.find(c.pool);
+        if (it == pools.end()) return;
+        SimPool& p = it->second;
+        const std::uint64_t bytes = std::min(p.reserved, c.size);
+        p.reserved -= bytes;
+        p.lent.emplace_back(c.node_id, bytes);
+    }
+
     // Before it refuses device memory the driver takes back every pool's idle memory on that device
     // (measured: also when that cannot satisfy the request). Whether `bytes` fit after. Both locks held.
     bool room_for(int dev, std::uint64_t bytes) {
@@ -323,6 +375,11 @@ struct SimState::Impl {
     // launch (graphs.cpp). Both locks held.
     CUresult add_graph_alloc(CUgraph g, std::uint64_t bytes, int dev, CUdeviceptr* va);
     CUresult commit(CUgraphExec e);
+
+    // An array of `levels` levels validated, charged and kept under `object`, the handle the caller hands
+    // out; and its destroy (arrays.cpp). mu held.
+    CUresult book_array(const CUDA_ARRAY3D_DESCRIPTOR& desc, unsigned levels, SimArray rec, const void* object);
+    CUresult destroy_array(const void* object, bool mipmap);
 
     // cuDeviceGraphMemTrim: graph memory goes back but for allocations that outlived their launch, and each
     // executable commits its memory again at its next launch (nothing runs here, so nothing is in use).
@@ -339,7 +396,7 @@ struct SimState::Impl {
     }
 
     // What a context's end frees (cuCtxDestroy, a primary context's reset): its classic allocations, host
-    // and managed memory included, its IPC opens and its host registrations; never stream-ordered or
+    // and managed memory included, its IPC opens, its host registrations and its arrays; never stream-ordered or
     // cuMemCreate memory. Memory a dma-buf fd or another process's IPC open still holds stays charged.
     // Both locks held.
     void tear_down(CUcontext ctx) {
@@ -352,6 +409,10 @@ struct SimState::Impl {
             it = classic.erase(it);
         }
         std::erase_if(registered, [&](const auto& r) { return r.second.ctx == ctx; });
+        std::erase_if(arrays, [&](const auto& a) {
+            if (a.second.ctx == ctx) node->uncharge_classic(a.second.device, a.second.charged);
+            return a.second.ctx == ctx;
+        });
     }
 };
 

@@ -4,8 +4,11 @@
 // memory (cuMemGetInfo) moved since the fact began. Run on the H200 and on the simulated driver; docs/DRIVER.md
 // keeps the real answers and tests/gpu/test_surface.py holds the simulated driver to them.
 //   surface_probe [FACT...]   (all facts without arguments)
+#include "support/fd_passing.hpp"
+
 #include <cuda.h>
 
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +20,9 @@
 #include <vector>
 
 namespace {
+
+using cumemaudit::program::receive_fd;
+using cumemaudit::program::send_fd;
 
 constexpr size_t kMiB = size_t{1} << 20;
 const char* g_fact = "";
@@ -85,37 +91,6 @@ long long graph_mem_mib(CUgraphMem_attribute attr) {
 }
 
 // An fd across a Unix socket (SCM_RIGHTS), as a job passes pool and VMM handles between its processes.
-void send_fd(int sock, int fd) {
-    char byte = 'f';
-    iovec io{&byte, 1};
-    char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr m{};
-    m.msg_iov = &io;
-    m.msg_iovlen = 1;
-    m.msg_control = control;
-    m.msg_controllen = sizeof control;
-    cmsghdr* c = CMSG_FIRSTHDR(&m);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
-    if (sendmsg(sock, &m, 0) != 1) _exit(1);
-}
-int receive_fd(int sock) {
-    char byte = 0;
-    iovec io{&byte, 1};
-    char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr m{};
-    m.msg_iov = &io;
-    m.msg_iovlen = 1;
-    m.msg_control = control;
-    m.msg_controllen = sizeof control;
-    if (recvmsg(sock, &m, 0) != 1) _exit(1);
-    int fd = -1;
-    std::memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&m)), sizeof(int));
-    return fd;
-}
-
 struct Fact {
     const char* name;
     std::function<void()> run;
@@ -603,8 +578,9 @@ const std::vector<Fact>& facts() {
              int status = 0;
              waitpid(importer, &status, 0);
              close(fd);
+             const long long alone = used_mib();  // the importer's context gone too
              put("destroy", name_of(cuMemPoolDestroy(pool)));
-             put("after_destroy", used_mib() - base);
+             put("destroy_gave_back", alone - used_mib());
          }},
         // dma-buf: an fd for a range of classic memory, and what it keeps after the free.
         {"dmabuf_classic", [] {
@@ -681,6 +657,56 @@ const std::vector<Fact>& facts() {
              put("after_release", used_mib() - base);
              close(fd);
              put("after_close", used_mib() - base);
+         }},
+        // External memory: the only exporter here is the driver itself, so a cuMemCreate POSIX fd is offered
+        // as an opaque fd; whether the import takes it, what a mapped buffer is, and what keeps the memory.
+        {"external_memory", [] {
+             primary(0);
+             const long long base = used_mib();
+             CUmemAllocationProp prop{};
+             prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+             prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+             prop.location.id = 0;
+             prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+             CUmemGenericAllocationHandle h = 0;
+             MUST(cuMemCreate(&h, 256 * kMiB, &prop, 0));
+             int fd = -1;
+             MUST(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+             CUDA_EXTERNAL_MEMORY_HANDLE_DESC desc{};
+             desc.type = CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD;
+             desc.handle.fd = fd;
+             desc.size = 256 * kMiB;
+             CUexternalMemory ext = nullptr;
+             const CUresult imported = cuImportExternalMemory(&ext, &desc);
+             put("import_vmm_fd", name_of(imported));
+             put("after_import", used_mib() - base);
+             if (imported == CUDA_SUCCESS) {
+                 CUDA_EXTERNAL_MEMORY_BUFFER_DESC b{};
+                 b.size = 64 * kMiB;
+                 CUdeviceptr p = 0;
+                 put("mapped_buffer", name_of(cuExternalMemoryGetMappedBuffer(&p, ext, &b)));
+                 put("after_buffer", used_mib() - base);
+                 CUdeviceptr start = 0;
+                 size_t size = 0;
+                 put("buffer_range", name_of(cuMemGetAddressRange(&start, &size, p)));
+                 put("buffer_size", static_cast<long long>(size / kMiB));
+                 MUST(cuMemRelease(h));
+                 put("after_release", used_mib() - base);
+                 put("destroy_mapped", name_of(cuDestroyExternalMemory(ext)));
+                 put("after_destroy", used_mib() - base);
+                 put("free_buffer", name_of(cuMemFree(p)));
+                 put("after_free", used_mib() - base);
+             } else {
+                 MUST(cuMemRelease(h));
+                 close(fd);
+             }
+             // An fd no exporter made (a plain memfd).
+             CUDA_EXTERNAL_MEMORY_HANDLE_DESC bogus{};
+             bogus.type = CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD;
+             bogus.handle.fd = memfd_create("not-memory", 0);
+             bogus.size = 2 * kMiB;
+             CUexternalMemory none = nullptr;
+             put("import_memfd", name_of(cuImportExternalMemory(&none, &bogus)));
          }},
     };
     return all;

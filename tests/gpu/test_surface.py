@@ -2,9 +2,11 @@
 """The surface probe on the simulated driver against the H200's answers: every fact the H200 run printed must
 read the same on the simulated driver, key by key (CUresult names, and MiB of used memory moved).
 
-Usage: test_surface.py SURFACE_PROBE H200_SURFACE_TXT [PENDING,...]   (the simulated libcuda.so.1 first on
-LD_LIBRARY_PATH). PENDING names facts whose probe changed after that run: printed, not compared, until the
-next GPU run measures them again (docs/DRIVER.md says which)."""
+Usage: test_surface.py SURFACE_PROBE H200_SURFACE_TXT... [--pending FACT,...]   (the simulated libcuda.so.1
+first on LD_LIBRARY_PATH). Several runs' files: a fact a later run measured again is taken from it.
+--pending names facts whose probe changed after the last run that measured them: printed, not compared,
+until the next GPU run measures them again (docs/DRIVER.md says which)."""
+import argparse
 import os
 import re
 import subprocess
@@ -15,9 +17,17 @@ def facts(text):
     return {m[0]: dict(kv.split("=", 1) for kv in m[1].split()) for m in re.findall(r"^fact (\w+)((?: \S+=\S+)*)$", text, re.M)}
 
 
-probe, measured_file = sys.argv[1], sys.argv[2]
-pending = set(sys.argv[3].split(",")) if len(sys.argv) > 3 else set()
-measured = {k: v for k, v in facts(open(measured_file).read()).items() if k not in pending}
+parser = argparse.ArgumentParser()
+parser.add_argument("probe")
+parser.add_argument("measured", nargs="+")
+parser.add_argument("--pending", default="")
+args = parser.parse_args()
+probe, pending = args.probe, set(filter(None, args.pending.split(",")))
+measured = {}
+for measured_file in args.measured:
+    measured.update(facts(open(measured_file).read()))
+measured = {k: v for k, v in measured.items() if k not in pending}
+measured_file = " and ".join(args.measured)
 # One simulated node for the probe and the importer it forks (legacy IPC crosses processes).
 env = dict(os.environ, CUMEMAUDIT_SIM_NODE=f"surface-{os.getpid()}")
 try:

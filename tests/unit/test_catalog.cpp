@@ -135,8 +135,23 @@ TEST_CASE("every row's symbol has the signature cudaTypedefs.h gives that base a
     static_assert(same_signature<PFN_cuPointerGetAttribute_v4000>(&cuPointerGetAttribute));
     static_assert(same_signature<PFN_cuIpcGetMemHandle_v4010>(&cuIpcGetMemHandle));
     static_assert(same_signature<PFN_cuMemGetHandleForAddressRange_v11070>(&cuMemGetHandleForAddressRange));
-    // 102 checks above: 90 rows plus 12 per-thread twins.
+    static_assert(same_signature<PFN_cuArrayCreate_v3020>(&cuArrayCreate_v2));
+    static_assert(same_signature<PFN_cuArray3DCreate_v3020>(&cuArray3DCreate_v2));
+    static_assert(same_signature<PFN_cuArrayDestroy_v2000>(&cuArrayDestroy));
+    static_assert(same_signature<PFN_cuArrayGetDescriptor_v3020>(&cuArrayGetDescriptor_v2));
+    static_assert(same_signature<PFN_cuArray3DGetDescriptor_v3020>(&cuArray3DGetDescriptor_v2));
+    static_assert(same_signature<PFN_cuMipmappedArrayCreate_v5000>(&cuMipmappedArrayCreate));
+    static_assert(same_signature<PFN_cuMipmappedArrayDestroy_v5000>(&cuMipmappedArrayDestroy));
+    static_assert(same_signature<PFN_cuMipmappedArrayGetLevel_v5000>(&cuMipmappedArrayGetLevel));
+    static_assert(same_signature<PFN_cuMemPoolExportToShareableHandle_v11020>(&cuMemPoolExportToShareableHandle));
+    static_assert(same_signature<PFN_cuMemPoolImportFromShareableHandle_v11020>(&cuMemPoolImportFromShareableHandle));
+    static_assert(same_signature<PFN_cuMemPoolExportPointer_v11020>(&cuMemPoolExportPointer));
+    static_assert(same_signature<PFN_cuMemPoolImportPointer_v11020>(&cuMemPoolImportPointer));
+    static_assert(same_signature<PFN_cuImportExternalMemory_v10000>(&cuImportExternalMemory));
+    static_assert(same_signature<PFN_cuExternalMemoryGetMappedBuffer_v10000>(&cuExternalMemoryGetMappedBuffer));
+    static_assert(same_signature<PFN_cuDestroyExternalMemory_v10000>(&cuDestroyExternalMemory));
+    // 117 checks above: 105 rows plus 12 per-thread twins.
     std::size_t twins = 0;
     for (const auto& e : cumemaudit::catalog::entries()) twins += e.per_thread.empty() ? 0 : 1;
-    CHECK(cumemaudit::catalog::entries().size() + twins == 102);
+    CHECK(cumemaudit::catalog::entries().size() + twins == 117);
 }

@@ -60,7 +60,8 @@ TEST_CASE("every allocation, free and VMM entry point of the catalog is wrapped"
         "cuMemGetAddressRange_v2", "cuStreamCreate", "cuStreamDestroy_v2", "cuStreamSynchronize",
         "cuStreamSynchronize_ptsz", "cuStreamIsCapturing", "cuStreamIsCapturing_ptsz", "cuMemPoolGetAttribute",
         "cuDeviceGetDefaultMemPool", "cuDeviceGetMemPool", "cuDeviceSetMemPool", "cuGraphCreate",
-        "cuDeviceGetGraphMemAttribute"};
+        "cuDeviceGetGraphMemAttribute", "cuMemPoolExportToShareableHandle", "cuArrayGetDescriptor_v2",
+        "cuArray3DGetDescriptor_v2", "cuMipmappedArrayGetLevel"};
     for (const auto& e : catalog::entries()) {
         for (auto symbol : {e.symbol, e.per_thread}) {
             if (symbol.empty() || not_wrapped.count(std::string(symbol))) continue;

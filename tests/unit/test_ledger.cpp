@@ -839,17 +839,22 @@ TEST_CASE("a context's end forgets what the driver no longer knows, as unfreed r
     l.allocated(0x2000, 8192, Kind::classic, site("cuMemAlloc", 1, app));
     l.allocated(0x3000, 512, Kind::host_pinned, site("cuMemAllocHost", 2, app));
     l.allocated(0x4000, 1024, Kind::async_pool, site("cuMemAllocAsync", 3, app));  // survives, as on the H200
-    std::vector<std::uint64_t> asked;
-    const auto rows = l.forget_freed_by_driver([&](std::uint64_t p) {
-        asked.push_back(p);
+    l.allocated(0x5000, 2048, Kind::array, site("cuArrayCreate", 5, app));
+    std::vector<std::pair<std::uint64_t, Kind>> asked;
+    const auto rows = l.forget_freed_by_driver([&](std::uint64_t p, Kind k) {
+        asked.emplace_back(p, k);
         return p == 0x4000;
     });
     std::sort(asked.begin(), asked.end());
-    CHECK(asked == std::vector<std::uint64_t>{0x1000, 0x2000, 0x3000, 0x4000});  // each live allocation once
-    REQUIRE(rows.size() == 2);
+    // Each live allocation once, with its kind: an array's handle is no pointer the driver could be asked about.
+    CHECK(asked == std::vector<std::pair<std::uint64_t, Kind>>{{0x1000, Kind::classic}, {0x2000, Kind::classic},
+                                                               {0x3000, Kind::host_pinned}, {0x4000, Kind::async_pool},
+                                                               {0x5000, Kind::array}});
+    REQUIRE(rows.size() == 3);
     CHECK((rows[0].cls == LeakClass::unfreed && rows[0].kind == Kind::classic && rows[0].bytes == 12288 &&
            rows[0].allocations == 2 && rows[0].site.trace == 1));
-    CHECK((rows[1].kind == Kind::host_pinned && rows[1].bytes == 512 && rows[1].allocations == 1));
+    CHECK((rows[1].kind == Kind::array && rows[1].bytes == 2048 && rows[1].allocations == 1));
+    CHECK((rows[2].kind == Kind::host_pinned && rows[2].bytes == 512 && rows[2].allocations == 1));
     const Snapshot s = l.snapshot(Moment::exit);
     CHECK(s.summary.live_bytes == 1024);
     CHECK(s.summary.unfreed_bytes == 1024);  // only the survivor is held at exit

@@ -34,6 +34,8 @@ struct Bytes {
         argument,           // argument `a`
         product,            // argument `a` times argument `b` (a pitched allocation: width × height)
         unsized,            // an allocation whose size the call does not name (an IPC import, a graph)
+        described,          // the texels of the array descriptor at argument `a`, over the mipmap levels
+                            // argument `b` counts (-1: one level)
     };
     Rule rule = not_an_allocation;
     int a = -1, b = -1;
@@ -74,6 +76,7 @@ inline constexpr Bytes not_an_allocation{};
 constexpr Bytes argument(int a) { return {Bytes::argument, a}; }
 constexpr Bytes product(int a, int b) { return {Bytes::product, a, b}; }
 inline constexpr Bytes unsized{Bytes::unsized};
+constexpr Bytes described(int a, int levels = -1) { return {Bytes::described, a, levels}; }
 using enum Enforce;
 inline constexpr OomWatch no_watch = OomWatch::none, refusals = OomWatch::refusals;
 inline constexpr bool prepares = true, no_prepare = false, records = true, no_record = false;

@@ -78,6 +78,8 @@ struct Declared {
     static constexpr bool bytes_fit = [] {
         if constexpr (d.requested.rule == Bytes::argument) return integral_at<d.requested.a>();
         else if constexpr (d.requested.rule == Bytes::product) return integral_at<d.requested.a>() && integral_at<d.requested.b>();
+        else if constexpr (d.requested.rule == Bytes::described)
+            return value_at<d.requested.a>() && (d.requested.b < 0 || integral_at<d.requested.b>());
         else return true;
     }();
     static_assert(bytes_fit, "events.inc: the row's requested bytes name an argument that is not a size");
@@ -123,7 +125,11 @@ struct Declared {
     static std::uint64_t requested(A... a) {
         if constexpr (d.requested.rule == Bytes::argument) return value<d.requested.a>(a...);
         else if constexpr (d.requested.rule == Bytes::product) return value<d.requested.a>(a...) * value<d.requested.b>(a...);
-        else return 0;
+        else if constexpr (d.requested.rule == Bytes::described) {
+            unsigned levels = 1;
+            if constexpr (d.requested.b >= 0) levels = static_cast<unsigned>(value<d.requested.b>(a...));
+            return described_bytes(std::get<d.requested.a>(std::forward_as_tuple(a...)), levels);
+        } else return 0;
     }
 
     // After the record: a refusal for lack of memory makes an OOM record (true: the report is due now); a

@@ -4,6 +4,7 @@
 #include "shim/record/recorder.hpp"
 #include "shim/services/driver_query.hpp"
 
+#include "common/array_bytes.hpp"
 #include "common/cuda_errors.hpp"
 
 namespace cumemaudit::shim {
@@ -225,6 +226,18 @@ void record(ev::IpcOpen, Call& call, CUresult r, CUdeviceptr* dptr, CUipcMemHand
     book(call).ipc_opened(*dptr, key_of_fabric(&handle), call.site());
 }
 
+// A pool pointer shared with another process: the same rows as a legacy IPC handle's, joined by the bytes
+// of its export data (the importer's driver answers an empty range for it, measured).
+void record(ev::PoolExportPtr, Call& call, CUresult r, CUmemPoolPtrExportData* data, CUdeviceptr ptr) {
+    if (r == CUDA_SUCCESS && data != nullptr) book(call).ipc_exported(ptr, key_of_fabric(data), call.site());
+}
+
+void record(ev::PoolImportPtr, Call& call, CUresult r, CUdeviceptr* ptr, CUmemoryPool, CUmemPoolPtrExportData* data) {
+    if (r != CUDA_SUCCESS || ptr == nullptr || data == nullptr) return;
+    allocated(call, r, *ptr, 0, Kind::ipc);
+    book(call).ipc_opened(*ptr, key_of_fabric(data), call.site());
+}
+
 void record(ev::IpcGet, Call& call, CUresult r, CUipcMemHandle* handle, CUdeviceptr ptr) {
     if (r == CUDA_SUCCESS && handle != nullptr) book(call).ipc_exported(ptr, key_of_fabric(handle), call.site());
 }
@@ -250,7 +263,26 @@ void record(ev::HostUnregister, Call& call, CUresult r, void* p) {
     freed(call, r, addr(p));
 }
 
-void record(ev::Free, Call& call, CUresult r, CUdeviceptr dptr) { freed(call, r, dptr); }
+void record(ev::Free, Call& call, CUresult r, CUdeviceptr dptr) {
+    freed(call, r, dptr);
+    // A buffer of external memory destroyed before it: the object's memory goes with its last buffer.
+    if (r == CUDA_SUCCESS && call.recorder().hot().external_buffers.load(std::memory_order_relaxed) > 0)
+        if (const std::uint64_t object = call.recorder().externals().buffer_freed(dptr)) freed(call, r, object);
+}
+
+void record(ev::ExtImport, Call& call, CUresult r, CUexternalMemory* out, const CUDA_EXTERNAL_MEMORY_HANDLE_DESC* desc) {
+    if (out != nullptr && desc != nullptr) allocated(call, r, addr(*out), desc->size, Kind::external);
+}
+
+void record(ev::ExtBuffer, Call& call, CUresult r, CUdeviceptr* ptr, CUexternalMemory object, const CUDA_EXTERNAL_MEMORY_BUFFER_DESC*) {
+    if (r != CUDA_SUCCESS || ptr == nullptr) return;
+    allocated(call, r, *ptr, 0, Kind::external);
+    call.recorder().externals().mapped(*ptr, addr(object));
+}
+
+void record(ev::ExtDestroy, Call& call, CUresult r, CUexternalMemory object) {
+    if (r != CUDA_SUCCESS || call.recorder().externals().destroyed(addr(object))) freed(call, r, addr(object));
+}
 void record(ev::FreeAsync, Call& call, CUresult r, CUdeviceptr dptr, CUstream) { freed(call, r, dptr); }
 void record(ev::FreeHost, Call& call, CUresult r, void* p) { freed(call, r, addr(p)); }
 void record(ev::IpcClose, Call& call, CUresult r, CUdeviceptr dptr) { freed(call, r, dptr); }
@@ -258,17 +290,60 @@ void record(ev::GraphFreeNode, Call& call, CUresult r, CUgraphNode*, CUgraph, co
     freed(call, r, dptr);
 }
 
+std::uint64_t described_bytes(const CUDA_ARRAY3D_DESCRIPTOR* d, unsigned levels) {
+    return d == nullptr ? 0 : array_bytes(*d, levels).value_or(0);
+}
+std::uint64_t described_bytes(const CUDA_ARRAY_DESCRIPTOR* d, unsigned levels) {
+    if (d == nullptr) return 0;
+    const CUDA_ARRAY3D_DESCRIPTOR d3 = as_3d(*d);
+    return described_bytes(&d3, levels);
+}
+
+namespace {
+// An array is booked under its handle, with the context whose end frees it.
+void array_made(Call& call, CUresult r, const void* handle, std::uint64_t bytes) {
+    if (r != CUDA_SUCCESS || handle == nullptr) return;
+    call.recorder().arrays().created(addr(handle), current_context());
+    allocated(call, r, addr(handle), bytes, Kind::array);
+}
+}  // namespace
+
+void record(ev::ArrayCreate, Call& call, CUresult r, CUarray* out, const CUDA_ARRAY_DESCRIPTOR* desc) {
+    if (out != nullptr) array_made(call, r, *out, described_bytes(desc, 1));
+}
+void record(ev::ArrayCreate, Call& call, CUresult r, CUarray* out, const CUDA_ARRAY3D_DESCRIPTOR* desc) {
+    if (out != nullptr) array_made(call, r, *out, described_bytes(desc, 1));
+}
+void record(ev::MipmapCreate, Call& call, CUresult r, CUmipmappedArray* out, const CUDA_ARRAY3D_DESCRIPTOR* desc,
+            unsigned int levels) {
+    if (out != nullptr) array_made(call, r, *out, described_bytes(desc, levels));
+}
+void record(ev::ArrayDestroy, Call& call, CUresult r, CUarray a) {
+    if (r == CUDA_SUCCESS) call.recorder().arrays().destroyed(addr(a));
+    freed(call, r, addr(a));
+}
+void record(ev::ArrayDestroy, Call& call, CUresult r, CUmipmappedArray m) {
+    if (r == CUDA_SUCCESS) call.recorder().arrays().destroyed(addr(m));
+    freed(call, r, addr(m));
+}
+
 namespace {
 // The driver freed what the ended context owned: the ledger forgets what the driver no longer knows, and
 // the timeline keeps it as one event (never as held at exit).
-void context_ended(Call& call, int device) {
-    std::vector<ledger::LeakRow> freed = book(call).forget_freed_by_driver(driver_knows_pointer);
+// An array is never put to the driver: its handle may name a freed object (array_book.hpp).
+void context_ended(Call& call, int device, CUcontext ctx) {
+    ArrayBook& arrays = call.recorder().arrays();
+    std::vector<ledger::LeakRow> freed = book(call).forget_freed_by_driver([&](std::uint64_t ptr, Kind kind) {
+        return kind == Kind::array ? !arrays.ended_with(ptr, ctx) : driver_knows_pointer(ptr);
+    });
     if (!freed.empty()) call.recorder().timeline().context_ended(call.site(), device, std::move(freed));
 }
 }  // namespace
 
-void record(ev::CtxRetain, Call& call, CUresult r, CUcontext*, CUdevice dev) {
-    if (r == CUDA_SUCCESS) call.recorder().device_seen(dev);
+void record(ev::CtxRetain, Call& call, CUresult r, CUcontext* ctx, CUdevice dev) {
+    if (r != CUDA_SUCCESS) return;
+    call.recorder().device_seen(dev);
+    if (ctx != nullptr) call.recorder().arrays().primary_context(dev, *ctx);
 }
 
 void record(ev::CtxCreate, Call& call, CUresult r, CUcontext*, CUctxCreateParams*, unsigned int, CUdevice dev) {
@@ -276,16 +351,16 @@ void record(ev::CtxCreate, Call& call, CUresult r, CUcontext*, CUctxCreateParams
 }
 
 void record(ev::CtxReset, Call& call, CUresult r, CUdevice dev) {
-    if (r == CUDA_SUCCESS) context_ended(call, dev);
+    if (r == CUDA_SUCCESS) context_ended(call, dev, call.recorder().arrays().primary_of(dev));
 }
 
 void record(ev::CtxRelease, Call& call, CUresult r, CUdevice dev) {
     // Only the last release resets the context; the driver says whether this was it.
-    if (r == CUDA_SUCCESS && !primary_context_active(dev)) context_ended(call, dev);
+    if (r == CUDA_SUCCESS && !primary_context_active(dev)) context_ended(call, dev, call.recorder().arrays().primary_of(dev));
 }
 
-void record(ev::CtxDestroy, Call& call, CUresult r, CUcontext) {
-    if (r == CUDA_SUCCESS) context_ended(call, -1);
+void record(ev::CtxDestroy, Call& call, CUresult r, CUcontext ctx) {
+    if (r == CUDA_SUCCESS) context_ended(call, -1, ctx);
 }
 
 const char* result_name(CUresult r) {

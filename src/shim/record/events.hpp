@@ -62,10 +62,21 @@ void record(ev::Free, Call&, CUresult, CUdeviceptr);
 void record(ev::FreeAsync, Call&, CUresult, CUdeviceptr, CUstream);
 void record(ev::FreeHost, Call&, CUresult, void*);
 void record(ev::IpcClose, Call&, CUresult, CUdeviceptr);
+void record(ev::ArrayCreate, Call&, CUresult, CUarray*, const CUDA_ARRAY_DESCRIPTOR*);
+void record(ev::ArrayCreate, Call&, CUresult, CUarray*, const CUDA_ARRAY3D_DESCRIPTOR*);
+void record(ev::MipmapCreate, Call&, CUresult, CUmipmappedArray*, const CUDA_ARRAY3D_DESCRIPTOR*, unsigned int);
+void record(ev::ArrayDestroy, Call&, CUresult, CUarray);
+void record(ev::ArrayDestroy, Call&, CUresult, CUmipmappedArray);
+void record(ev::ExtImport, Call&, CUresult, CUexternalMemory*, const CUDA_EXTERNAL_MEMORY_HANDLE_DESC*);
+void record(ev::ExtBuffer, Call&, CUresult, CUdeviceptr*, CUexternalMemory, const CUDA_EXTERNAL_MEMORY_BUFFER_DESC*);
+void record(ev::ExtDestroy, Call&, CUresult, CUexternalMemory);
 void record(ev::PoolCreate, Call&, CUresult, CUmemoryPool*, const CUmemPoolProps*);
 void record(ev::PoolDestroy, Call&, CUresult, CUmemoryPool);
 void record(ev::PoolTrim, Call&, CUresult, CUmemoryPool, size_t);
 void record(ev::PoolSetAttribute, Call&, CUresult, CUmemoryPool, CUmemPool_attribute, void*);
+void record(ev::PoolImport, Call&, CUresult, CUmemoryPool*, void*, CUmemAllocationHandleType, unsigned long long);
+void record(ev::PoolExportPtr, Call&, CUresult, CUmemPoolPtrExportData*, CUdeviceptr);
+void record(ev::PoolImportPtr, Call&, CUresult, CUdeviceptr*, CUmemoryPool, CUmemPoolPtrExportData*);
 void record(ev::CtxRetain, Call&, CUresult, CUcontext*, CUdevice);
 void record(ev::CtxCreate, Call&, CUresult, CUcontext*, CUctxCreateParams*, unsigned int, CUdevice);
 void record(ev::CtxReset, Call&, CUresult, CUdevice);
@@ -87,6 +98,11 @@ void record(ev::GraphDestroy, Call&, CUresult, CUgraph);
 // At a mark or an out-of-memory moment: each device's default pool joins the pool book, and the driver is
 // asked about every pool; the sums of `device`'s pools.
 PoolBook::Sums look_at_pools(Recorder&, int device);
+
+// The device memory an array descriptor describes (common/array_bytes; 0 for a format not modelled), as an
+// OOM record names it.
+std::uint64_t described_bytes(const CUDA_ARRAY_DESCRIPTOR*, unsigned levels);
+std::uint64_t described_bytes(const CUDA_ARRAY3D_DESCRIPTOR*, unsigned levels);
 
 // The name of a CUresult without asking the driver.
 const char* result_name(CUresult);

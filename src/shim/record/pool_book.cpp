@@ -67,6 +67,18 @@ void PoolBook::seen_default(CUmemoryPool pool, int device, std::uint64_t step) {
     add(std::move(e));
 }
 
+void PoolBook::imported(CUmemoryPool pool, int device, const ledger::Site& site, std::uint64_t step) {
+    Entry e;
+    e.handle = pool;
+    e.site = site;
+    e.row.origin = "imported";
+    e.row.location = device >= 0 ? "device " + std::to_string(device) : "";
+    e.row.device = device;
+    e.row.step = step;
+    std::lock_guard lock(mu_);
+    add(std::move(e));
+}
+
 void PoolBook::destroyed(CUmemoryPool pool) {
     std::lock_guard lock(mu_);
     if (Entry* e = find(pool)) {  // its idle memory went back; what allocations hold goes with their frees

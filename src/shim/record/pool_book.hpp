@@ -24,6 +24,8 @@ class PoolBook {
 public:
     void created(CUmemoryPool pool, const CUmemPoolProps& props, const ledger::Site& site, std::uint64_t step);
     void seen_default(CUmemoryPool pool, int device, std::uint64_t step);
+    // Another process's pool (cuMemPoolImportFromShareableHandle): it holds nothing here; its pointers do.
+    void imported(CUmemoryPool pool, int device, const ledger::Site& site, std::uint64_t step);
     void destroyed(CUmemoryPool pool);
     void threshold_set(CUmemoryPool pool, std::uint64_t bytes);
     bool host_located(CUmemoryPool pool) const noexcept;

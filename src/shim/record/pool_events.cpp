@@ -67,4 +67,9 @@ PoolBook::Sums look_at_pools(Recorder& rec, int device) {
     return rec.pools().look(ask_pool, device);
 }
 
+void record(ev::PoolImport, Call& call, CUresult r, CUmemoryPool* pool, void*, CUmemAllocationHandleType, unsigned long long) {
+    if (r != CUDA_SUCCESS || pool == nullptr) return;
+    call.recorder().pools().imported(*pool, call.recorder().call_device(), call.site(), call.recorder().timeline().last_step());
+}
+
 }  // namespace cumemaudit::shim

@@ -6,7 +6,9 @@
 // of its locks); a unit test makes its own.
 #pragma once
 
+#include "shim/record/array_book.hpp"
 #include "shim/record/enforcer.hpp"
+#include "shim/record/external_book.hpp"
 #include "shim/record/oom_log.hpp"
 #include "shim/record/pool_book.hpp"
 #include "shim/record/step_timeline.hpp"
@@ -36,6 +38,7 @@ public:
         bool cupti_only;  // backend=cupti: the wrappers stand by while CUPTI records
         std::atomic<int> captures{0};     // streams being captured (Timeline)
         std::atomic<int> oom_waiting{0};  // OOM records waiting for their retry (OomLog)
+        std::atomic<int> external_buffers{0};  // buffers mapped from external memory, live (ExternalBook)
         // Bit d: the program made a context on device d (a primary context retained, or one created). With
         // one bit set every allocation is that device's; with more, the driver is asked per allocation.
         std::atomic<std::uint64_t> devices{0};
@@ -68,6 +71,8 @@ public:
     OomLog& oom_log() { return oom_; }
     Enforcer& enforcer() { return enforcer_; }
     PoolBook& pools() { return pools_; }
+    ArrayBook& arrays() { return arrays_; }
+    ExternalBook& externals() { return externals_; }
     // Names the frames of a site for log lines and reports (reads debug info on demand, writes nothing).
     report::Symbolizer& symbolizer() { return symbolizer_; }
 
@@ -90,6 +95,8 @@ private:
     OomLog oom_;
     Enforcer enforcer_;
     PoolBook pools_;
+    ArrayBook arrays_;
+    ExternalBook externals_{hot_.external_buffers};
     ReportWriter report_writer_ = nullptr;
 };
 

@@ -3,10 +3,13 @@
 // driver documents, and prints what the test compares with the report. Sites the tests look for are
 // marked with `// site:NAME` on the line of the call.
 #include "support/driver_checks.hpp"
+#include "support/fd_passing.hpp"
 #include "support/program.hpp"
 
 #include <cuda.h>
 #include <dlfcn.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -545,6 +548,148 @@ int pool_idle() {
     return 0;
 }
 
+// Pool IPC as nvbandwidth's multinode pool allocation and cuda.core's IPC buffers share stream-ordered memory:
+// a pool made exportable (POSIX fds on one node), a buffer allocated from it and synchronised, the pool's fd
+// and the pointer's export data sent to a peer, which imports both. The exporter frees its buffer while the
+// peer holds it; the peer never frees its import. Runs on a shared simulated node (CUMEMAUDIT_SIM_NODE):
+// the importer is a forked process.
+int pool_ipc() {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return 2;
+    std::fflush(stdout);
+    const pid_t importer = fork();
+    if (importer == 0) {
+        close(sv[0]);
+        init_primary_context();
+        const int fd = cumemaudit::program::receive_fd(sv[1]);
+        CUmemPoolPtrExportData data;
+        if (read(sv[1], &data, sizeof data) != sizeof data) _exit(2);
+        CUmemoryPool pool = nullptr;
+        void* shared = reinterpret_cast<void*>(static_cast<intptr_t>(fd));  // a POSIX fd travels as the pointer
+        OK(cuMemPoolImportFromShareableHandle(&pool, shared, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));  // site:pool_import
+        CUdeviceptr peer = 0;
+        OK(cuMemPoolImportPointer(&peer, pool, &data));  // site:pool_import_ptr
+        char step = 0;
+        if (write(sv[1], "o", 1) != 1 || read(sv[1], &step, 1) != 1) _exit(2);
+        std::printf("pool_ipc: importer done\n");
+        std::exit(0);  // never freed: the exporter's pool keeps the memory until this process is gone
+    }
+    close(sv[1]);
+    init_primary_context();
+    auto step = reinterpret_cast<void (*)(uint64_t)>(dlsym(RTLD_DEFAULT, "cumemaudit_step"));
+    CUmemPoolProps pp{};
+    pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    pp.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    pp.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    pp.location.id = 0;
+    CUmemoryPool pool = nullptr;
+    OK(cuMemPoolCreate(&pool, &pp));
+    CUdeviceptr buffer = 0;
+    OK(cuMemAllocFromPoolAsync(&buffer, 256 * kMiB, pool, nullptr));
+    OK(cuStreamSynchronize(nullptr));
+    int fd = -1;
+    OK(cuMemPoolExportToShareableHandle(&fd, pool, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    CUmemPoolPtrExportData data{};
+    OK(cuMemPoolExportPointer(&data, buffer));  // site:pool_export_ptr
+    cumemaudit::program::send_fd(sv[0], fd);
+    if (write(sv[0], &data, sizeof data) != sizeof data) return 2;
+    char opened = 0;
+    if (read(sv[0], &opened, 1) != 1) return 2;
+    OK(cuMemFreeAsync(buffer, nullptr));
+    OK(cuStreamSynchronize(nullptr));
+    if (step != nullptr) step(1);
+    if (write(sv[0], "x", 1) != 1) return 2;
+    int status = 0;
+    waitpid(importer, &status, 0);
+    close(fd);
+    std::printf("pool_ipc: importer %d\n", static_cast<int>(importer));
+    return 0;
+}
+
+// External memory as Vulkan interop imports it (the CUDA samples' simpleVulkan: an opaque fd and its size,
+// one buffer mapped over it, cuMemFree of the buffer and cuDestroyExternalMemory at the end). The exporter
+// here is the driver itself: a cuMemCreate allocation's POSIX fd, which the H200 imports as an opaque fd. The
+// object is destroyed while its buffer is mapped (the buffer keeps the memory); a second one is never destroyed.
+int external_memory() {
+    init_primary_context();
+    auto step = reinterpret_cast<void (*)(uint64_t)>(dlsym(RTLD_DEFAULT, "cumemaudit_step"));
+    auto exported = [](size_t bytes) {
+        CUmemAllocationProp p = props();
+        p.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+        CUmemGenericAllocationHandle h = 0;
+        OK(cuMemCreate(&h, bytes, &p, 0));
+        int fd = -1;
+        OK(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+        OK(cuMemRelease(h));  // the exporter is done with it: the fd (then the import) keeps it
+        return fd;
+    };
+    CUDA_EXTERNAL_MEMORY_HANDLE_DESC desc{};
+    desc.type = CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD;
+    desc.handle.fd = exported(256 * kMiB);
+    desc.size = 256 * kMiB;
+    CUexternalMemory ext = nullptr;
+    OK(cuImportExternalMemory(&ext, &desc));  // site:ext_import
+    CUDA_EXTERNAL_MEMORY_BUFFER_DESC whole{};
+    whole.size = 64 * kMiB;
+    CUdeviceptr buffer = 0;
+    OK(cuExternalMemoryGetMappedBuffer(&buffer, ext, &whole));
+    if (step != nullptr) step(1);
+    OK(cuDestroyExternalMemory(ext));
+    if (step != nullptr) step(2);
+    OK(cuMemFree(buffer));
+    if (step != nullptr) step(3);
+    CUDA_EXTERNAL_MEMORY_HANDLE_DESC kept = desc;
+    kept.handle.fd = exported(128 * kMiB);
+    kept.size = 128 * kMiB;
+    CUexternalMemory never_destroyed = nullptr;
+    OK(cuImportExternalMemory(&never_destroyed, &kept));  // site:ext_kept
+    CUDA_EXTERNAL_MEMORY_HANDLE_DESC bogus = desc;
+    bogus.handle.fd = memfd_create("not-memory", 0);
+    bogus.size = 2 * kMiB;
+    CUexternalMemory none = nullptr;
+    CHECK(cuImportExternalMemory(&none, &bogus), CUDA_ERROR_UNKNOWN);
+    std::printf("external_memory: done\n");
+    return 0;
+}
+
+// CUDA arrays as CuPy's CUDAArray makes them (cupy/cuda/texture.pyx: cudaMalloc3DArray for every shape,
+// cudaFreeArray when the object goes): a texture kept for the whole run, a scratch array freed, a mipmapped
+// array and a small one. A context reset frees all three still live; the texture made again after it is held
+// at exit. A one-dimensional array wider than the device allows is refused and books nothing.
+CUDA_ARRAY3D_DESCRIPTOR texels(size_t width, size_t height, CUarray_format format, unsigned channels) {
+    CUDA_ARRAY3D_DESCRIPTOR d{};
+    d.Width = width;
+    d.Height = height;
+    d.Format = format;
+    d.NumChannels = channels;
+    return d;
+}
+
+int arrays() {
+    init_primary_context();
+    auto step = reinterpret_cast<void (*)(uint64_t)>(dlsym(RTLD_DEFAULT, "cumemaudit_step"));
+    const CUDA_ARRAY3D_DESCRIPTOR rgba = texels(4096, 4096, CU_AD_FORMAT_FLOAT, 4);
+    CUarray texture = nullptr, scratch = nullptr, small = nullptr, refused = nullptr;
+    OK(cuArray3DCreate(&texture, &rgba));  // site:array_texture
+    CUDA_ARRAY_DESCRIPTOR half{4096, 2048, CU_AD_FORMAT_FLOAT, 4};
+    OK(cuArrayCreate(&scratch, &half));
+    OK(cuArrayDestroy(scratch));
+    if (step != nullptr) step(1);
+    CUmipmappedArray mip = nullptr;
+    OK(cuMipmappedArrayCreate(&mip, &rgba, 2));  // site:array_mipmap
+    const CUDA_ARRAY3D_DESCRIPTOR bytes = texels(1000, 1000, CU_AD_FORMAT_UNSIGNED_INT8, 1);
+    OK(cuArray3DCreate(&small, &bytes));  // site:array_small
+    const CUDA_ARRAY3D_DESCRIPTOR too_wide = texels(1 << 20, 0, CU_AD_FORMAT_FLOAT, 1);
+    CHECK(cuArray3DCreate(&refused, &too_wide), CUDA_ERROR_INVALID_VALUE);
+    if (step != nullptr) step(2);
+    OK(cuDevicePrimaryCtxReset(0));  // site:array_reset
+    init_primary_context();
+    OK(cuArray3DCreate(&texture, &rgba));  // site:array_after_reset
+    if (step != nullptr) step(3);
+    std::printf("arrays: done\n");
+    return 0;
+}
+
 // Graph memory: a graph built by hand with an allocation node and its free (as cuda-python's and CUTLASS's
 // examples do), and a cuMemAllocAsync captured with no free (the allocation outlives each launch). Nothing is
 // charged until the upload or launch; the memory stays the device's graph memory after the executable's end
@@ -641,8 +786,11 @@ int main(int argc, char** argv) {
     if (what == "pool-idle") return pool_idle();
     if (what == "graph-memory") return graph_memory();
     if (what == "two-devices") return two_devices();
+    if (what == "arrays") return arrays();
+    if (what == "pool-ipc") return pool_ipc();
+    if (what == "external-memory") return external_memory();
     if (what == "ipc-dmabuf") return ipc_dmabuf();
     if (what == "none") return 0;
-    std::fprintf(stderr, "usage: audit_scenarios misuse|reuse|open-export|held-export|capture-free|threads|fork|exit N|wait|classic|deepbind LIB|checkpoint|async-growth|map-array|nccl-host|host-register|context-reset|ipc-dmabuf|pool-idle|graph-memory|two-devices|none\n");
+    std::fprintf(stderr, "usage: audit_scenarios misuse|reuse|open-export|held-export|capture-free|threads|fork|exit N|wait|classic|deepbind LIB|checkpoint|async-growth|map-array|nccl-host|host-register|context-reset|ipc-dmabuf|pool-idle|graph-memory|two-devices|arrays|pool-ipc|external-memory|none\n");
     return 2;
 }

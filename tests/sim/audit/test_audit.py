@@ -838,6 +838,76 @@ def case_two_devices(tmp):
     owner = next(o for o in rep["owners"] if o["owner"] == "audit_scenarios")
     expect(owner["live_by_device"] == {"0": 6144 * MiB, "1": 1024 * MiB}, f"owner: {owner}")
 
+def case_arrays(tmp):
+    """CUDA arrays are device memory booked by their descriptor, in the driver's whole 2 MiB pages, at the line
+    that made them: steps count them (nothing unattributed), a context reset frees them as a teardown event
+    (never held at exit), and the one made after the reset is held at exit. A refused array books nothing."""
+    run([SCENARIOS, "arrays"], tmp)
+    rep = only_report(tmp)
+    st = {x["step"]: x for x in rep["steps"] if not x["label"]}
+    kinds = [st[n]["by_kind"].get("array", 0) for n in (1, 2, 3)]
+    expect(kinds == [256 * MiB, 578 * MiB, 256 * MiB], f"array bytes at steps: {kinds}")
+    unattributed = [st[n]["unattributed_bytes"] for n in (1, 2, 3)]
+    expect(max(unattributed) - min(unattributed) < 8 * MiB and (REAL or unattributed == [0, 0, 0]), f"unattributed: {unattributed}")
+    ends = [(t["api"], t["device"], t["bytes"], t["allocations"], top_frame(t)["line"],
+             [(f["kind"], f["bytes"], top_frame(f)["line"]) for f in t["freed"]]) for t in rep["teardowns"]]
+    expect(ends == [("cuDevicePrimaryCtxReset", 0, 578 * MiB, 3, marker_line(SCENARIOS_SRC, "array_reset"),
+                     [("array", 320 * MiB, marker_line(SCENARIOS_SRC, "array_mipmap")),
+                      ("array", 256 * MiB, marker_line(SCENARIOS_SRC, "array_texture")),
+                      ("array", 2 * MiB, marker_line(SCENARIOS_SRC, "array_small"))])], f"teardowns: {ends}")
+    held = [(l["class"], l["kind"], l["site"]["api"], l["bytes"], top_frame(l)["line"]) for l in rep["leaks"]]
+    expect(held == [("unfreed", "array", "cuArray3DCreate", 256 * MiB, marker_line(SCENARIOS_SRC, "array_after_reset"))],
+           f"held at exit: {held}")
+    expect(rep["misuse"] == [], f"misuse: {rep['misuse']}")
+
+def case_pool_ipc(tmp):
+    """A stream-ordered pool's pointer shared with another process: the exporter's export row has the buffer's
+    bytes and is released at its free. The memory stays used but leaves the exporter's pool figures (measured),
+    so the exporter's step can only call it unattributed; the importer's import, never freed, is held at exit
+    at its line, in an imported pool's row; `merge` names the bytes the importer pins."""
+    env = {} if REAL else {"CUMEMAUDIT_SIM_NODE": f"pool-ipc-{os.getpid()}"}
+    try:
+        proc = run([SCENARIOS, "pool-ipc"], tmp, env=env)
+    finally:
+        if not REAL and os.path.exists(f"/dev/shm/cumemaudit-sim-{env['CUMEMAUDIT_SIM_NODE']}"):
+            os.unlink(f"/dev/shm/cumemaudit-sim-{env['CUMEMAUDIT_SIM_NODE']}")
+    importer_pid = int(re.search(r"pool_ipc: importer (\d+)", proc.stdout).group(1))
+    reps = {r["process"]["pid"]: r for r in reports(tmp).values()}
+    expect(len(reps) == 2 and importer_pid in reps, f"reports: {list(reps)}")
+    exporter = next(r for pid, r in reps.items() if pid != importer_pid)
+    importer = reps[importer_pid]
+    shared = [(e["handle_type"], e["bytes"], e["released"], e["site"]["api"], top_frame(e)["line"]) for e in exporter["exports"]]
+    expect(shared == [("ipc", 256 * MiB, True, "cuMemPoolExportPointer", marker_line(SCENARIOS_SRC, "pool_export_ptr"))],
+           f"exporter's exports: {exporter['exports']}")
+    st = next(x for x in exporter["steps"] if x["step"] == 1 and not x["label"])
+    expect((st["async_pool_reserved_bytes"], st["async_pool_used_bytes"]) == (0, 0), f"exporter's step: {st}")
+    expect(st["unattributed_bytes"] >= 256 * MiB and (REAL or st["unattributed_bytes"] == 256 * MiB), f"exporter's step: {st}")
+    expect(exporter["leaks"] == [] and exporter["summary"]["leaked_bytes"] == 0, f"exporter's rows: {exporter['leaks']}")
+    pools = [(p["origin"], p["device"], top_frame(p)["line"]) for p in importer["pools"] if p["origin"] != "default"]
+    expect(pools == [("imported", 0, marker_line(SCENARIOS_SRC, "pool_import"))], f"importer's pools: {importer['pools']}")
+    opened = [(i["handle_type"], i["mapped"], i["released"], i["site"]["api"]) for i in importer["imports"]]
+    expect(opened == [("ipc", True, False, "cuMemPoolImportPointer")], f"importer's imports: {importer['imports']}")
+    held = [(l["class"], l["kind"], top_frame(l)["line"]) for l in importer["leaks"]]
+    expect(held == [("unfreed", "ipc", marker_line(SCENARIOS_SRC, "pool_import_ptr"))], f"importer's rows: {held}")
+    job = os.path.join(tmp, "job.json")
+    subprocess.run([CLI, "merge", "-o", job, *reports(tmp)], capture_output=True, text=True, timeout=60)
+    pins = [p["bytes"] for p in json.load(open(job))["pinning"]]
+    expect(pins == [256 * MiB], f"pinning: {pins}")
+
+def case_external_memory(tmp):
+    """External memory is an object of its exporter's bytes at the import's line (kind `external`, never this
+    device's memory): a buffer mapped from it keeps it after the object's destroy, so it leaves the figures at
+    the buffer's free; one never destroyed is held at exit; a refused import books nothing."""
+    run([SCENARIOS, "external-memory"], tmp)
+    rep = only_report(tmp)
+    st = {x["step"]: x for x in rep["steps"] if not x["label"]}
+    kinds = [st[n]["by_kind"].get("external", 0) for n in (1, 2, 3)]
+    expect(kinds == [256 * MiB, 256 * MiB, 0], f"external bytes at steps: {kinds}")
+    held = [(l["class"], l["kind"], l["site"]["api"], l["bytes"], top_frame(l)["line"]) for l in rep["leaks"]]
+    expect(held == [("unfreed", "external", "cuImportExternalMemory", 128 * MiB, marker_line(SCENARIOS_SRC, "ext_kept"))],
+           f"held at exit: {held}")
+    expect(rep["misuse"] == [] and rep["summary"]["leaked_bytes"] == 0, f"misuse: {rep['misuse']}, summary: {rep['summary']}")
+
 CASES = named_cases(globals())
 for door in ("direct", "dlsym", "procaddress-v1", "procaddress-v2", "cudart"):
     CASES["door-" + door] = make_door_case(door)
