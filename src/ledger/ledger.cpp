@@ -236,13 +236,17 @@ std::vector<std::pair<Site, std::uint64_t>> Ledger::growth_sites(OwnerId owner, 
     return by_site(std::move(items));
 }
 
-std::vector<std::pair<Site, std::uint64_t>> Ledger::unreachable_sites(std::uint64_t* total_bytes) const {
+std::vector<std::pair<Site, std::uint64_t>> Ledger::unreachable_sites(std::uint64_t* total_bytes,
+                                                                       std::vector<std::uint64_t>* by_owner) const {
     std::vector<std::pair<Site, std::uint64_t>> items;
     std::uint64_t total = 0;
-    state_->vmm.for_each_live([&](const Site&, std::uint64_t size, std::uint32_t, std::size_t refs, std::uint32_t mappings,
-                                  std::size_t fds, const std::vector<Site>& ref_sites, Kind kind, Location) {
+    if (by_owner != nullptr) by_owner->assign(kMaxOwners, 0);
+    state_->vmm.for_each_live([&](const Site& origin, std::uint64_t size, std::uint32_t, std::size_t refs,
+                                  std::uint32_t mappings, std::size_t fds, const std::vector<Site>& ref_sites, Kind kind,
+                                  Location) {
         if (refs == 0 || mappings != 0 || fds != 0 || kind == Kind::multicast) return;  // memory only
         total += size;
+        if (by_owner != nullptr) (*by_owner)[origin.owner] += size;
         for (const Site& s : ref_sites) items.emplace_back(s, size);
     });
     if (total_bytes != nullptr) *total_bytes = total;

@@ -103,7 +103,10 @@ public:
 
     // Unreachable VMM memory (references held, nothing mapped, no export fd) by reference site, largest
     // first, and its total. Scans the VMM allocations only (each at least one 2 MiB granule).
-    std::vector<std::pair<Site, std::uint64_t>> unreachable_sites(std::uint64_t* total_bytes) const;
+    // by_owner, when given (kMaxOwners entries), gets each unreachable allocation's bytes at the owner that
+    // created it, as the exit's leaked bytes by owner count them.
+    std::vector<std::pair<Site, std::uint64_t>> unreachable_sites(std::uint64_t* total_bytes,
+                                                                  std::vector<std::uint64_t>* by_owner = nullptr) const;
 
     // What allocations made in epoch `since` or later still hold now: per-test accounting (the C API's
     // cumemaudit_held_since). Leaked as at a checkpoint: references held, nothing mapped, no export fd.

@@ -92,6 +92,10 @@ struct Step {
     // The device whose driver figures these are (-1: not known). A process on several devices counts only
     // that device's memory against them (unattributed); by_owner and by_kind stay every device's.
     std::int64_t device = -1;
+    // Leaked so far: unreachable VMM memory at the mark (as the exit's leaked bytes count it, but for dma-buf
+    // fds, which are looked at when a report is written), in all and by the owner that created it.
+    std::uint64_t leaked_bytes = 0;
+    std::map<std::string, std::uint64_t> leaked_by_owner;
 };
 
 // Memory outside PyTorch grew past growth_alarm over one step (or unreachable VMM memory grew). One alarm per

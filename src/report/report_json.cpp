@@ -79,6 +79,8 @@ template <class V> void fields(V& v, Step& s) {
     v.opt("async_pool_used_bytes", s.async_pool_used_bytes);
     v.opt("pytorch_pools", s.pytorch_pools);
     v.opt("device", s.device);
+    v.opt("leaked_bytes", s.leaked_bytes);
+    v.opt("leaked_by_owner", s.leaked_by_owner);
 }
 template <class V> void fields(V& v, TorchPool& p) {
     v.req("pool", p.pool);

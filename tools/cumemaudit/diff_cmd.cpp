@@ -89,7 +89,10 @@ Bytes report_totals(const report::Report& r) {
 Bytes step_totals(const report::Step& s) {
     std::uint64_t tracked = 0;
     for (const auto& [owner, bytes] : s.by_owner) tracked += bytes;
-    Bytes m{{"driver used", s.driver_used_bytes}, {"unattributed", s.unattributed_bytes}, {"tracked (all owners)", tracked}};
+    // Leaked apart from the rest of what is tracked: a leak's growth and growth in use read differently.
+    const std::uint64_t leaked = std::min(tracked, s.leaked_bytes);
+    Bytes m{{"driver used", s.driver_used_bytes}, {"unattributed", s.unattributed_bytes},
+            {"tracked (all owners)", tracked}, {"leaked so far", s.leaked_bytes}, {"tracked, in use", tracked - leaked}};
     if (s.pytorch_reserved_bytes) {
         m["pytorch allocated"] = s.pytorch_allocated_bytes;
         m["pytorch reserved"] = s.pytorch_reserved_bytes;

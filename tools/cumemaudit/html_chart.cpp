@@ -53,11 +53,12 @@ std::string memory_chart_svg(const report::Report& r, const report::Timeline& t)
     const std::size_t n = t.points.size();
     if (n == 0) return {};
     std::uint64_t max = 0;
-    bool has_driver = false, has_torch = false;
+    bool has_driver = false, has_torch = false, has_leak = false;
     for (const report::TimelinePoint& p : t.points) {
         max = std::max({max, p.tracked_bytes, p.step->driver_used_bytes});
         has_driver |= p.step->driver_used_bytes != 0;
         has_torch |= p.step->pytorch_reserved_bytes != 0;
+        has_leak |= p.step->leaked_bytes != 0;
     }
     const Axis axis = y_axis(max);
     // One step still gets a band across the plot: both ends of it stand for that step.
@@ -108,6 +109,9 @@ std::string memory_chart_svg(const report::Report& r, const report::Timeline& t)
     if (has_driver)
         line("driver", "driver used (cuMemGetInfo); the gap above the areas is unattributed",
              [](const report::TimelinePoint& p) { return p.step->driver_used_bytes; });
+    if (has_leak)  // part of the areas below it: the live memory nothing can release any more
+        line("leaked", "leaked so far (unreachable VMM memory)",
+             [](const report::TimelinePoint& p) { return p.step->leaked_bytes; });
 
     // Out-of-memory moments at the last point of their step: the refusal came after that mark.
     for (const report::Oom& o : r.oom) {
@@ -143,7 +147,12 @@ std::string memory_chart_svg(const report::Report& r, const report::Timeline& t)
         const report::TimelinePoint& p = t.points[i];
         std::string tip = html_escape(p.name);
         for (std::size_t o = 0; o < t.owners.size(); ++o)
-            if (p.owner_bytes[o]) tip += "\n" + html_escape(t.owners[o]) + ": " + report::human_bytes(p.owner_bytes[o]);
+            if (p.owner_bytes[o]) {
+                tip += "\n" + html_escape(t.owners[o]) + ": " + report::human_bytes(p.owner_bytes[o]);
+                if (auto l = p.step->leaked_by_owner.find(t.owners[o]); l != p.step->leaked_by_owner.end())
+                    tip += " (leaked so far " + report::human_bytes(l->second) + ")";
+            }
+        if (p.step->leaked_bytes) tip += "\nleaked so far: " + report::human_bytes(p.step->leaked_bytes);
         tip += "\nunattributed: " + report::human_bytes(p.step->unattributed_bytes);
         tip += "\ndriver used: " + report::human_bytes(p.step->driver_used_bytes);
         s += fmt::format("<rect class=\"hover\" x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\"><title>{}</title></rect>\n",
@@ -164,6 +173,11 @@ std::string memory_chart_svg(const report::Report& r, const report::Timeline& t)
     if (has_driver) {
         s += fmt::format("<line class=\"driver\" x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\"/><text class=\"legend\" x=\"{}\" "
                          "y=\"{}\">driver used</text>\n", lx, lx + 14, ly, ly, lx + 20, ly + 4);
+        ly += 18;
+    }
+    if (has_leak) {
+        s += fmt::format("<line class=\"leaked\" x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\"/><text class=\"legend\" x=\"{}\" "
+                         "y=\"{}\">leaked so far</text>\n", lx, lx + 14, ly, ly, lx + 20, ly + 4);
         ly += 18;
     }
     if (has_torch) {

@@ -30,6 +30,7 @@ svg .ylabel{font-size:11px;text-anchor:end;fill:#444}svg .xlabel{font-size:11px;
 svg .legend{font-size:12px;fill:#222}svg .area{stroke:#fff;stroke-width:.5;opacity:.9}
 svg .area:hover{opacity:1}svg .driver{fill:none;stroke:#111;stroke-width:2}
 svg .torch{fill:none;stroke:#111;stroke-width:1.5;stroke-dasharray:4 3}
+svg .leaked{fill:none;stroke:#c62828;stroke-width:2;stroke-dasharray:1 2}
 svg .hover{fill:transparent}svg .hover:hover{fill:rgba(0,0,0,.06)}
 svg .alarm line{stroke:#c62828;stroke-dasharray:3 3}svg .alarm path{fill:#c62828}
 svg .oom line{stroke:#6a1b9a;stroke-width:3}

@@ -59,9 +59,10 @@ void add_report(const report::Report& r, int pid, std::uint64_t origin, json& li
         for (std::size_t i = 0; i < t.owners.size(); ++i) ev.counter("owner " + t.owners[i], s.time_ns, p.owner_bytes[i]);
         ev.counter("driver used", s.time_ns, s.driver_used_bytes);
         ev.counter("unattributed", s.time_ns, s.unattributed_bytes);
+        if (s.leaked_bytes != 0) ev.counter("leaked so far", s.time_ns, s.leaked_bytes);
         if (s.process_used_bytes != 0) ev.counter("process used (NVML)", s.time_ns, s.process_used_bytes);
         json args = {{"tracked_bytes", p.tracked_bytes}, {"driver_used_bytes", s.driver_used_bytes},
-                     {"unattributed_bytes", s.unattributed_bytes}};
+                     {"unattributed_bytes", s.unattributed_bytes}, {"leaked_bytes", s.leaked_bytes}};
         if (s.pytorch_reserved_bytes) {
             args["pytorch_allocated_bytes"] = s.pytorch_allocated_bytes;
             args["pytorch_reserved_bytes"] = s.pytorch_reserved_bytes;

@@ -100,7 +100,7 @@ std::uint64_t Timeline::alarms_dropped() const {
     return alarms_dropped_;
 }
 
-void Timeline::check_growth(const report::Step& s, const std::vector<ledger::OwnerRow>& owners) {
+void Timeline::check_growth(report::Step& s, const std::vector<ledger::OwnerRow>& owners) {
     ++marks_;
     const bool past_warmup = marks_ > static_cast<std::uint64_t>(options_.warmup_steps);
     const std::uint64_t step = s.step;
@@ -124,8 +124,18 @@ void Timeline::check_growth(const report::Step& s, const std::vector<ledger::Own
     // cuMemMap, or its cuMemUnmap and cuMemRelease (a thread descheduled there for milliseconds), is not a
     // leak. Only the program's own marks (steps, labels, SIGUSR2) are quiet points that can call it one.
     const bool quiet_point = s.label != "sample";
-    const auto sites = quiet_point ? ledger_.unreachable_sites(&unreachable) : decltype(ledger_.unreachable_sites(nullptr)){};
-    if (!quiet_point) unreachable = last_unreachable_;
+    std::vector<std::uint64_t> by_owner;
+    const auto sites = quiet_point ? ledger_.unreachable_sites(&unreachable, &by_owner)
+                                   : decltype(ledger_.unreachable_sites(nullptr)){};
+    if (quiet_point) {
+        last_leaked_by_owner_.clear();
+        for (std::size_t o = 0; o < by_owner.size(); ++o)
+            if (by_owner[o] != 0) last_leaked_by_owner_[ledger_.owner_name(static_cast<ledger::OwnerId>(o))] = by_owner[o];
+    } else {
+        unreachable = last_unreachable_;
+    }
+    s.leaked_bytes = unreachable;
+    s.leaked_by_owner = last_leaked_by_owner_;
     if (unreachable > last_unreachable_ && !sites.empty()) {
         const ledger::Site& site = sites.front().first;
         const std::uint64_t growth = unreachable - last_unreachable_;

@@ -84,7 +84,8 @@ public:
     std::uint64_t last_graph_reserved() const;  // the device's graph memory at the last mark
 
 private:
-    void check_growth(const report::Step&, const std::vector<ledger::OwnerRow>&);
+    // Raises the step's alarms, and fills in what it has leaked so far.
+    void check_growth(report::Step&, const std::vector<ledger::OwnerRow>&);
     std::size_t graph_row(const void* graph);  // its row in graphs_, made when new; mu_ held
     ledger::Ledger& ledger_;
     const Options& options_;
@@ -105,6 +106,7 @@ private:
     void raise(report::Alarm a, const ledger::Site& site, const std::string& message);
     std::map<ledger::OwnerId, std::uint64_t> last_live_;
     std::uint64_t last_unreachable_ = 0;
+    std::map<std::string, std::uint64_t> last_leaked_by_owner_;  // at the last quiet point
     std::uint32_t since_epoch_ = 0;
     std::uint64_t marks_ = 0;
     std::uint64_t last_step_ = 0;  // the last numbered step marked

@@ -110,6 +110,21 @@ def case_vmm_leak_alarm(tmp):
     expect(leaks[0]["site"]["api"] == "cuMemCreate" and leaks[0]["site"]["frames"][0]["line"] == site_line("standin_vmm"),
            f"named at the reference's site: {leaks[0]['site']}")
     expect("step 2: unreachable VMM memory grew by 2.0 MiB" in err, err)
+    # Each step says how much has leaked so far, in all and by owner: a leak's growth apart from use.
+    steps = numbered(rep)
+    expect([steps[n]["leaked_bytes"] for n in range(7)] == [0, 0, 2 * MiB, 2 * MiB, 4 * MiB, 4 * MiB, 4 * MiB],
+           f"leaked at steps: {[(n, s.get('leaked_bytes')) for n, s in sorted(steps.items())]}")
+    expect(steps[6]["leaked_by_owner"] == {"deepep": 4 * MiB} and steps[1]["leaked_by_owner"] == {},
+           f"by owner: {steps[6].get('leaked_by_owner')}")
+    expect(steps[6]["leaked_bytes"] == rep["summary"]["leaked_bytes"], f"the last step agrees: {rep['summary']}")
+    # The page draws it: a line of its own, and each mark's tooltip names it.
+    page = os.path.join(tmp, "page.html")
+    report_file = glob.glob(os.path.join(tmp, "cumemaudit.*.json"))[0]
+    p = subprocess.run([CLI, "html", "-o", page, report_file], capture_output=True, text=True, timeout=60)
+    expect(p.returncode == 0, f"html: {p.stderr}")
+    html = open(page).read()
+    expect('class="leaked"' in html and "leaked so far: 4.0 MiB" in html and "(leaked so far 4.0 MiB)" in html,
+           "the chart draws the leak")
 
 
 def case_graph(tmp):
