@@ -4,6 +4,7 @@
 // reference (the leak), so the exporter's memory stays pinned by the importer until the importer exits.
 // Each process runs under the auditor; `cumemaudit merge` joins their reports by the fd's identity.
 //   fd_share [--gib N]   the exporter prints "pinned_drop=BYTES": free memory lost while nothing can use it.
+#include "support/fd_passing.hpp"
 #include "support/program.hpp"
 
 #include <cuda.h>
@@ -42,37 +43,8 @@ size_t free_bytes() {
     return f;
 }
 
-void send_fd(int sock, int fd) {
-    char byte = 'f';
-    iovec io{&byte, 1};
-    alignas(cmsghdr) char buf[CMSG_SPACE(sizeof(int))] = {};
-    msghdr msg{};
-    msg.msg_iov = &io;
-    msg.msg_iovlen = 1;
-    msg.msg_control = buf;
-    msg.msg_controllen = sizeof buf;
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
-    if (sendmsg(sock, &msg, 0) != 1) std::exit(98);
-}
-
-int receive_fd(int sock) {
-    char byte = 0;
-    iovec io{&byte, 1};
-    alignas(cmsghdr) char buf[CMSG_SPACE(sizeof(int))] = {};
-    msghdr msg{};
-    msg.msg_iov = &io;
-    msg.msg_iovlen = 1;
-    msg.msg_control = buf;
-    msg.msg_controllen = sizeof buf;
-    if (recvmsg(sock, &msg, 0) != 1) std::exit(97);
-    int fd = -1;
-    std::memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof fd);
-    return fd;
-}
+using cumemaudit::program::receive_fd;
+using cumemaudit::program::send_fd;
 
 void wait_byte(int sock) {
     char b;

@@ -12,7 +12,7 @@ namespace cumemaudit::program {
 inline void send_fd(int sock, int fd) {
     char byte = 'f';
     iovec io{&byte, 1};
-    char control[CMSG_SPACE(sizeof(int))] = {};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
     msghdr m{};
     m.msg_iov = &io;
     m.msg_iovlen = 1;
@@ -29,7 +29,7 @@ inline void send_fd(int sock, int fd) {
 inline int receive_fd(int sock) {
     char byte = 0;
     iovec io{&byte, 1};
-    char control[CMSG_SPACE(sizeof(int))] = {};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
     msghdr m{};
     m.msg_iov = &io;
     m.msg_iovlen = 1;

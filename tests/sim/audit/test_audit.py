@@ -724,18 +724,23 @@ def case_context_reset(tmp):
     expect("Context ended: cuDevicePrimaryCtxReset (device 0) at step 0 freed 335544320 bytes (320.0 MiB) in 2 allocations"
            in proc.stderr, f"stderr: {proc.stderr[-2000:]}")
 
+def run_on_shared_node(argv, tmp, rc=0):
+    """A scenario whose processes share one simulated node (the real driver's GPU is shared anyway)."""
+    node = f"{argv[-1]}-{os.getpid()}"
+    env = {} if REAL else {"CUMEMAUDIT_SIM_NODE": node}
+    try:
+        return run(argv, tmp, env=env, rc=rc)
+    finally:
+        if not REAL and os.path.exists(f"/dev/shm/cumemaudit-sim-{node}"):
+            os.unlink(f"/dev/shm/cumemaudit-sim-{node}")
+
 def case_ipc_dmabuf(tmp):
     """Classic memory shared outside its allocation. The exporter's legacy IPC handle is an export row with the
     buffer's bytes, released at its free; the importer that never closed its open pins those bytes, which
     `merge` names with the exporter's size (the importer's driver tells it none). Three dma-buf fds open past
     the free are open-export leaks at their own lines (of classic memory, of part of it, with the whole
     allocation's bytes, and of a VMM mapping); one closed first leaves nothing."""
-    env = {} if REAL else {"CUMEMAUDIT_SIM_NODE": f"ipc-dmabuf-{os.getpid()}"}
-    try:
-        proc = run([SCENARIOS, "ipc-dmabuf"], tmp, env=env, rc=23)
-    finally:
-        if not REAL and os.path.exists(f"/dev/shm/cumemaudit-sim-{env['CUMEMAUDIT_SIM_NODE']}"):
-            os.unlink(f"/dev/shm/cumemaudit-sim-{env['CUMEMAUDIT_SIM_NODE']}")
+    proc = run_on_shared_node([SCENARIOS, "ipc-dmabuf"], tmp, rc=23)
     importer_pid = int(re.search(r"ipc_dmabuf: importer (\d+)", proc.stdout).group(1))
     reps = {r["process"]["pid"]: r for r in reports(tmp).values()}
     expect(len(reps) == 2 and importer_pid in reps, f"reports: {list(reps)}")
@@ -865,12 +870,7 @@ def case_pool_ipc(tmp):
     bytes and is released at its free. The memory stays used but leaves the exporter's pool figures (measured),
     so the exporter's step can only call it unattributed; the importer's import, never freed, is held at exit
     at its line, in an imported pool's row; `merge` names the bytes the importer pins."""
-    env = {} if REAL else {"CUMEMAUDIT_SIM_NODE": f"pool-ipc-{os.getpid()}"}
-    try:
-        proc = run([SCENARIOS, "pool-ipc"], tmp, env=env)
-    finally:
-        if not REAL and os.path.exists(f"/dev/shm/cumemaudit-sim-{env['CUMEMAUDIT_SIM_NODE']}"):
-            os.unlink(f"/dev/shm/cumemaudit-sim-{env['CUMEMAUDIT_SIM_NODE']}")
+    proc = run_on_shared_node([SCENARIOS, "pool-ipc"], tmp)
     importer_pid = int(re.search(r"pool_ipc: importer (\d+)", proc.stdout).group(1))
     reps = {r["process"]["pid"]: r for r in reports(tmp).values()}
     expect(len(reps) == 2 and importer_pid in reps, f"reports: {list(reps)}")
