@@ -59,6 +59,8 @@ Report build(const BuildInput& in) {
     r.process = in.process;
     r.driver = in.driver;
     r.steps = in.steps;
+    r.step_history = in.step_history;
+    r.summary.steps_marked = in.steps_marked;
     r.graphs = in.graphs;
     r.options = in.options;
     r.checkpoint = in.checkpoint;

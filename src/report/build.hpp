@@ -57,6 +57,8 @@ struct BuildInput {
     Symbolizer* symbolizer = nullptr;         // null: frames carry their pc only
     const Suppressions* suppressions = nullptr;  // copied: hits are counted in the report, not in the input
     std::vector<Step> steps{};
+    std::vector<StepWindow> step_history{};
+    std::uint64_t steps_marked = 0;
     std::vector<AlarmInput> alarms{};
     std::uint64_t alarms_dropped = 0;
     std::vector<ReclaimInput> reclaimed{};

@@ -98,6 +98,13 @@ struct Step {
     std::map<std::string, std::uint64_t> leaked_by_owner;
 };
 
+// Older marks of a long job, folded (report/step_history.hpp): `marks` consecutive marks from first_step to
+// last_step, of which `steps` keeps whole the first, the last, the lowest and the highest, in marking order.
+struct StepWindow {
+    std::uint64_t first_step = 0, last_step = 0, marks = 0;
+    std::vector<Step> steps;
+};
+
 // Memory outside PyTorch grew past growth_alarm over one step (or unreachable VMM memory grew). One alarm per
 // kind, owner and site: a slow leak that grows at step after step is one alarm with a count, its first step
 // (`step`) and its last.
@@ -269,6 +276,7 @@ struct Summary {
     std::uint64_t pool_idle_bytes = 0, returned_bytes = 0;
     std::uint64_t untracked_pools = 0;  // pools past kPoolsKept
     std::uint64_t alarms_dropped = 0;   // alarms of new sites past max_alarms
+    std::uint64_t steps_marked = 0;     // every mark made: the recent ones in `steps`, older ones in `step_history`
 };
 
 struct SuppressionUse {
@@ -284,8 +292,9 @@ struct Report {
     std::vector<Leak> leaks;
     std::vector<Misuse> misuse;
     std::vector<Owner> owners;
-    std::vector<Step> steps;
+    std::vector<Step> steps;            // the most recent marks (steps_kept of them), whole
     // additions to v1
+    std::vector<StepWindow> step_history;  // the older marks, in at most step_windows windows
     std::vector<SuppressionUse> suppressions;
     std::vector<Alarm> alarms;
     std::vector<Graph> graphs;

@@ -82,6 +82,12 @@ template <class V> void fields(V& v, Step& s) {
     v.opt("leaked_bytes", s.leaked_bytes);
     v.opt("leaked_by_owner", s.leaked_by_owner);
 }
+template <class V> void fields(V& v, StepWindow& w) {
+    v.req("first_step", w.first_step);
+    v.req("last_step", w.last_step);
+    v.req("marks", w.marks);
+    v.req("steps", w.steps);
+}
 template <class V> void fields(V& v, TorchPool& p) {
     v.req("pool", p.pool);
     v.req("allocated_bytes", p.allocated_bytes);
@@ -233,6 +239,7 @@ template <class V> void fields(V& v, Summary& s) {
     v.opt("returned_bytes", s.returned_bytes);
     v.opt("untracked_pools", s.untracked_pools);
     v.opt("alarms_dropped", s.alarms_dropped);
+    v.opt("steps_marked", s.steps_marked);
 }
 template <class V> void fields(V& v, SuppressionUse& s) {
     v.req("rule", s.rule);
@@ -247,6 +254,7 @@ template <class V> void fields(V& v, Report& r) {
     v.req("misuse", r.misuse);
     v.req("owners", r.owners);
     v.req("steps", r.steps);
+    v.opt("step_history", r.step_history);
     v.opt("suppressions", r.suppressions);
     v.opt("alarms", r.alarms);
     v.opt("graphs", r.graphs);

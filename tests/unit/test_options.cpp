@@ -103,7 +103,7 @@ TEST_CASE("report_mode is octal") {
 
 TEST_CASE("the option table lists every option with its default and help") {
     const auto& t = option_table();
-    REQUIRE(t.size() == 23);
+    REQUIRE(t.size() == 25);
     for (const auto& o : t) {
         CHECK_FALSE(o.name.empty());
         CHECK_FALSE(o.help.empty());
@@ -184,6 +184,8 @@ const std::map<std::string, Cases>& cases() {
         {"oom_interval_s", {{{"0", "0"}, {"10", "10"}, {"3600", "3600"}, {"2147483647", "2147483647"}}, {"-1", "2147483648", "1.5", "10s", ""}}},
         {"alarm_interval_s", {{{"0", "0"}, {"60", "60"}, {"86400", "86400"}}, {"-1", "1.5", "60s", ""}}},
         {"max_alarms", {{{"0", "0"}, {"256", "256"}, {"100000", "100000"}}, {"-1", "many", ""}}},
+        {"steps_kept", {{{"1", "1"}, {"1000", "1000"}, {"100000", "100000"}}, {"-1", "all", ""}}},
+        {"step_windows", {{{"0", "0"}, {"256", "256"}}, {"-1", "many", ""}}},
     };
     return all;
 }

@@ -317,6 +317,8 @@ report::Report Auditor::build_report(ledger::Moment moment, const int* exit_code
     in.checkpoint = moment == ledger::Moment::checkpoint;
     in.time_ns = wall_clock_ns();
     in.steps = timeline.steps();
+    in.step_history = timeline.step_history();
+    in.steps_marked = timeline.steps_marked();
     in.alarms = timeline.alarms();
     in.alarms_dropped = timeline.alarms_dropped();
     in.graphs = timeline.graphs();

@@ -20,7 +20,11 @@ constexpr std::string_view kPyTorch = "pytorch";
 
 Timeline::Timeline(ledger::Ledger& book, const Options& options, report::Symbolizer& symbolizer,
                    std::atomic<int>& captures)
-    : ledger_(book), options_(options), symbolizer_(symbolizer), active_captures_(captures) {}
+    : ledger_(book),
+      options_(options),
+      symbolizer_(symbolizer),
+      steps_(static_cast<std::size_t>(std::max(options.steps_kept, 1)), static_cast<std::size_t>(std::max(options.step_windows, 0))),
+      active_captures_(captures) {}
 
 void Timeline::mark(const Mark& m) {
     const std::vector<ledger::OwnerRow> owners = ledger_.owners_now();
@@ -63,7 +67,7 @@ void Timeline::mark(const Mark& m) {
     if (m.driver.known) last_graph_reserved_ = m.driver.graph_reserved;
     s.step = last_step_;
     check_growth(s, owners);
-    steps_.push_back(std::move(s));
+    steps_.add(std::move(s));
 }
 
 void Timeline::raise(report::Alarm a, const ledger::Site& site, const std::string& message) {
@@ -247,7 +251,17 @@ void Timeline::exec_destroyed(const void* exec) {
 
 std::vector<report::Step> Timeline::steps() const {
     std::lock_guard lock(mu_);
-    return steps_;
+    return steps_.recent();
+}
+
+std::vector<report::StepWindow> Timeline::step_history() const {
+    std::lock_guard lock(mu_);
+    return steps_.windows();
+}
+
+std::uint64_t Timeline::steps_marked() const {
+    std::lock_guard lock(mu_);
+    return steps_.marks();
 }
 
 std::vector<report::AlarmInput> Timeline::alarms() const {

@@ -10,6 +10,7 @@
 #include "ledger/ledger.hpp"
 #include "shim/services/options_store.hpp"
 #include "report/build.hpp"
+#include "report/step_history.hpp"
 #include "report/symbolizer.hpp"
 
 #include <atomic>
@@ -65,7 +66,9 @@ public:
     void memory_returned(report::MemoryReturn, const ledger::Site& call);
 
     // Copies for a report (the report build symbolizes the alarm sites).
-    std::vector<report::Step> steps() const;
+    std::vector<report::Step> steps() const;  // the most recent, whole
+    std::vector<report::StepWindow> step_history() const;  // the older ones, folded
+    std::uint64_t steps_marked() const;
     std::vector<report::AlarmInput> alarms() const;
     std::uint64_t alarms_dropped() const;  // alarms of new sites past max_alarms
     std::vector<report::Graph> graphs() const;
@@ -91,7 +94,7 @@ private:
     const Options& options_;
     report::Symbolizer& symbolizer_;
     mutable std::mutex mu_;  // marks and captures are rare: one lock keeps them in order
-    std::vector<report::Step> steps_;
+    report::StepHistory steps_;  // bounded: steps_kept whole, older ones in step_windows windows
     std::vector<report::AlarmInput> alarms_;  // one per kind, owner and site, at most max_alarms
     struct AlarmKey {
         std::string what, owner;

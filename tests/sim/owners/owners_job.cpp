@@ -1,10 +1,12 @@
 // A training job in miniature on the simulated driver: a "pytorch", an "nccl" and a "deepep" library
 // (tests/sim/owners/standin_lib.cpp under the real libraries' file names) allocate at known steps, and the
 // job marks each step through the C API, found with dlsym so it runs without the shim too.
-//   owners_job steady|nccl-leak|vmm-leak|capture PYTORCH_LIB NCCL_LIB DEEPEP_LIB
+//   owners_job steady|nccl-leak|vmm-leak|capture|slow-leak PYTORCH_LIB NCCL_LIB DEEPEP_LIB
 // steady: pytorch churns 100 MiB a step and keeps 10 MiB per step; nccl takes 64 MiB once; deepep 32 MiB.
 // nccl-leak: nccl also keeps 300 MiB at each of steps 3, 4 and 5. vmm-leak: deepep leaks a 2 MiB VMM
 // buffer (unreachable) at steps 2 and 4. capture: pytorch allocates 48 MiB while a stream captures.
+// slow-leak: 20,000 steps, deepep leaking a 2 MiB VMM buffer every 10th, as a DeepEP buffer that grows and
+// forgets the old handle's release does (the long job every cap is for).
 //   owners_job layout LIB...
 // layout: the i-th library (from 0) allocates i + 1 MiB, so each owner's bytes say which files it got.
 #include "support/driver_checks.hpp"
@@ -55,7 +57,7 @@ int main(int argc, char** argv) {
         return 0;
     }
     if (argc != 5) {
-        std::fprintf(stderr, "usage: owners_job steady|nccl-leak|vmm-leak|capture PYTORCH_LIB NCCL_LIB DEEPEP_LIB\n");
+        std::fprintf(stderr, "usage: owners_job steady|nccl-leak|vmm-leak|capture|slow-leak PYTORCH_LIB NCCL_LIB DEEPEP_LIB\n");
         return 2;
     }
     const std::string mode = argv[1];
@@ -77,6 +79,14 @@ int main(int argc, char** argv) {
         cuGraphInstantiate(&exec, g, 0);
         step(1);
         std::printf("owners_job: capture done\n");
+        return 0;
+    }
+    if (mode == "slow-leak") {
+        for (uint64_t n = 1; n <= 20000; ++n) {
+            if (n % 10 == 0) deepep.vmm_leak(2 * kMiB);
+            step(n);
+        }
+        std::printf("owners_job: slow-leak done\n");
         return 0;
     }
     for (uint64_t n = 1; n <= 6; ++n) {

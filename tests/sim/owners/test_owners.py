@@ -127,6 +127,29 @@ def case_vmm_leak_alarm(tmp):
            "the chart draws the leak")
 
 
+def case_slow_leak_bounded(tmp):
+    """A 20,000-step job leaking 2 MiB every 10th step costs what a short one does: a report under 2 MiB with the
+    last 1,000 steps whole and the older ones in at most 256 windows that keep their extremes, every step
+    counted; one leak alarm with its count; a few stderr lines; and a leak that grows step by step."""
+    rep, err = job(tmp, "slow-leak")
+    size = os.path.getsize(glob.glob(os.path.join(tmp, "cumemaudit.*.json"))[0])
+    expect(size <= 2 * MiB, f"report of {size} bytes")
+    expect(len(err.splitlines()) <= 60, f"{len(err.splitlines())} stderr lines:\n{err[:2000]}")
+    steps = rep["steps"]
+    expect(len(steps) == 1000 and steps[0]["step"] == 19001 and steps[-1]["step"] == 20000, f"{len(steps)} recent steps")
+    windows = rep["step_history"]
+    expect(0 < len(windows) <= 256 and all(len(w["steps"]) <= 4 for w in windows), f"{len(windows)} windows")
+    expect(rep["summary"]["steps_marked"] == 20001 and sum(w["marks"] for w in windows) + len(steps) == 20001,
+           f"every mark counted (step 0 too): {rep['summary']['steps_marked']}")
+    expect(windows[0]["first_step"] == 0 and windows[-1]["last_step"] == 19000, f"windows span the old steps: {windows[-1]}")
+    # Leaked so far grows with the job: 2 MiB per 10 steps, at the folded marks as at the recent ones.
+    for s in [x for w in windows for x in w["steps"]] + steps:
+        expect(s["leaked_bytes"] == s["step"] // 10 * 2 * MiB, f"step {s['step']}: leaked {s['leaked_bytes']}")
+    expect(rep["summary"]["leaked_bytes"] == 4000 * MiB, f"summary: {rep['summary']}")
+    leaks = [a for a in rep["alarms"] if a["what"] == "leak"]
+    expect(len(leaks) == 1 and leaks[0]["count"] == 2000 and leaks[0]["last_step"] == 20000, f"alarms: {rep['alarms']}")
+
+
 def case_graph(tmp):
     rep, _ = job(tmp, "capture")
     graphs = rep["graphs"]
