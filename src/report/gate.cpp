@@ -1,6 +1,10 @@
 #include "gate.hpp"
 
+#include "human_bytes.hpp"
+
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace cumemaudit::report {
 
@@ -9,8 +13,9 @@ std::vector<std::string> gate_failures(const Report& r, const FailOn& f, std::op
     const Summary& s = r.summary;
     if (max_leaked_bytes) {
         if (s.leaked_bytes > *max_leaked_bytes)
-            why.push_back(fmt::format("{} bytes leaked in {} allocations, more than the allowed {}", s.leaked_bytes,
-                                      s.leaked_allocations, *max_leaked_bytes));
+            why.push_back(fmt::format("{} bytes leaked in {} allocations, more than the allowed {}{}", s.leaked_bytes,
+                                      s.leaked_allocations, *max_leaked_bytes,
+                                      *max_leaked_bytes >= 1024 ? " (" + human_bytes(*max_leaked_bytes) + ")" : ""));
     } else if (f.leaks && (s.leaked_bytes > 0 || s.leaked_allocations > 0)) {
         why.push_back(fmt::format("{} bytes leaked in {} allocations ({} references)", s.leaked_bytes,
                                   s.leaked_allocations, s.leaked_references));
@@ -31,6 +36,19 @@ std::vector<std::string> gate_failures(const Report& r, const FailOn& f, std::op
 
 bool gate_fails(const Report& r, const FailOn& f, std::optional<std::uint64_t> max_leaked_bytes) {
     return !gate_failures(r, f, max_leaked_bytes).empty();
+}
+
+std::vector<FailingRow> failing_rows(const Report& r, const FailOn& f, std::optional<std::uint64_t> max_leaked_bytes) {
+    std::vector<FailingRow> rows;
+    // A budget replaces fail_on=leaks for leak rows: they fail together, only above it.
+    const bool leaks_fail = max_leaked_bytes ? r.summary.leaked_bytes > *max_leaked_bytes : f.leaks;
+    for (const Leak& l : r.leaks)
+        if ((is_leak(l) && leaks_fail) || (l.cls == "unfreed" && f.unfreed))
+            rows.push_back({&l.site, l.cls, l.bytes, l.allocations});
+    if (f.leaks)
+        for (const Reclaim& c : r.reclaimed) rows.push_back({&c.site, "reclaimed", c.bytes, c.allocations});
+    std::stable_sort(rows.begin(), rows.end(), [](const FailingRow& a, const FailingRow& b) { return a.bytes > b.bytes; });
+    return rows;
 }
 
 int exit_code_after_gate(int program_exit_code, bool gate_failed, int exitcode) {

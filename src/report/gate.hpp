@@ -31,6 +31,18 @@ std::vector<std::string> gate_failures(const Report&, const FailOn&, std::option
 
 bool gate_fails(const Report&, const FailOn&, std::optional<std::uint64_t> max_leaked_bytes);
 
+// A row of the report that fails the gate: a leak row (is_leak), an unfreed row when fail_on asks, or
+// memory mode=enforce reclaimed (cls "reclaimed"), under the same criteria as gate_failures.
+struct FailingRow {
+    const Site* site = nullptr;  // into the report
+    std::string cls;
+    std::uint64_t bytes = 0, allocations = 0;
+};
+
+// The rows behind gate_failures, most bytes first (ties keep the report's order); empty when it passes on
+// rows (a report failing on misuse alone has none).
+std::vector<FailingRow> failing_rows(const Report&, const FailOn&, std::optional<std::uint64_t> max_leaked_bytes);
+
 // The exit code a gated process ends with: a program that failed keeps its own code; a clean exit becomes
 // `exitcode` (option, default 23 like LSan) when the gate fails.
 int exit_code_after_gate(int program_exit_code, bool gate_failed, int exitcode);

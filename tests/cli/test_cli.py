@@ -80,22 +80,24 @@ class ReportFiles(unittest.TestCase):
                               "0 misuse events; 0 bytes unfreed at exit\n")
         rc, out, _ = run("check", leaky)
         self.assertEqual(rc, 1)
-        self.assertEqual(out, f"FAIL {leaky}: 4096 bytes leaked in 1 allocations (2 references)\n")
+        self.assertEqual(out, f"FAIL {leaky}: 4096 bytes leaked in 1 allocations (2 references); top site: 4.0 KiB [unreachable] cuMemCreate at allocate_buffer deepep.cpp:42\n")
         rc, out, _ = run("check", "--fail-on", "misuse,unfreed", leaky)
         self.assertEqual(rc, 1)
-        self.assertEqual(out, f"FAIL {leaky}: 10 bytes unfreed at exit; 3 misuse events\n")
+        self.assertEqual(out, f"FAIL {leaky}: 10 bytes unfreed at exit; 3 misuse events\n")  # no unfreed row: no site
         self.assertEqual(run("check", "--fail-on", "none", leaky)[0], 0)
         self.assertEqual(run("check", "--max-leaked-bytes", "4096", leaky)[0], 0)
         rc, out, _ = run("check", "--max-leaked-bytes", "4095", leaky)
         self.assertEqual(rc, 1)
-        self.assertIn("more than the allowed 4095", out)
+        self.assertEqual(out, f"FAIL {leaky}: 4096 bytes leaked in 1 allocations, more than the allowed 4095 (4.0 KiB)"
+                              "; top site: 4.0 KiB [unreachable] cuMemCreate at allocate_buffer deepep.cpp:42\n")
         # A directory means every cumemaudit.*.json in it; other files there are ignored.
         self.write("notes.json", "{}")
         rc, out, _ = run("check", self.dir)
         self.assertEqual(rc, 1)
         self.assertEqual(out.splitlines(), [f"PASS {clean}: SUMMARY: cumemaudit: 0 bytes leaked in 0 allocations "
                                             "(0 references); 0 misuse events; 0 bytes unfreed at exit",
-                                            f"FAIL {leaky}: 4096 bytes leaked in 1 allocations (2 references)"])
+                                            f"FAIL {leaky}: 4096 bytes leaked in 1 allocations (2 references)"
+                                            "; top site: 4.0 KiB [unreachable] cuMemCreate at allocate_buffer deepep.cpp:42"])
 
     def test_check_unusable_reports_exit_2(self):
         clean = self.write("cumemaudit.h.1.json", report())

@@ -2,6 +2,7 @@
 // files as text, `check` gates CI on them, `merge` joins the ranks of a job; `trace`, `html` and `diff` are
 // views of reports already written. Exit codes: the program's own for `run`; 0/1 for pass/fail; 2 for bad
 // arguments or unusable reports; 126/127 for a program that cannot run, like a shell.
+#include "check_cmd.hpp"
 #include "diff_cmd.hpp"
 #include "terminal_out.hpp"
 #include "html_cmd.hpp"
@@ -109,10 +110,9 @@ int main(int argc, char** argv) {
     bool show_held = false;
     report_cmd->add_flag("--show-held", show_held, "Show unfreed and mapped-at-exit rows (held at exit, not leaks)");
 
-    std::vector<std::string> check_paths;
+    CheckArgs check;
     const cumemaudit::options::OptionInfo& fail_on_row = *cumemaudit::options::find_option("fail_on");
-    std::string fail_on = fail_on_row.default_value;
-    std::optional<std::uint64_t> max_leaked;
+    check.fail_on = fail_on_row.default_value;
     std::vector<std::string> symbolize_files, symbolize_search, symbolize_debug;
     CLI::App* symbolize_cmd = app.add_subcommand(
         "symbolize", "Resolve report frames offline from their build ids against local binaries and debug files, "
@@ -123,9 +123,14 @@ int main(int argc, char** argv) {
     symbolize_cmd->add_option("--debug-dir", symbolize_debug,
                               "Directory holding .build-id/xx/….debug files (after it, /usr/lib/debug); repeatable");
     CLI::App* check_cmd = app.add_subcommand("check", "Gate on report files: exit 0 pass, 1 fail, 2 unusable");
-    check_cmd->add_option("paths", check_paths, "Report files, or directories of cumemaudit.*.json")->required();
-    check_cmd->add_option("--fail-on", fail_on, "What fails the gate: " + fail_on_row.expected + " (default " + fail_on + ")");
-    check_cmd->add_option("--max-leaked-bytes", max_leaked, "Fail only when more bytes than this leaked");
+    check_cmd->add_option("paths", check.paths, "Report files, or directories of cumemaudit.*.json")->required();
+    check_cmd->add_option("--fail-on", check.fail_on, "What fails the gate: " + fail_on_row.expected + " (default " + check.fail_on + ")");
+    check_cmd->add_option("--max-leaked-bytes", check.max_leaked, "Fail only when more bytes than this leaked (a size: 4096, 500MiB, 1.5GiB)");
+    check_cmd->add_option("--junit", check.junit, "Also write the outcome as JUnit XML to this file");
+    check_cmd->add_option("--baseline", check.baseline,
+                          "Known leak sites (a report or a directory of reports): fail only on new sites or sites that grew");
+    check_cmd->add_option("--tolerance", check.tolerance,
+                          "With --baseline, how much a known site may grow: a percentage or a size (default 10%)");
 
     std::vector<std::string> merge_paths;
     std::string merge_out;
@@ -173,7 +178,7 @@ int main(int argc, char** argv) {
         if (*trace_cmd) return trace_command(trace_files, trace_out);
         if (*html_cmd) return html_command(html_files, html_out);
         if (*diff_cmd) return diff_command(diff_files, diff_steps);
-        return check_command(check_paths, fail_on, max_leaked);
+        return check_command(check);
     } catch (const UsageError& e) {
         cumemaudit::cli::say(stderr, "cumemaudit: {}\n", e.what());
         return 2;

@@ -1,0 +1,132 @@
+#include "check_cmd.hpp"
+
+#include "baseline.hpp"
+#include "junit_xml.hpp"
+#include "load_all.hpp"
+#include "report_files.hpp"
+#include "run_env.hpp"
+#include "site_text.hpp"
+#include "terminal_out.hpp"
+
+#include "report/gate.hpp"
+#include "report/human_bytes.hpp"
+#include "report/job.hpp"
+#include "report/text.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>  // fmt::join
+
+namespace cumemaudit::cli {
+namespace {
+
+using Outcome = JunitCase::Outcome;
+
+// "2.0 MiB [unreachable] cuMemCreate at train.py:42 in Model.step": one failing row, as CI logs name it.
+std::string row_text(const report::FailingRow& row) {
+    return fmt::format("{} [{}] {}", report::human_bytes(row.bytes), row.cls, site_line(*row.site));
+}
+
+std::string change_text(const SiteChange& c) {
+    if (!c.baseline_bytes) return "new site: " + row_text(c.row);
+    return fmt::format("grew: {}, +{} over the baseline's {}", row_text(c.row),
+                       report::human_bytes(c.row.bytes - *c.baseline_bytes), report::human_bytes(*c.baseline_bytes));
+}
+
+std::optional<std::uint64_t> size_flag(const char* flag, const std::optional<std::string>& text) {
+    if (!text) return std::nullopt;
+    try {
+        return options::Bytes(text->c_str()).value;  // the options table's one size grammar
+    } catch (const options::OptionError&) {
+        throw UsageError(fmt::format("{}: '{}' is not {}", flag, *text, "a size such as 4096, 500MiB or 1.5GiB"));
+    }
+}
+
+struct Verdict {
+    std::vector<std::string> why;   // the FAIL line's reasons; empty: pass
+    std::vector<std::string> rows;  // the failing rows (or baseline changes), one line each
+    std::string note;               // added to a PASS line
+};
+
+Verdict judge(const report::Report& r, const report::FailOn& fail_on, std::optional<std::uint64_t> budget,
+              const Baseline* baseline, const Tolerance& tolerance) {
+    Verdict v;
+    if (baseline == nullptr) {
+        v.why = report::gate_failures(r, fail_on, budget);
+        const auto rows = report::failing_rows(r, fail_on, budget);
+        if (!v.why.empty() && !rows.empty()) v.why.back() += "; top site: " + row_text(rows.front());
+        for (const report::FailingRow& row : rows)
+            v.rows.push_back(fmt::format("{} bytes in {} allocations: {}", row.bytes, row.allocations, row_text(row)));
+        return v;
+    }
+    // The baseline judges the rows; misuse and a byte budget still judge the report as a whole.
+    v.why = report::gate_failures(r, report::FailOn{false, false, fail_on.misuse}, budget);
+    std::size_t known = 0;
+    const auto changes = baseline->changes(report::failing_rows(r, fail_on, std::nullopt), tolerance, known);
+    const auto fresh = std::count_if(changes.begin(), changes.end(), [](const SiteChange& c) { return !c.baseline_bytes; });
+    const auto grown = static_cast<std::ptrdiff_t>(changes.size()) - fresh;
+    if (fresh) v.why.push_back(fmt::format("{} leak sites not in the baseline", fresh));
+    if (grown) v.why.push_back(fmt::format("{} leak sites grew beyond it (tolerance {})", grown, to_string(tolerance)));
+    if (!changes.empty()) v.why.back() += "; top site: " + row_text(changes.front().row);
+    for (const SiteChange& c : changes) v.rows.push_back(change_text(c));
+    if (known) v.note = fmt::format(" ({} leak sites within the baseline)", known);
+    return v;
+}
+
+std::string case_name(const std::string& file, const report::Report& r) {
+    if (r.process.rank < 0) return file;
+    return fmt::format("{} (rank {} of {})", file, r.process.rank, r.process.world_size);
+}
+
+}  // namespace
+
+int check_command(const CheckArgs& a) {
+    report::FailOn fail_on;
+    try {
+        fail_on = report::parse_fail_on(a.fail_on);
+    } catch (const report::GateError& e) {
+        cli::say(stderr, "cumemaudit: --fail-on: {}\n", e.what());
+        return 2;
+    }
+    const auto budget = size_flag("--max-leaked-bytes", a.max_leaked);
+    const Tolerance tolerance = parse_tolerance(a.tolerance);
+    std::optional<Baseline> baseline;
+    if (!a.baseline.empty()) baseline.emplace(a.baseline, fail_on);
+
+    bool bad = false, failed = false;
+    std::vector<JunitCase> cases;
+    ReportFiles files = expand_reports(a.paths);
+    for (const std::string& d : files.empty_dirs) {  // an empty directory is an error, as a missing file is
+        const std::string problem = fmt::format("{}: no cumemaudit.*.json reports in this directory", d);
+        cli::say(stderr, "cumemaudit: {}\n", problem);
+        cases.push_back({d, Outcome::error, problem, "unusable report", problem});
+        bad = true;
+    }
+    for (const std::string& f : files.files) {
+        try {
+            const report::Report r = report::load_for_gate(f);  // a process report or a merged job
+            const Verdict v = judge(r, fail_on, budget, baseline ? &*baseline : nullptr, tolerance);
+            if (v.why.empty()) {
+                cli::say(stdout, "PASS {}: {}{}\n", f, report::summary_line(r.summary), v.note);
+                cases.push_back({case_name(f, r), Outcome::pass, "", "", ""});
+                continue;
+            }
+            const std::string message = fmt::format("{}", fmt::join(v.why, "; "));
+            cli::say(stdout, "FAIL {}: {}\n", f, message);
+            if (baseline)
+                for (const std::string& row : v.rows) cli::say(stdout, "  {}\n", row);
+            std::string body;
+            for (const std::string& row : v.rows) body += row + "\n";
+            cases.push_back({case_name(f, r), Outcome::failure, message, baseline ? "baseline" : "gate",
+                             body + report::summary_line(r.summary) + "\n"});
+            failed = true;
+        } catch (const report::ReportError& e) {
+            cli::say(stderr, "cumemaudit: {}\n", e.what());
+            cases.push_back({f, Outcome::error, e.what(), "unusable report", e.what()});
+            bad = true;
+        }
+    }
+    if (!a.junit.empty() && !write_text(a.junit, junit_xml("cumemaudit check", cases))) bad = true;
+    return bad ? 2 : failed ? 1 : 0;
+}
+
+}  // namespace cumemaudit::cli
