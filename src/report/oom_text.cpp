@@ -12,7 +12,9 @@ std::string part_label(const OomPart& p) {
     if (p.what == "leaked") {
         std::string s = fmt::format("LEAKED {} {}", p.owner, p.kind);
         if (!p.site.api.empty()) s += " from " + p.site.api;
-        if (!p.site.frames.empty() && !p.site.frames.front().file.empty())
+        if (!p.site.python_frames.empty())
+            s += fmt::format(" at {}:{}", p.site.python_frames.front().file, p.site.python_frames.front().line);
+        else if (!p.site.frames.empty() && !p.site.frames.front().file.empty())
             s += fmt::format(" at {}:{}", p.site.frames.front().file, p.site.frames.front().line);
         return s;
     }
@@ -28,7 +30,11 @@ std::string oom_text(const Oom& o, int max_parts) {
     fmt::format_to(it, "\nOut of memory: {} of {} bytes ({}) returned {} at step {}{} [{}]\n", o.api,
                    o.requested_bytes, human_bytes(o.requested_bytes), o.result, o.step,
                    o.recovered ? ", recovered by a later retry" : "", o.owner);
-    if (!o.site.frames.empty()) {
+    // The Python caller's line where there is one: the native frame under it is libffi's or Cython's.
+    if (!o.site.python_frames.empty()) {
+        const PythonFrame& f = o.site.python_frames.front();
+        fmt::format_to(it, "    at {} {}:{}\n", f.function, f.file, f.line);
+    } else if (!o.site.frames.empty()) {
         const Frame& f = o.site.frames.front();
         fmt::format_to(it, "    at {}", f.symbol.empty() ? "??" : f.symbol);
         if (!f.file.empty()) fmt::format_to(it, " {}:{}", f.file, f.line);

@@ -10,6 +10,11 @@ namespace cumemaudit::report {
 namespace {
 
 void frames(std::string& out, const Site& site, int max_frames) {
+    // The Python frames of the calling thread first, innermost first, as a traceback names them: below them
+    // the native stack of a Python caller is libffi and the interpreter, which a reader skips.
+    int p = 0;
+    for (const PythonFrame& f : site.python_frames)
+        fmt::format_to(std::back_inserter(out), "    py#{} in {} {}:{}\n", p++, f.function, f.file, f.line);
     int i = 0;
     for (const Frame& f : site.frames) {
         if (i == max_frames) {
@@ -21,10 +26,6 @@ void frames(std::string& out, const Site& site, int max_frames) {
         if (!f.object.empty()) fmt::format_to(std::back_inserter(out), " ({}+{:#x})", f.object, f.offset);
         out += '\n';
     }
-    // The Python frames of the calling thread, innermost first, as a traceback names them.
-    int p = 0;
-    for (const PythonFrame& f : site.python_frames)
-        fmt::format_to(std::back_inserter(out), "    py#{} in {} {}:{}\n", p++, f.function, f.file, f.line);
     if (site.frames.empty() && site.python_frames.empty()) out += "    (no stack captured)\n";
 }
 

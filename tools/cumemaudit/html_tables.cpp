@@ -30,6 +30,11 @@ std::string text_cell(const std::string& t) { return "<td>" + html_escape(t) + "
 
 std::string frames_cell(const report::Site& site) {
     std::string s = "<td><code>" + html_escape(site.api) + "</code>";
+    // Python frames first: a Python caller's native frames are libffi and the interpreter.
+    if (!site.python_frames.empty()) s += "<ol class=\"frames python\">";
+    for (std::size_t i = 0; i < site.python_frames.size() && i < kFramesShown; ++i)
+        s += "<li>" + html_escape(python_frame_text(site.python_frames[i])) + "</li>";
+    if (!site.python_frames.empty()) s += "</ol>";
     if (!site.frames.empty()) s += "<ol class=\"frames\">";
     for (std::size_t i = 0; i < site.frames.size() && i < kFramesShown; ++i) {
         const report::Frame& f = site.frames[i];
@@ -37,10 +42,6 @@ std::string frames_cell(const report::Site& site) {
     }
     if (site.frames.size() > kFramesShown) s += fmt::format("<li class=\"more\">… {} more</li>", site.frames.size() - kFramesShown);
     if (!site.frames.empty()) s += "</ol>";
-    if (!site.python_frames.empty()) s += "<ol class=\"frames python\">";
-    for (std::size_t i = 0; i < site.python_frames.size() && i < kFramesShown; ++i)
-        s += "<li>" + html_escape(python_frame_text(site.python_frames[i])) + "</li>";
-    if (!site.python_frames.empty()) s += "</ol>";
     return s + "</td>";
 }
 

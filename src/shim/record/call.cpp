@@ -58,24 +58,29 @@ const ledger::Site& Call::site() {
         have_site_ = true;
         const Recorder::Hot& o = recorder_.hot();
         const bool vmm = class_ == CallClass::vmm;
-        const int depth = vmm ? o.vmm_stack_depth : o.stack_depth;
-        const bool python = o.python_frames == options::PythonFrames::all ||
-                            (vmm && o.python_frames == options::PythonFrames::vmm);
-        if (depth <= 1 && !python) {
-            site_ = one_frame_site(recorder_, api_, reinterpret_cast<ledger::Pc>(caller_));
-            return site_;
-        }
-        // Native frames, then the Python frames (tagged pcs): one trace, so a site is both together.
-        ledger::Ledger& book = recorder_.ledger();
-        std::array<ledger::Pc, kMaxDepth + kMaxPythonDepth> pcs;
-        const int n = capture(caller_, depth, pcs.data());
-        const int py = python ? python_stack(book.python_frames(), pcs.data() + n,
-                                             std::clamp(o.python_depth, 0, kMaxPythonDepth))
-                              : 0;
-        const std::span<const ledger::Pc> frames(pcs.data(), static_cast<std::size_t>(n + py));
-        site_ = deep_site(recorder_, api_, frames, static_cast<std::size_t>(n));
+        site_ = capture_site(vmm, o.python_frames == options::PythonFrames::all ||
+                                      (vmm && o.python_frames == options::PythonFrames::vmm));
     }
     return site_;
+}
+
+ledger::Site Call::full_site() {
+    return capture_site(true, recorder_.hot().python_frames != options::PythonFrames::none);
+}
+
+ledger::Site Call::capture_site(bool vmm, bool python) {
+    const Recorder::Hot& o = recorder_.hot();
+    const int depth = vmm ? o.vmm_stack_depth : o.stack_depth;
+    if (depth <= 1 && !python) return one_frame_site(recorder_, api_, reinterpret_cast<ledger::Pc>(caller_));
+    // Native frames, then the Python frames (tagged pcs): one trace, so a site is both together.
+    ledger::Ledger& book = recorder_.ledger();
+    std::array<ledger::Pc, kMaxDepth + kMaxPythonDepth> pcs;
+    const int n = capture(caller_, depth, pcs.data());
+    const int py = python ? python_stack(book.python_frames(), pcs.data() + n,
+                                         std::clamp(o.python_depth, 0, kMaxPythonDepth))
+                          : 0;
+    const std::span<const ledger::Pc> frames(pcs.data(), static_cast<std::size_t>(n + py));
+    return deep_site(recorder_, api_, frames, static_cast<std::size_t>(n));
 }
 
 }  // namespace cumemaudit::shim

@@ -31,12 +31,18 @@ public:
     // outwards, then the Python frames where python_frames asks) and interned on first use, so events that
     // need none (a successful free) cost nothing for it.
     const ledger::Site& site();
+    // The site as a VMM call takes it, whatever this call's class (vmm_stack_depth, Python frames unless
+    // python_frames=none), not kept: for a rare moment that deserves the whole stack, an out-of-memory
+    // refusal, whose reader wants the Python line more than a classic call's one return address.
+    ledger::Site full_site();
     // A site with the API only, for events whose site the ledger does not keep.
     ledger::Site bare() const { return ledger::Site{api_, 0, 0}; }
     // A classic free's ticket for its record, taken before the driver ran (Ledger::freeing).
     ledger::Ledger::FreeTicket free_ticket = 0;
 
 private:
+    ledger::Site capture_site(bool vmm, bool python);
+
     Recorder& recorder_;
     const char* api_;
     void* caller_;

@@ -53,8 +53,9 @@ report::OomInput take_moment(Recorder& a, const char* api, const char* result, s
 
 bool out_of_memory(Call& call, CUresult r, std::uint64_t bytes) {
     Recorder& a = call.recorder();
-    report::OomInput in = take_moment(a, call.api(), result_name(r), bytes, call.site());
-    in.site = call.site();
+    const ledger::Site site = call.full_site();
+    report::OomInput in = take_moment(a, call.api(), result_name(r), bytes, site);
+    in.site = site;
     in.oom.owner = a.ledger().owner_name(in.site.owner);
     return a.oom_log().refused(std::move(in), a.options().oom_interval_s);
 }

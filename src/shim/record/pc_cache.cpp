@@ -4,6 +4,8 @@
 #include "shim/services/owner_rules.hpp"
 #include "shim/services/thread_state.hpp"
 
+#include "common/object_roles.hpp"
+
 #include "ledger/python_frames.hpp"
 
 #include <pthread.h>
@@ -23,6 +25,7 @@ struct alignas(32) PcFacts {  // two a cache line, never one across two
     ledger::OwnerId owner = 0;
     bool owner_known = false;
     std::int8_t passes_on = -1;  // -1: not looked up
+    bool binds = false;          // a Python binding (object_roles.hpp); valid once passes_on is
 };
 static_assert(sizeof(PcFacts) == 32);
 
@@ -46,7 +49,8 @@ PcFacts& facts(ledger::Pc pc) {
 
 void learn_object(PcFacts& e, Recorder* rec) {
     const std::string object = object_of(e.pc);
-    e.passes_on = is_intermediary(object) || is_cupti(object);
+    e.passes_on = object_roles::passes_on(object);
+    e.binds = object_roles::is_python_binding(object);
     if (rec != nullptr && !e.passes_on) {
         e.owner = rec->ledger().owner_id(owner_name_for_object(object));
         e.owner_known = true;
@@ -81,12 +85,22 @@ ledger::Site one_frame_site(Recorder& rec, const char* api, ledger::Pc pc) {
     return ledger::Site{api, e.trace, owner_at(e, rec).value_or(0)};
 }
 
-ledger::OwnerId owner_of(Recorder& rec, std::span<const ledger::Pc> pcs) {
-    for (const ledger::Pc pc : pcs) {
-        if (ledger::is_python(pc)) break;  // Python frames follow the native ones: none of them is an object
-        if (const auto owner = owner_at(current(facts(pc), rec), rec)) return *owner;
+ledger::OwnerId owner_of(Recorder& rec, std::span<const ledger::Pc> frames, std::size_t native) {
+    std::optional<ledger::OwnerId> binding;  // the first binding's own name, for a stack with no Python frames
+    for (const ledger::Pc pc : frames.first(native)) {
+        PcFacts& e = current(facts(pc), rec);
+        const auto owner = owner_at(e, rec);
+        if (!owner) continue;
+        if (!e.binds) return *owner;
+        if (!binding) binding = owner;
     }
-    return 0;
+    // Only bindings between the driver and Python: the Python code that called owns it, named by the same
+    // rules as an object, from its file ("<string>" and frozen modules name no file: the next frame out).
+    for (const ledger::Pc pc : frames.subspan(native)) {
+        const std::string file = rec.ledger().python_frames().frame(pc).file;
+        if (!file.empty() && file.front() != '<') return rec.ledger().owner_id(owner_name_for_object(file));
+    }
+    return binding.value_or(0);
 }
 
 // One deep stack seen on this thread: its frames, and the trace and owner they intern to in the ledger of
@@ -129,7 +143,7 @@ std::uint64_t hash_of(std::span<const ledger::Pc> frames) {
 
 ledger::Site deep_site(Recorder& rec, const char* api, std::span<const ledger::Pc> frames, std::size_t native) {
     ledger::Ledger& book = rec.ledger();
-    auto intern = [&] { return ledger::Site{api, book.traces().intern(frames), owner_of(rec, frames.first(native))}; };
+    auto intern = [&] { return ledger::Site{api, book.traces().intern(frames), owner_of(rec, frames, native)}; };
     if (frames.size() > kStackFrames) return intern();
     ThreadState& t = thread_state();
     if (t.stacks == nullptr) {

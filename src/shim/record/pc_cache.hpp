@@ -16,9 +16,12 @@ class Recorder;
 // The site of a call of `api` whose stack is the one frame `pc`.
 ledger::Site one_frame_site(Recorder&, const char* api, ledger::Pc pc);
 
-// The owner of a site whose frames are `pcs` (innermost first): the first frame whose object does not pass
-// memory on names it (owners.hpp); 0 when every frame passes on.
-ledger::OwnerId owner_of(Recorder&, std::span<const ledger::Pc> pcs);
+// The owner of a site whose frames are `frames` (innermost first, the first `native` of them native, Python
+// frames after): the first native frame whose object neither passes memory on nor only binds Python to the
+// driver (common/object_roles.hpp) names it; past bindings alone, the innermost Python frame's file does, so a leak
+// made through ctypes, cffi or Cython is the calling script's or package's, not libffi's. 0 when every
+// frame passes on.
+ledger::OwnerId owner_of(Recorder&, std::span<const ledger::Pc> frames, std::size_t native);
 
 // The site of a call of `api` whose captured stack is `frames` (innermost first, the first `native` of
 // them native, Python frames after). A deep stack repeats as a one-frame site does (a program makes its
@@ -26,7 +29,7 @@ ledger::OwnerId owner_of(Recorder&, std::span<const ledger::Pc> pcs);
 // lookup each: this thread's last stacks, compared frame for frame, answer for it.
 ledger::Site deep_site(Recorder&, const char* api, std::span<const ledger::Pc> frames, std::size_t native);
 
-// pc lies in an object that only passes calls on (owners.hpp's is_intermediary, or libcupti).
+// pc lies in an object that only passes calls on (common/object_roles.hpp: the shim, libcuda, cudart, CUPTI).
 bool passes_on(ledger::Pc pc);
 
 }  // namespace cumemaudit::shim

@@ -90,11 +90,6 @@ const std::vector<std::pair<std::string, std::string>>& user_rules() {
 
 }  // namespace
 
-bool is_intermediary(std::string_view object) {
-    const std::string_view base = basename(object);
-    return base.starts_with("libcumemaudit.so") || base.starts_with("libcuda.so") || base.starts_with("libcudart");
-}
-
 std::string owner_name_for_object(std::string_view object) {
     // dladdr gives the path as it was opened: "lib/../_C.so" and "lib//x.so" name the same file.
     const std::string path = std::filesystem::path(object).lexically_normal().string();
@@ -107,7 +102,16 @@ std::string owner_name_for_object(std::string_view object) {
     return package_of(path, base);
 }
 
-bool is_cupti(std::string_view object) { return basename(object).starts_with("libcupti"); }
+bool is_binding(std::string_view object) {
+    const std::string_view base = basename(object);
+    for (const char* prefix : {"libffi.so", "_ctypes.", "_cffi_backend.", "libpython"})
+        if (base.starts_with(prefix)) return true;
+    if (base.starts_with("python") &&  // the executable: python, python3, python3.12
+        base.find_first_not_of("0123456789.", 6) == std::string_view::npos)
+        return true;
+    const std::string path(object);
+    return fnmatch("*-packages/cuda/bindings/*", path.c_str(), 0) == 0;
+}
 
 std::string object_of(ledger::Pc pc) {
     Dl_info info{};
