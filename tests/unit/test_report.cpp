@@ -206,7 +206,7 @@ TEST_CASE("report load errors name the file and the problem") {
     CHECK(message_of([&] { load(d.path); }) == d.path + ": is a directory, not a report file");
 }
 
-TEST_CASE("report_path follows the README's naming") {
+TEST_CASE("report_path follows the documented naming") {
     CHECK(report_path("/r", "node1", 42, -1) == "/r/cumemaudit.node1.42.json");
     CHECK(report_path("/r/", "node1", 42, 3) == "/r/cumemaudit.node1.42.r3.json");
     CHECK(report_path("", "h", 1, 0) == "./cumemaudit.h.1.r0.json");
