@@ -46,6 +46,21 @@ int cumemaudit_leak_mark(cumemaudit_leak_mark_t* mark);
  * largest leaking site as one NUL-terminated line ("" when nothing leaked), truncated to site_size. Returns
  * 0, or -1 when the audit could not start. Scans live allocations: for test boundaries, not hot loops. */
 int cumemaudit_held_since(const cumemaudit_leak_mark_t* mark, cumemaudit_held_t* held, char* site, size_t site_size);
+/* The sites behind held_since's leaked bytes, largest first, as JSON text:
+ *   {"sites_total": N, "sites": [{"bytes": B, "site": {"api", "frames", "python_frames"}}, ...]}
+ * with at most max_sites entries, each site as a report's leak row carries it (frames innermost first). An
+ * allocation is counted at each site that holds a reference to it. Written NUL-terminated into `json` when
+ * it fits in json_size; returns its length without the NUL (a caller whose buffer was short calls again
+ * with a bigger one), or -1 when the audit could not start. Symbolizes: for a test's failure, not loops. */
+int64_t cumemaudit_held_sites(const cumemaudit_leak_mark_t* mark, size_t max_sites, char* json, size_t json_size);
+
+/* Parses a size as CUMEMAUDIT_OPTIONS and the CLI take it (growth_alarm=256MiB): a byte count, or a number
+ * and one of the units B, KiB, MiB, GiB, TiB (powers of 1024), e.g. "4194304", "4MiB", "1.5 GiB". Sets
+ * *bytes and returns 0, or returns -1 when `text` is not such a size. Needs no CUDA. */
+int cumemaudit_parse_size(const char* text, uint64_t* bytes);
+/* Writes `bytes` NUL-terminated as every text view shows a size ("4.0 MiB", below 1 KiB "512 B") into
+ * `text`. Returns 0, or -1 when text_size is too small (16 always suffices). Needs no CUDA. */
+int cumemaudit_format_size(uint64_t bytes, char* text, size_t text_size);
 /* PyTorch's own view of one memory pool ("default", or a CUDA graph pool), staged for the next
  * cumemaudit_torch_step or cumemaudit_torch_oom: bytes in live tensors and bytes the pool reserved. */
 void cumemaudit_torch_pool(const char* pool, uint64_t allocated_bytes, uint64_t reserved_bytes);

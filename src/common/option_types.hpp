@@ -17,7 +17,8 @@ inline constexpr int kMaxStackDepth = 64;
 // python_depth's upper bound.
 inline constexpr int kMaxPythonDepth = 64;
 
-// A byte count written with an optional unit: 1073741824, 512MiB, 1GiB, 1.5GiB.
+// A byte count written with an optional unit: 1073741824, 512MiB, 1GiB, 1.5GiB, 1.5 GiB. The units are
+// binary (B, KiB, MiB, GiB, TiB); MB and the like are refused, as tools disagree on what they mean.
 struct Bytes {
     std::uint64_t value = 0;
     constexpr Bytes() = default;

@@ -27,7 +27,9 @@ bool parse_value(std::string_view text, Bytes& out, const Range&) {
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), number);
     // from_chars reads "inf", "nan" and "-0" too: none is a size.
     if (text.empty() || text.front() == '-' || ec != std::errc() || !std::isfinite(number) || number < 0) return false;
-    const std::string_view unit = text.substr(static_cast<std::size_t>(end - text.data()));
+    std::string_view unit = text.substr(static_cast<std::size_t>(end - text.data()));
+    // One space may part the number from its unit, as people write sizes ("1.5 GiB"); never a trailing one.
+    if (unit.size() > 1 && unit.front() == ' ') unit.remove_prefix(1);
     static constexpr std::pair<std::string_view, double> kUnits[] = {
         {"", 1}, {"B", 1}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
     for (auto [name, scale] : kUnits) {

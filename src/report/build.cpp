@@ -8,25 +8,10 @@
 namespace cumemaudit::report {
 namespace {
 
-// A trace holds native frames and tagged pcs naming Python frames (ledger/python_frames.hpp).
+// site_of once per trace: sites share traces.
 Site make_site(const ledger::Site& s, const BuildInput& in, std::unordered_map<ledger::TraceId, Site>& seen) {
     auto it = seen.find(s.trace);
-    if (it == seen.end()) {
-        Site site;
-        for (const ledger::Pc pc : in.ledger.traces().frames(s.trace)) {
-            if (ledger::is_python(pc)) {
-                ledger::PythonFrame p = in.ledger.python_frames().frame(pc);
-                site.python_frames.push_back(PythonFrame{std::move(p.file), p.line, std::move(p.function)});
-            } else if (in.symbolizer) {
-                site.frames.push_back(in.symbolizer->resolve(pc));
-            } else {
-                Frame f;
-                f.pc = pc;
-                site.frames.push_back(std::move(f));
-            }
-        }
-        it = seen.emplace(s.trace, std::move(site)).first;
-    }
+    if (it == seen.end()) it = seen.emplace(s.trace, site_of(in.ledger, in.symbolizer, s)).first;
     Site out = it->second;
     out.api = s.api ? s.api : "";
     return out;
@@ -53,6 +38,25 @@ std::string key_text(const ledger::ExportKey& k) {
 }
 
 }  // namespace
+
+// A trace holds native frames and tagged pcs naming Python frames (ledger/python_frames.hpp).
+Site site_of(const ledger::Ledger& book, Symbolizer* symbolizer, const ledger::Site& s) {
+    Site site;
+    site.api = s.api ? s.api : "";
+    for (const ledger::Pc pc : book.traces().frames(s.trace)) {
+        if (ledger::is_python(pc)) {
+            ledger::PythonFrame p = book.python_frames().frame(pc);
+            site.python_frames.push_back(PythonFrame{std::move(p.file), p.line, std::move(p.function)});
+        } else if (symbolizer) {
+            site.frames.push_back(symbolizer->resolve(pc));
+        } else {
+            Frame f;
+            f.pc = pc;
+            site.frames.push_back(std::move(f));
+        }
+    }
+    return site;
+}
 
 Report build(const BuildInput& in) {
     Report r;

@@ -317,6 +317,7 @@ public:
 };
 
 nlohmann::json to_json(const Report&);
+nlohmann::json to_json(const Site&);  // a site as report rows carry it (the C API's leak sites)
 Report from_json(const nlohmann::json&);  // throws ReportError naming the field, e.g. "missing field 'summary.leaked_bytes'"
 
 std::string to_string(const Report&);  // pretty-printed JSON text

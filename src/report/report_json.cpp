@@ -448,6 +448,7 @@ struct Reader {
 }  // namespace
 
 json to_json(const Report& r) { return Writer::value(r); }
+json to_json(const Site& s) { return Writer::value(s); }
 
 namespace {
 // Either model from its JSON: the schema checked first, then every field through the model's fields().

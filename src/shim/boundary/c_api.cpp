@@ -9,11 +9,18 @@
 #include "shim/boundary/fence.hpp"
 #include "shim/record/oom_watch.hpp"
 #include "shim/record/site_line.hpp"
+#include "common/option_types.hpp"
+#include "report/build.hpp"
+#include "report/human_bytes.hpp"
+#include "report/report.hpp"
+
+#include <nlohmann/json.hpp>
 
 #include <cstring>
 
 using cumemaudit::shim::Auditor;
 using cumemaudit::shim::entered;
+using cumemaudit::shim::guarded;
 
 // Each body runs inside the fence (fence.hpp), cancellation held off: the program calling these never sees an
 // exception, and a pthread_cancel of its thread takes effect after the call.
@@ -80,6 +87,56 @@ __attribute__((visibility("default"))) int cumemaudit_held_since(const cumemaudi
     } catch (...) {  // no exception crosses into the program; the counts filled so far stand
     }
     return 0;
+}
+
+__attribute__((visibility("default"))) int64_t cumemaudit_held_sites(const cumemaudit_leak_mark_t* mark, size_t max_sites,
+                                                                      char* json, size_t json_size) {
+    if (mark == nullptr) return -1;
+    if (json_size > 0) json[0] = '\0';
+    cumemaudit::shim::Recorder* rec = nullptr;
+    if (!entered("cumemaudit_held_sites", [&] { rec = Auditor::enter(); }) || rec == nullptr) return -1;
+    int64_t length = -1;
+    entered("cumemaudit_held_sites", [&] {
+        const auto& ledger = rec->ledger();
+        const auto held = ledger.held_since(static_cast<std::uint32_t>(mark->epoch));
+        nlohmann::json sites = nlohmann::json::array();
+        for (std::size_t i = 0; i < held.sites.size() && i < max_sites; ++i)
+            sites.push_back({{"bytes", held.sites[i].second},
+                             {"site", cumemaudit::report::to_json(cumemaudit::report::site_of(ledger, &rec->symbolizer(),
+                                                                                              held.sites[i].first))}});
+        const nlohmann::json answer = {{"sites_total", held.sites.size()}, {"sites", std::move(sites)}};
+        // A Python file name need not be UTF-8; JSON text must be.
+        const std::string text = answer.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        if (text.size() < json_size) std::memcpy(json, text.c_str(), text.size() + 1);
+        length = static_cast<int64_t>(text.size());
+    });
+    return length;
+}
+
+__attribute__((visibility("default"))) int cumemaudit_parse_size(const char* text, uint64_t* bytes) {
+    if (text == nullptr || bytes == nullptr) return -1;
+    int answer = -1;
+    guarded("cumemaudit_parse_size", [&] {
+        try {
+            *bytes = cumemaudit::options::Bytes(text);
+            answer = 0;
+        } catch (const cumemaudit::options::OptionError&) {
+        }
+    });
+    return answer;
+}
+
+__attribute__((visibility("default"))) int cumemaudit_format_size(uint64_t bytes, char* text, size_t text_size) {
+    if (text == nullptr || text_size == 0) return -1;
+    text[0] = '\0';
+    int answer = -1;
+    guarded("cumemaudit_format_size", [&] {
+        const std::string words = cumemaudit::report::human_bytes(bytes);
+        if (words.size() >= text_size) return;
+        std::memcpy(text, words.c_str(), words.size() + 1);
+        answer = 0;
+    });
+    return answer;
 }
 
 }

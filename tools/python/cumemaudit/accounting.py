@@ -7,6 +7,7 @@ made since it still hold. The pytest plugin's gate; usable around any block of c
     assert held.leaked_bytes == 0, held.site
 """
 import ctypes
+import json
 from typing import NamedTuple, Optional
 
 
@@ -41,11 +42,16 @@ def _resolve():
     mark.argtypes, mark.restype = [ctypes.POINTER(_Mark)], ctypes.c_int
     since.argtypes = [ctypes.POINTER(_Mark), ctypes.POINTER(_Held), ctypes.c_char_p, ctypes.c_size_t]
     since.restype = ctypes.c_int
-    return mark, since
+    sites = getattr(scope, "cumemaudit_held_sites", None)  # a shim older than this package lacks it
+    if sites is not None:
+        sites.argtypes = [ctypes.POINTER(_Mark), ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
+        sites.restype = ctypes.c_int64
+    return mark, since, sites
 
 
 _api = _resolve()
 _SITE_BYTES = 4096
+_SITES_BYTES = 64 * 1024  # a first guess; held_sites asks again with the length the shim says it needs
 
 
 def available():
@@ -70,3 +76,27 @@ def held_since(mark) -> Optional[Held]:
     if _api[1](ctypes.byref(mark), ctypes.byref(h), site, _SITE_BYTES) != 0:
         return None
     return Held(*(getattr(h, f) for f, _ in _Held._fields_), site.value.decode("utf-8", "replace"))
+
+
+class Sites(NamedTuple):
+    """The sites behind held_since's leaked bytes (cumemaudit_held_sites): how many there are, and the
+    largest ones as {"bytes": B, "site": {"api", "frames", "python_frames"}}, a report leak row's site form."""
+    total: int
+    largest: list
+
+
+def held_sites(mark, max_sites) -> Optional[Sites]:
+    """The `max_sites` largest sites of what allocations made since ``mark`` leaked, or None without the
+    shim (or a None mark)."""
+    if _api is None or _api[2] is None or mark is None:
+        return None
+    size = _SITES_BYTES
+    while True:
+        text = ctypes.create_string_buffer(size)
+        length = _api[2](ctypes.byref(mark), max_sites, text, size)
+        if length < 0:
+            return None
+        if length < size:
+            answer = json.loads(text.value.decode("utf-8"))
+            return Sites(answer["sites_total"], answer["sites"])
+        size = length + 1

@@ -2,10 +2,14 @@
 ``pytest --cumemaudit``; then the session runs under the shim — re-executing itself once with the shim that
 came with this package preloaded when it is not — and each test fails that leaves more leaked bytes than
 allowed (references held on memory nothing maps: nothing can free it), or misuse, with a message naming the
-test, the bytes and the leaking site. Per test, through the C API's leak mark (accounting.py):
+test's own line and the leaking sites (leak_message.py; docs/PYTEST.md). Per test, through the C API's
+leak mark (accounting.py):
 
-    @pytest.mark.cumemaudit(max_leaked_bytes=0, warmups=1, fail_on="leaks,misuse")
+    @pytest.mark.cumemaudit(max_leaked_bytes="4 MiB", warmups=1, fail_on="leaks,misuse")
     def test_decode(): ...
+
+``max_leaked_bytes`` is a byte count or a size as CUMEMAUDIT_OPTIONS takes one ("4MiB", "1.5 GiB"; sizes.py);
+a marker the plugin cannot read stops the session with a usage error naming the test and the value.
 
 ``warmups`` calls the test that many times before the measured call (caches filled once are not leaks);
 ``fail_on`` takes leaks, unfreed (classic allocations still live, counted with the leaked bytes), misuse, or
@@ -17,10 +21,13 @@ import sys
 
 import pytest
 
-from . import _layout, accounting
+from . import _layout, accounting, leak_message, sizes
 
 _REEXECUTED = "CUMEMAUDIT_PYTEST_REEXEC"  # set in the re-executed session, so it happens exactly once
 _FAIL_ON_WORDS = {"leaks", "unfreed", "misuse", "none"}
+_NOT_A_SIZE = (f"not a size: write a byte count or a number and one of {sizes.UNITS} (powers of 1024), "
+               "such as 4194304, '4MiB' or '1.5 GiB'; MB and GB are refused, as tools disagree on what they mean")
+_NOT_FAIL_ON = f"expected a comma-separated mix of {', '.join(sorted(_FAIL_ON_WORDS))}"
 
 
 def pytest_addoption(parser):
@@ -32,13 +39,22 @@ def pytest_addoption(parser):
                     help="Run on the simulated driver that came with cumemaudit (no GPU needed)")
     group.addoption("--cumemaudit-fail-on", default="leaks,misuse", metavar="WHAT",
                     help="Default of the marker's fail_on: leaks, unfreed, misuse, none (comma-separated)")
+    group.addoption("--cumemaudit-max-leaked-bytes", default="0", metavar="SIZE",
+                    help="Default of the marker's max_leaked_bytes: bytes, or a size such as 4MiB or '1.5 GiB'")
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "cumemaudit(max_leaked_bytes=0, warmups=0, fail_on='leaks,misuse'): "
-                                       "limits of the CUDA memory audit for this test (with --cumemaudit)")
+                                       "limits of the CUDA memory audit for this test (with --cumemaudit); "
+                                       "max_leaked_bytes takes bytes or a size such as '4 MiB'")
     if config.getoption("cumemaudit") and not accounting.available():
         _reexec_under_shim(config)
+    if config.getoption("cumemaudit"):
+        text = config.getoption("cumemaudit_max_leaked_bytes")
+        if sizes.parse(text) is None:
+            raise pytest.UsageError(f"--cumemaudit-max-leaked-bytes={text!r}: {_NOT_A_SIZE}")
+        if _fail_on_words(config.getoption("cumemaudit_fail_on")) is None:
+            raise pytest.UsageError(f"--cumemaudit-fail-on={config.getoption('cumemaudit_fail_on')!r}: {_NOT_FAIL_ON}")
 
 
 def _entries(value):
@@ -57,8 +73,9 @@ def _reexec_under_shim(config):
     env[_REEXECUTED] = "1"
     env["LD_PRELOAD"] = ":".join([shim] + [p for p in _entries(env.get("LD_PRELOAD")) if p != shim])
     report_dir = os.path.abspath(config.getoption("cumemaudit_dir"))
-    # The user's own CUMEMAUDIT_OPTIONS come last, so they win.
-    ours = f"report_dir={report_dir}:fail_on=none:stack_depth=16"
+    # The user's own CUMEMAUDIT_OPTIONS come last, so they win. python_depth: the test's own frame is found
+    # under a deep library (a model's forward, an allocator's wrappers), not cut off.
+    ours = f"report_dir={report_dir}:fail_on=none:stack_depth=16:python_depth=32"
     env["CUMEMAUDIT_OPTIONS"] = ":".join(filter(None, [ours, env.get("CUMEMAUDIT_OPTIONS")]))
     if config.getoption("cumemaudit_sim"):
         sim = _layout.sim_dir()
@@ -71,37 +88,71 @@ def _reexec_under_shim(config):
     os.execve(sys.executable, argv, env)
 
 
+class MarkerError(Exception):
+    """A @pytest.mark.cumemaudit the plugin cannot read; the message names the test and the value."""
+
+
+def _fail_on_words(value):
+    """The set of words of a fail_on value, or None when it is not one."""
+    words = {w.strip() for w in str(value).split(",") if w.strip()}
+    return words if words and words <= _FAIL_ON_WORDS else None
+
+
+def _bytes_allowed(item, value):
+    where = f"{item.nodeid}: @pytest.mark.cumemaudit(max_leaked_bytes={value!r})"
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 0:
+            raise MarkerError(f"{where}: a negative number of bytes")
+        return value
+    if not isinstance(value, str):
+        raise MarkerError(f"{where}: a {type(value).__name__}; expected an int or a size string")
+    parsed = sizes.parse(value)
+    if parsed is None:
+        raise MarkerError(f"{where}: {_NOT_A_SIZE}")
+    return parsed
+
+
+def _count_of(item, name, value):
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise MarkerError(f"{item.nodeid}: @pytest.mark.cumemaudit({name}={value!r}): expected a non-negative int")
+
+
 def _limits(item):
+    """The test's limits: its marker's, over the session's defaults (read in pytest_configure)."""
     marker = item.get_closest_marker("cumemaudit")
     kwargs = dict(marker.kwargs) if marker else {}
-    limits = {"max_leaked_bytes": int(kwargs.pop("max_leaked_bytes", 0)), "warmups": int(kwargs.pop("warmups", 0)),
-              "fail_on": kwargs.pop("fail_on", item.config.getoption("cumemaudit_fail_on"))}
+    if marker and marker.args:
+        raise MarkerError(f"{item.nodeid}: @pytest.mark.cumemaudit{marker.args!r}: arguments are named: "
+                          "max_leaked_bytes=, warmups=, fail_on=")
+    allowed = kwargs.pop("max_leaked_bytes", item.config.getoption("cumemaudit_max_leaked_bytes"))
+    warmups = kwargs.pop("warmups", 0)
+    fail_on = kwargs.pop("fail_on", item.config.getoption("cumemaudit_fail_on"))
     if kwargs:
-        raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.cumemaudit: unknown argument(s) {sorted(kwargs)}; "
-                                "known: max_leaked_bytes, warmups, fail_on")
-    words = {w.strip() for w in str(limits["fail_on"]).split(",") if w.strip()}
-    if not words or not words <= _FAIL_ON_WORDS:
-        raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.cumemaudit: fail_on={limits['fail_on']!r}: "
-                                f"expected a comma-separated mix of {', '.join(sorted(_FAIL_ON_WORDS))}")
-    limits["fail_on"] = words
-    return limits
+        raise MarkerError(f"{item.nodeid}: @pytest.mark.cumemaudit: unknown argument(s) {sorted(kwargs)}; "
+                          "known: max_leaked_bytes, warmups, fail_on")
+    words = _fail_on_words(fail_on)
+    if words is None:
+        raise MarkerError(f"{item.nodeid}: @pytest.mark.cumemaudit(fail_on={fail_on!r}): {_NOT_FAIL_ON}")
+    return {"max_leaked_bytes": _bytes_allowed(item, allowed), "warmups": _count_of(item, "warmups", warmups),
+            "fail_on": words}
 
 
-def _verdict(nodeid, held, limits):
-    """The failure message for what the test left behind, or None when it stays within its limits."""
-    fail_on, problems = limits["fail_on"], []
-    counted = (held.leaked_bytes if "leaks" in fail_on else 0) + (held.unfreed_bytes if "unfreed" in fail_on else 0)
-    if counted > limits["max_leaked_bytes"]:
-        what = [f"{held.leaked_bytes} bytes leaked in {held.leaked_allocations} allocation(s) "
-                f"({held.leaked_references} unreleased reference(s))"]
-        if "unfreed" in fail_on:
-            what.append(f"{held.unfreed_bytes} bytes unfreed in {held.unfreed_allocations} allocation(s)")
-        problems.append(", ".join(what) + f", {limits['max_leaked_bytes']} allowed")
-        if held.site:
-            problems.append(f"leaking site: {held.site}")
-    if "misuse" in fail_on and held.misuse_events:
-        problems.append(f"{held.misuse_events} misuse event(s) (see the report)")
-    return f"cumemaudit: {nodeid}: " + "; ".join(problems) if problems else None
+@pytest.hookimpl(hookwrapper=True)
+def pytest_pycollect_makeitem(collector, name, obj):
+    """Each test's marker is read as the test is collected: a bad one is an error collecting its file, as
+    pytest reports a bad parametrize (exit 2, "Interrupted: 1 error during collection"), and so under
+    pytest-xdist too, where workers collect."""
+    outcome = yield
+    if not collector.config.getoption("cumemaudit"):
+        return
+    made = outcome.get_result()
+    for item in made if isinstance(made, list) else [made]:
+        if isinstance(item, pytest.Function):
+            try:
+                item._cumemaudit_limits = _limits(item)
+            except MarkerError as e:
+                raise collector.CollectError(str(e)) from None
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -109,7 +160,12 @@ def pytest_pyfunc_call(pyfuncitem):
     if not pyfuncitem.config.getoption("cumemaudit"):
         yield
         return
-    limits = _limits(pyfuncitem)
+    limits = getattr(pyfuncitem, "_cumemaudit_limits", None)
+    if limits is None:  # an item made other than by the Python collector: its marker read now
+        try:
+            limits = _limits(pyfuncitem)
+        except MarkerError as e:
+            pytest.fail(str(e), pytrace=False)
     args = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
     for _ in range(limits["warmups"]):
         pyfuncitem.obj(**args)
@@ -117,7 +173,12 @@ def pytest_pyfunc_call(pyfuncitem):
     outcome = yield
     if outcome.excinfo is not None:
         return  # the test failed on its own; that failure is the one to read
-    message = _verdict(pyfuncitem.nodeid, accounting.held_since(mark), limits)
+    held = accounting.held_since(mark)
+    if held is None:
+        return
+    sites = accounting.held_sites(mark, leak_message.SITES_SHOWN) if held.leaked_bytes else None
+    message = leak_message.failure_text(held, sites, limits, str(pyfuncitem.fspath), sizes.exact,
+                                        root=str(pyfuncitem.config.rootpath))
     if message:
         pytest.fail(message, pytrace=False)
 

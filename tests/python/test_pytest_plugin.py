@@ -1,0 +1,277 @@
+#!/usr/bin/python3
+"""The pytest plugin (tools/python/cumemaudit/pytest_plugin.py) as a user meets it: an inner
+`pytest --cumemaudit --cumemaudit-sim` session on the simulated driver, its exit code and its failure text
+read line by line — the bytes, the limit, each site's line in the test file (found by its `# leak:` mark in
+plugin_sessions/leaky_session.py), the sites' order. Sizes in markers and options go through the shim's C
+API, so the plugin reads exactly what CUMEMAUDIT_OPTIONS and the CLI read; the same table of strings is
+fed to both here. Bad markers and options are errors that name the test and the value.
+Environment from meson: CLI, CUMEMAUDIT_SHIM, CUMEMAUDIT_SIM_DIR, SOURCE_ROOT."""
+import glob
+import inspect
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE_ROOT = os.environ["SOURCE_ROOT"]
+CLI = os.environ["CLI"]
+SHIM = os.environ["CUMEMAUDIT_SHIM"]
+SESSIONS = os.path.join(HERE, "plugin_sessions")
+CUDA_CTYPES = os.path.join(SOURCE_ROOT, "tests", "wheel", "cuda_ctypes.py")
+MiB = 1 << 20
+HEADER = re.compile(r"^_{3,} (\S+) _{3,}$")
+
+
+def line_of(path, text):
+    """The one line number of `path` whose line holds `text`."""
+    with open(path) as f:
+        found = [i for i, line in enumerate(f, 1) if text in line]
+    assert len(found) == 1, (path, text, found)
+    return found[0]
+
+
+def leak_line(mark):
+    return line_of(os.path.join(SESSIONS, "leaky_session.py"), f"# leak: {mark}\n")
+
+
+def libffi_name():
+    """The libffi this Python's ctypes calls through (the first named native frame of a ctypes call), by
+    the name the loader knows it by."""
+    import ctypes.util
+    name = ctypes.util.find_library("ffi")
+    assert name, "no libffi found"
+    return name
+
+
+def line_in(function, text):
+    """The line of `function`'s source holding `text` (the standard library's, as this Python runs it)."""
+    lines, first = inspect.getsourcelines(function)
+    found = [first + i for i, line in enumerate(lines) if text in line]
+    assert len(found) == 1, (function, text, found)
+    return found[0]
+
+
+CREATE = f"Driver.create at cuda_ctypes.py:{line_of(CUDA_CTYPES, 'self.cuda.cuMemCreate(')}"
+CALL = f"cuMemCreate from ffi_call ({libffi_name()})"
+
+
+def failures(stdout):
+    """Each FAILURES section's lines by test name, in the order pytest printed them."""
+    sections, current = {}, None
+    for line in stdout.splitlines():
+        head = HEADER.match(line)
+        if head:
+            current = sections.setdefault(head.group(1), [])
+        elif line.startswith(("=====", "cumemaudit: reports in ")):
+            current = None
+        elif current is not None and not line.startswith("[gw"):  # xdist's "[gw0] linux -- Python ..."
+            current.append(line)
+    return sections
+
+
+class Plugin(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+        for path in (os.path.join(SESSIONS, "leaky_session.py"), CUDA_CTYPES):
+            shutil.copy(path, self.dir)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def pytest(self, *args, options=None):
+        env = dict(os.environ)
+        for k in ("CUMEMAUDIT_OPTIONS", "LD_PRELOAD", "CUMEMAUDIT_PYTEST_REEXEC", "PYTEST_ADDOPTS"):
+            env.pop(k, None)
+        if options:
+            env["CUMEMAUDIT_OPTIONS"] = options
+        env["PYTHONPATH"] = os.path.join(SOURCE_ROOT, "tools", "python")
+        cmd = ["/usr/bin/python3", "-m", "pytest", "-p", "no:cacheprovider", "-p", "cumemaudit.pytest_plugin",
+               "--cumemaudit", "--cumemaudit-sim", "--cumemaudit-dir", os.path.join(self.dir, "reports"), *args]
+        return subprocess.run(cmd, cwd=self.dir, env=env, capture_output=True, text=True, timeout=120)
+
+    def test_failures_name_bytes_limit_and_each_site_from_the_test_line(self):
+        p = self.pytest("leaky_session.py")
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertRegex(p.stdout, r"\b6 failed, 5 passed in\b")
+        self.assertEqual(re.findall(r"^FAILED leaky_session\.py::(\S+)", p.stdout, re.M),
+                         ["test_one_site", "test_sites_largest_first", "test_more_sites_than_shown",
+                          "test_leak_from_a_thread", "test_over_a_fraction", "test_over_by_a_byte"])
+        got = failures(p.stdout)
+        at = lambda mark, test: f"at leaky_session.py:{leak_line(mark)} in {test}"  # noqa: E731
+        self.assertEqual(got["test_one_site"], [
+            "cumemaudit: leaked 4.0 MiB (4194304 bytes) in 1 allocation (1 unreleased reference); limit 0 B",
+            f"4.0 MiB (4194304 bytes) {at('one', 'test_one_site')}",
+            f"    {CALL}",
+            f"    {CREATE}"])
+        # One block per site, largest first; a site reached through a helper of the test file leads with the
+        # helper's line, and the test's own line follows the frames in between.
+        test = "test_sites_largest_first"
+        self.assertEqual(got[test], [
+            "cumemaudit: leaked 12.0 MiB (12582912 bytes) in 3 allocations (3 unreleased references); limit 0 B",
+            f"6.0 MiB (6291456 bytes) {at('six', test)}", f"    {CALL}", f"    {CREATE}",
+            f"4.0 MiB (4194304 bytes) {at('four first', test)}", f"    {CALL}", f"    {CREATE}",
+            f"2.0 MiB (2097152 bytes) {at('helper', 'grow')}", f"    {CALL}", f"    {CREATE}",
+            f"    {test} at leaky_session.py:{leak_line('through helper')}"])
+        # Two allocations of one line are one site; three sites shown, the other two counted.
+        test = "test_more_sites_than_shown"
+        self.assertEqual(got[test], [
+            "cumemaudit: leaked 30.0 MiB (31457280 bytes) in 6 allocations (6 unreleased references); limit 0 B",
+            f"10.0 MiB (10485760 bytes) {at('ten', test)}", f"    {CALL}", f"    {CREATE}",
+            f"8.0 MiB (8388608 bytes) {at('loop', test)}", f"    {CALL}", f"    {CREATE}",
+            f"6.0 MiB (6291456 bytes) {at('six again', test)}", f"    {CALL}", f"    {CREATE}",
+            "… 2 more sites (the report has them all)"])
+        # No frame of the test file on the stack (a thread): the call leads, then the thread's own frames.
+        where = threading.__file__
+        self.assertEqual(got["test_leak_from_a_thread"], [
+            "cumemaudit: leaked 2.0 MiB (2097152 bytes) in 1 allocation (1 unreleased reference); limit 0 B",
+            f"2.0 MiB (2097152 bytes) by {CALL}",
+            f"    {CREATE}",
+            f"    Thread.run at {where}:{line_in(threading.Thread.run, 'self._target(')}",
+            f"    Thread._bootstrap_inner at {where}:{line_in(threading.Thread._bootstrap_inner, 'self.run()')}",
+            f"    Thread._bootstrap at {where}:{line_in(threading.Thread._bootstrap, 'self._bootstrap_inner()')}"])
+        # Limits written as sizes: "3.5 MiB" is 3670016 bytes; an int one byte short of 4 MiB fails 4 MiB.
+        self.assertEqual(got["test_over_a_fraction"], [
+            "cumemaudit: leaked 4.0 MiB (4194304 bytes) in 1 allocation (1 unreleased reference); "
+            "limit 3.5 MiB (3670016 bytes)",
+            f"4.0 MiB (4194304 bytes) {at('over', 'test_over_a_fraction')}", f"    {CALL}", f"    {CREATE}"])
+        self.assertEqual(got["test_over_by_a_byte"], [
+            "cumemaudit: leaked 4.0 MiB (4194304 bytes) in 1 allocation (1 unreleased reference); "
+            "limit 4.0 MiB (4194303 bytes)",
+            f"4.0 MiB (4194304 bytes) {at('by a byte', 'test_over_by_a_byte')}", f"    {CALL}", f"    {CREATE}"])
+        self.assertEqual(list(got), ["test_one_site", "test_sites_largest_first", "test_more_sites_than_shown",
+                                     "test_leak_from_a_thread", "test_over_a_fraction", "test_over_by_a_byte"])
+
+    def test_without_python_frames_a_few_native_frames_and_the_count_of_the_rest(self):
+        p = self.pytest("leaky_session.py", "-k", "test_one_site", options="python_frames=none")
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        (report,) = glob.glob(os.path.join(self.dir, "reports", "cumemaudit.*.json"))
+        with open(report) as f:
+            (leak,) = json.load(f)["leaks"]
+        frames = leak["site"]["frames"]
+        self.assertEqual(leak["bytes"], 4 * MiB)
+        self.assertGreater(len(frames), 4)
+        shown = [f"    {f['symbol'] or '??'} " + (f"{f['file']}:{f['line']}" if f["file"]
+                                                   else f"({os.path.basename(f['object'])})") for f in frames[:4]]
+        self.assertEqual(failures(p.stdout)["test_one_site"], [
+            "cumemaudit: leaked 4.0 MiB (4194304 bytes) in 1 allocation (1 unreleased reference); limit 0 B",
+            "4.0 MiB (4194304 bytes) by cuMemCreate", *shown, f"    … {len(frames) - 4} more frames"])
+
+    def test_the_session_default_limit_takes_a_size(self):
+        p = self.pytest("leaky_session.py", "-k", "test_one_site or test_sites_largest_first",
+                        "--cumemaudit-max-leaked-bytes", "4 MiB")
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertRegex(p.stdout, r"\b1 failed, 1 passed, 9 deselected in\b")
+        self.assertEqual(failures(p.stdout)["test_sites_largest_first"][0],
+                         "cumemaudit: leaked 12.0 MiB (12582912 bytes) in 3 allocations (3 unreleased references); "
+                         "limit 4.0 MiB (4194304 bytes)")
+
+    def test_xdist_workers_write_the_same_failure(self):
+        p = self.pytest("leaky_session.py", "-k", "test_one_site", "-n", "2")
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertEqual(failures(p.stdout)["test_one_site"], [
+            "cumemaudit: leaked 4.0 MiB (4194304 bytes) in 1 allocation (1 unreleased reference); limit 0 B",
+            f"4.0 MiB (4194304 bytes) at leaky_session.py:{leak_line('one')} in test_one_site",
+            f"    {CALL}", f"    {CREATE}"])
+
+
+NOT_A_SIZE = ("not a size: write a byte count or a number and one of B, KiB, MiB, GiB, TiB (powers of 1024), "
+              "such as 4194304, '4MiB' or '1.5 GiB'; MB and GB are refused, as tools disagree on what they mean")
+# Each bad marker in a file of its own (a collection error stops its file), and what the error says of it.
+BAD_MARKERS = {
+    "mb": ('max_leaked_bytes="4 MB"', "max_leaked_bytes='4 MB'): " + NOT_A_SIZE),
+    "mb_unspaced": ('max_leaked_bytes="4MB"', "max_leaked_bytes='4MB'): " + NOT_A_SIZE),
+    "words": ('max_leaked_bytes="lots"', "max_leaked_bytes='lots'): " + NOT_A_SIZE),
+    "negative": ("max_leaked_bytes=-1", "max_leaked_bytes=-1): a negative number of bytes"),
+    "float": ("max_leaked_bytes=1.5", "max_leaked_bytes=1.5): a float; expected an int or a size string"),
+    "bool": ("max_leaked_bytes=True", "max_leaked_bytes=True): a bool; expected an int or a size string"),
+    "warmups": ('warmups="2"', "warmups='2'): expected a non-negative int"),
+    "fail_on": ('fail_on="leak"', "fail_on='leak'): expected a comma-separated mix of leaks, misuse, none, unfreed"),
+}
+
+
+class BadInput(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+        for name, (marker, _) in BAD_MARKERS.items():
+            with open(os.path.join(self.dir, f"bad_{name}.py"), "w") as f:
+                f.write(f"import pytest\n\n\n@pytest.mark.cumemaudit({marker})\ndef test_{name}():\n    pass\n")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def pytest(self, *args):
+        env = dict(os.environ, PYTHONPATH=os.path.join(SOURCE_ROOT, "tools", "python"))
+        for k in ("CUMEMAUDIT_OPTIONS", "LD_PRELOAD", "CUMEMAUDIT_PYTEST_REEXEC", "PYTEST_ADDOPTS"):
+            env.pop(k, None)
+        cmd = ["/usr/bin/python3", "-m", "pytest", "-p", "no:cacheprovider", "-p", "cumemaudit.pytest_plugin",
+               "--cumemaudit", "--cumemaudit-sim", "--cumemaudit-dir", os.path.join(self.dir, "reports"), *args]
+        return subprocess.run(cmd, cwd=self.dir, env=env, capture_output=True, text=True, timeout=120)
+
+    def check_collection_errors(self, p, exit_code, summary):
+        self.assertEqual(p.returncode, exit_code, p.stdout + p.stderr)
+        self.assertNotIn("INTERNALERROR", p.stdout + p.stderr)
+        self.assertRegex(p.stdout, summary)
+        self.assertNotRegex(p.stdout, r"\b(passed|failed)\b")
+        for name, (_, said) in BAD_MARKERS.items():
+            self.assertEqual(p.stdout.count(f"\nbad_{name}.py::test_{name}: @pytest.mark.cumemaudit({said}\n"), 1,
+                             p.stdout)
+
+    def test_bad_markers_are_collection_errors_naming_test_and_value(self):
+        # pytest's exit for errors in collection (2), as for a bad parametrize; no test ran, nothing crashed.
+        self.check_collection_errors(self.pytest(*sorted(f"bad_{n}.py" for n in BAD_MARKERS)), 2,
+                                     rf"Interrupted: {len(BAD_MARKERS)} errors during collection")
+
+    def test_bad_markers_under_xdist_too(self):
+        # The workers collect; pytest-xdist reports their collection errors as errors of the run (exit 1).
+        self.check_collection_errors(self.pytest("-n", "2", *sorted(f"bad_{n}.py" for n in BAD_MARKERS)), 1,
+                                     rf"\b{len(BAD_MARKERS)} errors in\b")
+
+    def test_bad_session_options_are_usage_errors(self):
+        p = self.pytest("--cumemaudit-max-leaked-bytes", "4 MB", "bad_mb.py")
+        self.assertEqual(p.returncode, 4, p.stdout + p.stderr)
+        self.assertIn(f"ERROR: --cumemaudit-max-leaked-bytes='4 MB': {NOT_A_SIZE}\n", p.stderr)
+        p = self.pytest("--cumemaudit-fail-on", "leak", "bad_mb.py")
+        self.assertEqual(p.returncode, 4, p.stdout + p.stderr)
+        self.assertIn("ERROR: --cumemaudit-fail-on='leak': expected a comma-separated mix of leaks, misuse, none, "
+                      "unfreed\n", p.stderr)
+
+
+# One table for both readers of a size: the plugin's (the shim's cumemaudit_parse_size) and the CLI's
+# (its options table, here through `run --option growth_alarm=`). None: refused.
+SIZES = [
+    ("0", 0), ("4194304", 4194304), ("7B", 7), ("7 B", 7), ("4KiB", 4096), ("4MiB", 4 * MiB), ("4 MiB", 4 * MiB),
+    ("1.5GiB", 3 << 29), ("1.5 GiB", 3 << 29), ("3.5 MiB", 3670016), ("1TiB", 1 << 40), ("1e3", 1000),
+    ("4MB", None), ("4 MB", None), ("4mib", None), ("4 mib", None), ("4KB", None), ("4GB", None), ("4  MiB", None),
+    ("4 ", None), (" 4MiB", None), ("4MiB ", None), ("-1", None), ("-1MiB", None), ("nan", None), ("inf", None),
+    ("", None), ("MiB", None), ("16777216TiB", None), ("+4MiB", None),
+]
+
+
+class OneGrammar(unittest.TestCase):
+    def test_the_plugin_and_the_cli_read_sizes_alike(self):
+        script = ("import json, sys\nfrom cumemaudit import sizes\n"
+                  "print(json.dumps([sizes.parse(t) for t in json.loads(sys.argv[1])]))\n")
+        env = dict(os.environ, PYTHONPATH=os.path.join(SOURCE_ROOT, "tools", "python"), LD_PRELOAD=SHIM)
+        env.pop("CUMEMAUDIT_OPTIONS", None)
+        p = subprocess.run(["/usr/bin/python3", "-c", script, json.dumps([t for t, _ in SIZES])], env=env,
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        by_plugin = json.loads(p.stdout)
+        self.assertEqual(dict(zip([t for t, _ in SIZES], by_plugin)), dict(SIZES))
+        for text, value in SIZES:
+            cli = subprocess.run([CLI, "run", "--option", f"growth_alarm={text}", "--", "/bin/true"],
+                                 capture_output=True, text=True, timeout=60)
+            self.assertEqual(cli.returncode, 0 if value is not None else 2, (text, cli.stderr))
+            if value is None:
+                self.assertIn(f"'{text}' is not a size", cli.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
