@@ -244,10 +244,11 @@ class BadInput(unittest.TestCase):
 
 
 # One table for both readers of a size: the plugin's (the shim's cumemaudit_parse_size) and the CLI's
-# (its options table, here through `run --option growth_alarm=`). None: refused.
+# (`check --max-leaked-bytes`, which reads the options table's grammar). None: refused.
 SIZES = [
-    ("0", 0), ("4194304", 4194304), ("7B", 7), ("7 B", 7), ("4KiB", 4096), ("4MiB", 4 * MiB), ("4 MiB", 4 * MiB),
-    ("1.5GiB", 3 << 29), ("1.5 GiB", 3 << 29), ("3.5 MiB", 3670016), ("1TiB", 1 << 40), ("1e3", 1000),
+    ("0", 0), ("4194304", 4194304), ("4194303", 4194303), ("7B", 7), ("7 B", 7), ("4KiB", 4096),
+    ("4MiB", 4 * MiB), ("4 MiB", 4 * MiB), ("1.5GiB", 3 << 29), ("1.5 GiB", 3 << 29), ("3.5 MiB", 3670016),
+    ("1TiB", 1 << 40), ("1e3", 1000),
     ("4MB", None), ("4 MB", None), ("4mib", None), ("4 mib", None), ("4KB", None), ("4GB", None), ("4  MiB", None),
     ("4 ", None), (" 4MiB", None), ("4MiB ", None), ("-1", None), ("-1MiB", None), ("nan", None), ("inf", None),
     ("", None), ("MiB", None), ("16777216TiB", None), ("+4MiB", None),
@@ -255,6 +256,23 @@ SIZES = [
 
 
 class OneGrammar(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        # A report that leaked exactly 4 MiB: `check --max-leaked-bytes X` passes (0) when X reads as at least
+        # 4194304 bytes, fails (1) below, and refuses (2) what is not a size.
+        cls.tmp = tempfile.TemporaryDirectory()
+        env = dict(os.environ, PYTHONPATH=os.path.dirname(CUDA_CTYPES))
+        env.pop("CUMEMAUDIT_OPTIONS", None)
+        made = subprocess.run([CLI, "run", "--sim", "--report-dir", cls.tmp.name, "--fail-on", "none", "--",
+                               "/usr/bin/python3", "-c", "from cuda_ctypes import Driver, MiB; Driver().create(4 * MiB)"],
+                              env=env, capture_output=True, text=True, timeout=60)
+        assert made.returncode == 0, made.stderr
+        (cls.report,) = glob.glob(os.path.join(cls.tmp.name, "cumemaudit.*.json"))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
     def test_the_plugin_and_the_cli_read_sizes_alike(self):
         script = ("import json, sys\nfrom cumemaudit import sizes\n"
                   "print(json.dumps([sizes.parse(t) for t in json.loads(sys.argv[1])]))\n")
@@ -263,14 +281,14 @@ class OneGrammar(unittest.TestCase):
         p = subprocess.run(["/usr/bin/python3", "-c", script, json.dumps([t for t, _ in SIZES])], env=env,
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 0, p.stderr)
-        by_plugin = json.loads(p.stdout)
-        self.assertEqual(dict(zip([t for t, _ in SIZES], by_plugin)), dict(SIZES))
+        self.assertEqual(dict(zip([t for t, _ in SIZES], json.loads(p.stdout))), dict(SIZES))
         for text, value in SIZES:
-            cli = subprocess.run([CLI, "run", "--option", f"growth_alarm={text}", "--", "/bin/true"],
+            cli = subprocess.run([CLI, "check", "--max-leaked-bytes", text, self.report],
                                  capture_output=True, text=True, timeout=60)
-            self.assertEqual(cli.returncode, 0 if value is not None else 2, (text, cli.stderr))
+            expected = 2 if value is None else 0 if value >= 4 * MiB else 1
+            self.assertEqual(cli.returncode, expected, (text, cli.stdout, cli.stderr))
             if value is None:
-                self.assertIn(f"'{text}' is not a size", cli.stderr)
+                self.assertIn(f"--max-leaked-bytes: '{text}' is not a size", cli.stderr)
 
 
 if __name__ == "__main__":
