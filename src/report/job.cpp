@@ -23,6 +23,8 @@ Report load_for_gate(const std::string& path) {
         view.process.world_size = r.world_size;
         view.process.argv = {"job"};
         view.summary = r.summary.process;
+        // Its leak sites are the view's rows: the FAIL line's top site and a baseline read them.
+        for (const JobSite& s : r.sites) view.leaks.push_back(s.leak);
         return view;
     } catch (const ReportError& e) {
         throw ReportError(path + ": " + e.what());

@@ -285,6 +285,28 @@ class Baseline(Base):
                          (2, "", f"cumemaudit: --baseline {empty}: no cumemaudit.*.json reports in this directory\n"))
 
 
+class MergedJob(Base):
+    def test_a_job_names_its_top_site_and_serves_as_baseline(self):
+        ranks = os.path.join(self.dir, "ranks")
+        os.mkdir(ranks)
+        self.write("cumemaudit.h.1.r0.json", report([row(MiB, SITE_A)], rank=0, world_size=2), ranks)
+        self.write("cumemaudit.h.2.r1.json", report([row(MiB, SITE_A), row(2 * MiB, SITE_B)], rank=1, world_size=2),
+                   ranks)
+        job = os.path.join(self.dir, "job.json")
+        rc, _, err = run("merge", ranks, "-o", job)
+        self.assertEqual(rc, 0, err)
+        rc, out, err = run("check", job)
+        self.assertEqual((rc, err), (1, ""))
+        # Site A leaked on both ranks: 2 MiB across the job, listed before B's 2 MiB of one rank.
+        self.assertEqual(out, f"FAIL {job}: 4194304 bytes leaked in 3 allocations (3 references); top site: 2.0 MiB "
+                              "[unreachable] cuMemCreate at alloc_a a.cpp:10\n")
+        self.assertEqual(run("check", "--baseline", job, "--tolerance", "0", ranks)[0], 0)
+        rc, out, _ = run("check", "--baseline", os.path.join(ranks, "cumemaudit.h.1.r0.json"), job)
+        self.assertEqual((rc, out.splitlines()[1:]), (1, [
+            "  grew: 2.0 MiB [unreachable] cuMemCreate at alloc_a a.cpp:10, +1.0 MiB over the baseline's 1.0 MiB",
+            "  new site: 2.0 MiB [unreachable] cuMemCreate at alloc_b b.cpp:7"]))
+
+
 class RealRun(Base):
     """leak_ctypes.py leaks 2 MiB through ctypes on the simulated driver: check names driver.py's line."""
 
