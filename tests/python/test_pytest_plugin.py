@@ -184,14 +184,16 @@ NOT_A_SIZE = ("not a size: write a byte count or a number and one of B, KiB, MiB
               "such as 4194304, '4MiB' or '1.5 GiB'; MB and GB are refused, as tools disagree on what they mean")
 # Each bad marker in a file of its own (a collection error stops its file), and what the error says of it.
 BAD_MARKERS = {
-    "mb": ('max_leaked_bytes="4 MB"', "max_leaked_bytes='4 MB'): " + NOT_A_SIZE),
-    "mb_unspaced": ('max_leaked_bytes="4MB"', "max_leaked_bytes='4MB'): " + NOT_A_SIZE),
-    "words": ('max_leaked_bytes="lots"', "max_leaked_bytes='lots'): " + NOT_A_SIZE),
-    "negative": ("max_leaked_bytes=-1", "max_leaked_bytes=-1): a negative number of bytes"),
-    "float": ("max_leaked_bytes=1.5", "max_leaked_bytes=1.5): a float; expected an int or a size string"),
-    "bool": ("max_leaked_bytes=True", "max_leaked_bytes=True): a bool; expected an int or a size string"),
-    "warmups": ('warmups="2"', "warmups='2'): expected a non-negative int"),
-    "fail_on": ('fail_on="leak"', "fail_on='leak'): expected a comma-separated mix of leaks, misuse, none, unfreed"),
+    "mb": ('max_leaked_bytes="4 MB"', "(max_leaked_bytes='4 MB'): " + NOT_A_SIZE),
+    "mb_unspaced": ('max_leaked_bytes="4MB"', "(max_leaked_bytes='4MB'): " + NOT_A_SIZE),
+    "words": ('max_leaked_bytes="lots"', "(max_leaked_bytes='lots'): " + NOT_A_SIZE),
+    "negative": ("max_leaked_bytes=-1", "(max_leaked_bytes=-1): a negative number of bytes"),
+    "float": ("max_leaked_bytes=1.5", "(max_leaked_bytes=1.5): a float; expected an int or a size string"),
+    "bool": ("max_leaked_bytes=True", "(max_leaked_bytes=True): a bool; expected an int or a size string"),
+    "warmups": ('warmups="2"', "(warmups='2'): expected a non-negative int"),
+    "fail_on": ('fail_on="leak"', "(fail_on='leak'): expected a comma-separated mix of leaks, misuse, none, unfreed"),
+    "positional": ('"4MiB"', "('4MiB',): arguments are named: max_leaked_bytes=, warmups=, fail_on="),
+    "unknown": ("max_leaked=1", ": unknown argument(s) ['max_leaked']; known: max_leaked_bytes, warmups, fail_on"),
 }
 
 
@@ -202,6 +204,8 @@ class BadInput(unittest.TestCase):
         for name, (marker, _) in BAD_MARKERS.items():
             with open(os.path.join(self.dir, f"bad_{name}.py"), "w") as f:
                 f.write(f"import pytest\n\n\n@pytest.mark.cumemaudit({marker})\ndef test_{name}():\n    pass\n")
+        with open(os.path.join(self.dir, "good.py"), "w") as f:
+            f.write("def test_good():\n    pass\n")
 
     def tearDown(self):
         self.tmp.cleanup()
@@ -214,30 +218,34 @@ class BadInput(unittest.TestCase):
                "--cumemaudit", "--cumemaudit-sim", "--cumemaudit-dir", os.path.join(self.dir, "reports"), *args]
         return subprocess.run(cmd, cwd=self.dir, env=env, capture_output=True, text=True, timeout=120)
 
+    def files(self):
+        return ["good.py", *sorted(f"bad_{n}.py" for n in BAD_MARKERS)]
+
     def check_collection_errors(self, p, exit_code, summary):
         self.assertEqual(p.returncode, exit_code, p.stdout + p.stderr)
         self.assertNotIn("INTERNALERROR", p.stdout + p.stderr)
         self.assertRegex(p.stdout, summary)
-        self.assertNotRegex(p.stdout, r"\b(passed|failed)\b")
         for name, (_, said) in BAD_MARKERS.items():
-            self.assertEqual(p.stdout.count(f"\nbad_{name}.py::test_{name}: @pytest.mark.cumemaudit({said}\n"), 1,
+            self.assertEqual(p.stdout.count(f"\nbad_{name}.py::test_{name}: @pytest.mark.cumemaudit{said}\n"), 1,
                              p.stdout)
 
     def test_bad_markers_are_collection_errors_naming_test_and_value(self):
         # pytest's exit for errors in collection (2), as for a bad parametrize; no test ran, nothing crashed.
-        self.check_collection_errors(self.pytest(*sorted(f"bad_{n}.py" for n in BAD_MARKERS)), 2,
-                                     rf"Interrupted: {len(BAD_MARKERS)} errors during collection")
+        p = self.pytest(*self.files())
+        self.check_collection_errors(p, 2, rf"Interrupted: {len(BAD_MARKERS)} errors during collection")
+        self.assertRegex(p.stdout, rf"\n=+ {len(BAD_MARKERS)} errors in ")  # good.py's test did not run
 
     def test_bad_markers_under_xdist_too(self):
-        # The workers collect; pytest-xdist reports their collection errors as errors of the run (exit 1).
-        self.check_collection_errors(self.pytest("-n", "2", *sorted(f"bad_{n}.py" for n in BAD_MARKERS)), 1,
-                                     rf"\b{len(BAD_MARKERS)} errors in\b")
+        # The workers collect; pytest-xdist reports their collection errors as errors of the run (exit 1)
+        # and runs the tests of the other files.
+        self.check_collection_errors(self.pytest("-n", "2", *self.files()), 1,
+                                     rf"\n=+ 1 passed, {len(BAD_MARKERS)} errors in ")
 
     def test_bad_session_options_are_usage_errors(self):
-        p = self.pytest("--cumemaudit-max-leaked-bytes", "4 MB", "bad_mb.py")
+        p = self.pytest("--cumemaudit-max-leaked-bytes", "4 MB", "good.py")
         self.assertEqual(p.returncode, 4, p.stdout + p.stderr)
         self.assertIn(f"ERROR: --cumemaudit-max-leaked-bytes='4 MB': {NOT_A_SIZE}\n", p.stderr)
-        p = self.pytest("--cumemaudit-fail-on", "leak", "bad_mb.py")
+        p = self.pytest("--cumemaudit-fail-on", "leak", "good.py")
         self.assertEqual(p.returncode, 4, p.stdout + p.stderr)
         self.assertIn("ERROR: --cumemaudit-fail-on='leak': expected a comma-separated mix of leaks, misuse, none, "
                       "unfreed\n", p.stderr)
