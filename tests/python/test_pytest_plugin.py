@@ -98,10 +98,11 @@ class Plugin(unittest.TestCase):
     def test_failures_name_bytes_limit_and_each_site_from_the_test_line(self):
         p = self.pytest("leaky_session.py")
         self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
-        self.assertRegex(p.stdout, r"\b6 failed, 5 passed in\b")
-        self.assertEqual(re.findall(r"^FAILED leaky_session\.py::(\S+)", p.stdout, re.M),
-                         ["test_one_site", "test_sites_largest_first", "test_more_sites_than_shown",
-                          "test_leak_from_a_thread", "test_over_a_fraction", "test_over_by_a_byte"])
+        failed = ["test_one_site", "test_sites_largest_first", "test_more_sites_than_shown", "test_leak_from_a_thread",
+                  "test_unfreed_counts_when_asked", "test_leaked_and_unfreed", "test_misuse", "test_over_a_fraction",
+                  "test_over_by_a_byte"]
+        self.assertRegex(p.stdout, r"\n=+ 9 failed, 6 passed in ")
+        self.assertEqual(re.findall(r"^FAILED leaky_session\.py::(\S+)", p.stdout, re.M), failed)
         got = failures(p.stdout)
         at = lambda mark, test: f"at leaky_session.py:{leak_line(mark)} in {test}"  # noqa: E731
         self.assertEqual(got["test_one_site"], [
@@ -135,6 +136,15 @@ class Plugin(unittest.TestCase):
             f"    Thread.run at {where}:{line_in(threading.Thread.run, 'self._target(')}",
             f"    Thread._bootstrap_inner at {where}:{line_in(threading.Thread._bootstrap_inner, 'self.run()')}",
             f"    Thread._bootstrap at {where}:{line_in(threading.Thread._bootstrap, 'self._bootstrap_inner()')}"])
+        # Unfreed classic memory counts only where fail_on asks for it, with the leaked bytes, against one limit.
+        self.assertEqual(got["test_unfreed_counts_when_asked"], [
+            "cumemaudit: left 8.0 MiB (8388608 bytes) unfreed in 1 allocation; limit 0 B"])
+        self.assertEqual(got["test_leaked_and_unfreed"], [
+            "cumemaudit: leaked 2.0 MiB (2097152 bytes) in 1 allocation (1 unreleased reference) and left 2.0 MiB "
+            "(2097152 bytes) unfreed in 1 allocation; limit 0 B",
+            f"2.0 MiB (2097152 bytes) {at('beside unfreed', 'test_leaked_and_unfreed')}", f"    {CALL}", f"    {CREATE}"])
+        self.assertEqual(got["test_misuse"], [
+            "cumemaudit: 1 misuse event (calls the driver rejected; the report names them)"])
         # Limits written as sizes: "3.5 MiB" is 3670016 bytes; an int one byte short of 4 MiB fails 4 MiB.
         self.assertEqual(got["test_over_a_fraction"], [
             "cumemaudit: leaked 4.0 MiB (4194304 bytes) in 1 allocation (1 unreleased reference); "
@@ -144,8 +154,7 @@ class Plugin(unittest.TestCase):
             "cumemaudit: leaked 4.0 MiB (4194304 bytes) in 1 allocation (1 unreleased reference); "
             "limit 4.0 MiB (4194303 bytes)",
             f"4.0 MiB (4194304 bytes) {at('by a byte', 'test_over_by_a_byte')}", f"    {CALL}", f"    {CREATE}"])
-        self.assertEqual(list(got), ["test_one_site", "test_sites_largest_first", "test_more_sites_than_shown",
-                                     "test_leak_from_a_thread", "test_over_a_fraction", "test_over_by_a_byte"])
+        self.assertEqual(list(got), failed)
 
     def test_without_python_frames_a_few_native_frames_and_the_count_of_the_rest(self):
         p = self.pytest("leaky_session.py", "-k", "test_one_site", options="python_frames=none")
@@ -166,7 +175,7 @@ class Plugin(unittest.TestCase):
         p = self.pytest("leaky_session.py", "-k", "test_one_site or test_sites_largest_first",
                         "--cumemaudit-max-leaked-bytes", "4 MiB")
         self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
-        self.assertRegex(p.stdout, r"\b1 failed, 1 passed, 9 deselected in\b")
+        self.assertRegex(p.stdout, r"\n=+ 1 failed, 1 passed, 13 deselected in ")
         self.assertEqual(failures(p.stdout)["test_sites_largest_first"][0],
                          "cumemaudit: leaked 12.0 MiB (12582912 bytes) in 3 allocations (3 unreleased references); "
                          "limit 4.0 MiB (4194304 bytes)")

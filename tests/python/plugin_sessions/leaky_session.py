@@ -1,6 +1,7 @@
 """The pytest session that test_pytest_plugin.py runs under `pytest --cumemaudit --cumemaudit-sim`: leaks of
 one and of several sites, a site reached through a helper of this file, limits written as sizes. The lines
 marked `# leak:` are the ones the failures must name; the test finds them by their mark, not by number."""
+import ctypes
 import threading
 
 import pytest
@@ -44,6 +45,31 @@ def test_leak_from_a_thread():
     t = threading.Thread(target=driver().create, args=(2 * MiB,))
     t.start()
     t.join()
+
+
+def classic(nbytes):
+    ptr = ctypes.c_uint64()
+    Driver.check(driver().cuda.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(nbytes)), "cuMemAlloc")
+    return ptr.value
+
+
+@pytest.mark.cumemaudit(fail_on="leaks,unfreed")
+def test_unfreed_counts_when_asked():
+    classic(8 * MiB)  # never freed: unfreed, not leaked (cuMemFree could still free it)
+
+
+@pytest.mark.cumemaudit(fail_on="leaks,unfreed")
+def test_leaked_and_unfreed():
+    classic(2 * MiB)
+    driver().create(2 * MiB)  # leak: beside unfreed
+
+
+def test_unfreed_alone_passes_by_default():
+    classic(2 * MiB)
+
+
+def test_misuse():
+    assert driver().cuda.cuMemRelease(ctypes.c_uint64(0xDEAD)) != 0  # a handle that never was
 
 
 def test_clean():

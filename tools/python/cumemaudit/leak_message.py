@@ -88,9 +88,11 @@ def failure_text(held, sites, limits, test_file, size, root=None):
     counted = (held.leaked_bytes if "leaks" in fail_on else 0) + (held.unfreed_bytes if "unfreed" in fail_on else 0)
     lines = []
     if counted > allowed:
-        what = [f"leaked {size(held.leaked_bytes)} in {_count(held.leaked_allocations, 'allocation')} "
-                f"({_count(held.leaked_references, 'unreleased reference')})"]
-        if "unfreed" in fail_on:
+        what = []
+        if held.leaked_bytes or "unfreed" not in fail_on:
+            what.append(f"leaked {size(held.leaked_bytes)} in {_count(held.leaked_allocations, 'allocation')} "
+                        f"({_count(held.leaked_references, 'unreleased reference')})")
+        if "unfreed" in fail_on and held.unfreed_bytes:
             what.append(f"left {size(held.unfreed_bytes)} unfreed in {_count(held.unfreed_allocations, 'allocation')}")
         lines.append("cumemaudit: " + " and ".join(what) + f"; limit {size(allowed)}")
         places = _Places(root)
