@@ -9,7 +9,7 @@ leak mark (accounting.py):
     def test_decode(): ...
 
 ``max_leaked_bytes`` is a byte count or a size as CUMEMAUDIT_OPTIONS takes one ("4MiB", "1.5 GiB"; sizes.py);
-a marker the plugin cannot read stops the session with a usage error naming the test and the value.
+a marker the plugin cannot read is an error collecting its file, naming the test and the value.
 
 ``warmups`` calls the test that many times before the measured call (caches filled once are not leaks);
 ``fail_on`` takes leaks, unfreed (classic allocations still live, counted with the leaked bytes), misuse, or
