@@ -189,6 +189,33 @@ class Plugin(unittest.TestCase):
             f"    {CALL}", f"    {CREATE}"])
 
 
+class HeldSites(unittest.TestCase):
+    def test_sites_come_whole_whatever_the_first_buffer(self):
+        # cumemaudit_held_sites says the length it needs; accounting.held_sites asks again with that much.
+        script = "\n".join([
+            "import json", "from cumemaudit import accounting", "from cuda_ctypes import Driver, MiB",
+            "d = Driver()", "m = accounting.leak_mark()", "d.create(4 * MiB)", "d.create(2 * MiB)",
+            "whole = accounting.held_sites(m, 8)", "accounting._SITES_BYTES = 8",
+            "print(json.dumps([whole, accounting.held_sites(m, 8), accounting.held_sites(m, 1)]))"])
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(SOURCE_ROOT, "tools", "python"),
+                                                           os.path.dirname(CUDA_CTYPES)]))
+        env.pop("CUMEMAUDIT_OPTIONS", None)
+        with tempfile.TemporaryDirectory() as out:
+            p = subprocess.run([CLI, "run", "--sim", "--report-dir", out, "--fail-on", "none", "--",
+                                "/usr/bin/python3", "-c", script], env=env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        whole, again, first = json.loads(p.stdout.strip().splitlines()[-1])
+        self.assertEqual(again, whole)
+        total, sites = whole
+        self.assertEqual((total, [s["bytes"] for s in sites]), (2, [4 * MiB, 2 * MiB]))
+        create = line_of(CUDA_CTYPES, "self.cuda.cuMemCreate(")
+        for s in sites:
+            self.assertEqual(s["site"]["api"], "cuMemCreate")
+            self.assertEqual(s["site"]["python_frames"][0], {"file": CUDA_CTYPES, "line": create,
+                                                             "function": "Driver.create"})
+        self.assertEqual(first, [2, sites[:1]])  # max_sites: the largest, and the count of all
+
+
 NOT_A_SIZE = ("not a size: write a byte count or a number and one of B, KiB, MiB, GiB, TiB (powers of 1024), "
               "such as 4194304, '4MiB' or '1.5 GiB'; MB and GB are refused, as tools disagree on what they mean")
 # Each bad marker in a file of its own (a collection error stops its file), and what the error says of it.
