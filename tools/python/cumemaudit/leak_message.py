@@ -1,7 +1,7 @@
-"""The pytest plugin's failure text for a test that left more than it may: a first line that stands alone in
-pytest's short summary (bytes with units, allocations, references, the limit), then one block per leaking
-site, largest first, each led by the line of the test file that made the leak, then a few frames of the
-rest of the site, innermost first:
+"""The pytest plugin's failure text for a test that left more than it may: a first line that reads on its
+own (bytes with units, allocations, references, the limit), then one block per leaking site, largest
+first, each led by the line of the test file that made the leak, then a few frames of the rest of the
+site, innermost first (docs/PYTEST.md, "The failure"):
 
     cumemaudit: leaked 6.0 MiB (6291456 bytes) in 2 allocations (2 unreleased references); limit 0 B
     4.0 MiB (4194304 bytes) at test_serve.py:31 in test_decode
@@ -9,7 +9,7 @@ rest of the site, innermost first:
         KvCache.grow at kv_cache.py:88
     2.0 MiB (2097152 bytes) at test_serve.py:32 in test_decode
         ...
-    … 2 more sites
+    … 2 more sites (the report has them all)
 
 Pure text from what the shim answered (accounting.Held, accounting.Sites; sites in a report row's form) and
 a size formatter, so its rules can be read in one place."""
