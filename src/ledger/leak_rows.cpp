@@ -5,7 +5,7 @@
 namespace cumemaudit::ledger::detail {
 
 void LeakRows::add(LeakClass cls, const Site& site, HandleType ht, Kind kind, std::uint64_t alloc_id,
-                   std::uint64_t bytes, std::uint32_t references, Location where) {
+                   std::uint64_t bytes, std::uint32_t references, Location where, bool oldest) {
     auto [it, inserted] = rows_.try_emplace(Key{cls, site.api, site.trace, site.owner, ht, kind, where});
     Entry& e = it->second;
     if (inserted) {
@@ -17,6 +17,7 @@ void LeakRows::add(LeakClass cls, const Site& site, HandleType ht, Kind kind, st
         e.seq = rows_.size();
     }
     e.row.references += references;
+    if (oldest && kind != Kind::multicast) e.row.own_bytes += bytes;  // a multicast object holds no memory
     if (e.has_alloc && e.last_alloc == alloc_id) return;
     e.has_alloc = true;
     e.last_alloc = alloc_id;

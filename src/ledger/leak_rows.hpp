@@ -14,8 +14,9 @@ class LeakRows {
 public:
     // One call per outstanding reference (or per unfreed allocation). Calls for the same allocation must
     // come one after another: an allocation is counted once per row, when its id first reaches the row.
+    // `oldest`: this is the allocation's first call, whose row owns its bytes (LeakRow::own_bytes).
     void add(LeakClass, const Site&, HandleType, Kind, std::uint64_t alloc_id, std::uint64_t bytes,
-             std::uint32_t references, Location = {});
+             std::uint32_t references, Location = {}, bool oldest = true);
     // Largest first; equal sizes keep class order, then the order the rows were first seen.
     std::vector<LeakRow> take();
 

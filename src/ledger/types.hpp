@@ -97,6 +97,10 @@ struct LeakRow {
     LeakClass cls;
     Site site;
     std::uint64_t bytes = 0;        // sum of the sizes of the allocations this site still holds
+    // The sizes of the allocations whose oldest outstanding reference (or, with none, the export or creation
+    // that holds them) is this row's: summed over rows, each allocation once. A DeepEP buffer held by its
+    // creation, a retain and an import is 3 × its size in `bytes` of three rows, once in `own_bytes`.
+    std::uint64_t own_bytes = 0;
     std::uint32_t allocations = 0;  // how many allocations
     std::uint32_t references = 0;   // how many outstanding references taken at this site
     HandleType handle_type = HandleType::none;

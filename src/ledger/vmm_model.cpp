@@ -410,15 +410,18 @@ void VmmModel::collect(Moment moment, LeakRows& rows, Summary& summary, std::vec
             if (a.kind != Kind::multicast) summary.mapped_at_exit_bytes += a.size;
             if (a.refs.empty())
                 rows.add(LeakClass::mapped_at_exit, a.origin, a.handle_type, a.kind, id, a.size, 0, a.location);
-            for (const Site& s : a.refs) rows.add(LeakClass::mapped_at_exit, s, a.handle_type, a.kind, id, a.size, 1, a.location);
+            for (std::size_t i = 0; i < a.refs.size(); ++i)
+                rows.add(LeakClass::mapped_at_exit, a.refs[i], a.handle_type, a.kind, id, a.size, 1, a.location, i == 0);
             continue;
         }
         // References nothing can release pin the memory whether or not an exported fd is open too; only
         // an fd alone is open-export.
         const LeakClass cls = a.refs.empty() ? LeakClass::open_export : LeakClass::unreachable;
-        for (const Site& s : a.refs) rows.add(cls, s, a.handle_type, a.kind, id, a.size, 1, a.location);
+        for (std::size_t i = 0; i < a.refs.size(); ++i)
+            rows.add(cls, a.refs[i], a.handle_type, a.kind, id, a.size, 1, a.location, i == 0);
         if (a.refs.empty())  // only the fd pins it: the export is the culprit
-            for (const ExportFd& f : a.fds) rows.add(cls, f.site, a.handle_type, a.kind, id, a.size, 0, a.location);
+            for (std::size_t i = 0; i < a.fds.size(); ++i)
+                rows.add(cls, a.fds[i].site, a.handle_type, a.kind, id, a.size, 0, a.location, i == 0);
         summary.leaked_references += a.refs.size();
         if (a.kind == Kind::multicast) continue;  // no memory of its own: a row, never leaked bytes
         summary.leaked_bytes += a.size;

@@ -23,6 +23,7 @@ Leak leak_of(const ledger::LeakRow& row, const BuildInput& in, std::unordered_ma
     l.bytes = row.bytes;
     l.allocations = row.allocations;
     l.references = row.references;
+    l.own_bytes = row.own_bytes;
     l.handle_type = ledger::to_string(row.handle_type);
     l.owner = in.ledger.owner_name(row.site.owner);
     l.kind = ledger::to_string(row.kind);

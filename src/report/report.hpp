@@ -42,6 +42,9 @@ struct Site {
 struct Leak {
     std::string cls;          // "unreachable" | "open-export" | "mapped-at-exit" | "unfreed"
     std::uint64_t bytes = 0, allocations = 0, references = 0;
+    // Addition to v1: the bytes of the allocations whose oldest reference is this row's (ledger LeakRow):
+    // over rows, each allocation once, so views that add rows up add own_bytes.
+    std::uint64_t own_bytes = 0;
     std::string handle_type;  // "fabric" | "posix_fd" | "none" | "other"
     std::string owner;
     std::string kind;         // ledger kind, e.g. "vmm_physical", "classic"
@@ -322,7 +325,7 @@ Report from_json(const nlohmann::json&);  // throws ReportError naming the field
 
 std::string to_string(const Report&);  // pretty-printed JSON text
 
-// <dir>/cumemaudit.<host>.<pid>[.r<rank>].json (the README's naming); rank < 0 leaves the rank out. The host name
+// <dir>/cumemaudit.<host>.<pid>[.r<rank>].json (docs/RANKS.md's naming); rank < 0 leaves the rank out. The host name
 // is the kernel's, settable by anyone with a container: every byte but [A-Za-z0-9._-] becomes '_', so it
 // can never name a directory ("x/../../escaped" stays one file name inside dir).
 std::string report_path(const std::string& dir, const std::string& host, std::int64_t pid, std::int64_t rank);

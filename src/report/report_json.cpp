@@ -39,6 +39,7 @@ template <class V> void fields(V& v, Leak& l) {
     v.req("bytes", l.bytes);
     v.req("allocations", l.allocations);
     v.req("references", l.references);
+    v.opt("own_bytes", l.own_bytes);
     v.req("handle_type", l.handle_type);
     v.req("owner", l.owner);
     v.opt("kind", l.kind);

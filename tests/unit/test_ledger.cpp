@@ -66,6 +66,10 @@ TEST_CASE("DeepEP sequence without releases leaves one unreachable allocation wi
         CHECK(s.leaks[1].site.trace == 5);
         CHECK(api_of(s.leaks[2]) == "cuMemImportFromShareableHandle");
         CHECK(s.leaks[2].site.trace == 6);
+        // Each row holds the gigabyte; only the creation's, the oldest reference, owns it: added up, once.
+        CHECK(s.leaks[0].own_bytes == GiB);
+        CHECK(s.leaks[1].own_bytes == 0);
+        CHECK(s.leaks[2].own_bytes == 0);
         for (const LeakRow& r : s.leaks) {
             CHECK(r.cls == LeakClass::unreachable);
             CHECK(r.bytes == GiB);
