@@ -150,6 +150,8 @@ class Sizes(Base):
             rc, out, err = run("check", "--baseline", path, "--tolerance", tolerance, path)
             self.assertEqual((rc, out, err), (2, "", f"cumemaudit: --tolerance: '{tolerance}' is neither a percentage "
                                                      "(such as 10%) nor a size (such as 1MiB)\n"), tolerance)
+        rc, out, err = run("check", "--tolerance", "5%", path)
+        self.assertEqual((rc, out, err), (2, "", "--tolerance requires --baseline\nRun with --help for more information.\n"))
 
 
 class Junit(Base):

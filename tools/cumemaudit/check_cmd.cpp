@@ -37,7 +37,7 @@ std::optional<std::uint64_t> size_flag(const char* flag, const std::optional<std
     try {
         return options::Bytes(text->c_str()).value;  // the options table's one size grammar
     } catch (const options::OptionError&) {
-        throw UsageError(fmt::format("{}: '{}' is not {}", flag, *text, "a size such as 4096, 500MiB or 1.5GiB"));
+        throw UsageError(fmt::format("{}: '{}' is not a size such as 4096, 500MiB or 1.5GiB", flag, *text));
     }
 }
 

@@ -127,10 +127,11 @@ int main(int argc, char** argv) {
     check_cmd->add_option("--fail-on", check.fail_on, "What fails the gate: " + fail_on_row.expected + " (default " + check.fail_on + ")");
     check_cmd->add_option("--max-leaked-bytes", check.max_leaked, "Fail only when more bytes than this leaked (a size: 4096, 500MiB, 1.5GiB)");
     check_cmd->add_option("--junit", check.junit, "Also write the outcome as JUnit XML to this file");
-    check_cmd->add_option("--baseline", check.baseline,
-                          "Known leak sites (a report or a directory of reports): fail only on new sites or sites that grew");
+    CLI::Option* baseline_opt = check_cmd->add_option(
+        "--baseline", check.baseline, "Known leak sites (a report or a directory of reports): fail only on new sites or sites that grew");
     check_cmd->add_option("--tolerance", check.tolerance,
-                          "With --baseline, how much a known site may grow: a percentage or a size (default 10%)");
+                          "With --baseline, how much a known site may grow: a percentage or a size (default 10%)")
+        ->needs(baseline_opt);
 
     std::vector<std::string> merge_paths;
     std::string merge_out;
