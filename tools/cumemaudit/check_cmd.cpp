@@ -16,6 +16,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>  // fmt::join
 
+#include <algorithm>
+
 namespace cumemaudit::cli {
 namespace {
 
