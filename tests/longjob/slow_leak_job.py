@@ -59,4 +59,4 @@ def main():
     print(f"trained {steps} steps")
 
 
-main()
+main()  # ENTRY
