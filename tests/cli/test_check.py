@@ -166,7 +166,7 @@ class Junit(Base):
         reports = os.path.join(self.dir, "reports")
         os.mkdir(reports)
         clean = self.write("cumemaudit.h.1.json", report([], rank=0, world_size=2), reports)
-        hostile_py = "/w/<tr&in>\x01\"'.py"
+        hostile_py = "/w/<tr&in>\x01\"'\ufffe.py"  # U+FFFE: well-formed UTF-8 that XML forbids
         leaky = self.write("cumemaudit.h.2.json", report([NATIVE_LEAK, row(3 * MiB, [LIBFFI], [py(hostile_py, 7, "f")])],
                                                           rank=1, world_size=2), reports)
         hostile = self.write("cumemaudit.<x>&\"'\x1b]0;\n\x01\udcff.json", report([NATIVE_LEAK]), reports)
@@ -190,7 +190,7 @@ class Junit(Base):
 
         failure = cases[2].find("failure")
         self.assertEqual(failure.get("type"), "gate")
-        shown_py = "/w/<tr&in>\\x01\"'.py"
+        shown_py = "/w/<tr&in>\\x01\"'\\xef\\xbf\\xbe.py"
         self.assertEqual(failure.get("message"), "3149824 bytes leaked in 2 allocations (2 references); top site: "
                                                  f"3.0 MiB [unreachable] cuMemCreate at {shown_py}:7 in f")
         self.assertEqual(failure.text.splitlines(), [

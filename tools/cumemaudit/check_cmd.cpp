@@ -76,6 +76,7 @@ Verdict judge(const report::Report& r, const report::FailOn& fail_on, std::optio
 
 std::string case_name(const std::string& file, const report::Report& r) {
     if (r.process.rank < 0) return file;
+    if (r.process.world_size <= 0) return fmt::format("{} (rank {})", file, r.process.rank);
     return fmt::format("{} (rank {} of {})", file, r.process.rank, r.process.world_size);
 }
 
