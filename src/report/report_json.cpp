@@ -276,6 +276,12 @@ template <class V> void fields(V& v, JobSummary& s) {
     fields(v, s.process);  // flat: a job's summary reads as a process summary
     v.req("pinned_by_peers_bytes", s.pinned_by_peers_bytes);
 }
+template <class V> void fields(V& v, JobRankStep& s) {
+    v.req("step", s.step);
+    v.req("time_ns", s.time_ns);
+    v.req("live_bytes", s.live_bytes);
+    v.req("leaked_bytes", s.leaked_bytes);
+}
 template <class V> void fields(V& v, JobRank& r) {
     v.req("rank", r.rank);
     v.req("pid", r.pid);
@@ -289,6 +295,10 @@ template <class V> void fields(V& v, JobRank& r) {
     v.req("leaked_allocations", r.leaked_allocations);
     v.req("pins_peers_bytes", r.pins_peers_bytes);
     v.req("pinned_by_peers_bytes", r.pinned_by_peers_bytes);
+    v.opt("first_leak_step", r.first_leak_step);
+    v.opt("top_site", r.top_site);
+    v.opt("held_at_exit_bytes", r.held_at_exit_bytes);
+    v.opt("steps", r.steps);
 }
 template <class V> void fields(V& v, JobSite& s) {
     fields(v, s.leak);  // flat: the process report's leak row, plus the ranks
@@ -307,6 +317,7 @@ template <class V> void fields(V& v, JobStep& s) {
     v.req("live_bytes", s.live_bytes);
     v.req("driver_used_bytes", s.driver_used_bytes);
     v.req("growth_bytes", s.growth_bytes);
+    v.opt("leaked_bytes", s.leaked_bytes);
 }
 template <class V> void fields(V& v, JobProblem& p) {
     v.req("file", p.file);

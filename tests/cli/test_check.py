@@ -126,6 +126,17 @@ class FailLine(Base):
                          f"FAIL {path}: 4096 bytes leaked in 1 allocations (1 references); 8388608 bytes unfreed at "
                          "exit; top site: 8.0 MiB [unfreed] cuMemAlloc at workspace ws.cpp:3\n")
 
+    def test_memory_enforce_reclaimed_is_a_failing_row(self):
+        rep = report([NATIVE_LEAK])
+        rep["reclaimed"] = [{"bytes": 6 * MiB, "allocations": 3, "references": 3,
+                             "site": {"api": "cuMemCreate", "frames": [frame("grow_pool", "pool.cpp", 88)]}}]
+        rep["summary"].update(reclaimed_bytes=6 * MiB, reclaimed_allocations=3, reclaimed_references=3)
+        path = self.write("cumemaudit.h.5.json", rep)
+        self.assertEqual(run("check", path)[1], f"FAIL {path}: 4096 bytes leaked in 1 allocations (1 references); "
+                                                "6291456 bytes reclaimed by mode=enforce in 3 allocations (3 references "
+                                                "the program never released); top site: 6.0 MiB [reclaimed] cuMemCreate "
+                                                "at grow_pool pool.cpp:88\n")
+
 
 class Sizes(Base):
     def test_units_everywhere_bytes_are_taken(self):

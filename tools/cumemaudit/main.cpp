@@ -138,6 +138,13 @@ int main(int argc, char** argv) {
     CLI::App* merge_cmd = app.add_subcommand("merge", "Merge the rank reports of a job into one job report");
     merge_cmd->add_option("paths", merge_paths, "Rank reports, or directories of cumemaudit.*.json")->required();
     merge_cmd->add_option("-o,--output", merge_out, "Job report to write (schema cumemaudit/job/v1)");
+    cumemaudit::report::JobTextDetail merge_detail;
+    bool merge_verbose = false;
+    merge_cmd->add_flag("--all-ranks", merge_detail.all_ranks, "List every leaking rank, not the worst few");
+    merge_cmd->add_flag("--all-sites", merge_detail.all_sites, "List every leak site, not the top few");
+    merge_cmd->add_flag("--pinning", merge_detail.pinning, "List every cross-rank pinning pair, not the largest few");
+    merge_cmd->add_flag("--steps", merge_detail.steps, "List every step, not first/last/peak growth");
+    merge_cmd->add_flag("-v,--verbose", merge_verbose, "All of the above");
 
     std::vector<std::string> trace_files;
     std::string trace_out;
@@ -173,7 +180,10 @@ int main(int argc, char** argv) {
     try {
         if (*run_cmd) return run_command(run);
         if (*report_cmd) return report_command(report_files, max_frames, show_held);
-        if (*merge_cmd) return merge_command(merge_paths, merge_out);
+        if (*merge_cmd) {
+            if (merge_verbose) merge_detail = {true, true, true, true};
+            return merge_command(merge_paths, merge_out, merge_detail);
+        }
         if (*symbolize_cmd) return symbolize_command(symbolize_files, symbolize_search, symbolize_debug);
 
         if (*trace_cmd) return trace_command(trace_files, trace_out);
