@@ -7,15 +7,24 @@
 
 #include "report.hpp"
 
+#include <optional>
+
 namespace cumemaudit::report {
 
 inline constexpr const char* kJobSchema = "cumemaudit/job/v1";
 inline constexpr std::size_t kMaxPinningRows = 1000;  // all-to-all on 1024 ranks is a million pairs: the largest
-inline constexpr std::size_t kTextPinningRows = 24;   // enough to show 3 ranks' peers on an 8-GPU node
+inline constexpr std::size_t kTextPinningRows = 3;    // the concise text: the largest pairs and a total
+inline constexpr std::size_t kTextRanks = 10, kTextSites = 5, kTextProblems = 10;
+inline constexpr std::size_t kJobRankSteps = 256;     // a rank's steps kept in the job, evenly sampled beyond
 
 struct JobSummary {
     Summary process;  // a process summary's fields, summed (leaks: each allocation once)
     std::uint64_t pinned_by_peers_bytes = 0;
+};
+
+// One step of one rank, as the job views draw it (additions to v1).
+struct JobRankStep {
+    std::uint64_t step = 0, time_ns = 0, live_bytes = 0, leaked_bytes = 0;
 };
 
 struct JobRank {
@@ -25,9 +34,16 @@ struct JobRank {
     bool checkpoint = false;
     std::uint64_t leaked_bytes = 0, own_leaked_bytes = 0, imported_leaked_bytes = 0, leaked_allocations = 0;
     std::uint64_t pins_peers_bytes = 0, pinned_by_peers_bytes = 0;
+    // additions to v1
+    std::int64_t first_leak_step = -1;  // the first step record whose leaked_bytes > 0; -1: none
+    std::int64_t top_site = -1;         // index into JobReport::sites of this rank's largest leak row; -1: none
+    std::uint64_t held_at_exit_bytes = 0;  // unfreed + mapped at exit: held, never leaked
+    std::vector<JobRankStep> steps;     // numbered steps, at most kJobRankSteps (evenly sampled, first leak kept)
 };
 
-// A leak site across ranks: the process report's leak row, summed, and the ranks that have it.
+// A leak site across ranks: the process report's leak row and the ranks that have it. Its bytes and
+// allocations count each allocation once: an imported allocation that several ranks leaked (by export key)
+// once, however many references hold it; its references are every rank's.
 struct JobSite {
     Leak leak;
     std::uint64_t ranks = 0;
@@ -42,6 +58,9 @@ struct JobPinning {
 struct JobStep {
     std::uint64_t step = 0, ranks = 0, live_bytes = 0, driver_used_bytes = 0;
     std::int64_t growth_bytes = 0;
+    // addition to v1: the ranks' leaked bytes at the step, summed (an allocation several ranks hold, as an
+    // imported one, is in each rank's figure: the job's leak at the end is summary.leaked_bytes)
+    std::uint64_t leaked_bytes = 0;
 };
 
 struct JobProblem {
@@ -67,8 +86,25 @@ struct JobReport {
 nlohmann::json to_json(const JobReport&);
 JobReport job_from_json(const nlohmann::json&);  // throws ReportError naming the field
 std::string to_string(const JobReport&);         // pretty-printed JSON text
-std::string text_summary(const JobReport&);      // what `cumemaudit merge` prints, ending in a SUMMARY: line
+// What the text shows beyond the concise summary (the leaking ranks, the top sites, the largest pinning
+// pairs, steps as first/last/peak growth): every one of each.
+struct JobTextDetail {
+    bool all_ranks = false, all_sites = false, pinning = false, steps = false;
+};
+// What `cumemaudit merge` prints, ending in a SUMMARY: line.
+std::string text_summary(const JobReport&, const JobTextDetail& = {});
+// "train.py:42 (Model.step)" of the innermost Python frame, else "file.cpp:42 (symbol)" of the first native
+// frame with a file, else the first symbol, else "unknown": the line a person looks at.
+std::string where(const Site&);
 std::string write_atomic(const std::string& path, const JobReport&, unsigned mode = 0600) noexcept;  // as for a Report
+
+// A report file of either kind, parsed once: a process report as load() reads it, or a merged job
+// (`cumemaudit merge -o`), told apart by its schema. Throws ReportError "<path>: <problem>".
+struct AnyReport {
+    std::optional<Report> process;
+    std::optional<JobReport> job;
+};
+AnyReport load_any(const std::string& path);
 
 // A process report as load() reads it, or a job report seen as one process whose summary is the job's
 // (process.argv = {"job"}, process.rank = -1). Throws ReportError "<path>: <problem>".

@@ -1,4 +1,5 @@
-// The text of a job report, as `cumemaudit merge` prints it; see job.hpp.
+// The text of a job report, as `cumemaudit merge` prints it; see job.hpp. Concise by default, as LSan's
+// summary is: a 1024-rank job reads in one screen, and JobTextDetail asks for every row of a part.
 #include "job.hpp"
 #include "text.hpp"
 
@@ -6,26 +7,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace cumemaudit::report {
 namespace {
 
 std::string rank_name(std::int64_t r) { return r >= 0 ? fmt::format("rank {}", r) : std::string("a process without rank"); }
-
-// "file.cpp:42 (symbol)" of the first frame with a file, else the first symbol; "train.py:42 (function)" of
-// the innermost Python frame where the call came from Python.
-std::string where(const Site& s) {
-    // A Python program's native frames are the interpreter's; its own line is the Python one.
-    if (!s.python_frames.empty()) {
-        const PythonFrame& p = s.python_frames.front();
-        return fmt::format("{}:{} ({})", basename(p.file), p.line, p.function);
-    }
-    for (const Frame& f : s.frames) {
-        if (!f.file.empty())
-            return fmt::format("{}:{}{}", basename(f.file), f.line, f.symbol.empty() ? "" : " (" + f.symbol + ")");
-        if (!f.symbol.empty()) return f.symbol;
-    }
-    return "unknown";
-}
 
 // 0-3,5,7-8
 std::string compact_ranks(const std::vector<std::int64_t>& list) {
@@ -48,47 +35,123 @@ std::string compact_ranks(const std::vector<std::int64_t>& list) {
     return s;
 }
 
-}  // namespace
+std::string rank_line(const JobReport& j, const JobRank& r) {
+    std::string t = fmt::format("  {:<10} {:>10} ({} bytes; own {})", rank_name(r.rank), human_bytes(r.leaked_bytes),
+                                r.leaked_bytes, human_bytes(r.own_leaked_bytes));
+    if (r.first_leak_step >= 0) t += fmt::format("  since step {}", r.first_leak_step);
+    if (r.top_site >= 0 && static_cast<std::size_t>(r.top_site) < j.sites.size())
+        t += "  at " + where(j.sites[static_cast<std::size_t>(r.top_site)].leak.site);
+    return t + (r.checkpoint ? "  (checkpoint only)\n" : "\n");
+}
 
-std::string text_summary(const JobReport& j) {
-    const Summary& sum = j.summary.process;
-    std::string t = fmt::format("cumemaudit merge: {} rank reports, world size {}\n", j.reports, j.world_size);
-    t += fmt::format("job: {} ({} bytes) leaked in {} allocations, each counted once across ranks\n",
-                     human_bytes(sum.leaked_bytes), sum.leaked_bytes, sum.leaked_allocations);
-    t += "leaks per rank (own = allocations it created; held = all its references pin, imports included):\n";
+void ranks_part(std::string& t, const JobReport& j, bool all) {
+    std::vector<const JobRank*> leaking;
     for (const JobRank& r : j.ranks)
-        t += fmt::format("  {:<10} own {:>10}  held {:>10}{}\n", rank_name(r.rank), human_bytes(r.own_leaked_bytes),
-                         human_bytes(r.leaked_bytes), r.checkpoint ? "  (checkpoint only)" : "");
-    if (!j.worst_ranks.empty()) {
-        t += "worst ranks:";
-        for (const std::int64_t r : j.worst_ranks) t += " " + std::to_string(r);
-        t += "\n";
+        if (r.leaked_bytes > 0 || r.leaked_allocations > 0) leaking.push_back(&r);
+    std::stable_sort(leaking.begin(), leaking.end(),
+                     [](const JobRank* a, const JobRank* b) { return a->leaked_bytes > b->leaked_bytes; });
+    if (all) {
+        t += "every rank (held = all its references pin, imports included; own = allocations it created):\n";
+        for (const JobRank& r : j.ranks) t += rank_line(j, r);
+        return;
     }
-    t += "leak sites across ranks:\n";
-    for (const JobSite& s : j.sites)
+    if (leaking.empty()) {
+        t += fmt::format("leaking ranks: none of {}\n", j.ranks.size());
+        return;
+    }
+    t += fmt::format("leaking ranks: {} of {}, largest first (held = all its references pin, imports included; "
+                     "own = allocations it created):\n", leaking.size(), j.ranks.size());
+    for (std::size_t i = 0; i < leaking.size() && i < kTextRanks; ++i) t += rank_line(j, *leaking[i]);
+    if (leaking.size() > kTextRanks)
+        t += fmt::format("  … {} more leaking ranks (--all-ranks)\n", leaking.size() - kTextRanks);
+}
+
+void sites_part(std::string& t, const JobReport& j, bool all) {
+    if (j.sites.empty()) return;
+    t += fmt::format("leak sites: {} across ranks, largest first (each allocation counted once):\n", j.sites.size());
+    const std::size_t shown = all ? j.sites.size() : std::min(j.sites.size(), kTextSites);
+    for (std::size_t i = 0; i < shown; ++i) {
+        const JobSite& s = j.sites[i];
         t += fmt::format("  {:>10}  {:<14} {} at {}  ranks: {} [{}]\n", human_bytes(s.leak.bytes), s.leak.cls,
                          s.leak.site.api, where(s.leak.site), s.ranks, compact_ranks(s.rank_list));
-    if (!j.pinning.empty()) {
-        t += fmt::format("cross-rank pinning ({} of exported memory held by peers' unreleased imports):\n",
-                         human_bytes(j.summary.pinned_by_peers_bytes));
-        std::size_t shown = 0;
-        for (const JobPinning& p : j.pinning) {
-            if (++shown > kTextPinningRows) break;
-            t += fmt::format("  {}'s imports pin {} of {}'s memory\n", rank_name(p.importer_rank), human_bytes(p.bytes),
-                             rank_name(p.exporter_rank));
-        }
-        if (j.pinning_pairs > kTextPinningRows)
-            t += fmt::format("  … {} more pairs (largest first; the JSON lists up to {})\n",
-                             j.pinning_pairs - kTextPinningRows, kMaxPinningRows);
     }
-    if (!j.steps.empty()) {
+    if (shown < j.sites.size()) t += fmt::format("  … {} more sites (--all-sites)\n", j.sites.size() - shown);
+}
+
+void pinning_part(std::string& t, const JobReport& j, bool all) {
+    if (j.pinning.empty()) return;
+    t += fmt::format("cross-rank pinning: {} of exported memory held by peers' unreleased imports, {} rank pairs",
+                     human_bytes(j.summary.pinned_by_peers_bytes), j.pinning_pairs);
+    t += all ? ":\n" : "; largest:\n";
+    const std::size_t shown = all ? j.pinning.size() : std::min(j.pinning.size(), kTextPinningRows);
+    for (std::size_t i = 0; i < shown; ++i) {
+        const JobPinning& p = j.pinning[i];
+        t += fmt::format("  {}'s imports pin {} of {}'s memory\n", rank_name(p.importer_rank), human_bytes(p.bytes),
+                         rank_name(p.exporter_rank));
+    }
+    if (j.pinning_pairs > shown)
+        t += fmt::format("  … {} more pairs ({}the JSON lists the largest {})\n", j.pinning_pairs - shown,
+                         all ? "" : "--pinning; ", kMaxPinningRows);
+}
+
+void steps_part(std::string& t, const JobReport& j, bool all) {
+    if (j.steps.empty()) return;
+    if (all) {
         t += "steps (live bytes summed over ranks):\n";
         for (const JobStep& s : j.steps)
             t += fmt::format("  step {:<6} {:>10}  growth {:+} bytes  ({} ranks)\n", s.step, human_bytes(s.live_bytes),
                              s.growth_bytes, s.ranks);
+        return;
     }
-    for (const JobProblem& p : j.problems)
+    const JobStep& first = j.steps.front();
+    const JobStep& last = j.steps.back();
+    const JobStep* peak = &first;
+    for (const JobStep& s : j.steps)
+        if (s.growth_bytes > peak->growth_bytes) peak = &s;
+    t += fmt::format("steps {}-{} (live bytes summed over ranks): {} at the first, {} at the last", first.step, last.step,
+                     human_bytes(first.live_bytes), human_bytes(last.live_bytes));
+    t += peak->growth_bytes > 0 ? fmt::format("; peak growth {:+} bytes at step {} (--steps)\n", peak->growth_bytes, peak->step)
+                                : "; no growth (--steps)\n";
+}
+
+}  // namespace
+
+std::string where(const Site& s) {
+    // A Python program's native frames are the interpreter's; its own line is the Python one.
+    if (!s.python_frames.empty()) {
+        const PythonFrame& p = s.python_frames.front();
+        return fmt::format("{}:{} ({})", basename(p.file), p.line, p.function);
+    }
+    for (const Frame& f : s.frames) {
+        if (!f.file.empty())
+            return fmt::format("{}:{}{}", basename(f.file), f.line, f.symbol.empty() ? "" : " (" + f.symbol + ")");
+        if (!f.symbol.empty()) return f.symbol;
+    }
+    return "unknown";
+}
+
+std::string text_summary(const JobReport& j, const JobTextDetail& detail) {
+    const Summary& sum = j.summary.process;
+    std::string t = fmt::format("cumemaudit merge: {} rank reports, world size {}\n", j.reports, j.world_size);
+    t += fmt::format("job: {} ({} bytes) leaked in {} allocations, each counted once across ranks\n",
+                     human_bytes(sum.leaked_bytes), sum.leaked_bytes, sum.leaked_allocations);
+    ranks_part(t, j, detail.all_ranks);
+    sites_part(t, j, detail.all_sites);
+    const std::uint64_t held = sum.unfreed_bytes + sum.mapped_at_exit_bytes;
+    if (held > 0) {
+        std::size_t holding = 0;
+        for (const JobRank& r : j.ranks) holding += r.held_at_exit_bytes > 0;
+        t += fmt::format("held at exit, not leaks: {} ({} bytes) unfreed or mapped at exit", human_bytes(held), held);
+        t += holding > 0 ? fmt::format(" on {} ranks\n", holding) : "\n";
+    }
+    pinning_part(t, j, detail.pinning);
+    steps_part(t, j, detail.steps);
+    for (std::size_t i = 0; i < j.problems.size() && i < kTextProblems; ++i) {
+        const JobProblem& p = j.problems[i];
         t += fmt::format("PROBLEM: {}{}\n", p.file.empty() ? "" : p.file + ": ", p.what);
+    }
+    if (j.problems.size() > kTextProblems)
+        t += fmt::format("… {} more problems (the JSON lists every one)\n", j.problems.size() - kTextProblems);
     t += fmt::format("SUMMARY: cumemaudit job: {} bytes leaked in {} allocations on {} ranks; {} problems\n",
                      sum.leaked_bytes, sum.leaked_allocations, j.reports, j.problems.size());
     return t;

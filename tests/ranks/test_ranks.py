@@ -130,9 +130,18 @@ def case_leak(tmp, node):
     for api, x in sites.items():
         expect(x["ranks"] == WORLD and x["rank_list"] == list(range(WORLD)), f"{api}: ranks {x['ranks']} {x['rank_list']}")
     expect(sites["cuMemCreate"]["bytes"] == WORLD * OWN, f"create bytes {sites['cuMemCreate']['bytes']}")
+    # Every buffer is imported by the 7 other ranks: the import site holds each allocation once, never 7 times.
+    imp = sites["cuMemImportFromShareableHandle"]
+    expect(imp["bytes"] == WORLD * OWN and imp["allocations"] == WORLD * GROWTHS
+           and imp["references"] == WORLD * (WORLD - 1) * GROWTHS, f"import site {imp['bytes']} {imp['allocations']}")
     expect(len(job["pinning"]) == WORLD * (WORLD - 1), f"{len(job['pinning'])} pinning pairs")
     expect(all(p["bytes"] == OWN for p in job["pinning"]), f"pinning rows {job['pinning'][:3]}")
-    expect(f"rank 3's imports pin {OWN // MiB}.0 MiB of rank 0's memory" in text, f"text:\n{text}")
+    # The text names the largest pairs and the total; --pinning lists every pair.
+    expect(f"cross-rank pinning: {drop // MiB}.0 MiB of exported memory held by peers' unreleased imports, "
+           f"{WORLD * (WORLD - 1)} rank pairs; largest:" in text, f"text:\n{text}")
+    pinning = subprocess.run([CLI, "merge", os.path.join(tmp, "reports"), "--pinning"], capture_output=True, text=True).stdout
+    expect(f"rank 3's imports pin {OWN // MiB}.0 MiB of rank 0's memory" in pinning, f"merge --pinning:\n{pinning}")
+    expect(sum(1 for l in pinning.splitlines() if "'s imports pin " in l) == WORLD * (WORLD - 1), f"merge --pinning:\n{pinning}")
     expect("ranks: 8 [0-7]" in text, f"text:\n{text}")
     expect(f"SUMMARY: cumemaudit job: {drop} bytes leaked" in text, f"text:\n{text}")
     c = check(os.path.join(tmp, "job.json"))
@@ -359,6 +368,168 @@ def case_nvls_enforce(tmp, node):
         s = rep["summary"]
         expect(rep["misuse"] == [] and rep["leaks"] == [] and s.get("reclaimed_references", 0) == 0,
                f"rank {r}: {s}, misuse {rep['misuse']}, leaks {rep['leaks']}")
+
+
+JOB_WORLD = 64
+LEAK_JOB = os.path.join(os.environ.get("SOURCE_ROOT", ""), "tests", "ranks", "leak_job.py")
+# leak_job.py's leaking ranks: (first leaking step, MiB leaked at each step from then on), 12 steps (0-11)
+JOB_LEAKERS = {5: (3, 2), 17: (6, 4), 42: (9, 10)}
+JOB_STEPS = 12
+JOB_IMPORTERS = (1, 2, 3)
+JOB_SHARED = 4 * MiB
+JOB_HELD = 3 * MiB  # per rank: 1 MiB never freed, 2 MiB mapped at exit
+
+
+def line_of(path, marker):
+    hits = [n for n, text in enumerate(open(path), 1) if marker in text]
+    assert len(hits) == 1, f"{marker!r} in {path}: {hits}"
+    return hits[0]
+
+
+def run_leak_job(tmp, node, parallel=8):
+    """JOB_WORLD real runs of leak_job.py under `cumemaudit run --sim`, `parallel` at a time in rank order
+    (ranks 0-3 share a buffer, so they run together)."""
+    xdir = os.path.join(tmp, "exchange")
+    os.makedirs(xdir)
+    env = {**os.environ, "CUMEMAUDIT_SIM_NODE": node, "WORLD_SIZE": str(JOB_WORLD), "PYTHONDONTWRITEBYTECODE": "1",
+           "PYTHONPATH": os.pathsep.join([os.path.join(os.environ["SOURCE_ROOT"], "tools", "python"),
+                                          os.path.join(os.environ["SOURCE_ROOT"], "tests", "pyframes")])}
+    env.pop("CUMEMAUDIT_OPTIONS", None)
+    running, codes = [], {}
+    for r in range(JOB_WORLD):
+        while len(running) >= parallel:
+            p, rank = running.pop(0)
+            codes[rank] = (p.wait(timeout=120), p)
+        cmd = [CLI, "run", "--sim", "--report-dir", os.path.join(tmp, "reports"), "--",
+               "/usr/bin/python3", LEAK_JOB, "--dir", xdir, "--steps", str(JOB_STEPS)]
+        running.append((subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                         env={**env, "RANK": str(r), "LOCAL_RANK": str(r % 8)}), r))
+    for p, rank in running:
+        codes[rank] = (p.wait(timeout=120), p)
+    for r, (rc, p) in sorted(codes.items()):
+        leaks = r in JOB_LEAKERS or r in JOB_IMPORTERS
+        expect(rc == (23 if leaks else 0), f"rank {r}: exit {rc}\n{p.stderr.read()}")
+
+
+def cli_ok(*args):
+    p = subprocess.run([CLI, *args], capture_output=True, text=True, timeout=120)
+    expect(p.returncode == 0 and p.stderr == "", f"cumemaudit {' '.join(args)}: exit {p.returncode}\n{p.stderr}")
+    return p.stdout
+
+
+def case_job_64(tmp, node):
+    """64 ranks of a small Python job, each a real run on the simulated driver: three ranks leak from a step of
+    their own, ranks 1-3 leak their import of rank 0's buffer (one allocation, three leaked references), and
+    every rank holds memory at exit. `merge` says which ranks leak, how much, since which step and at which
+    line in at most 60 lines; html, report and trace draw the merged job.json and the directory alike; held
+    memory is never counted as leaked."""
+    run_leak_job(tmp, node)
+    reports = os.path.join(tmp, "reports")
+    reps = rank_reports(tmp)
+    expect(sorted(reps) == list(range(JOB_WORLD)), f"ranks reported: {sorted(reps)}")
+    create_line = line_of(LEAK_JOB, "drv.check(drv.lib.cuMemCreate(")
+    import_line = line_of(LEAK_JOB, "# IMPORT")
+    leaked = {r: (JOB_STEPS - first) * mib * MiB for r, (first, mib) in JOB_LEAKERS.items()}
+    total = sum(leaked.values()) + JOB_SHARED
+    allocations = sum(JOB_STEPS - first for first, _ in JOB_LEAKERS.values()) + 1
+    for r, rep in reps.items():  # each rank's own report: held memory is held, not leaked
+        s = rep["summary"]
+        own = leaked.get(r, JOB_SHARED if r in JOB_IMPORTERS else 0)
+        expect(s["leaked_bytes"] == own and s["unfreed_bytes"] == 1 * MiB and s["mapped_at_exit_bytes"] == 2 * MiB,
+               f"rank {r}: {s}")
+
+    job_path = os.path.join(tmp, "job.json")
+    proc = subprocess.run([CLI, "merge", reports, "-o", job_path], capture_output=True, text=True, timeout=120)
+    expect(proc.returncode == 0, f"merge exit {proc.returncode}\n{proc.stderr}")
+    text = proc.stdout
+    lines = text.splitlines()
+    expect(len(lines) <= 60, f"merge printed {len(lines)} lines:\n{text}")
+    expect(lines[1] == f"job: 76.0 MiB ({total} bytes) leaked in {allocations} allocations, each counted once across ranks",
+           f"job line: {lines[1]}")
+    expect(lines[2].startswith("leaking ranks: 6 of 64,"), f"leaking ranks line: {lines[2]}")
+    want_ranks = [
+        f"  rank 42      30.0 MiB ({leaked[42]} bytes; own 30.0 MiB)  since step 9  at leak_job.py:{create_line} (create)",
+        f"  rank 17      24.0 MiB ({leaked[17]} bytes; own 24.0 MiB)  since step 6  at leak_job.py:{create_line} (create)",
+        f"  rank 5       18.0 MiB ({leaked[5]} bytes; own 18.0 MiB)  since step 3  at leak_job.py:{create_line} (create)"]
+    want_ranks += [f"  rank {r}        4.0 MiB ({JOB_SHARED} bytes; own 0 B)  since step 0  at leak_job.py:{import_line} (share)"
+                   for r in JOB_IMPORTERS]
+    expect(lines[3:9] == want_ranks, "leaking ranks:\n" + "\n".join(lines[3:9]))
+    expect(f"    72.0 MiB  unreachable    cuMemCreate at leak_job.py:{create_line} (create)  ranks: 3 [5,17,42]" in lines,
+           f"top site line missing:\n{text}")
+    # One allocation, three leaked references (ranks 1-3): its bytes once.
+    expect(f"     4.0 MiB  unreachable    cuMemImportFromShareableHandle at leak_job.py:{import_line} (share)  ranks: 3 [1-3]"
+           in lines, f"import site line missing:\n{text}")
+    expect(f"held at exit, not leaks: 192.0 MiB ({JOB_WORLD * JOB_HELD} bytes) unfreed or mapped at exit on 64 ranks" in lines,
+           f"held line missing:\n{text}")
+    expect("cross-rank pinning: 4.0 MiB of exported memory held by peers' unreleased imports, 3 rank pairs; largest:" in lines,
+           f"pinning line missing:\n{text}")
+    expect(lines[-1] == f"SUMMARY: cumemaudit job: {total} bytes leaked in {allocations} allocations on 64 ranks; 0 problems",
+           f"summary: {lines[-1]}")
+
+    job = json.load(open(job_path))
+    s = job["summary"]
+    expect(s["leaked_bytes"] == total and s["leaked_allocations"] == allocations, f"job summary {s}")
+    expect(s["unfreed_bytes"] == JOB_WORLD * MiB and s["mapped_at_exit_bytes"] == JOB_WORLD * 2 * MiB, f"held {s}")
+    sites = [(x["class"], x["site"]["api"], x["bytes"], x["allocations"], x["references"], x["rank_list"]) for x in job["sites"]]
+    expect(sites == [("unreachable", "cuMemCreate", sum(leaked.values()), allocations - 1, allocations - 1, [5, 17, 42]),
+                     ("unreachable", "cuMemImportFromShareableHandle", JOB_SHARED, 1, 3, [1, 2, 3])], f"job sites {sites}")
+    ranks = {x["rank"]: x for x in job["ranks"]}
+    for r, x in ranks.items():
+        first = JOB_LEAKERS[r][0] if r in JOB_LEAKERS else 0 if r in JOB_IMPORTERS else -1
+        expect(x["first_leak_step"] == first and x["held_at_exit_bytes"] == JOB_HELD, f"rank {r}: {x}")
+        expect([st["step"] for st in x["steps"]] == list(range(JOB_STEPS)), f"rank {r} steps {x['steps']}")
+        site = job["sites"][x["top_site"]]["site"]["api"] if x["top_site"] >= 0 else None
+        expect(site == ("cuMemCreate" if r in JOB_LEAKERS else "cuMemImportFromShareableHandle" if r in JOB_IMPORTERS
+                        else None), f"rank {r}: top site {site}")
+    expect([st["leaked_bytes"] for st in ranks[42]["steps"]] == [max(0, step - 8) * 10 * MiB for step in range(JOB_STEPS)],
+           f"rank 42 leaked over steps {ranks[42]['steps']}")
+
+    # Details behind flags: every rank, every pinning pair, every step.
+    verbose = cli_ok("merge", reports, "-v").splitlines()
+    expect(sum(1 for l in verbose if l.startswith("  rank ")) == JOB_WORLD + 3, f"merge -v:\n{verbose[:12]}")
+    expect(sum(1 for l in verbose if l.startswith("  step ")) == JOB_STEPS, "merge -v lists every step")
+
+    # report, html and trace take the job.json and the directory alike (the directory merged as merge does).
+    expect(cli_ok("report", job_path) == text and cli_ok("report", reports) == text, "report of the job differs from merge")
+    pages = {}
+    for name, src in (("file", job_path), ("dir", reports)):
+        out = os.path.join(tmp, f"job-{name}.html")
+        cli_ok("html", src, "-o", out)
+        pages[name] = open(out).read()
+    expect(pages["file"] == pages["dir"], "the job page of job.json differs from that of the directory")
+    page = pages["file"]
+    expect(f"<b>6 of 64 ranks leak</b>: 76.0 MiB ({total} bytes) in {allocations} allocations" in page, "verdict missing")
+    expect(f"Worst: <b>rank 42</b> holds 30.0 MiB leaked since <b>step 9</b>, largest at <code>leak_job.py:{create_line} "
+           "(create)</code> (cuMemCreate)." in page, "worst rank missing from the verdict")
+    expect(re.findall(r'<polyline class="rank-line" data-rank="(\d+)"', page) == ["42", "17", "5", "1", "2", "3"],
+           "one line per leaking rank, worst first")
+    expect('id="job-heatmap"' in page and page.count("<rect") >= JOB_WORLD * JOB_STEPS, "heatmap of every rank by step")
+    leaking_rows = re.findall(r'<table class="leaking-ranks">.*?</table>', page, re.S)[0]
+    expect(re.findall(r'<tr><td class="num" data-sort="(\d+)"', leaking_rows) == ["42", "17", "5", "1", "2", "3"],
+           "the leaking ranks table holds only the leaking ranks")
+    traces = {}
+    for name, src in (("file", job_path), ("dir", reports)):
+        out = os.path.join(tmp, f"trace-{name}.json")
+        cli_ok("trace", src, "-o", out)
+        traces[name] = json.load(open(out))
+    expect(traces["file"] == traces["dir"], "the trace of job.json differs from that of the directory")
+    events = traces["file"]["traceEvents"]
+    names = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}
+    expect(len(names) == JOB_WORLD and names[42].startswith("rank 42 "), f"trace processes {list(names.values())[:3]}")
+    leaked42 = [e["args"]["bytes"] for e in events if e["pid"] == 42 and e["name"] == "leaked so far"]
+    expect(max(leaked42) == leaked[42], f"rank 42 leaked counter {leaked42}")
+    begins = [e["name"] for e in events if e["name"].startswith("leak begins")]
+    expect(f"leak begins: step 9 at leak_job.py:{create_line} (create)" in begins and len(begins) == 6, f"{begins}")
+
+    # Held at exit is never leaked: a rank that only holds memory, in the trace and diff of its report.
+    holder = glob.glob(os.path.join(reports, "cumemaudit.*.r10.json"))[0]
+    trace10 = os.path.join(tmp, "trace10.json")
+    cli_ok("trace", holder, "-o", trace10)
+    instants = [e["name"] for e in json.load(open(trace10))["traceEvents"] if e.get("cat") in ("leak", "held")]
+    expect(len(instants) == 2 and all(n.startswith("held at exit: ") for n in instants), f"rank 10 trace {instants}")
+    d = cli_ok("diff", holder, glob.glob(os.path.join(reports, "cumemaudit.*.r42.json"))[0])
+    row = [l for l in d.splitlines() if l.startswith("leaked  ")]
+    expect(row == [f"leaked                            0 B      30.0 MiB  +30.0 MiB (+{leaked[42]})"], f"diff:\n{d}")
 
 
 CASES = named_cases(globals())

@@ -94,7 +94,7 @@ TEST_CASE("the job JSON keeps its v1 field names") {
     CHECK(out["pinning"][0] == json{{"importer_rank", 0}, {"exporter_rank", 1}, {"bytes", 2 << 20}, {"imports", 2}});
     CHECK(out["pinning_pairs"] == 1);
     CHECK(out["steps"][1] == json{{"step", 2}, {"ranks", 2}, {"live_bytes", 5 << 20}, {"driver_used_bytes", 7 << 20},
-                                  {"growth_bytes", 1 << 20}});
+                                  {"growth_bytes", 1 << 20}, {"leaked_bytes", 0}});
     // A problem without a rank has no "rank" at all (not null).
     CHECK(out["problems"][0] == json{{"file", ""}, {"what", "rank 3 of 4: no report"}, {"rank", 3}});
     CHECK(out["problems"][1] == json{{"file", "/r/bad.json"}, {"what", "not JSON"}});
@@ -150,20 +150,46 @@ TEST_CASE("the text is rendered from the struct") {
     const std::string t = text_summary(sample());
     CHECK(t == "cumemaudit merge: 3 rank reports, world size 4\n"
                "job: 3.0 MiB (3145728 bytes) leaked in 3 allocations, each counted once across ranks\n"
-               "leaks per rank (own = allocations it created; held = all its references pin, imports included):\n"
-               "  rank 0     own    1.0 MiB  held    2.0 MiB\n"
-               "  rank 1     own    1.0 MiB  held    1.0 MiB  (checkpoint only)\n"
-               "worst ranks: 0 1\n"
-               "leak sites across ranks:\n"
+               "leaking ranks: 2 of 2, largest first (held = all its references pin, imports included; own = "
+               "allocations it created):\n"
+               "  rank 0        2.0 MiB (2097152 bytes; own 1.0 MiB)\n"
+               "  rank 1        1.0 MiB (1048576 bytes; own 1.0 MiB)  (checkpoint only)\n"
+               "leak sites: 1 across ranks, largest first (each allocation counted once):\n"
                "     3.0 MiB  unreachable    cuMemCreate at buffer.cpp:42 (allocate_buffer)  ranks: 2 [0-1]\n"
-               "cross-rank pinning (2.0 MiB of exported memory held by peers' unreleased imports):\n"
+               "held at exit, not leaks: 4.5 KiB (4608 bytes) unfreed or mapped at exit\n"
+               "cross-rank pinning: 2.0 MiB of exported memory held by peers' unreleased imports, 1 rank pairs; largest:\n"
                "  rank 0's imports pin 2.0 MiB of rank 1's memory\n"
-               "steps (live bytes summed over ranks):\n"
-               "  step 1         4.0 MiB  growth +0 bytes  (2 ranks)\n"
-               "  step 2         5.0 MiB  growth +1048576 bytes  (2 ranks)\n"
+               "steps 1-2 (live bytes summed over ranks): 4.0 MiB at the first, 5.0 MiB at the last; peak growth "
+               "+1048576 bytes at step 2 (--steps)\n"
                "PROBLEM: rank 3 of 4: no report\n"
                "PROBLEM: /r/bad.json: not JSON\n"
                "SUMMARY: cumemaudit job: 3145728 bytes leaked in 3 allocations on 3 ranks; 2 problems\n");
+}
+
+TEST_CASE("the concise text names the first leaking step and the top site; details list every row") {
+    JobReport j = sample();
+    j.ranks[0].first_leak_step = 7;
+    j.ranks[0].top_site = 0;
+    const std::string t = text_summary(j);
+    CHECK(t.find("  rank 0        2.0 MiB (2097152 bytes; own 1.0 MiB)  since step 7  at buffer.cpp:42 (allocate_buffer)\n") !=
+          std::string::npos);
+    const std::string all = text_summary(j, {true, true, true, true});
+    CHECK(all.find("every rank (held = all its references pin") != std::string::npos);
+    CHECK(all.find("  step 2         5.0 MiB  growth +1048576 bytes  (2 ranks)\n") != std::string::npos);
+    // Many leaking ranks: the largest kTextRanks, then a count of the rest.
+    JobReport many = sample();
+    many.ranks.clear();
+    for (std::int64_t r = 0; r < 30; ++r) {
+        JobRank row;
+        row.rank = r;
+        row.leaked_bytes = row.own_leaked_bytes = static_cast<std::uint64_t>(r + 1) << 20;
+        row.leaked_allocations = 1;
+        many.ranks.push_back(row);
+    }
+    const std::string few = text_summary(many);
+    CHECK(few.find("  rank 29      30.0 MiB (31457280 bytes; own 30.0 MiB)\n") != std::string::npos);
+    CHECK(few.find("  rank 19") == std::string::npos);
+    CHECK(few.find("  … 20 more leaking ranks (--all-ranks)\n") != std::string::npos);
 }
 
 TEST_CASE("the same site: function and file:line per frame, else object+offset; never the pc") {

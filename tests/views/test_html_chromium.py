@@ -2,7 +2,8 @@
 """The HTML page of `cumemaudit html` loaded in a real headless Chromium (Debian's `chromium`): the chart
 and the tables are in the rendered DOM, the areas have a size on screen, the page's own script ran to its
 end with no script error, and markup planted in a report stays text. Exits 77 (skipped) when chromium is
-not installed; scripts/setup installs it. Environment from meson: CLI."""
+not installed; scripts/setup installs it. The page of a job (rank reports given as a directory) too.
+Environment from meson: CLI."""
 import json
 import os
 import re
@@ -72,6 +73,62 @@ def render(tmp, name, report):
     return out
 
 
+# Appended to a copy of the job page only: what the browser laid out of its chart and heatmap.
+JOB_PROBE = """<script>
+const lines = Array.from(document.querySelectorAll("#job-leak-chart polyline.rank-line"), p => {
+  const b = p.getBBox(); return [p.dataset.rank, Math.round(b.width)]; });
+document.body.dataset.lines = JSON.stringify(lines);
+const heat = document.querySelector("#job-heatmap").getBoundingClientRect();
+document.body.dataset.heat = JSON.stringify([document.querySelectorAll("#job-heatmap rect").length,
+                                             Math.round(heat.width), Math.round(heat.height)]);
+</script>"""
+JOB_RANKS = 12
+JOB_LEAKERS = (3, 7)
+
+
+def job_page(browser, tmp, sample):
+    """The page of a job: 12 rank reports derived from the sample (ranks 3 and 7 keep its leak, the others
+    leak nothing), given as a directory. It opens with who leaks, draws a line per leaking rank and a
+    rank-by-step heatmap, and its script runs."""
+    ranks = os.path.join(tmp, "ranks")
+    os.makedirs(ranks)
+    for r in range(JOB_RANKS):
+        rep = json.loads(json.dumps(sample))
+        rep["process"].update(rank=r, pid=1000 + r, world_size=JOB_RANKS, local_rank=r % 8)
+        if r not in JOB_LEAKERS:
+            rep["leaks"] = [l for l in rep["leaks"] if l["class"] not in ("unreachable", "open-export")]
+            rep["summary"].update(leaked_bytes=0, leaked_allocations=0, leaked_references=0)
+            for st in rep["steps"]:
+                st["leaked_bytes"] = 0
+        with open(os.path.join(ranks, f"cumemaudit.h.{1000 + r}.r{r}.json"), "w") as f:
+            json.dump(rep, f)
+    page = os.path.join(tmp, "job.html")
+    p = subprocess.run([CLI, "html", ranks, "-o", page], capture_output=True, text=True, timeout=60)
+    if p.returncode != 0:
+        sys.exit(f"cumemaudit html DIR failed ({p.returncode}): {p.stderr}")
+    with open(page) as f:
+        probed = f.read().replace("</body>", JOB_PROBE + "</body>")
+    probe_page = os.path.join(tmp, "job-probe.html")
+    with open(probe_page, "w") as f:
+        f.write(probed)
+    dom, log = browse(browser, probe_page, os.path.join(tmp, "profile5"), "--dump-dom")
+    attrs = body_attrs(dom)
+    expect(attrs.get("ok") == "1" and script_errors(log) == [], f"job page script: {attrs.get('ok')} {script_errors(log)}")
+    leaked = sample["summary"]["leaked_bytes"]
+    expect(f"<b>2 of 12 ranks leak</b>: " in dom and f"Worst: <b>rank 3</b>" in dom, "the verdict does not open the page")
+    lines = json.loads(attrs.get("lines", "[]").replace("&quot;", '"'))
+    expect([l[0] for l in lines] == ["3", "7"] and all(w > 500 for _, w in lines), f"laid-out rank lines: {lines}")
+    heat = json.loads(attrs.get("heat", "[]").replace("&quot;", '"'))
+    steps = len({st["step"] for st in sample["steps"] if not st.get("label")})
+    expect(len(heat) == 3 and heat[0] == JOB_RANKS * steps and heat[1] > 600 and heat[2] > 100, f"heatmap: {heat}")
+    expect(f"{leaked * 2} bytes" in dom.replace("(", " ").replace(")", " "), "the job's leaked bytes are not on the page")
+    shot = os.path.join(tmp, "job.png")
+    browse(browser, page, os.path.join(tmp, "profile6"), "--hide-scrollbars", f"--screenshot={shot}")
+    with open(shot, "rb") as f:
+        png = f.read()
+    expect(png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20000, f"job page screenshot: {len(png)} bytes")
+
+
 def main():
     browser = chromium()
     if browser is None:
@@ -119,6 +176,7 @@ def main():
         attrs = body_attrs(dom)
         expect(attrs.get("ok") == "1" and "pwned" not in attrs, f"markup from a report ran: {attrs}")
         expect("<img" not in dom, "an <img> from a report reached the DOM")
+        job_page(browser, tmp, sample)
     for f in failures:
         print("FAIL:", f)
     print("ok" if not failures else f"{len(failures)} failures")

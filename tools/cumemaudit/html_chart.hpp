@@ -2,6 +2,7 @@
 // itself, so the page needs no script, no library and no network to draw it. Tooltips are SVG <title>s.
 #pragma once
 
+#include "report/job.hpp"
 #include "report/report.hpp"
 #include "report/timeline.hpp"
 
@@ -16,5 +17,13 @@ std::string owner_colour(std::size_t index);
 // An <svg> with one <path class="area" data-owner=…> per owner (stacked, largest peak at the bottom), the
 // driver-used line on top, alarm markers, axes in MiB/GiB and a hover column per step. Empty without steps.
 std::string memory_chart_svg(const report::Report&, const report::Timeline&);
+
+// A job: one line per rank in `drawn` (indices into job.ranks) of its leaked bytes over the steps the merge
+// kept, with a legend. Empty without steps.
+std::string job_leak_chart_svg(const report::JobReport&, const std::vector<std::size_t>& drawn);
+
+// A job: every rank a row, every step (or bin of steps) a column, each cell red by the leaked bytes, white
+// where nothing leaked; for the many ranks one chart of lines cannot tell apart. Empty without steps.
+std::string job_heatmap_svg(const report::JobReport&);
 
 }  // namespace cumemaudit::cli

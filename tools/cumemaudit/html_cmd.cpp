@@ -2,6 +2,8 @@
 
 #include "html_chart.hpp"
 #include "html_escape.hpp"
+#include "html_flame.hpp"
+#include "html_job.hpp"
 #include "html_tables.hpp"
 #include "load_all.hpp"
 #include "report/text.hpp"
@@ -34,6 +36,9 @@ svg .leaked{fill:none;stroke:#c62828;stroke-width:2;stroke-dasharray:1 2}
 svg .hover{fill:transparent}svg .hover:hover{fill:rgba(0,0,0,.06)}
 svg .alarm line{stroke:#c62828;stroke-dasharray:3 3}svg .alarm path{fill:#c62828}
 svg .oom line{stroke:#6a1b9a;stroke-width:3}
+.verdict{border-left:5px solid #2e7d32;background:#f1f8f1;padding:8px 14px;margin:12px 0;font-size:15px}
+.verdict.bad{border-left-color:#c62828;background:#fdf1f1}.verdict p{margin:4px 0}
+svg.heatmap .ylabel{font-size:9px}svg .ylabel.leaking{fill:#c62828;font-weight:bold}
 )";
 
 // Sorting by a click on a column head; the last line tells a test (and a person) the script ran to the end.
@@ -85,6 +90,7 @@ std::string section(const report::Report& r, const std::string& file, std::size_
     if (!r.oom.empty()) s += "<h3>Out of memory</h3>\n" + oom_table(r);
     s += "<h3>Leaks</h3>\n" + leaks_table(r);
     s += "<h3>Held at exit (not leaks)</h3>\n" + held_table(r);
+    s += "<h3>By stack</h3>\n" + flame_graphs(r, index);
     s += "<h3>Growth alarms</h3>\n" + alarms_table(r);
     s += "<h3>CUDA graphs</h3>\n" + graphs_table(r);
     s += "<h3>Owners</h3>\n" + owners_table(r);
@@ -96,11 +102,15 @@ std::string section(const report::Report& r, const std::string& file, std::size_
 
 }  // namespace
 
+std::string html_document(const std::string& title, const std::string& body) {
+    return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+           "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>" + html_escape(title) +
+           "</title>\n<style>" + std::string(kStyle) + kFlameStyle + "</style></head>\n<body>\n<h1>" + html_escape(title) + "</h1>\n" + body +
+           "<script>" + kFlameScript + kScript + "</script>\n</body></html>\n";
+}
+
 std::string html_page(const std::vector<report::Report>& reports, const std::vector<std::string>& names) {
-    std::string s = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-                    "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-                    "<title>cumemaudit report</title>\n<style>" + std::string(kStyle) + "</style></head>\n<body>\n"
-                    "<h1>cumemaudit report</h1>\n";
+    std::string s;
     s += fmt::format("<p class=\"meta\">{} report{}; bytes in KiB/MiB/GiB (1 GiB = 2<sup>30</sup> bytes), exact "
                      "figures on hover.</p>\n", reports.size(), reports.size() == 1 ? "" : "s");
     if (reports.size() > 1) {
@@ -110,13 +120,13 @@ std::string html_page(const std::vector<report::Report>& reports, const std::vec
         s += "</nav>\n";
     }
     for (std::size_t i = 0; i < reports.size(); ++i) s += section(reports[i], names[i], i);
-    return s + "<script>" + kScript + "</script>\n</body></html>\n";
+    return html_document("cumemaudit report", s);
 }
 
 int html_command(const std::vector<std::string>& files, const std::string& out) {
-    std::vector<report::Report> reports;
-    if (!load_all(files, reports)) return 2;
-    return write_text(out, html_page(reports, files)) ? 0 : 2;
+    ViewInput in;
+    if (!load_view_input(files, "html", in)) return 2;
+    return write_text(out, in.job ? html_job_page(*in.job) : html_page(in.reports, in.names)) ? 0 : 2;
 }
 
 }  // namespace cumemaudit::cli

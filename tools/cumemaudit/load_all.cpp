@@ -1,9 +1,12 @@
 #include "load_all.hpp"
+#include "merge_cmd.hpp"
 #include "terminal_out.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <string>
 
 #include <unistd.h>
@@ -15,6 +18,35 @@ bool load_all(const std::vector<std::string>& files, std::vector<report::Report>
     for (const std::string& f : files) {
         try {
             out.push_back(report::load(f));
+        } catch (const report::ReportError& e) {
+            cli::say(stderr, "cumemaudit: {}\n", e.what());
+            ok = false;
+        }
+    }
+    return ok;
+}
+
+bool load_view_input(const std::vector<std::string>& paths, const char* command, ViewInput& out) {
+    std::error_code ec;
+    const bool directory = std::any_of(paths.begin(), paths.end(),
+                                       [&](const std::string& p) { return std::filesystem::is_directory(p, ec); });
+    if (directory) {
+        out.job = merge_job(paths, command);
+        return out.job.has_value();
+    }
+    bool ok = true;
+    for (const std::string& f : paths) {
+        try {
+            report::AnyReport any = report::load_any(f);
+            if (any.job && paths.size() != 1) {
+                cli::say(stderr, "cumemaudit: {}: a merged job report is drawn alone, not beside other reports\n", f);
+                ok = false;
+            } else if (any.job) {
+                out.job = std::move(any.job);
+            } else {
+                out.reports.push_back(std::move(*any.process));
+                out.names.push_back(f);
+            }
         } catch (const report::ReportError& e) {
             cli::say(stderr, "cumemaudit: {}\n", e.what());
             ok = false;

@@ -5,13 +5,22 @@
 // time and reduced at once, so memory grows with distinct sites and shared handles, not with the input.
 #pragma once
 
+#include "report/job.hpp"
+
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace cumemaudit::cli {
 
-// Writes the job report to `out` (when not empty) and the text summary to stdout. 0 when merged (problems
-// are reported, not fatal), 2 when nothing could be merged or `out` cannot be written.
-int merge_command(const std::vector<std::string>& paths, const std::string& out);
+// The job of `paths` (rank reports, or directories of them), problems listed in it; nullopt after printing
+// "cumemaudit: <command>: ..." when no report could be read. `merge` and the views that take a directory
+// (html, report, trace) all merge through it.
+std::optional<report::JobReport> merge_job(const std::vector<std::string>& paths, const char* command);
+
+// Writes the job report to `out` (when not empty) and the text summary (`detail`: what it shows in full) to
+// stdout. 0 when merged (problems are reported, not fatal), 2 when nothing could be merged or `out` cannot
+// be written.
+int merge_command(const std::vector<std::string>& paths, const std::string& out, const report::JobTextDetail& detail);
 
 }  // namespace cumemaudit::cli

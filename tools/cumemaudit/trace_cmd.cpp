@@ -1,6 +1,7 @@
 #include "trace_cmd.hpp"
 
 #include "load_all.hpp"
+#include "report/gate.hpp"
 #include "report/graph_cost.hpp"
 #include "report/oom_text.hpp"
 #include "report/text.hpp"
@@ -101,16 +102,53 @@ void add_report(const report::Report& r, int pid, std::uint64_t origin, json& li
                     {"earlier_graphs_bytes", c.shareable_bytes}, {"instantiate_cost_bytes", c.instantiate_bytes},
                     {"cumulative_bytes", c.cumulative_bytes}});
     }
-    // Leaks are what is left at the end: they sit at the report's last moment.
+    // Leaks are what is left at the end: they sit at the report's last moment. Held-at-exit rows are there
+    // too, named as held, never as leaks (report::is_leak).
     for (const report::Leak& l : r.leaks) {
-        ev.instant("leak: " + report::human_bytes(l.bytes) + " " + l.cls + " " + l.owner, "leak", end_ns,
+        const bool leak = report::is_leak(l);
+        ev.instant((leak ? "leak: " : "held at exit: ") + report::human_bytes(l.bytes) + " " + l.cls + " " + l.owner,
+                   leak ? "leak" : "held", end_ns,
                    {{"class", l.cls}, {"bytes", l.bytes}, {"allocations", l.allocations}, {"references", l.references},
                     {"owner", l.owner}, {"api", l.site.api},
                     {"top_frame", l.site.frames.empty() ? "" : frame_text(l.site.frames.front())}});
     }
 }
 
+// A job: one process per rank with its live and leaked bytes over the steps the merge kept, and an instant
+// at the step its leak began, naming the line of its largest leak site.
+void add_job_rank(const report::JobReport& job, const report::JobRank& r, int pid, std::uint64_t origin, json& list) {
+    Events ev{list, pid, origin};
+    const std::string name = (r.rank >= 0 ? "rank " + std::to_string(r.rank) + " " : "") + "pid " + std::to_string(r.pid) +
+                             " on " + r.host;
+    list.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", pid}, {"tid", 0}, {"args", {{"name", name}}}});
+    list.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", pid}, {"tid", 0}, {"args", {{"sort_index", pid}}}});
+    const std::string top = r.top_site >= 0 && static_cast<std::size_t>(r.top_site) < job.sites.size()
+                                ? report::where(job.sites[static_cast<std::size_t>(r.top_site)].leak.site)
+                                : "";
+    for (const report::JobRankStep& s : r.steps) {
+        ev.counter("live", s.time_ns, s.live_bytes);
+        ev.counter("leaked so far", s.time_ns, s.leaked_bytes);
+        if (r.first_leak_step >= 0 && s.step == static_cast<std::uint64_t>(r.first_leak_step))
+            ev.instant("leak begins: step " + std::to_string(s.step) + (top.empty() ? "" : " at " + top), "leak", s.time_ns,
+                       {{"step", s.step}, {"leaked_bytes", s.leaked_bytes}, {"site", top}});
+    }
+    if (r.leaked_bytes != 0 && !r.steps.empty())
+        ev.instant("leaked at exit: " + report::human_bytes(r.leaked_bytes), "leak", r.steps.back().time_ns,
+                   {{"leaked_bytes", r.leaked_bytes}, {"own_leaked_bytes", r.own_leaked_bytes}, {"site", top}});
+}
+
 }  // namespace
+
+json trace_job_json(const report::JobReport& job) {
+    std::uint64_t origin = std::numeric_limits<std::uint64_t>::max();
+    for (const report::JobRank& r : job.ranks)
+        if (!r.steps.empty()) origin = std::min(origin, r.steps.front().time_ns);
+    if (origin == std::numeric_limits<std::uint64_t>::max()) origin = 0;
+    json list = json::array();
+    for (std::size_t i = 0; i < job.ranks.size(); ++i) add_job_rank(job, job.ranks[i], static_cast<int>(i), origin, list);
+    return {{"traceEvents", std::move(list)}, {"displayTimeUnit", "ms"},
+            {"otherData", {{"tool", "cumemaudit"}, {"origin_time_ns", origin}, {"job_reports", job.reports}}}};
+}
 
 json trace_json(const std::vector<report::Report>& reports) {
     const std::uint64_t origin = origin_ns(reports);
@@ -121,9 +159,9 @@ json trace_json(const std::vector<report::Report>& reports) {
 }
 
 int trace_command(const std::vector<std::string>& files, const std::string& out) {
-    std::vector<report::Report> reports;
-    if (!load_all(files, reports)) return 2;
-    return write_text(out, trace_json(reports).dump(1) + "\n") ? 0 : 2;
+    ViewInput in;
+    if (!load_view_input(files, "trace", in)) return 2;
+    return write_text(out, (in.job ? trace_job_json(*in.job) : trace_json(in.reports)).dump(1) + "\n") ? 0 : 2;
 }
 
 }  // namespace cumemaudit::cli

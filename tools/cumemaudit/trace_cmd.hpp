@@ -2,6 +2,7 @@
 // read on the same timeline tools people already open for kernels (ui.perfetto.dev, chrome://tracing).
 #pragma once
 
+#include "report/job.hpp"
 #include "report/report.hpp"
 
 #include <nlohmann/json.hpp>
@@ -16,7 +17,12 @@ namespace cumemaudit::cli {
 // Timestamps are µs from the earliest first step of all reports. Same reports, same bytes.
 nlohmann::json trace_json(const std::vector<report::Report>&);
 
-// Writes the trace of `files` to `out`. 0, or 2 when a report cannot be read or `out` cannot be written.
+// The trace of a job (a merged job report, or rank reports merged in memory): one trace process per rank
+// with counters of its live and leaked bytes at the steps the merge kept, an instant where its leak began
+// (with the line of its largest leak site) and one with what it leaked at the end.
+nlohmann::json trace_job_json(const report::JobReport&);
+
+// Writes the trace of `files` (reports, a merged job, or directories of rank reports) to `out`. 0, or 2 when a report cannot be read or `out` cannot be written.
 int trace_command(const std::vector<std::string>& files, const std::string& out);
 
 }  // namespace cumemaudit::cli

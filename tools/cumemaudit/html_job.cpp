@@ -1,0 +1,171 @@
+#include "html_job.hpp"
+
+#include "html_chart.hpp"
+#include "html_cmd.hpp"
+#include "html_escape.hpp"
+#include "report/text.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace cumemaudit::cli {
+namespace {
+
+constexpr std::size_t kRanksDrawn = 8;       // lines one chart tells apart; beyond, the heatmap shows every rank
+constexpr std::size_t kPinningShown = 20;
+
+using report::human_bytes;
+
+std::string bytes_cell(std::uint64_t b) {
+    return fmt::format("<td class=\"num\" data-sort=\"{0}\" title=\"{0} bytes\">{1}</td>", b, human_bytes(b));
+}
+std::string num_cell(std::int64_t v) { return fmt::format("<td class=\"num\" data-sort=\"{0}\">{0}</td>", v); }
+std::string text_cell(const std::string& t) { return "<td>" + html_escape(t) + "</td>"; }
+std::string card(const char* label, const std::string& value, bool bad = false) {
+    return fmt::format("<div class=\"card{}\">{}<b>{}</b></div>", bad ? " bad" : "", label, value);
+}
+
+std::string rank_name(const report::JobRank& r) { return r.rank >= 0 ? fmt::format("rank {}", r.rank) : fmt::format("pid {}", r.pid); }
+
+const report::JobSite* top_site(const report::JobReport& j, const report::JobRank& r) {
+    return r.top_site >= 0 && static_cast<std::size_t>(r.top_site) < j.sites.size() ? &j.sites[static_cast<std::size_t>(r.top_site)] : nullptr;
+}
+
+std::string since(const report::JobRank& r) { return r.first_leak_step >= 0 ? fmt::format("step {}", r.first_leak_step) : "—"; }
+
+// Leaking ranks, largest first (indices into j.ranks).
+std::vector<std::size_t> leaking_ranks(const report::JobReport& j) {
+    std::vector<std::size_t> v;
+    for (std::size_t i = 0; i < j.ranks.size(); ++i)
+        if (j.ranks[i].leaked_bytes > 0 || j.ranks[i].leaked_allocations > 0) v.push_back(i);
+    std::stable_sort(v.begin(), v.end(), [&](std::size_t a, std::size_t b) { return j.ranks[a].leaked_bytes > j.ranks[b].leaked_bytes; });
+    return v;
+}
+
+std::string verdict(const report::JobReport& j, const std::vector<std::size_t>& leaking) {
+    const report::Summary& s = j.summary.process;
+    if (leaking.empty())
+        return fmt::format("<div class=\"verdict\" id=\"verdict\"><p><b>No rank leaks</b> ({} rank reports).</p></div>\n", j.reports);
+    const report::JobRank& worst = j.ranks[leaking.front()];
+    std::string v = fmt::format("<div class=\"verdict bad\" id=\"verdict\"><p><b>{} of {} ranks leak</b>: {} ({} bytes) in "
+                                "{} allocations, each counted once across ranks.</p>\n",
+                                leaking.size(), j.ranks.size(), human_bytes(s.leaked_bytes), s.leaked_bytes, s.leaked_allocations);
+    v += fmt::format("<p>Worst: <b>{}</b> holds {} leaked", html_escape(rank_name(worst)), human_bytes(worst.leaked_bytes));
+    if (worst.first_leak_step >= 0) v += fmt::format(" since <b>step {}</b>", worst.first_leak_step);
+    if (const report::JobSite* site = top_site(j, worst))
+        v += fmt::format(", largest at <code>{}</code> ({})", html_escape(report::where(site->leak.site)), html_escape(site->leak.site.api));
+    v += ".</p>\n";
+    if (!j.sites.empty()) {
+        const report::JobSite& t = j.sites.front();
+        v += fmt::format("<p>Top site: <code>{}</code> ({}), {} on {} ranks.</p>\n", html_escape(report::where(t.leak.site)),
+                         html_escape(t.leak.site.api), human_bytes(t.leak.bytes), t.ranks);
+    }
+    return v + "</div>\n";
+}
+
+std::string leaking_table(const report::JobReport& j, const std::vector<std::size_t>& leaking) {
+    if (leaking.empty()) return "<p class=\"none\">No leaks.</p>\n";
+    std::string s = "<table class=\"leaking-ranks\"><thead><tr><th>rank</th><th>leaked (held)</th><th>own</th><th>since</th>"
+                    "<th>top site</th><th>host · pid</th></tr></thead><tbody>\n";
+    for (const std::size_t i : leaking) {
+        const report::JobRank& r = j.ranks[i];
+        const report::JobSite* site = top_site(j, r);
+        s += "<tr>" + num_cell(r.rank) + bytes_cell(r.leaked_bytes) + bytes_cell(r.own_leaked_bytes) + text_cell(since(r)) +
+             (site ? "<td><code>" + html_escape(report::where(site->leak.site)) + "</code> " + html_escape(site->leak.site.api) + "</td>"
+                   : text_cell("—")) +
+             text_cell(fmt::format("{} · {}{}", r.host, r.pid, r.checkpoint ? " (checkpoint only)" : "")) + "</tr>\n";
+    }
+    return s + "</tbody></table>\n";
+}
+
+std::string compact(const std::vector<std::int64_t>& list) {
+    std::string s;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+        std::size_t k = i;
+        while (k + 1 < list.size() && list[k + 1] == list[k] + 1) ++k;
+        s += (s.empty() ? "" : ",") + (k == i ? std::to_string(list[i]) : fmt::format("{}-{}", list[i], list[k]));
+        i = k;
+    }
+    return s;
+}
+
+std::string sites_table(const report::JobReport& j) {
+    if (j.sites.empty()) return "<p class=\"none\">No leak sites.</p>\n";
+    std::string s = "<table class=\"job-sites\"><thead><tr><th>bytes</th><th>class</th><th>API</th><th>where</th>"
+                    "<th>allocations</th><th>references</th><th>owner</th><th>ranks</th></tr></thead><tbody>\n";
+    for (const report::JobSite& site : j.sites) {
+        const report::Leak& l = site.leak;
+        s += "<tr>" + bytes_cell(l.bytes) + text_cell(l.cls) + "<td><code>" + html_escape(l.site.api) + "</code></td><td><code>" +
+             html_escape(report::where(l.site)) + "</code></td>" + num_cell(static_cast<std::int64_t>(l.allocations)) +
+             num_cell(static_cast<std::int64_t>(l.references)) + text_cell(l.owner) +
+             text_cell(fmt::format("{} [{}]", site.ranks, compact(site.rank_list))) + "</tr>\n";
+    }
+    return s + "</tbody></table>\n";
+}
+
+std::string pinning_part(const report::JobReport& j) {
+    if (j.pinning.empty()) return "<p class=\"none\">No rank's imports pin another's memory.</p>\n";
+    std::string s = fmt::format("<p>{} ({} bytes) of exported memory held by peers' unreleased imports, in {} rank pairs{}.</p>\n",
+                                human_bytes(j.summary.pinned_by_peers_bytes), j.summary.pinned_by_peers_bytes, j.pinning_pairs,
+                                j.pinning_pairs > kPinningShown ? fmt::format("; the largest {}", kPinningShown) : "");
+    s += "<table class=\"pinning\"><thead><tr><th>importer</th><th>pins</th><th>of exporter</th><th>imports</th></tr></thead><tbody>\n";
+    for (std::size_t i = 0; i < j.pinning.size() && i < kPinningShown; ++i) {
+        const report::JobPinning& p = j.pinning[i];
+        s += "<tr>" + num_cell(p.importer_rank) + bytes_cell(p.bytes) + num_cell(p.exporter_rank) +
+             num_cell(static_cast<std::int64_t>(p.imports)) + "</tr>\n";
+    }
+    return s + "</tbody></table>\n";
+}
+
+std::string ranks_table(const report::JobReport& j) {
+    std::string s = "<table class=\"ranks\"><thead><tr><th>rank</th><th>leaked (held)</th><th>own</th><th>since</th>"
+                    "<th>held at exit (not leaked)</th><th>pins peers</th><th>pinned by peers</th><th>exit</th><th>file</th>"
+                    "</tr></thead><tbody>\n";
+    for (const report::JobRank& r : j.ranks)
+        s += "<tr>" + num_cell(r.rank) + bytes_cell(r.leaked_bytes) + bytes_cell(r.own_leaked_bytes) + text_cell(since(r)) +
+             bytes_cell(r.held_at_exit_bytes) + bytes_cell(r.pins_peers_bytes) + bytes_cell(r.pinned_by_peers_bytes) +
+             text_cell(r.checkpoint ? "checkpoint only" : r.exit_code ? std::to_string(*r.exit_code) : "—") + text_cell(r.file) + "</tr>\n";
+    return s + "</tbody></table>\n";
+}
+
+}  // namespace
+
+std::string html_job_page(const report::JobReport& j) {
+    const report::Summary& m = j.summary.process;
+    const std::vector<std::size_t> leaking = leaking_ranks(j);
+    std::string s = fmt::format("<p class=\"meta\">{} rank reports, world size {}; bytes in KiB/MiB/GiB (1 GiB = 2<sup>30</sup> "
+                                "bytes), exact figures on hover.</p>\n", j.reports, j.world_size);
+    s += verdict(j, leaking);
+    s += "<div class=\"cards\">" + card("leaked", human_bytes(m.leaked_bytes), m.leaked_bytes != 0) +
+         card("leaking ranks", fmt::format("{} of {}", leaking.size(), j.ranks.size()), !leaking.empty()) +
+         card("leak sites", std::to_string(j.sites.size()), !j.sites.empty()) +
+         card("held at exit, not leaks", human_bytes(m.unfreed_bytes + m.mapped_at_exit_bytes)) +
+         card("pinned by peers", human_bytes(j.summary.pinned_by_peers_bytes), j.summary.pinned_by_peers_bytes != 0) +
+         card("problems", std::to_string(j.problems.size()), !j.problems.empty()) + "</div>\n";
+    s += "<h2>Leaking ranks</h2>\n" + leaking_table(j, leaking);
+    s += "<h2>Leaked bytes over steps</h2>\n";
+    std::vector<std::size_t> drawn(leaking.begin(), leaking.begin() + static_cast<std::ptrdiff_t>(std::min(leaking.size(), kRanksDrawn)));
+    const std::string lines = job_leak_chart_svg(j, drawn);
+    if (lines.empty())
+        s += "<p class=\"none\">No leaked bytes at any step: nothing leaked, or no steps marked (cumemaudit_step(), or the "
+             "Python helper's cumemaudit.step(n)).</p>\n";
+    else
+        s += (leaking.size() > kRanksDrawn ? fmt::format("<p>The {} ranks that leak most, one line each.</p>\n", kRanksDrawn) : "") + lines;
+    if (j.ranks.size() > kRanksDrawn || leaking.size() > kRanksDrawn) {
+        const std::string heat = job_heatmap_svg(j);
+        if (!heat.empty()) s += "<h3>Every rank by step</h3>\n<p>Red where a rank had leaked by that step, darker with more bytes.</p>\n" + heat;
+    }
+    s += "<h2>Leak sites across ranks</h2>\n" + sites_table(j);
+    s += "<h2>Cross-rank pinning</h2>\n" + pinning_part(j);
+    if (!j.problems.empty()) {
+        s += "<h2>Problems</h2>\n<ul class=\"problems\">";
+        for (const report::JobProblem& p : j.problems)
+            s += "<li>" + html_escape((p.file.empty() ? "" : p.file + ": ") + p.what) + "</li>";
+        s += "</ul>\n";
+    }
+    s += fmt::format("<h2>Every rank</h2>\n<details><summary>{} ranks</summary>\n", j.ranks.size()) + ranks_table(j) + "</details>\n";
+    return html_document("cumemaudit job", s);
+}
+
+}  // namespace cumemaudit::cli
