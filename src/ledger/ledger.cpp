@@ -174,6 +174,8 @@ std::vector<std::pair<OwnerId, std::uint64_t>> Ledger::live_by_owner() const {
     return out;
 }
 
+std::uint64_t Ledger::take_peak_since_mark() { return state_->owners.take_peak_since_mark(); }
+
 std::vector<OwnerRow> Ledger::owners_now() const {
     std::vector<OwnerRow> out;
     const std::size_t n = state_->owners.count();

@@ -91,6 +91,9 @@ public:
     std::vector<std::pair<OwnerId, std::uint64_t>> live_by_owner() const;
     // The same with peak and the split by kind: O(owners × kinds).
     std::vector<OwnerRow> owners_now() const;
+    // The highest tracked bytes (every owner, every device) since the last call: a step mark's peak between
+    // marks. The next interval starts now.
+    std::uint64_t take_peak_since_mark();
 
     // Steps divide time into epochs; every allocation remembers the epoch it was made in, so growth over
     // a step can be traced to the sites that made it. begin_epoch() starts the next one.

@@ -1,5 +1,8 @@
 #include "owners.hpp"
 
+#include <algorithm>
+#include <mutex>
+
 namespace cumemaudit::ledger::detail {
 namespace {
 
@@ -41,6 +44,15 @@ void Owners::add(OwnerId o, Kind k, std::uint64_t bytes) {
     raise_peak(c.peak, c.live);
     move_by(totals_.live, bytes, true);
     raise_peak(totals_.peak, totals_.live);
+    raise_peak(totals_.since_mark_peak, totals_.live);
+}
+
+std::uint64_t Owners::take_peak_since_mark() {
+    std::lock_guard hold(totals_.lock);
+    const std::uint64_t peak = std::max(totals_.since_mark_peak.load(std::memory_order_relaxed),
+                                        totals_.live.load(std::memory_order_relaxed));
+    totals_.since_mark_peak.store(totals_.live.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    return peak;
 }
 
 void Owners::sub(OwnerId o, Kind k, std::uint64_t bytes) {
@@ -68,6 +80,7 @@ void Owners::reset() {
     }
     totals_.live = 0;
     totals_.peak = 0;
+    totals_.since_mark_peak = 0;
 }
 
 }  // namespace cumemaudit::ledger::detail

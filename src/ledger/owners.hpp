@@ -41,6 +41,9 @@ public:
     }
     std::uint64_t total_live() const { return totals_.live.load(std::memory_order_relaxed); }
     std::uint64_t total_peak() const { return totals_.peak.load(std::memory_order_relaxed); }
+    // The highest total since the last call (a step mark): what a mark's figures cannot show, a peak between
+    // two marks. Starts the next interval at the total now.
+    std::uint64_t take_peak_since_mark();
 
     void reset();  // zeroes the counters and the lock, keeps the names; one thread alive
 
@@ -54,7 +57,7 @@ private:
     };
     struct alignas(64) Totals {
         SpinLock lock;
-        std::atomic<std::uint64_t> live{0}, peak{0};
+        std::atomic<std::uint64_t> live{0}, peak{0}, since_mark_peak{0};  // one line: a change touches it anyway
     };
     // An id from another ledger must not index past the table (bounded by the table, not by count(), so a
     // change reads no line of registration state).

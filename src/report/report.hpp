@@ -99,6 +99,9 @@ struct Step {
     // fds, which are looked at when a report is written), in all and by the owner that created it.
     std::uint64_t leaked_bytes = 0;
     std::map<std::string, std::uint64_t> leaked_by_owner;
+    // The highest tracked bytes (every owner) since the previous mark, this one included: a peak that came
+    // and went between two marks, which the marks' own figures never show. 0: not recorded.
+    std::uint64_t peak_tracked_bytes = 0;
 };
 
 // Older marks of a long job, folded (report/step_history.hpp): `marks` consecutive marks from first_step to

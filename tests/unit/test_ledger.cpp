@@ -866,3 +866,18 @@ TEST_CASE("a context's end forgets what the driver no longer knows, as unfreed r
     l.freed(0x1000, false, "CUDA_ERROR_INVALID_VALUE", site("cuMemFree", 4, app));
     CHECK(l.snapshot(Moment::exit).misuse.at(0).what == "free of an unknown pointer");
 }
+
+TEST_CASE("a mark's peak is the highest tracked total since the previous mark, even when it came and went") {
+    Ledger l;
+    const OwnerId torch = l.owner_id("pytorch");
+    l.allocated(0x1000, 10 * MiB, Kind::classic, site("cuMemAlloc_v2", 1, torch));
+    CHECK(l.take_peak_since_mark() == 10 * MiB);
+    l.allocated(0x2000, 100 * MiB, Kind::classic, site("cuMemAlloc_v2", 1, torch));  // a temporary between marks
+    l.freed(0x2000, true, "CUDA_SUCCESS", site("cuMemFree_v2", 2));
+    l.allocated(0x3000, 1 * MiB, Kind::classic, site("cuMemAlloc_v2", 1, torch));
+    CHECK(l.take_peak_since_mark() == 110 * MiB);
+    CHECK(l.take_peak_since_mark() == 11 * MiB);  // the next interval starts at the total of the mark
+    l.freed(0x1000, true, "CUDA_SUCCESS", site("cuMemFree_v2", 2));
+    CHECK(l.take_peak_since_mark() == 11 * MiB);  // what was live at the last mark counts in this interval
+    CHECK(l.take_peak_since_mark() == 1 * MiB);
+}

@@ -36,6 +36,7 @@ void Timeline::mark(const Mark& m) {
     s.async_pool_reserved_bytes = m.pool_reserved;
     s.async_pool_used_bytes = m.pool_used;
     s.pytorch_pools = m.torch_pools;
+    s.peak_tracked_bytes = ledger_.take_peak_since_mark();
     std::uint64_t tracked_on_device = 0;
     for (const ledger::OwnerRow& o : owners) {
         s.by_owner[o.name] = o.live_bytes;

@@ -67,6 +67,8 @@ def case_steady(tmp):
         expect(s["driver_used_bytes"] == tracked and s["unattributed_bytes"] == 0,
                f"step {n}: the simulated driver's used memory is exactly what was tracked: {s}")
         expect(s["process_used_bytes"] == tracked, f"step {n}: NVML charges this process all of it: {s}")
+        # Each step's 100 MiB scratch buffer came and went between two marks: only the peak shows it.
+        expect(s["peak_tracked_bytes"] == tracked + (100 * MiB if n else 0), f"step {n}: peak {s['peak_tracked_bytes']}")
     expect(rep.get("alarms", []) == [] and "grew" not in err, f"a steady job raises no alarm: {rep.get('alarms')}\n{err}")
 
 
