@@ -81,4 +81,8 @@ struct BuildInput {
 // once; without suppressions they equal the snapshot's.
 Report build(const BuildInput&);
 
+// One ledger site as the report names it: its call, native frames (symbolized when a symbolizer is given,
+// else their pcs only) and Python frames, innermost first.
+Site site_of(const ledger::Ledger&, Symbolizer*, const ledger::Site&);
+
 }  // namespace cumemaudit::report
