@@ -15,7 +15,7 @@ inline constexpr const char* kJobSchema = "cumemaudit/job/v1";
 inline constexpr std::size_t kMaxPinningRows = 1000;  // all-to-all on 1024 ranks is a million pairs: the largest
 inline constexpr std::size_t kTextPinningRows = 3;    // the concise text: the largest pairs and a total
 inline constexpr std::size_t kTextRanks = 10, kTextSites = 5, kTextProblems = 10;
-inline constexpr std::size_t kJobRankSteps = 256;     // a rank's steps kept in the job, evenly sampled beyond
+inline constexpr std::size_t kJobRankSteps = 64;      // a rank's steps kept in the job, evenly sampled beyond
 
 struct JobSummary {
     Summary process;  // a process summary's fields, summed (leaks: each allocation once)
