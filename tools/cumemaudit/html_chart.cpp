@@ -49,13 +49,49 @@ std::string tick_label(double bytes, const Axis& a) {
 
 std::string owner_colour(std::size_t index) { return kPalette[index % std::size(kPalette)]; }
 
+const char* const kChartStyle = R"(
+svg.chart g.plot path,svg.chart g.plot line{vector-effect:non-scaling-stroke}svg.chart[data-plotw]{cursor:grab;touch-action:none}
+svg .peak{fill:none;stroke:#555;stroke-width:1;stroke-dasharray:2 2}
+)";
+
+// x' = left + pan + zoom × (x − left): the plot group's transform; the step labels move to match.
+const char* const kChartScript = R"(
+for (const svg of document.querySelectorAll("svg.chart[data-plotw]")) {
+  const plot = svg.querySelector("g.plot"), L = +svg.dataset.left, W = +svg.dataset.plotw;
+  const labels = svg.querySelectorAll("text.xlabel"), vbw = svg.viewBox.baseVal.width;
+  let k = 1, tx = 0, drag = null;
+  const at = e => { const r = svg.getBoundingClientRect(); return (e.clientX - r.left) * vbw / r.width; };
+  const apply = () => {
+    k = Math.min(Math.max(k, 1), 500); tx = Math.min(0, Math.max(tx, W - W * k));
+    plot.setAttribute("transform", `translate(${L + tx - k * L} 0) scale(${k} 1)`);
+    for (const t of labels) {
+      const x = L + tx + k * (+t.dataset.x - L);
+      t.style.display = x < L - 1 || x > L + W + 1 ? "none" : "";
+      t.setAttribute("transform", `translate(${x.toFixed(1)},${t.dataset.y}) rotate(-35)`);
+    }
+    svg.dataset.zoom = k.toFixed(3);
+  };
+  svg.addEventListener("wheel", e => {
+    e.preventDefault();
+    const p = at(e), old = k;
+    k *= e.deltaY < 0 ? 1.25 : 0.8; k = Math.min(Math.max(k, 1), 500);
+    tx = p - L - (p - L - tx) * k / old; apply();
+  }, {passive: false});
+  svg.addEventListener("mousedown", e => { drag = {x: at(e), tx}; svg.style.cursor = "grabbing"; });
+  window.addEventListener("mousemove", e => { if (drag) { tx = drag.tx + at(e) - drag.x; apply(); } });
+  window.addEventListener("mouseup", () => { drag = null; svg.style.cursor = ""; });
+  svg.addEventListener("dblclick", () => { k = 1; tx = 0; apply(); });
+}
+)";
+
 std::string memory_chart_svg(const report::Report& r, const report::Timeline& t) {
     const std::size_t n = t.points.size();
     if (n == 0) return {};
     std::uint64_t max = 0;
-    bool has_driver = false, has_torch = false, has_leak = false;
+    bool has_driver = false, has_torch = false, has_leak = false, has_peak = false;
     for (const report::TimelinePoint& p : t.points) {
-        max = std::max({max, p.tracked_bytes, p.step->driver_used_bytes});
+        max = std::max({max, p.tracked_bytes, p.step->driver_used_bytes, p.step->peak_tracked_bytes});
+        has_peak |= p.step->peak_tracked_bytes > p.tracked_bytes;
         has_driver |= p.step->driver_used_bytes != 0;
         has_torch |= p.step->pytorch_reserved_bytes != 0;
         has_leak |= p.step->leaked_bytes != 0;
@@ -69,14 +105,18 @@ std::string memory_chart_svg(const report::Report& r, const report::Timeline& t)
 
     std::string s = fmt::format(
         "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {} {}\" role=\"img\" "
-        "aria-label=\"memory per owner over steps\">\n",
-        kWidth, kHeight);
+        "aria-label=\"memory per owner over steps\" data-left=\"{}\" data-plotw=\"{}\">\n",
+        kWidth, kHeight, kLeft, kPlotW);
     for (double b = 0; b <= axis.top_bytes + 0.5; b += axis.tick_bytes) {
         s += fmt::format("<line class=\"grid\" x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/>"
                          "<text class=\"ylabel\" x=\"{}\" y=\"{:.1f}\">{}</text>\n",
                          kLeft, kLeft + kPlotW, y(b), y(b), kLeft - 6, y(b) + 4, tick_label(b, axis));
     }
 
+    // The plot is one group the page's script zooms and pans along x (kChartScript), inside a nested
+    // viewport of the axes' size that clips it (a viewport needs no id, nor a url() reference).
+    s += fmt::format("<svg x=\"{0}\" y=\"{1}\" width=\"{2}\" height=\"{3}\" viewBox=\"{0} {1} {2} {3}\" overflow=\"hidden\">"
+                     "<g class=\"plot\">\n", kLeft, kTop - 12, kPlotW, kPlotH + 12);
     std::vector<double> below(ends, 0.0);
     for (std::size_t o = 0; o < t.owners.size(); ++o) {
         std::string top, bottom;
@@ -112,6 +152,9 @@ std::string memory_chart_svg(const report::Report& r, const report::Timeline& t)
     if (has_leak)  // part of the areas below it: the live memory nothing can release any more
         line("leaked", "leaked so far (unreachable VMM memory)",
              [](const report::TimelinePoint& p) { return p.step->leaked_bytes; });
+    if (has_peak)  // above the areas where memory came and went between two marks
+        line("peak", "the highest tracked bytes since the previous mark",
+             [](const report::TimelinePoint& p) { return std::max(p.step->peak_tracked_bytes, p.tracked_bytes); });
 
     // Out-of-memory moments at the last point of their step: the refusal came after that mark.
     for (const report::Oom& o : r.oom) {
@@ -141,6 +184,7 @@ std::string memory_chart_svg(const report::Report& r, const report::Timeline& t)
     }
 
     const std::size_t every = (n + kMaxXLabels - 1) / kMaxXLabels;
+    std::string labels;  // outside the zoomed group: the script moves them, text keeps its shape
     for (std::size_t i = 0; i < n; ++i) {
         const double cx = n == 1 ? kLeft + kPlotW / 2 : x(i);
         const double half = n == 1 ? kPlotW / 2 : kPlotW / (n - 1) / 2;
@@ -153,6 +197,8 @@ std::string memory_chart_svg(const report::Report& r, const report::Timeline& t)
                     tip += " (leaked so far " + report::human_bytes(l->second) + ")";
             }
         if (p.step->leaked_bytes) tip += "\nleaked so far: " + report::human_bytes(p.step->leaked_bytes);
+        if (p.step->peak_tracked_bytes > p.tracked_bytes)
+            tip += "\npeak since the previous mark: " + report::human_bytes(p.step->peak_tracked_bytes);
         tip += "\nunattributed: " + report::human_bytes(p.step->unattributed_bytes);
         tip += "\ndriver used: " + report::human_bytes(p.step->driver_used_bytes);
         s += fmt::format("<rect class=\"hover\" x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\"><title>{}</title></rect>\n",
@@ -160,9 +206,10 @@ std::string memory_chart_svg(const report::Report& r, const report::Timeline& t)
                          kPlotH, tip);
         // The last step is labelled too, unless that would overprint the label before it.
         if (i % every == 0 || (i + 1 == n && i % every >= (every + 1) / 2))
-            s += fmt::format("<text class=\"xlabel\" transform=\"translate({:.1f},{}) rotate(-35)\">{}</text>\n", cx,
-                             kTop + kPlotH + 14, html_escape(p.name));
+            labels += fmt::format("<text class=\"xlabel\" data-x=\"{0:.1f}\" data-y=\"{1}\" transform=\"translate({0:.1f},{1}) "
+                                  "rotate(-35)\">{2}</text>\n", cx, kTop + kPlotH + 14, html_escape(p.name));
     }
+    s += "</g></svg>\n" + labels;
     s += fmt::format("<line class=\"axis\" x1=\"{0}\" x2=\"{0}\" y1=\"{1}\" y2=\"{2}\"/>"
                      "<line class=\"axis\" x1=\"{0}\" x2=\"{3}\" y1=\"{2}\" y2=\"{2}\"/>\n",
                      kLeft, kTop, kTop + kPlotH, kLeft + kPlotW);
@@ -178,6 +225,11 @@ std::string memory_chart_svg(const report::Report& r, const report::Timeline& t)
     if (has_leak) {
         s += fmt::format("<line class=\"leaked\" x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\"/><text class=\"legend\" x=\"{}\" "
                          "y=\"{}\">leaked so far</text>\n", lx, lx + 14, ly, ly, lx + 20, ly + 4);
+        ly += 18;
+    }
+    if (has_peak) {
+        s += fmt::format("<line class=\"peak\" x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\"/><text class=\"legend\" x=\"{}\" "
+                         "y=\"{}\">peak between marks</text>\n", lx, lx + 14, ly, ly, lx + 20, ly + 4);
         ly += 18;
     }
     if (has_torch) {

@@ -1,5 +1,6 @@
 // html_chart: the stacked area chart of memory per owner over steps, as inline SVG written by the tool
-// itself, so the page needs no script, no library and no network to draw it. Tooltips are SVG <title>s.
+// itself, so the page needs no library and no network to draw it, and a page without script still shows it
+// whole. Tooltips are SVG <title>s; a few lines of script zoom and pan it.
 #pragma once
 
 #include "report/job.hpp"
@@ -10,6 +11,11 @@
 #include <vector>
 
 namespace cumemaudit::cli {
+
+// Zoom and pan along the steps of memory_chart_svg's charts: the wheel zooms about the pointer, a drag pans,
+// a double click shows every step again. Once per page, with its style.
+extern const char* const kChartScript;
+extern const char* const kChartStyle;
 
 // One colour per owner in timeline order, shared by the chart's areas and the legend.
 std::string owner_colour(std::size_t index);

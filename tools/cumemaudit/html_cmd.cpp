@@ -105,8 +105,8 @@ std::string section(const report::Report& r, const std::string& file, std::size_
 std::string html_document(const std::string& title, const std::string& body) {
     return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>" + html_escape(title) +
-           "</title>\n<style>" + std::string(kStyle) + kFlameStyle + "</style></head>\n<body>\n<h1>" + html_escape(title) + "</h1>\n" + body +
-           "<script>" + kFlameScript + kScript + "</script>\n</body></html>\n";
+           "</title>\n<style>" + std::string(kStyle) + kChartStyle + kFlameStyle + "</style></head>\n<body>\n<h1>" + html_escape(title) + "</h1>\n" + body +
+           "<script>" + kChartScript + kFlameScript + kScript + "</script>\n</body></html>\n";
 }
 
 std::string html_page(const std::vector<report::Report>& reports, const std::vector<std::string>& names) {

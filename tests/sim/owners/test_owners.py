@@ -69,6 +69,12 @@ def case_steady(tmp):
         expect(s["process_used_bytes"] == tracked, f"step {n}: NVML charges this process all of it: {s}")
         # Each step's 100 MiB scratch buffer came and went between two marks: only the peak shows it.
         expect(s["peak_tracked_bytes"] == tracked + (100 * MiB if n else 0), f"step {n}: peak {s['peak_tracked_bytes']}")
+    page = os.path.join(tmp, "page.html")
+    report_file = glob.glob(os.path.join(tmp, "cumemaudit.*.json"))[0]
+    p = subprocess.run([CLI, "html", "-o", page, report_file], capture_output=True, text=True, timeout=60)
+    html = open(page).read() if p.returncode == 0 else p.stderr
+    expect('<path class="peak"' in html and "peak since the previous mark: 206.0 MiB" in html,
+           "the chart draws the peaks between marks (step 1: 96 + 10 MiB kept, 100 MiB scratch)")
     expect(rep.get("alarms", []) == [] and "grew" not in err, f"a steady job raises no alarm: {rep.get('alarms')}\n{err}")
 
 
