@@ -11,6 +11,7 @@ import os
 import resource
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
@@ -83,6 +84,15 @@ def case_python_slow_leak(tmp):
     expect(len(middle) == 1, f"step 10,000 lies in one window: {middle}")
     expect(steps[-1]["step"] == 20000 and steps[-1]["leaked_bytes"] == rep["summary"]["leaked_bytes"] == 4000 * MiB,
            f"the last step agrees with the summary: {steps[-1]['leaked_bytes']} {rep['summary']['leaked_bytes']}")
+    # CI reads the line: check's FAIL line and the JUnit failure name the Python line that leaked.
+    junit = os.path.join(tmp, "junit.xml")
+    p = subprocess.run([CLI, "check", path, "--junit", junit], capture_output=True, text=True, timeout=60)
+    want = f"top site: 3.9 GiB [unreachable] cuMemCreate at {JOB}:{leak_line} in Buffer.__init__"
+    expect(p.returncode == 1 and p.stdout.startswith(f"FAIL {path}: ") and want in p.stdout,
+           f"check: exit {p.returncode}\n{p.stdout}{p.stderr}")
+    failures = ET.parse(junit).getroot().findall(".//testcase/failure")
+    expect(len(failures) == 1 and f"{JOB}:{leak_line} in Buffer.__init__" in failures[0].get("message", ""),
+           f"junit failure: {[f.attrib for f in failures]}")
     # The page of a week-long job is the page of a short one.
     page = os.path.join(tmp, "page.html")
     p = subprocess.run([CLI, "html", "-o", page, path], capture_output=True, text=True, timeout=120)
