@@ -317,7 +317,7 @@ def part_oom(s):
     d = tempfile.mkdtemp()
     env = {"PYTHONPATH": f"{ROOT}/tools/python"}
     rc, out, err = s.audited([sys.executable, f"{HERE}/oom_workload.py"], d, env=env, timeout=180,
-                             flags=["--fail-on", "none", "--option", "owner_rules=libffi*=outside_vmm,_ctypes*=outside_vmm"])
+                             flags=["--fail-on", "none", "--option", "owner_rules=oom_workload.py=outside_vmm"])
     reps = s.report(d)
     try:
         seen = json.loads(out.strip().splitlines()[-1])

@@ -16,7 +16,7 @@ MiB = 1 << 20
 
 
 class Driver:
-    """The few driver calls made outside PyTorch, through ctypes (libffi is their caller: owner_rules name it)."""
+    """The few driver calls made outside PyTorch, through ctypes (a VMM call is this file's: owner_rules name it)."""
 
     def __init__(self):
         self.cu = ctypes.CDLL("libcuda.so.1")
