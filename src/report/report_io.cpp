@@ -1,6 +1,7 @@
 // Report files: loading with messages that name the file and the problem, and writing atomically.
 #include "job.hpp"
 #include "report.hpp"
+#include "text_file.hpp"
 
 #include "common/paths.hpp"
 
@@ -282,6 +283,17 @@ std::string write_new(const std::string& path, const Report& r, unsigned mode, b
 }
 std::string write_atomic(const std::string& path, const JobReport& r, unsigned mode) noexcept {
     return write_model_atomic(path, r, mode);
+}
+
+namespace {
+struct Text {
+    const std::string& text;
+};
+const std::string& to_string(const Text& t) { return t.text; }
+}  // namespace
+
+std::string write_text_atomic(const std::string& path, const std::string& text, unsigned mode) noexcept {
+    return write_model_atomic(path, Text{text}, mode);
 }
 
 }  // namespace cumemaudit::report

@@ -12,6 +12,7 @@
 #include "reports_cmd.hpp"
 #include "run_env.hpp"
 #include "run_flags.hpp"
+#include "snapshot_cmd.hpp"
 #include "symbolize_cmd.hpp"
 #include "trace_cmd.hpp"
 
@@ -158,6 +159,15 @@ int main(int argc, char** argv) {
     html_cmd->add_option("reports", html_files, "Report files")->required();
     html_cmd->add_option("-o,--output", html_out, "HTML file to write (- for stdout)")->required();
 
+    long snapshot_pid = 0;
+    double snapshot_timeout = 30;
+    CLI::App* snapshot_cmd = app.add_subcommand(
+        "snapshot", "Make a running audited process write its report now and print its path (exit 3 no such process, "
+                    "4 not audited, 5 no answer in time, 6 not permitted, 7 report not written)");
+    snapshot_cmd->add_option("pid", snapshot_pid, "The process")->required()->check(CLI::Range(1L, 4194304L));
+    snapshot_cmd->add_option("--timeout", snapshot_timeout, "Seconds to wait for the answer (default 30)")
+        ->check(CLI::Range(0.1, 86400.0));
+
     std::vector<std::string> diff_files, diff_steps;
     CLI::App* diff_cmd = app.add_subcommand("diff", "What grew between two reports, or between two steps of one");
     diff_cmd->add_option("reports", diff_files, "A.json B.json, or one report with --steps")->required();
@@ -185,6 +195,7 @@ int main(int argc, char** argv) {
             return merge_command(merge_paths, merge_out, merge_detail);
         }
         if (*symbolize_cmd) return symbolize_command(symbolize_files, symbolize_search, symbolize_debug);
+        if (*snapshot_cmd) return snapshot_command(snapshot_pid, snapshot_timeout);
 
         if (*trace_cmd) return trace_command(trace_files, trace_out);
         if (*html_cmd) return html_command(html_files, html_out);

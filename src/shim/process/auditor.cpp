@@ -12,6 +12,8 @@
 #include "shim/services/stderr_out.hpp"
 #include "shim/services/wall_clock.hpp"
 #include "shim/process/process_info.hpp"
+#include "shim/process/snapshot_answer.hpp"
+#include "common/live_request.hpp"
 #include "report/build.hpp"
 #include "report/gate.hpp"
 #include "report/oom_text.hpp"
@@ -22,6 +24,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -192,12 +195,17 @@ void Auditor::restart_in_child() {
 }
 
 void Auditor::checkpoint_loop() {
+    // Named, so `cumemaudit snapshot` finds the thread to ask (its requests are signals to this thread alone).
+    // prctl, not pthread_setname_np: that is GLIBC_2.34, above the 2.28 floor.
+    prctl(PR_SET_NAME, live::kCheckpointThreadName, 0, 0, 0);
+    wakeup_.attach_waiter();
     using Clock = std::chrono::steady_clock;
     const auto every = [](int n, int unit_ms) { return std::chrono::milliseconds(std::int64_t{n} * unit_ms); };
     auto next_report = Clock::now() + every(options_.checkpoint_s, 1000);
     auto next_sample = Clock::now() + every(options_.sample_ms, 1);
     std::uint64_t usr2_seen = 0;
     std::uint32_t woken = 0;  // from zero: a request made before this thread first ran is not missed
+    std::vector<OutsideRequest> outside;
     for (;;) {
         auto wake = Clock::time_point::max();
         if (options_.checkpoint_s > 0) wake = std::min(wake, next_report);
@@ -205,7 +213,8 @@ void Auditor::checkpoint_loop() {
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(wake - Clock::now()).count();
         // Asked already (a signal may come before this thread first runs): no sleep.
         if (requests_.load() == served_.load() && usr2_requests_.load() == usr2_seen)
-            woken = wakeup_.wait(woken, wake == Clock::time_point::max() ? -1 : static_cast<long>(std::max<std::int64_t>(left, 0)));
+            woken = wakeup_.wait(woken, wake == Clock::time_point::max() ? -1 : static_cast<long>(std::max<std::int64_t>(left, 0)),
+                                 outside);
         else
             woken = wakeup_.count();
         const auto now = Clock::now();
@@ -218,9 +227,15 @@ void Auditor::checkpoint_loop() {
             next_sample = now + every(options_.sample_ms, 1);
         }
         const std::uint64_t asked = requests_.load();
-        if (asked != served_.load() || (options_.checkpoint_s > 0 && now >= next_report)) {
-            write_report(ledger::Moment::checkpoint, nullptr, false);
+        if (asked != served_.load() || !outside.empty() || (options_.checkpoint_s > 0 && now >= next_report)) {
+            // The flag is set before the request is counted: a request counted in `asked` shows it.
+            const bool summary = asked != served_.load() && summary_at_signal_.exchange(false);
+            if (!outside.empty()) log_info("report written (asked by process {})", outside.front().sender);
+            const Saved saved = write_report(ledger::Moment::checkpoint, nullptr, summary ? Then::summary : Then::nothing);
             served_.store(asked);
+            for (const OutsideRequest& r : outside)
+                if (r.number != 0) answer_snapshot(r.number, saved.path, saved.error);
+            outside.clear();
             next_report = now + every(options_.checkpoint_s, 1000);
         }
     }
@@ -231,10 +246,10 @@ void Auditor::checkpoint(const char* why) {
     // On the program's thread, asked for: safe to release for it. The periodic checkpoint thread never
     // does, as it could race a release the program is making right then.
     if (recorder_.enforcing()) reclaim_pending(recorder_, true);
-    write_report(ledger::Moment::checkpoint, nullptr, false);
+    write_report(ledger::Moment::checkpoint, nullptr, Then::nothing);
 }
 
-void Auditor::oom_checkpoint() { write_report(ledger::Moment::checkpoint, nullptr, false, true); }
+void Auditor::oom_checkpoint() { write_report(ledger::Moment::checkpoint, nullptr, Then::oom_block); }
 
 void Auditor::step(std::uint64_t step, const char* label, std::uint64_t torch_allocated, std::uint64_t torch_reserved) {
     ShimScope busy;
@@ -375,15 +390,20 @@ Auditor::Saved Auditor::save_report(const report::Report& rep) {
     return Saved{path_, ""};
 }
 
-// At exit: the summary on stderr, then the gate, which may end the process with its own code. A report that
-// could not be written fails the gate closed: nothing a CI job could check is on disk.
-void Auditor::summarize_and_gate(const report::Report& rep, const Saved& saved, const int* exit_code) {
-    if (options_.summary) {
-        std::fflush(stdout);  // exit would flush it anyway; first, so the summary comes last
-        const std::string text = report::text_summary(rep, 8, options_.show_held);
-        write_stderr(text + (saved.path.empty() ? "cumemaudit: report not written: " + saved.error + "\n"
-                                                : "cumemaudit: report: " + saved.path + "\n"));
-    }
+// The summary on stderr and where the report is. At exit stdout is flushed first, as exit would anyway, so
+// the summary comes last; at a signal it is not: the default disposition would drop what is buffered, and
+// the program's thread may hold stdout's lock right now.
+void Auditor::print_summary(const report::Report& rep, const Saved& saved, bool flush_stdout) {
+    if (!options_.summary) return;
+    if (flush_stdout) std::fflush(stdout);
+    const std::string text = report::text_summary(rep, 8, options_.show_held);
+    write_stderr(text + (saved.path.empty() ? "cumemaudit: report not written: " + saved.error + "\n"
+                                            : "cumemaudit: report: " + saved.path + "\n"));
+}
+
+// At exit, after the summary: the gate, which may end the process with its own code. A report that could not
+// be written fails the gate closed: nothing a CI job could check is on disk.
+void Auditor::gate(const report::Report& rep, const Saved& saved, const int* exit_code) {
     if (exit_code == nullptr) return;
     if (saved.path.empty()) fail_closed(exit_code);
     const int code = report::exit_code_after_gate(*exit_code, report::gate_fails(rep, options_.fail_on, std::nullopt),
@@ -394,9 +414,10 @@ void Auditor::summarize_and_gate(const report::Report& rep, const Saved& saved, 
     }
 }
 
-void Auditor::write_report(ledger::Moment moment, const int* exit_code, bool final, bool print_oom) {
+Auditor::Saved Auditor::write_report(ledger::Moment moment, const int* exit_code, Then then) {
     NoCancel held;   // open, write and fsync are cancellation points, and this code is noexcept
     ShimScope busy;  // first: a signal arriving while this thread holds the report lock waits for the scope
+    const bool final = then == Then::summary_and_gate, print_oom = then == Then::oom_block;
     const std::unique_lock lock = lock_for_report(final || print_oom);
     if (!lock.owns_lock()) {
         if (final) {
@@ -406,7 +427,7 @@ void Auditor::write_report(ledger::Moment moment, const int* exit_code, bool fin
             log_warning("out-of-memory report not written: another report was still being written after {} s",
                         kExitWait.count());
         }
-        return;
+        return Saved{"", "another report was still being written"};
     }
     try {
         const report::Report rep = build_report(moment, exit_code);
@@ -415,10 +436,13 @@ void Auditor::write_report(ledger::Moment moment, const int* exit_code, bool fin
             const std::string text = report::oom_text(rep.oom.back());
             write_stderr(fmt::format("=={}== cumemaudit:{}  report: {}\n", getpid(), text, saved.path));
         }
-        if (final) summarize_and_gate(rep, saved, exit_code);
+        if (final || then == Then::summary) print_summary(rep, saved, final);
+        if (final) gate(rep, saved, exit_code);
+        return saved;
     } catch (const std::exception& e) {
         log_warning("report not written: {}", e.what());
         if (final) fail_closed(exit_code);
+        return Saved{"", e.what()};
     }
 }
 
@@ -452,7 +476,7 @@ void Auditor::exit_handler(int status) {
     }
     ShimScope busy;
     if (recorder_.enforcing()) reclaim_pending(recorder_, true);
-    write_report(ledger::Moment::exit, &status, true);
+    write_report(ledger::Moment::exit, &status, Then::summary_and_gate);
 }
 
 void Auditor::on_exit_trampoline(int status, void*) {
@@ -482,14 +506,17 @@ void Auditor::on_signal(int sig, siginfo_t* info, void* context) {
     }
     if (t.deferred_signal == sig && info != nullptr && info->si_pid == getpid()) info = &t.deferred_info;
     t.deferred_signal = 0;
+    struct sigaction& old = sig == SIGTERM ? g_old_term : g_old_int;
     if (a != nullptr && !g_forked.load()) {
         // Only async-signal-safe work here: wake the checkpoint thread and wait (bounded) for its report.
+        // Where the default disposition ends the process next, no exit summary will come: the report
+        // prints it. A handler of the program's own may exit() (that summary comes then) or carry on.
+        if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL) a->summary_at_signal_.store(true);
         const std::uint64_t mine = a->requests_.fetch_add(1) + 1;
         a->wakeup_.notify();
         timespec tick{0, 2'000'000};
         for (int i = 0; i < kSignalWaitMs / 2 && a->served_.load() < mine; ++i) nanosleep(&tick, nullptr);
     }
-    struct sigaction& old = sig == SIGTERM ? g_old_term : g_old_int;
     const struct sigaction chained = old;
     if (old.sa_flags & SA_RESETHAND) {  // the program asked for a one-shot handler: the next one is default
         struct sigaction dfl {};

@@ -35,7 +35,7 @@ public:
     // True once a CUDA call has started the auditor.
     static bool started();
     // Started, or the calling thread has a current CUDA context (the program called cuInit and set one up,
-    // through entry points the shim does not wrap): the C API does nothing before that (README).
+    // through entry points the shim does not wrap): the C API does nothing before that (docs/USAGE.md).
     static bool cuda_in_use();
     // The live recorder, or null before the auditor started; starts nothing, counts nothing.
     static Recorder* recorder_now();
@@ -65,16 +65,21 @@ public:
 private:
     explicit Auditor(std::uint64_t generation);
     void start_background();  // checkpoint thread and signal handlers, in this process
-    // A report, written by job: the lock, the build, the file, then (at exit) the summary and the gate.
-    void write_report(ledger::Moment, const int* exit_code, bool print_summary_and_gate, bool print_oom = false);
-    std::unique_lock<std::mutex> lock_for_report(bool bounded);
-    report::Report build_report(ledger::Moment, const int* exit_code);
     struct Saved {
         std::string path;   // empty: not written
         std::string error;  // why not
     };
+    // What follows a report on stderr: nothing (a checkpoint), the OOM block, the summary alone (a signal
+    // whose default disposition ends the process next: no exit summary will come), or the summary and the
+    // gate (exit).
+    enum class Then { nothing, oom_block, summary, summary_and_gate };
+    // A report, written by job: the lock, the build, the file, then what `then` says.
+    Saved write_report(ledger::Moment, const int* exit_code, Then then);
+    std::unique_lock<std::mutex> lock_for_report(bool bounded);
+    report::Report build_report(ledger::Moment, const int* exit_code);
     Saved save_report(const report::Report&);
-    void summarize_and_gate(const report::Report&, const Saved&, const int* exit_code);
+    void print_summary(const report::Report&, const Saved&, bool flush_stdout);
+    void gate(const report::Report&, const Saved&, const int* exit_code);
     void exit_handler(int status);
     void fail_closed(const int* exit_code);  // at exit without a report: the gate fails, with a warning
     mode_t report_mode() const;
@@ -91,6 +96,8 @@ private:
     std::atomic<std::uint64_t> usr2_requests_{0};
     Wakeup wakeup_;  // a signal or a checkpoint request wakes the checkpoint thread
     std::atomic<std::uint64_t> requests_{0}, served_{0};
+    // Set by a SIGTERM/SIGINT whose disposition is the default: the report it asks for prints the summary.
+    std::atomic<bool> summary_at_signal_{false};
     // One report written at a time (checkpoint thread, exit, C API); timed, so exit never waits forever.
     std::mutex report_mutex_;
     int driver_version_ = -1;  // asked at start: the report path then makes no driver call at all

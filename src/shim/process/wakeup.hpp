@@ -1,24 +1,48 @@
-// wakeup: how a signal handler or a program thread wakes the checkpoint thread. A futex word, not an fd:
-// a daemon that closes every fd after start (or dup2()s over it) must never find the shim reading its
-// pipe or writing its log through a recycled number; memory the shim owns cannot be closed under it.
+// wakeup: how a signal handler or a program thread wakes the checkpoint thread, and how a request from
+// outside the process (`cumemaudit snapshot`) reaches it. A counter and one real-time signal sent to that
+// thread alone (live::request_signal()), which it blocks like every signal and takes with sigtimedwait: no
+// fd (a daemon that closes every fd after start, or dup2()s over it, must never find the shim reading its
+// pipe or writing its log through a recycled number), and no handler (the program's disposition of that
+// signal is never used or changed; a thread-directed signal is taken only by the thread it names).
 #pragma once
+
+#include <signal.h>
+#include <sys/types.h>
 
 #include <atomic>
 #include <cstdint>
+#include <vector>
 
 namespace cumemaudit::shim {
 
+// A request from outside: who sent it, and the number the answer is filed under (0: sent without one).
+struct OutsideRequest {
+    pid_t sender = 0;
+    std::uint64_t number = 0;
+};
+
 class Wakeup {
 public:
-    // Async-signal-safe: an atomic increment and one futex syscall.
+    // From the waiting thread's first line: the thread notify() signals. Before it, notify() only counts
+    // (the thread looks at what it was asked before its first wait).
+    void attach_waiter();
+    // Async-signal-safe: an atomic increment and, at most once per wait, one tgkill.
     void notify();
-    // Sleeps until notify() has been called since `seen` was read, or `timeout_ms` passed (< 0: no limit).
-    // Returns the current count.
-    std::uint32_t wait(std::uint32_t seen, long timeout_ms);
+    // Sleeps until notify() has been called since `seen` was read, a request came from outside, or
+    // `timeout_ms` passed (< 0: no limit). Appends the outside requests taken to `outside`. Returns the
+    // current count. Only the attached thread waits.
+    std::uint32_t wait(std::uint32_t seen, long timeout_ms, std::vector<OutsideRequest>& outside);
     std::uint32_t count() const { return word_.load(std::memory_order_acquire); }
 
 private:
+    // Takes every pending request signal at once (timeout 0), sorting outside ones from our own wakes.
+    void take_pending(std::vector<OutsideRequest>& outside);
+    void note(const siginfo_t&, std::vector<OutsideRequest>& outside);
+
     std::atomic<std::uint32_t> word_{0};
+    std::atomic<pid_t> waiter_{0};
+    // A wake signal is on its way: notify() sends no second one (a burst of SIGUSR2 queues one signal).
+    std::atomic<bool> signalled_{false};
 };
 
 }  // namespace cumemaudit::shim

@@ -1,0 +1,32 @@
+// live_request: how `cumemaudit snapshot` asks a running process for its report, shared by the shim (which
+// answers) and the CLI (which asks). docs/LIVE.md says why it is built this way.
+//
+// The request is one real-time signal sent to the shim's checkpoint thread alone (a thread-directed
+// signal, found by the thread's name): that thread blocks every signal and takes this one with
+// sigtimedwait, so no handler is ever installed for it and the program's own disposition of the same number
+// is never used or changed. It carries a random request number (sigqueue's value); the answer is a small
+// file named by that number in the process's /tmp, which the CLI reads through /proc/PID/root.
+#pragma once
+
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace cumemaudit::live {
+
+// The name of the shim's checkpoint thread, as /proc/PID/task/TID/comm shows it.
+inline constexpr const char* kCheckpointThreadName = "cumemaudit";
+
+// The signal the checkpoint thread waits for: a request from outside, or a wake from inside the process.
+// SIGRTMIN is glibc's first free real-time signal (its own threads' two come before it).
+inline int request_signal() { return SIGRTMIN + 6; }
+
+// Where the answer to request `number` is written, as the process sees its file system.
+inline std::string answer_path(std::uint64_t number) {
+    char name[64];
+    std::snprintf(name, sizeof name, "/tmp/cumemaudit-snapshot.%016llx", static_cast<unsigned long long>(number));
+    return name;
+}
+
+}  // namespace cumemaudit::live

@@ -1,0 +1,15 @@
+// snapshot_answer: the answer to `cumemaudit snapshot`, a small JSON file at live::answer_path(number) in
+// this process's /tmp ({"report": PATH} or {"error": WHY}), which the CLI reads through /proc/PID/root and
+// removes. Written atomically, owner-only; the name carries the CLI's random number, so nobody else can
+// guess it in advance and plant a file there.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace cumemaudit::shim {
+
+// `path`: the report written, or empty with `error` saying why none was.
+void answer_snapshot(std::uint64_t number, const std::string& path, const std::string& error);
+
+}  // namespace cumemaudit::shim

@@ -1,0 +1,73 @@
+// live_job: a long-running job for the live-view tests (tests/live/test_live.py). It leaks LEAKS allocations
+// of 2 MiB (cuMemCreate, never released), prints "ready", then obeys its stdin one line at a time:
+//   leak        one more leaked allocation; prints "leaked BYTES" (all leaked so far)
+//   handled     prints "handled N": how many times its own handler (--own-handler) ran
+//   exit CODE   returns CODE from main
+// --own-handler SIG installs a handler of its own for signal SIG (counted); --exit-on-term CODE installs a
+// SIGTERM handler that calls exit(CODE), as a job with its own shutdown does.
+#include "support/driver_checks.hpp"
+#include "support/program.hpp"
+
+#include <cuda.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace {
+
+constexpr size_t kLeak = 2 << 20;
+volatile sig_atomic_t g_handled = 0;
+int g_exit_on_term = 0;
+size_t g_leaked = 0;
+
+void leak_one() {
+    CUmemAllocationProp p = cumemaudit::program::device_prop(0, CU_MEM_HANDLE_TYPE_NONE);
+    CUmemGenericAllocationHandle h = 0;
+    OK(cuMemCreate(&h, kLeak, &p, 0));  // site:live_leak
+    g_leaked += kLeak;
+}
+
+void install(int sig, void (*fn)(int)) {
+    struct sigaction sa {};
+    sa.sa_handler = fn;
+    sa.sa_flags = SA_RESTART;  // the stdin read goes on after the handler
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(sig, &sa, nullptr) != 0) cumemaudit::program::die("sigaction failed");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2) cumemaudit::program::die("usage: live_job LEAKS [--own-handler SIG] [--exit-on-term CODE]");
+    const int leaks = std::atoi(argv[1]);
+    for (int i = 2; i + 1 < argc; i += 2) {
+        if (std::strcmp(argv[i], "--own-handler") == 0) {
+            install(std::atoi(argv[i + 1]), [](int) { g_handled = g_handled + 1; });
+        } else if (std::strcmp(argv[i], "--exit-on-term") == 0) {
+            g_exit_on_term = std::atoi(argv[i + 1]);
+            install(SIGTERM, [](int) { std::exit(g_exit_on_term); });
+        } else {
+            cumemaudit::program::die(std::string("unknown argument ") + argv[i]);
+        }
+    }
+    cumemaudit::program::init_primary_context();
+    for (int i = 0; i < leaks; ++i) leak_one();
+    std::printf("ready\n");
+    std::fflush(stdout);
+    char line[128];
+    while (std::fgets(line, sizeof line, stdin) != nullptr) {
+        if (std::strncmp(line, "leak", 4) == 0) {
+            leak_one();
+            std::printf("leaked %zu\n", g_leaked);
+        } else if (std::strncmp(line, "handled", 7) == 0) {
+            std::printf("handled %d\n", static_cast<int>(g_handled));
+        } else if (std::strncmp(line, "exit ", 5) == 0) {
+            return std::atoi(line + 5);
+        }
+        std::fflush(stdout);
+    }
+    return 0;
+}

@@ -1,0 +1,263 @@
+#!/usr/bin/python3
+"""A running job's live view (docs/LIVE.md), on the simulated driver: the summary and the report's path on
+stderr when SIGTERM or SIGINT ends a job, `cumemaudit snapshot PID` and its exit codes, and the metrics file
+written beside the report. The job is tests/live/live_job.cpp under `cumemaudit run --sim`, which execs it:
+the pid is the job's, and its exit status reaches the test unchanged.
+
+Usage: test_live.py CASE   (paths from the environment meson sets: CLI, LIVE_JOB)."""
+import glob
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from cases import Failure, expect, main, named_cases  # noqa: E402
+
+CLI = os.environ["CLI"]
+LIVE_JOB = os.environ["LIVE_JOB"]
+MiB = 1 << 20
+LEAK = 2 * MiB  # one live_job leak
+# live::request_signal(): glibc's SIGRTMIN + 6.
+REQUEST_SIGNAL = signal.SIGRTMIN + 6
+
+
+class Job:
+    """live_job under `cumemaudit run --sim`, driven through its stdin."""
+
+    def __init__(self, tmp, leaks, options=(), args=()):
+        flags = [f for o in options for f in ("--option", o)]
+        self.proc = subprocess.Popen([CLI, "run", "--sim", "--report-dir", tmp, *flags, "--", LIVE_JOB, str(leaks), *args],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.pid = self.proc.pid
+        expect(self.readline() == "ready", "the job did not start")
+
+    def readline(self):
+        return self.proc.stdout.readline().strip()
+
+    def say(self, line):
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        return self.readline()
+
+    def finish(self, sig=None, line=None, timeout=30):
+        if sig is not None:
+            self.proc.send_signal(sig)
+        if line is not None:
+            self.proc.stdin.write(line + "\n")
+            self.proc.stdin.flush()
+        try:
+            _, err = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise Failure(f"the job still runs {timeout} s after {sig or line}")
+        return self.proc.returncode, err
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.communicate()
+
+
+def reports(tmp):
+    return sorted(glob.glob(os.path.join(tmp, "cumemaudit.*.json")))
+
+
+def only_report(tmp):
+    files = reports(tmp)
+    expect(len(files) == 1, f"expected one report in {tmp}, found {files}")
+    with open(files[0]) as f:
+        return files[0], json.load(f)
+
+
+def summary_line(s):
+    """The SUMMARY line as report/text.cpp writes it, from a report's summary."""
+    return (f"SUMMARY: cumemaudit: {s['leaked_bytes']} bytes leaked in {s['leaked_allocations']} allocations "
+            f"({s['leaked_references']} references); {s['misuse_events']} misuse events; {s['unfreed_bytes']} bytes "
+            f"unfreed at exit")
+
+
+def lines(err, prefix):
+    return [l for l in err.splitlines() if l.startswith(prefix)]
+
+
+def snapshot(pid, *flags, rc=0):
+    proc = subprocess.run([CLI, "snapshot", str(pid), *flags], capture_output=True, text=True, timeout=60)
+    expect(proc.returncode == rc, f"snapshot {pid}: exit {proc.returncode}, expected {rc}\nstdout: {proc.stdout}\n"
+                                  f"stderr: {proc.stderr}")
+    return proc
+
+
+# ---- the summary when a signal ends the job ------------------------------------------------------------
+
+def signal_summary(tmp, sig):
+    job = Job(tmp, 3)
+    rc, err = job.finish(sig=sig)
+    expect(rc == -sig, f"the default disposition still ends the job: exit {rc}, expected {-sig}\n{err}")
+    path, rep = only_report(tmp)
+    expect(rep["summary"]["leaked_bytes"] == 3 * LEAK, f"report at {signal.Signals(sig).name}: {rep['summary']}")
+    expect(lines(err, "SUMMARY:") == [summary_line(rep["summary"])], f"one SUMMARY line, the report's:\n{err}")
+    expect(lines(err, "cumemaudit: report:") == [f"cumemaudit: report: {path}"], f"the report's path:\n{err}")
+    expect(err.index("SUMMARY:") < err.index("cumemaudit: report:"), f"the path comes last, as at exit:\n{err}")
+
+
+def case_sigterm_summary(tmp):
+    signal_summary(tmp, signal.SIGTERM)
+
+
+def case_sigint_summary(tmp):
+    signal_summary(tmp, signal.SIGINT)
+
+
+def case_sigterm_summary_off(tmp):
+    job = Job(tmp, 1, options=["summary=0"])
+    rc, err = job.finish(sig=signal.SIGTERM)
+    expect(rc == -signal.SIGTERM, f"exit {rc}")
+    _, rep = only_report(tmp)
+    expect(rep["summary"]["leaked_bytes"] == LEAK, f"{rep['summary']}")
+    expect("SUMMARY" not in err and "cumemaudit: report" not in err, f"summary=0 prints nothing:\n{err}")
+
+
+def case_sigterm_own_exit(tmp):
+    # The program's own SIGTERM handler calls exit(7): the summary comes once, at that exit, and the exit
+    # code is the program's.
+    job = Job(tmp, 2, args=["--exit-on-term", "7"])
+    rc, err = job.finish(sig=signal.SIGTERM)
+    expect(rc == 7, f"the program's handler exits 7: exit {rc}\n{err}")
+    path, rep = only_report(tmp)
+    expect(rep["process"]["exit_code"] == 7 and not rep["checkpoint"], f"the exit report: {rep['process']}")
+    expect(lines(err, "SUMMARY:") == [summary_line(rep["summary"])], f"one SUMMARY line:\n{err}")
+    expect(lines(err, "cumemaudit: report:") == [f"cumemaudit: report: {path}"], f"{err}")
+
+
+# ---- cumemaudit snapshot --------------------------------------------------------------------------------
+
+def answers_left(before):
+    return sorted(set(glob.glob("/tmp/cumemaudit-snapshot.*")) - before)
+
+
+def case_snapshot(tmp):
+    before = set(glob.glob("/tmp/cumemaudit-snapshot.*"))
+    job = Job(tmp, 2, options=["checkpoint_s=0"])
+    try:
+        expect(reports(tmp) == [], "no report before it is asked for (checkpoint_s=0)")
+        path = snapshot(job.pid).stdout.strip()
+        expect(os.path.isabs(path) and reports(tmp) == [path], f"printed {path!r}; reports {reports(tmp)}")
+        with open(path) as f:
+            rep = json.load(f)
+        expect(rep["summary"]["leaked_bytes"] == 2 * LEAK and rep["summary"]["leaked_allocations"] == 2,
+               f"first snapshot: {rep['summary']}")
+        expect(rep["checkpoint"] and rep["process"]["exit_code"] is None and rep["process"]["pid"] == job.pid,
+               f"a checkpoint of the running process: {rep['process']}")
+        expect(job.proc.poll() is None, "the job still runs")
+        expect(job.say("leak") == f"leaked {3 * LEAK}", "the job goes on after the snapshot")
+        again = snapshot(job.pid, "--timeout", "20").stdout.strip()
+        expect(again == path, f"the same report, rewritten: {again} vs {path}")
+        with open(path) as f:
+            rep = json.load(f)
+        expect(rep["summary"]["leaked_bytes"] == 3 * LEAK, f"second snapshot: {rep['summary']}")
+        expect(answers_left(before) == [], f"the CLI removes the answer: {answers_left(before)}")
+        rc, err = job.finish(line="exit 5")
+        expect(rc == 5, f"the job exits with its own code: {rc}\n{err}")
+        _, rep = only_report(tmp)
+        expect(rep["process"]["exit_code"] == 5 and rep["summary"]["leaked_bytes"] == 3 * LEAK, f"{rep['summary']}")
+    finally:
+        job.kill()
+
+
+def case_snapshot_not_audited(tmp):
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        proc = snapshot(sleeper.pid, rc=4)
+        expect(proc.stderr == f"cumemaudit snapshot: process {sleeper.pid} is not audited (libcumemaudit.so is not "
+                              f"loaded there)\n", f"{proc.stderr!r}")
+        expect(proc.stdout == "", f"nothing on stdout: {proc.stdout!r}")
+        time.sleep(0.2)
+        expect(sleeper.poll() is None, "the process is left alone")
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def case_snapshot_before_cuda(tmp):
+    # The shim is loaded, but no CUDA call started the audit: nothing could answer.
+    sleeper = subprocess.Popen([CLI, "run", "--sim", "--report-dir", tmp, "--", "sleep", "60"])
+    try:
+        deadline = time.time() + 10
+        while time.time() < deadline and "libcumemaudit" not in open(f"/proc/{sleeper.pid}/maps").read():
+            time.sleep(0.05)
+        proc = snapshot(sleeper.pid, rc=4)
+        expect(proc.stderr == f"cumemaudit snapshot: process {sleeper.pid} has the shim loaded but has not started "
+                              f"its audit (no CUDA call yet)\n", f"{proc.stderr!r}")
+        expect(sleeper.poll() is None, "the process is left alone")
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def case_snapshot_no_process(tmp):
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    proc = snapshot(gone.pid, rc=3)
+    expect(proc.stderr == f"cumemaudit snapshot: no process {gone.pid}\n", f"{proc.stderr!r}")
+    bad = subprocess.run([CLI, "snapshot", "0"], capture_output=True, text=True)
+    expect(bad.returncode == 2, f"pid 0 is a usage error: {bad.returncode} {bad.stderr}")
+
+
+def case_snapshot_own_handler(tmp):
+    # The job handles the very signal number the request uses: a snapshot never runs its handler (the
+    # request goes to the shim's thread alone), while the same signal sent to the process still does.
+    job = Job(tmp, 1, options=["checkpoint_s=0"], args=["--own-handler", str(int(REQUEST_SIGNAL))])
+    try:
+        path = snapshot(job.pid).stdout.strip()
+        with open(path) as f:
+            expect(json.load(f)["summary"]["leaked_bytes"] == LEAK, "the snapshot's report")
+        expect(job.say("handled") == "handled 0", "a snapshot ran the program's own handler")
+        os.kill(job.pid, REQUEST_SIGNAL)
+        deadline = time.time() + 10
+        handled = job.say("handled")
+        while handled != "handled 1" and time.time() < deadline:
+            time.sleep(0.05)
+            handled = job.say("handled")
+        expect(handled == "handled 1", f"the program's handler still gets the signal sent to it: {handled}")
+        rc, err = job.finish(line="exit 0")
+        expect(rc == 23, f"a clean exit with a leak fails the gate as usual: {rc}\n{err}")
+    finally:
+        job.kill()
+
+
+def case_snapshot_timeout(tmp):
+    # A stopped process cannot answer: exit 5 after --timeout, and the process is left as it was.
+    job = Job(tmp, 1, options=["checkpoint_s=0"])
+    try:
+        os.kill(job.pid, signal.SIGSTOP)
+        start = time.monotonic()
+        proc = snapshot(job.pid, "--timeout", "0.5", rc=5)
+        expect(time.monotonic() - start < 20, "the timeout bounds the wait")
+        expect(proc.stderr.startswith(f"cumemaudit snapshot: no answer from process {job.pid} within 0.5 s"), f"{proc.stderr!r}")
+    finally:
+        job.proc.send_signal(signal.SIGKILL)  # before SIGCONT: the pending request is never answered
+        job.kill()
+
+
+def case_snapshot_not_permitted(tmp):
+    if os.geteuid() != 0:
+        print("skipped: needs root to run the CLI as another user")
+        sys.exit(77)
+    job = Job(tmp, 1, options=["checkpoint_s=0"])
+    try:
+        proc = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", CLI, "snapshot",
+                               str(job.pid)], capture_output=True, text=True, timeout=60)
+        expect(proc.returncode == 6, f"another user: exit {proc.returncode}\n{proc.stderr}")
+        expect(proc.stderr == f"cumemaudit snapshot: not permitted to signal process {job.pid} (another user's)\n",
+               f"{proc.stderr!r}")
+        expect(job.proc.poll() is None and reports(tmp) == [], "the job is left alone")
+    finally:
+        job.kill()
+
+
+if __name__ == "__main__":
+    sys.exit(main(named_cases(globals())))
