@@ -12,7 +12,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from test_html_chromium import body_attrs, browse, chromium, script_errors  # noqa: E402
+from test_html_chromium import body_attrs, browse, chromium, expect, script_errors, verdict  # noqa: E402
 
 CLI = os.environ["CLI"]
 MiB = 1 << 20
@@ -39,14 +39,6 @@ svg.dispatchEvent(new MouseEvent("dblclick", {bubbles: true}));
 state.reset = {zoom: svg.dataset.zoom, mid: midX(), labels: shown()};
 document.body.dataset.zoom = JSON.stringify(state);
 </script>"""
-
-failures = []
-
-
-def expect(ok, what):
-    if not ok:
-        failures.append(what)
-
 
 def main():
     browser = chromium()
@@ -81,10 +73,7 @@ def main():
         expect(panned["mid"] - zoomed["mid"] > 50, f"a drag to the right moves the steps right: {z}")
         expect(reset["zoom"] == "1.000" and reset["mid"] == before["mid"] and reset["labels"] == before["labels"],
                f"a double click shows every step again: {z}")
-    for f in failures:
-        print("FAIL:", f)
-    print("ok" if not failures else f"{len(failures)} failures")
-    return 1 if failures else 0
+    return verdict()
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_html_chromium import body_attrs, browse, chromium, script_errors  # noqa: E402
+from test_html_chromium import body_attrs, browse, chromium, expect, script_errors, verdict  # noqa: E402
 
 CLI = os.environ["CLI"]
 ROOT = os.environ["SOURCE_ROOT"]
@@ -34,14 +34,6 @@ document.body.dataset.zoom = JSON.stringify({
   first: first.style.display,
   root: Math.round(svg.querySelector("g.fl").querySelector("rect").getBoundingClientRect().width)});
 </script>"""
-
-failures = []
-
-
-def expect(ok, what):
-    if not ok:
-        failures.append(what)
-
 
 def line_of(marker):
     return next(n for n, text in enumerate(open(JOB), 1) if marker in text)
@@ -103,10 +95,7 @@ def main():
             open(alone_page, "w").write(alone)
             browse(browser, alone_page, os.path.join(tmp, "profile3"), "--hide-scrollbars", "--window-size=1100,330",
                    f"--screenshot={os.path.abspath(sys.argv[1])}")
-    for f in failures:
-        print("FAIL:", f)
-    print("ok" if not failures else f"{len(failures)} failures")
-    return 1 if failures else 0
+    return verdict()
 
 
 if __name__ == "__main__":

@@ -33,6 +33,14 @@ def expect(ok, what):
         failures.append(what)
 
 
+def verdict():
+    """Prints each failure and ok, or their count; the exit status."""
+    for f in failures:
+        print("FAIL:", f)
+    print("ok" if not failures else f"{len(failures)} failures")
+    return 1 if failures else 0
+
+
 def chromium():
     for name in ("chromium", "chromium-browser", "google-chrome"):
         path = shutil.which(name)
@@ -177,10 +185,7 @@ def main():
         expect(attrs.get("ok") == "1" and "pwned" not in attrs, f"markup from a report ran: {attrs}")
         expect("<img" not in dom, "an <img> from a report reached the DOM")
         job_page(browser, tmp, sample)
-    for f in failures:
-        print("FAIL:", f)
-    print("ok" if not failures else f"{len(failures)} failures")
-    return 1 if failures else 0
+    return verdict()
 
 
 if __name__ == "__main__":

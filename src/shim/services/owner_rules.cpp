@@ -102,17 +102,6 @@ std::string owner_name_for_object(std::string_view object) {
     return package_of(path, base);
 }
 
-bool is_binding(std::string_view object) {
-    const std::string_view base = basename(object);
-    for (const char* prefix : {"libffi.so", "_ctypes.", "_cffi_backend.", "libpython"})
-        if (base.starts_with(prefix)) return true;
-    if (base.starts_with("python") &&  // the executable: python, python3, python3.12
-        base.find_first_not_of("0123456789.", 6) == std::string_view::npos)
-        return true;
-    const std::string path(object);
-    return fnmatch("*-packages/cuda/bindings/*", path.c_str(), 0) == 0;
-}
-
 std::string object_of(ledger::Pc pc) {
     Dl_info info{};
     // The return address may sit just past the object's last byte: look one byte back.
