@@ -246,6 +246,10 @@ def part_pysites(s):
         s.check(f"cuda-python {what}: the leak's site names {os.path.basename(script)}:{lines[what]}",
                 rc == 0 and sum(r["bytes"] for r in named) == expect_bytes,
                 rc=rc, leaked=[r["bytes"] for r in rows], named=[r["bytes"] for r in named], err=err[-300:])
+        if what == "bindings":  # past cuda.bindings' Cython module, the calling script owns the leak
+            s.check("cuda-python bindings: the leak's owner is the calling script, not the bindings",
+                    bool(named) and {r["owner"] for r in named} == {os.path.basename(script)},
+                    owners=sorted({r["owner"] for r in rows}))
     old = "vmm_stack_depth=1:python_frames=none"
     bench = os.path.join(s.build, "tests", "bench", "bench_calls")
     modes = (("plain", None), ("old default", old), ("new default", ""))
