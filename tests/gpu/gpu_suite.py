@@ -313,6 +313,35 @@ def part_timeline(s):
             bool(rep.get("graphs")) and rep["graphs"][0]["instantiations"] >= 1, graphs=rep.get("graphs"))
 
 
+def part_longjob(s):
+    """The long Python job on the real driver (tests/longjob/slow_leak_job.py through ctypes, 2,000 steps:
+    199 VMM buffers leaked from the loop's growth, 1 before it): the leaked bytes equal cuMemGetInfo's drop, the
+    owner is the script, every step kept carries its leaked bytes, the stderr stays short, and check's FAIL
+    line names the script's line."""
+    job = os.path.join(ROOT, "tests", "longjob", "slow_leak_job.py")
+    leak_line = next(i for i, t in enumerate(open(job), 1) if "# LEAK" in t)
+    d = tempfile.mkdtemp()
+    env = {"PYTHONPATH": f"{ROOT}/tools/python:{ROOT}/tests/pyframes"}
+    rc, out, err = s.audited([sys.executable, job, "2000"], d, env=env, timeout=300)
+    reps = s.report(d)
+    rep = reps[0] if reps else {}
+    rows = [r for r in rep.get("leaks", []) if r["class"] == "unreachable"]
+    steps = [x for w in rep.get("step_history", []) for x in w["steps"]] + rep.get("steps", [])
+    s.facts["longjob"] = {"rc": rc, "stderr_lines": len(err.splitlines()), "rows": [(r["bytes"], r["owner"]) for r in rows],
+                          "summary": {k: rep.get("summary", {}).get(k) for k in ("leaked_bytes", "steps_marked")}}
+    s.check("long Python job: 200 buffers of 2 MiB leaked, owned by the script, at its line",
+            rc == 23 and sum(r["bytes"] for r in rows) == 200 * 2 * MiB and {r["owner"] for r in rows} == {"slow_leak_job.py"}
+            and all(r["site"].get("python_frames", [{}])[0].get("line") == leak_line for r in rows),
+            rc=rc, rows=s.facts["longjob"]["rows"], err=err[-600:])
+    s.check("long Python job: every step's leaked bytes, 2 MiB per 10 steps; at most 60 stderr lines",
+            rep.get("summary", {}).get("steps_marked") == 2001 and steps and all(x["leaked_bytes"] == x["step"] // 10 * 2 * MiB for x in steps)
+            and len(err.splitlines()) <= 60, steps=len(steps), stderr_lines=len(err.splitlines()))
+    files = glob.glob(os.path.join(d, "cumemaudit.*.json"))
+    crc, cout, _ = s.sh([s.cli, "check", *files])
+    s.check("long Python job: check's FAIL line names the script's line",
+            crc == 1 and f"slow_leak_job.py:{leak_line} in Buffer.__init__" in cout, rc=crc, out=cout[-400:])
+
+
 def part_oom(s):
     """The out-of-memory moment on a real GPU. A VMM buffer outside PyTorch, the GPU filled by a
     plain allocation, graphs captured over growing batch sizes into one pool until PyTorch raises: the oom
