@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <set>
 
 namespace cumemaudit::cli {
 namespace {
@@ -346,16 +348,27 @@ std::string job_heatmap_svg(const report::JobReport& job) {
     std::string s = fmt::format("<svg class=\"chart heatmap\" id=\"job-heatmap\" xmlns=\"http://www.w3.org/2000/svg\" "
                                 "viewBox=\"0 0 {} {:.0f}\" role=\"img\" aria-label=\"leaked bytes, rank by step\">\n",
                                 width, height);
-    // Every leaking rank is labelled; others at a regular spacing where no leaking rank's label is near.
-    const std::size_t label_every = std::max<std::size_t>(1, (rows + 31) / 32);
+    // Row labels never overlap: the leaking ranks first, most bytes first, then others at a regular spacing,
+    // each where no label is already within a label's height.
+    constexpr double kLabelGap = 9;
+    std::set<double> label_y;
     std::vector<bool> labelled(rows, false);
-    for (std::size_t r = 0; r < rows; ++r) labelled[r] = job.ranks[r].leaked_bytes > 0;
-    for (std::size_t r = 0; r < rows; r += label_every) {
-        bool near = false;
-        for (std::size_t k = r >= label_every ? r - label_every + 1 : 0; k < std::min(rows, r + label_every); ++k)
-            near = near || job.ranks[k].leaked_bytes > 0;
-        labelled[r] = labelled[r] || !near;
-    }
+    const auto place = [&](std::size_t r) {
+        const double ry = h * static_cast<double>(r);
+        const auto next = label_y.lower_bound(ry);
+        if (next != label_y.end() && *next - ry < kLabelGap) return;
+        if (next != label_y.begin() && ry - *std::prev(next) < kLabelGap) return;
+        label_y.insert(ry);
+        labelled[r] = true;
+    };
+    std::vector<std::size_t> by_leak;
+    for (std::size_t r = 0; r < rows; ++r)
+        if (job.ranks[r].leaked_bytes > 0) by_leak.push_back(r);
+    std::stable_sort(by_leak.begin(), by_leak.end(),
+                     [&](std::size_t a, std::size_t b) { return job.ranks[a].leaked_bytes > job.ranks[b].leaked_bytes; });
+    for (const std::size_t r : by_leak) place(r);
+    const std::size_t label_every = std::max<std::size_t>(1, static_cast<std::size_t>(std::ceil(2 * kLabelGap / h)));
+    for (std::size_t r = 0; r < rows; r += label_every) place(r);
     for (std::size_t r = 0; r < rows; ++r) {
         const report::JobRank& rank = job.ranks[r];
         const double ry = top + h * static_cast<double>(r);

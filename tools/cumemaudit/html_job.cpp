@@ -14,6 +14,7 @@ namespace {
 
 constexpr std::size_t kRanksDrawn = 8;       // lines one chart tells apart; beyond, the heatmap shows every rank
 constexpr std::size_t kPinningShown = 20;
+constexpr std::size_t kLeakingShown = 16;
 
 using report::human_bytes;
 
@@ -64,11 +65,13 @@ std::string verdict(const report::JobReport& j, const std::vector<std::size_t>& 
     return v + "</div>\n";
 }
 
-std::string leaking_table(const report::JobReport& j, const std::vector<std::size_t>& leaking) {
-    if (leaking.empty()) return "<p class=\"none\">No leaks.</p>\n";
-    std::string s = "<table class=\"leaking-ranks\"><thead><tr><th>rank</th><th>leaked (held)</th><th>own</th><th>since</th>"
-                    "<th>top site</th><th>host · pid</th></tr></thead><tbody>\n";
-    for (const std::size_t i : leaking) {
+// The leaking ranks from `from` to `to` (positions in `leaking`), in a table of class `cls`.
+std::string leaking_rows(const report::JobReport& j, const std::vector<std::size_t>& leaking, std::size_t from,
+                         std::size_t to, const char* cls) {
+    std::string s = fmt::format("<table class=\"{}\"><thead><tr><th>rank</th><th>leaked (held)</th><th>own</th><th>since</th>"
+                                "<th>top site</th><th>host · pid</th></tr></thead><tbody>\n", cls);
+    for (std::size_t n = from; n < to; ++n) {
+        const std::size_t i = leaking[n];
         const report::JobRank& r = j.ranks[i];
         const report::JobSite* site = top_site(j, r);
         s += "<tr>" + num_cell(r.rank) + bytes_cell(r.leaked_bytes) + bytes_cell(r.own_leaked_bytes) + text_cell(since(r)) +
@@ -77,6 +80,17 @@ std::string leaking_table(const report::JobReport& j, const std::vector<std::siz
              text_cell(fmt::format("{} · {}{}", r.host, r.pid, r.checkpoint ? " (checkpoint only)" : "")) + "</tr>\n";
     }
     return s + "</tbody></table>\n";
+}
+
+// The worst ranks in view; the rest folded, so the chart stays near the top of a page of a thousand ranks.
+std::string leaking_table(const report::JobReport& j, const std::vector<std::size_t>& leaking) {
+    if (leaking.empty()) return "<p class=\"none\">No leaks.</p>\n";
+    const std::size_t shown = std::min(leaking.size(), kLeakingShown);
+    std::string s = leaking_rows(j, leaking, 0, shown, "leaking-ranks");
+    if (shown < leaking.size())
+        s += fmt::format("<details><summary>{} more leaking ranks</summary>\n", leaking.size() - shown) +
+             leaking_rows(j, leaking, shown, leaking.size(), "leaking-ranks-more") + "</details>\n";
+    return s;
 }
 
 std::string compact(const std::vector<std::int64_t>& list) {
