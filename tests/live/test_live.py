@@ -28,10 +28,11 @@ REQUEST_SIGNAL = signal.SIGRTMIN + 6
 class Job:
     """live_job under `cumemaudit run --sim`, driven through its stdin."""
 
-    def __init__(self, tmp, leaks, options=(), args=()):
+    def __init__(self, tmp, leaks, options=(), args=(), env=None):
         flags = [f for o in options for f in ("--option", o)]
         self.proc = subprocess.Popen([CLI, "run", "--sim", "--report-dir", tmp, *flags, "--", LIVE_JOB, str(leaks), *args],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     env={**os.environ, **(env or {})})
         self.pid = self.proc.pid
         expect(self.readline() == "ready", "the job did not start")
 
@@ -160,6 +161,7 @@ def case_snapshot(tmp):
             rep = json.load(f)
         expect(rep["summary"]["leaked_bytes"] == 3 * LEAK, f"second snapshot: {rep['summary']}")
         expect(answers_left(before) == [], f"the CLI removes the answer: {answers_left(before)}")
+        expect(glob.glob(os.path.join(tmp, "*.prom")) == [], "no metrics file unless asked for")
         rc, err = job.finish(line="exit 5")
         expect(rc == 5, f"the job exits with its own code: {rc}\n{err}")
         _, rep = only_report(tmp)
@@ -255,6 +257,62 @@ def case_snapshot_not_permitted(tmp):
         expect(proc.stderr == f"cumemaudit snapshot: not permitted to signal process {job.pid} (another user's)\n",
                f"{proc.stderr!r}")
         expect(job.proc.poll() is None and reports(tmp) == [], "the job is left alone")
+    finally:
+        job.kill()
+
+
+# ---- the metrics file ------------------------------------------------------------------------------------
+
+def metric_lines(path):
+    with open(path) as f:
+        text = f.read()
+    expect(text.endswith("# EOF\n"), f"{path} ends with # EOF:\n{text}")
+    return {l.rsplit(" ", 1)[0]: l.rsplit(" ", 1)[1] for l in text.splitlines() if not l.startswith("#")}
+
+
+def wait_for_metric(path, name, value, timeout=20):
+    deadline = time.time() + timeout
+    seen = None
+    while time.time() < deadline:
+        if os.path.exists(path):
+            seen = metric_lines(path).get(name)
+            if seen == value:
+                return
+        time.sleep(0.1)
+    raise Failure(f"{name} in {path}: {seen}, expected {value}")
+
+
+def case_metrics(tmp):
+    # A running job of rank 1: the metrics file beside its report carries the exact leaked bytes at every
+    # checkpoint, and the final figures at exit.
+    job = Job(tmp, 2, options=["checkpoint_s=1", "metrics=1"], env={"RANK": "1", "WORLD_SIZE": "2"})
+    try:
+        deadline = time.time() + 20
+        while time.time() < deadline and not reports(tmp):
+            time.sleep(0.1)
+        report_path, rep = only_report(tmp)
+        prom = report_path[:-len(".json")] + ".prom"
+        expect(report_path.endswith(".r1.json"), f"{report_path}")
+        wait_for_metric(prom, 'cumemaudit_leaked_allocations{rank="1"}', "2")
+        owners = [o for o in rep["owners"] if o["leaked_bytes"]]
+        expect(len(owners) == 1 and owners[0]["leaked_bytes"] == 2 * LEAK, f"one owner leaked 4 MiB: {rep['owners']}")
+        owner = owners[0]["owner"]
+        wait_for_metric(prom, f'cumemaudit_leaked_bytes{{owner="{owner}",rank="1"}}', str(2 * LEAK))
+        m = metric_lines(prom)
+        expect(m[f'cumemaudit_live_bytes{{owner="{owner}",rank="1"}}'] == str(owners[0]["live_bytes"]), f"{m}")
+        expect(m[f'cumemaudit_peak_bytes{{owner="{owner}",rank="1"}}'] == str(owners[0]["peak_bytes"]), f"{m}")
+        expect(m['cumemaudit_steps_marked_total{rank="1"}'] == "0", f"{m}")
+        expect(abs(float(m['cumemaudit_report_time_seconds{rank="1"}']) - time.time()) < 60, f"{m}")
+        expect(os.stat(prom).st_mode & 0o777 == 0o644, f"mode {oct(os.stat(prom).st_mode)}")
+        expect(job.say("leak") == f"leaked {3 * LEAK}", "one more leak")
+        wait_for_metric(prom, f'cumemaudit_leaked_bytes{{owner="{owner}",rank="1"}}', str(3 * LEAK))
+        wait_for_metric(prom, 'cumemaudit_leaked_allocations{rank="1"}', "3")
+        rc, err = job.finish(line="exit 4")
+        expect(rc == 4, f"exit {rc}\n{err}")
+        m = metric_lines(prom)
+        expect(m[f'cumemaudit_leaked_bytes{{owner="{owner}",rank="1"}}'] == str(3 * LEAK), f"at exit: {m}")
+        expect(sorted(os.listdir(tmp)) == sorted([os.path.basename(report_path), os.path.basename(prom)]),
+               f"the report and its metrics, no temporary left: {os.listdir(tmp)}")
     finally:
         job.kill()
 

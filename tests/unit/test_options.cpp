@@ -26,6 +26,7 @@ TEST_CASE("defaults come from the table") {
     CHECK(p.options.log_level == LogLevel::warning);
     CHECK(p.options.summary);
     CHECK_FALSE(p.options.show_held);      // held-at-exit rows folded into one line, as valgrind folds them
+    CHECK_FALSE(p.options.metrics);        // no metrics file unless asked for
     CHECK(p.options.oom_interval_s == 10);
 }
 
@@ -103,7 +104,7 @@ TEST_CASE("report_mode is octal") {
 
 TEST_CASE("the option table lists every option with its default and help") {
     const auto& t = option_table();
-    REQUIRE(t.size() == 25);
+    REQUIRE(t.size() == 26);
     for (const auto& o : t) {
         CHECK_FALSE(o.name.empty());
         CHECK_FALSE(o.help.empty());
@@ -171,6 +172,7 @@ const std::map<std::string, Cases>& cases() {
         {"backend", {{{"preload", "preload"}, {"cupti", "cupti"}, {"both", "both"}}, {"none", "", "cupti,preload"}}},
         {"summary", {{{"1", "1"}, {"true", "1"}, {"yes", "1"}, {"0", "0"}, {"false", "0"}, {"no", "0"}}, {"maybe", "", "2", "on"}}},
         {"show_held", {{{"1", "1"}, {"true", "1"}, {"yes", "1"}, {"0", "0"}, {"false", "0"}, {"no", "0"}}, {"held", "", "2", "TRUE"}}},
+        {"metrics", {{{"1", "1"}, {"true", "1"}, {"yes", "1"}, {"0", "0"}, {"false", "0"}, {"no", "0"}}, {"prom", "", "2"}}},
         {"owner_rules",
          {{{"libfoo*=foo", "libfoo*=foo"}, {"a*=x,b*=y", "a*=x,b*=y"}, {"*/site-packages/mylib/*=mylib", "*/site-packages/mylib/*=mylib"}}, {}}},
         {"growth_alarm",
@@ -263,7 +265,7 @@ TEST_CASE("an unknown key is named with the known ones") {
     const auto problem = set_option(opts, "stack_dpeth", "4");
     REQUIRE(problem.has_value());
     CHECK(problem->rfind("unknown option 'stack_dpeth' in CUMEMAUDIT_OPTIONS (known: report_dir, fail_on, exitcode, ", 0) == 0);
-    CHECK(problem->find(", oom_interval_s, report_mode)") != std::string::npos);
+    CHECK(problem->find(", oom_interval_s, report_mode, metrics)") != std::string::npos);
 }
 
 // The shim compares enumerators (mode == Mode::enforce): each must carry the name a user writes.

@@ -15,6 +15,8 @@
 #include "shim/process/snapshot_answer.hpp"
 #include "common/live_request.hpp"
 #include "report/build.hpp"
+#include "report/metrics_text.hpp"
+#include "report/text_file.hpp"
 #include "report/gate.hpp"
 #include "report/oom_text.hpp"
 #include "report/report.hpp"
@@ -387,7 +389,19 @@ Auditor::Saved Auditor::save_report(const report::Report& rep) {
         log_warning("could not write the report: {}", err);
         return Saved{"", std::move(err)};
     }
+    if (options_.metrics) save_metrics(rep);
     return Saved{path_, ""};
+}
+
+// The report's figures as OpenMetrics text beside it (cumemaudit.….prom). World-readable (0644): it holds no
+// argv, and the collector that reads it runs as a user of its own. A failure is warned about once; the
+// report itself was written.
+void Auditor::save_metrics(const report::Report& rep) {
+    const std::string path = path_.substr(0, path_.size() - 5) + ".prom";  // path_ ends in ".json"
+    if (const std::string err = report::write_text_atomic(path, report::openmetrics_text(rep), 0644); !err.empty()) {
+        static std::atomic<bool> warned{false};
+        if (!warned.exchange(true)) log_warning("could not write the metrics file: {}", err);
+    }
 }
 
 // The summary on stderr and where the report is. At exit stdout is flushed first, as exit would anyway, so

@@ -78,6 +78,7 @@ private:
     std::unique_lock<std::mutex> lock_for_report(bool bounded);
     report::Report build_report(ledger::Moment, const int* exit_code);
     Saved save_report(const report::Report&);
+    void save_metrics(const report::Report&);  // beside the report just saved (option metrics)
     void print_summary(const report::Report&, const Saved&, bool flush_stdout);
     void gate(const report::Report&, const Saved&, const int* exit_code);
     void exit_handler(int status);
