@@ -26,6 +26,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -157,6 +158,14 @@ void Auditor::start_background() {
     pthread_sigmask(SIG_BLOCK, &all, &before);
     std::thread([this] { checkpoint_loop(); }).detach();
     pthread_sigmask(SIG_SETMASK, &before, nullptr);
+    // The thread names itself and attaches as its first lines; waited for (bounded), so that once the first
+    // CUDA call has returned, `cumemaudit snapshot` finds it by its name.
+    for (int i = 0; i < 21'000 && !wakeup_.attached(); ++i) {
+        if (i < 1000)
+            sched_yield();
+        else
+            usleep(100);
+    }
     // SIGTERM and SIGINT write a report first, then do what the program had them do. Installed with the
     // program's own flags and mask (no SA_RESTART added: a read() the signal interrupted must still return
     // EINTR, or Python's Ctrl-C during os.read() never raises KeyboardInterrupt).

@@ -33,6 +33,7 @@ public:
     // current count. Only the attached thread waits.
     std::uint32_t wait(std::uint32_t seen, long timeout_ms, std::vector<OutsideRequest>& outside);
     std::uint32_t count() const { return word_.load(std::memory_order_acquire); }
+    bool attached() const { return waiter_.load() != 0; }
 
 private:
     // Takes every pending request signal at once (timeout 0), sorting outside ones from our own wakes.
