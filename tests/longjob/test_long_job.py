@@ -29,12 +29,13 @@ def line_of(path, marker):
     return hits[0]
 
 
-def run_job(tmp, steps, grow_every=10, rc=23):
+def run_job(tmp, steps, grow_every=10, rc=23, options=()):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "tools", "python"),
                                                        os.path.join(ROOT, "tests", "pyframes")]),
                PYTHONDONTWRITEBYTECODE="1")
     env.pop("CUMEMAUDIT_OPTIONS", None)
-    cmd = [CLI, "run", "--sim", "--report-dir", tmp, "--", "/usr/bin/python3", JOB, str(steps),
+    cmd = [CLI, "run", "--sim", "--report-dir", tmp, *[x for o in options for x in ("--option", o)], "--",
+           "/usr/bin/python3", JOB, str(steps),
            "--grow-every", str(grow_every)]
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     expect(p.returncode == rc and f"trained {steps} steps" in p.stdout,
@@ -98,6 +99,17 @@ def case_python_slow_leak(tmp):
     p = subprocess.run([CLI, "html", "-o", page, path], capture_output=True, text=True, timeout=120)
     expect(p.returncode == 0, f"html: {p.stderr}")
     expect(os.path.getsize(page) <= 3 * MiB, f"page of {os.path.getsize(page)} bytes")
+
+
+def case_python_owner_whole_stack(tmp):
+    """A stack deep enough to reach the interpreter's own callers (main, libc's start) still names the script:
+    frames past the first Python binding never own (on the H200 a 16-frame stack reached libc.so.6)."""
+    _, rep, _ = run_job(tmp, 100, options=["vmm_stack_depth=64"])
+    rows = [r for r in rep["leaks"] if r["class"] == "unreachable"]
+    objects = {os.path.basename(f["object"]) for r in rows for f in r["site"]["frames"]}
+    expect("libc.so.6" in objects, f"the stack reaches libc: {sorted(objects)}")
+    expect(sum(r["bytes"] for r in rows) == 10 * 2 * MiB and {r["owner"] for r in rows} == {"slow_leak_job.py"},
+           f"owners {[(r['owner'], r['bytes']) for r in rows]}")
 
 
 def peak_rss_of_job(tmp, marks):

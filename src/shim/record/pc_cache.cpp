@@ -86,13 +86,16 @@ ledger::Site one_frame_site(Recorder& rec, const char* api, ledger::Pc pc) {
 }
 
 ledger::OwnerId owner_of(Recorder& rec, std::span<const ledger::Pc> frames, std::size_t native) {
-    std::optional<ledger::OwnerId> binding;  // the first binding's own name, for a stack with no Python frames
+    // Frames past the first binding are the interpreter's own callers (its main, libc's start, an embedding
+    // program): they never own what Python code allocated, so the walk stops there.
+    std::optional<ledger::OwnerId> binding;  // that binding's own name, for a stack with no Python frames
     for (const ledger::Pc pc : frames.first(native)) {
         PcFacts& e = current(facts(pc), rec);
         const auto owner = owner_at(e, rec);
         if (!owner) continue;
         if (!e.binds) return *owner;
-        if (!binding) binding = owner;
+        binding = owner;
+        break;
     }
     // Only bindings between the driver and Python: the Python code that called owns it, named by the same
     // rules as an object, from its file ("<string>" and frozen modules name no file: the next frame out).

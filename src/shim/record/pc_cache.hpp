@@ -17,10 +17,10 @@ class Recorder;
 ledger::Site one_frame_site(Recorder&, const char* api, ledger::Pc pc);
 
 // The owner of a site whose frames are `frames` (innermost first, the first `native` of them native, Python
-// frames after): the first native frame whose object neither passes memory on nor only binds Python to the
-// driver (common/object_roles.hpp) names it; past bindings alone, the innermost Python frame's file does, so a leak
-// made through ctypes, cffi or Cython is the calling script's or package's, not libffi's. 0 when every
-// frame passes on.
+// frames after): the first native frame, before any Python binding (common/object_roles.hpp), whose object
+// does not pass memory on names it; from a binding on, the innermost Python frame's file does, so a leak made
+// through ctypes, cffi or Cython is the calling script's or package's, never libffi's nor libc's under the
+// interpreter. Without Python frames, that binding's own name. 0 when every frame passes on.
 ledger::OwnerId owner_of(Recorder&, std::span<const ledger::Pc> frames, std::size_t native);
 
 // The site of a call of `api` whose captured stack is `frames` (innermost first, the first `native` of
