@@ -65,7 +65,7 @@ def needed(elf):
     return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out)
 
 
-class class Wheel(unittest.TestCase):
+class Wheel(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="cumemaudit-wheel.")
