@@ -8,16 +8,49 @@
 namespace cumemaudit::report {
 namespace {
 
-// site_of once per trace: sites share traces.
-Site make_site(const ledger::Site& s, const BuildInput& in, std::unordered_map<ledger::TraceId, Site>& seen) {
-    auto it = seen.find(s.trace);
-    if (it == seen.end()) it = seen.emplace(s.trace, site_of(in.ledger, in.symbolizer, s)).first;
-    Site out = it->second;
-    out.api = s.api ? s.api : "";
+// The names of one recording's ids: sites symbolized once per trace (sites share traces), owners by id.
+class Names {
+public:
+    Names(const ledger::Ledger& book, Symbolizer* symbolizer) : book_(book), symbolizer_(symbolizer) {}
+    Site site(const ledger::Site& s) {
+        auto it = seen_.find(s.trace);
+        if (it == seen_.end()) it = seen_.emplace(s.trace, site_of(book_, symbolizer_, s)).first;
+        Site out = it->second;
+        out.api = s.api ? s.api : "";
+        return out;
+    }
+    // A site only where the model has one (api ""): none stays an empty Site.
+    Site site_if_any(const ledger::Site& s) { return s.api[0] != '\0' ? site(s) : Site{}; }
+    std::string owner(ledger::OwnerId id) const { return book_.owner_name(id); }
+    template <class Map>
+    std::map<std::string, std::uint64_t> by_owner(const Map& m) const {
+        std::map<std::string, std::uint64_t> out;
+        for (const auto& [id, bytes] : m) out[owner(id)] += bytes;
+        return out;
+    }
+
+private:
+    const ledger::Ledger& book_;
+    Symbolizer* symbolizer_;
+    std::unordered_map<ledger::TraceId, Site> seen_;
+};
+
+std::map<std::string, std::uint64_t> by_kind(const history::KindBytes& kinds) {
+    std::map<std::string, std::uint64_t> out;
+    for (std::size_t k = 0; k < kinds.size(); ++k)
+        if (kinds[k] != 0) out[ledger::to_string(static_cast<ledger::Kind>(k))] = kinds[k];
     return out;
 }
 
-Leak leak_of(const ledger::LeakRow& row, const BuildInput& in, std::unordered_map<ledger::TraceId, Site>& seen) {
+std::vector<TorchPool> torch_pools(const std::vector<history::TorchPool>& pools) {
+    std::vector<TorchPool> out;
+    for (const history::TorchPool& p : pools)
+        out.push_back({p.pool, p.allocated_bytes, p.reserved_bytes,
+                       p.reserved_bytes > p.allocated_bytes ? p.reserved_bytes - p.allocated_bytes : 0});
+    return out;
+}
+
+Leak leak_of(const ledger::LeakRow& row, Names& names) {
     Leak l;
     l.cls = ledger::to_string(row.cls);
     l.bytes = row.bytes;
@@ -25,10 +58,10 @@ Leak leak_of(const ledger::LeakRow& row, const BuildInput& in, std::unordered_ma
     l.references = row.references;
     l.own_bytes = row.own_bytes;
     l.handle_type = ledger::to_string(row.handle_type);
-    l.owner = in.ledger.owner_name(row.site.owner);
+    l.owner = names.owner(row.site.owner);
     l.kind = ledger::to_string(row.kind);
     l.location = ledger::to_string(row.location);
-    l.site = make_site(row.site, in, seen);
+    l.site = names.site(row.site);
     return l;
 }
 
@@ -38,93 +71,127 @@ std::string key_text(const ledger::ExportKey& k) {
     return buf;
 }
 
-}  // namespace
-
-// A trace holds native frames and tagged pcs naming Python frames (ledger/python_frames.hpp).
-Site site_of(const ledger::Ledger& book, Symbolizer* symbolizer, const ledger::Site& s) {
-    Site site;
-    site.api = s.api ? s.api : "";
-    for (const ledger::Pc pc : book.traces().frames(s.trace)) {
-        if (ledger::is_python(pc)) {
-            ledger::PythonFrame p = book.python_frames().frame(pc);
-            site.python_frames.push_back(PythonFrame{std::move(p.file), p.line, std::move(p.function)});
-        } else if (symbolizer) {
-            site.frames.push_back(symbolizer->resolve(pc));
-        } else {
-            Frame f;
-            f.pc = pc;
-            site.frames.push_back(std::move(f));
-        }
-    }
-    return site;
+Step step_of(const history::Step& s, Names& names) {
+    Step out;
+    out.step = s.step;
+    out.time_ns = s.time_ns;
+    out.label = s.label;
+    out.by_owner = names.by_owner(s.live_by_owner);
+    out.by_kind = by_kind(s.live_by_kind);
+    out.driver_used_bytes = s.driver.used;
+    out.driver_total_bytes = s.driver.total;
+    out.process_used_bytes = s.driver.process_used;
+    out.graph_mem_used_bytes = s.driver.graph_used;
+    out.graph_mem_reserved_bytes = s.driver.graph_reserved;
+    out.unattributed_bytes = s.unattributed_bytes;
+    out.pytorch_allocated_bytes = s.torch_allocated;
+    out.pytorch_reserved_bytes = s.torch_reserved;
+    out.pytorch_pools = torch_pools(s.torch_pools);
+    out.async_pool_reserved_bytes = s.pool_reserved;
+    out.async_pool_used_bytes = s.pool_used;
+    out.device = s.device;
+    out.leaked_bytes = s.leaked_bytes;
+    out.leaked_by_owner = names.by_owner(s.leaked_by_owner);
+    out.peak_tracked_bytes = s.peak_tracked_bytes;
+    return out;
 }
 
-Report build(const BuildInput& in) {
-    Report r;
-    r.process = in.process;
-    r.driver = in.driver;
-    r.steps = in.steps;
-    r.step_history = in.step_history;
-    r.summary.steps_marked = in.steps_marked;
-    r.graphs = in.graphs;
-    r.options = in.options;
-    r.checkpoint = in.checkpoint;
-    r.time_ns = in.time_ns;
+void add_steps(Report& r, const history::History& h, Names& names) {
+    for (const history::Step& s : h.steps) r.steps.push_back(step_of(s, names));
+    for (const history::StepWindow& w : h.windows) {
+        StepWindow& out = r.step_history.emplace_back(StepWindow{w.first_step, w.last_step, w.marks, {}});
+        for (const history::Step& s : w.steps) out.steps.push_back(step_of(s, names));
+    }
+    r.summary.steps_marked = h.steps_marked;
+}
 
-    Suppressions supp = in.suppressions ? *in.suppressions : Suppressions{};
-    std::unordered_map<ledger::TraceId, Site> frames_by_trace;
-    std::set<std::uint64_t> reclaimed_ids;
-    for (const ReclaimInput& c : in.reclaimed) {
-        r.reclaimed.push_back(c.reclaim);
-        r.reclaimed.back().site = make_site(c.site, in, frames_by_trace);
-        r.summary.reclaimed_references += c.reclaim.references;
+void add_alarms(Report& r, const history::History& h, Names& names) {
+    for (const history::Alarm& a : h.alarms)
+        r.alarms.push_back(Alarm{a.step, a.time_ns, history::to_string(a.what), names.owner(a.owner), a.bytes, a.live_bytes,
+                                 names.site(a.site), a.count, a.last_step, a.last_time_ns});
+    r.summary.alarms_dropped = h.alarms_dropped;
+}
+
+void add_graphs(Report& r, const history::History& h, Names& names) {
+    for (const history::Graph& g : h.graphs)
+        r.graphs.push_back(Graph{g.id, g.step, g.allocations, g.bytes, names.by_owner(g.bytes_by_owner), g.instantiations,
+                                 g.instantiate_cost_bytes, g.held_instantiate_bytes, g.time_ns, g.graph_memory_bytes});
+}
+
+OomPart part_of(const history::OomPart& p, Names& names) {
+    const bool owned = p.what == history::PartKind::live || p.what == history::PartKind::leaked;
+    return OomPart{history::to_string(p.what), owned ? names.owner(p.owner) : "", owned ? ledger::to_string(p.kind) : "",
+                   p.graph, p.bytes, names.site_if_any(p.site)};
+}
+
+void add_ooms(Report& r, const history::History& h, Names& names) {
+    for (const history::Oom& o : h.ooms) {
+        Oom& out = r.oom.emplace_back();
+        out.time_ns = o.time_ns;
+        out.step = o.step;
+        out.api = o.api;
+        out.result = o.result;
+        out.requested_bytes = o.requested_bytes;
+        out.owner = o.owner;
+        out.site = names.site(o.site);
+        out.driver_free_bytes = o.driver_free_bytes;
+        out.driver_total_bytes = o.driver_total_bytes;
+        out.driver_used_bytes = o.driver_used_bytes;
+        out.leaked_bytes = o.leaked_bytes;
+        out.unattributed_bytes = o.unattributed_bytes;
+        for (const history::OomPart& p : o.parts) out.parts.push_back(part_of(p, names));
+        out.recovered = o.recovered;
+        out.device = o.device;
+        out.recovered_time_ns = o.recovered_time_ns;
+        out.pytorch_pools = torch_pools(o.torch_pools);
+    }
+    r.summary.oom_events = h.oom_events;
+}
+
+void add_teardowns(Report& r, const history::History& h, Names& names) {
+    for (const history::Teardown& t : h.teardowns) {
+        Teardown& out = r.teardowns.emplace_back(Teardown{t.api, t.device, t.step, t.time_ns, t.bytes, t.allocations, names.site(t.site), {}});
+        for (const ledger::LeakRow& row : t.freed) out.freed.push_back(leak_of(row, names));
+    }
+    r.summary.teardown_freed_bytes = h.teardown_bytes;
+    r.summary.teardown_freed_allocations = h.teardown_allocations;
+}
+
+void add_pools(Report& r, const history::History& h, Names& names) {
+    for (const history::Pool& p : h.pools) {
+        r.pools.push_back(Pool{p.id, p.origin, p.location, p.device, p.reserved_bytes, p.used_bytes, p.idle_bytes,
+                               p.peak_reserved_bytes, p.release_threshold, p.destroyed, p.step, names.site_if_any(p.site)});
+        if (p.device >= 0 && !p.destroyed) r.summary.pool_idle_bytes += p.idle_bytes;
+    }
+    r.summary.untracked_pools = h.untracked_pools;
+}
+
+void add_returns(Report& r, const history::History& h, Names& names) {
+    for (const history::Return& m : h.returns)
+        r.returns.push_back(MemoryReturn{m.what, m.why, m.api, m.pool, m.device, m.step, m.time_ns, m.bytes, names.site_if_any(m.site)});
+    r.summary.returned_bytes = h.returned_bytes;
+}
+
+void add_reclaimed(Report& r, const history::History& h, Names& names) {
+    std::set<std::uint64_t> counted;
+    for (const history::Reclaim& c : h.reclaimed) {
+        r.reclaimed.push_back(Reclaim{c.bytes, c.allocations, c.references, names.site(c.site)});
+        r.summary.reclaimed_references += c.references;
+        // An allocation reclaimed from several sites is counted once.
         for (const ledger::HeldAllocation& m : c.members)
-            if (reclaimed_ids.insert(m.id).second) {
+            if (counted.insert(m.id).second) {
                 r.summary.reclaimed_bytes += m.bytes;
                 ++r.summary.reclaimed_allocations;
             }
     }
-    for (const AlarmInput& a : in.alarms) {
-        r.alarms.push_back(a.alarm);
-        r.alarms.back().site = make_site(a.site, in, frames_by_trace);
-    }
-    for (const OomInput& o : in.oom) {
-        Oom& out = r.oom.emplace_back(o.oom);
-        out.site = make_site(o.site, in, frames_by_trace);
-        for (std::size_t i = 0; i < out.parts.size() && i < o.part_sites.size(); ++i)
-            if (o.part_sites[i].api[0] != '\0') out.parts[i].site = make_site(o.part_sites[i], in, frames_by_trace);
-    }
-    r.summary.oom_events = in.oom_events;
-    for (const TeardownInput& t : in.teardowns) {
-        Teardown& out = r.teardowns.emplace_back(t.teardown);
-        out.site = make_site(t.site, in, frames_by_trace);
-        for (const ledger::LeakRow& row : t.freed) out.freed.push_back(leak_of(row, in, frames_by_trace));
-    }
-    r.summary.teardown_freed_bytes = in.teardown_freed_bytes;
-    r.summary.teardown_freed_allocations = in.teardown_freed_allocations;
-    for (const PoolInput& p : in.pools) {
-        Pool& out = r.pools.emplace_back(p.pool);
-        if (p.site.api[0] != '\0') out.site = make_site(p.site, in, frames_by_trace);
-        if (out.device >= 0 && !out.destroyed) r.summary.pool_idle_bytes += out.idle_bytes;
-    }
-    r.summary.untracked_pools = in.untracked_pools;
-    for (const ReturnInput& m : in.returns) {
-        MemoryReturn& out = r.returns.emplace_back(m.ret);
-        if (m.site.api[0] != '\0') out.site = make_site(m.site, in, frames_by_trace);
-    }
-    r.summary.returned_bytes = in.returned_bytes;
-    r.summary.alarms_dropped = in.alarms_dropped;
-    const ledger::Summary& snap = in.snapshot.summary;
-    Summary& sum = r.summary;
-    sum.intercepted_calls = in.intercepted_calls;
-    sum.peak_tracked_bytes = snap.peak_tracked_bytes;
-    sum.live_bytes = snap.live_bytes;
-    sum.mapped_at_exit_bytes = snap.mapped_at_exit_bytes;
+}
 
-    std::unordered_map<std::uint64_t, std::uint64_t> leaked;  // allocation id -> bytes, each counted once
+void add_leaks(Report& r, const ledger::Snapshot& snap, Names& names, Suppressions& supp) {
+    Summary& sum = r.summary;
+    std::unordered_map<std::uint64_t, std::uint64_t> leaked;          // allocation id -> bytes, each counted once
     std::unordered_map<std::uint64_t, std::uint64_t> leaked_objects;  // the same for multicast objects
-    for (const ledger::LeakRow& row : in.snapshot.leaks) {
-        Leak l = leak_of(row, in, frames_by_trace);
+    for (const ledger::LeakRow& row : snap.leaks) {
+        Leak l = leak_of(row, names);
         if (supp.match(Suppressions::Type::leak, l.site)) {
             ++sum.suppressed_leaks;
             continue;
@@ -148,39 +215,92 @@ Report build(const BuildInput& in) {
     for (const auto& [id, bytes] : leaked) sum.leaked_bytes += bytes;
     sum.leaked_allocations = leaked.size();
     sum.leaked_multicast_objects = leaked_objects.size();
+}
 
-    for (const ledger::MisuseRow& row : in.snapshot.misuse) {
-        Misuse m;
-        m.api = row.site.api ? row.site.api : "";
-        m.result = row.result ? row.result : "";
-        m.what = row.what;
-        m.count = row.count;
-        m.owner = in.ledger.owner_name(row.site.owner);
-        m.site = make_site(row.site, in, frames_by_trace);
+void add_misuse(Report& r, const ledger::Snapshot& snap, Names& names, Suppressions& supp) {
+    for (const ledger::MisuseRow& row : snap.misuse) {
+        Misuse m{row.site.api ? row.site.api : "", row.result ? row.result : "", row.what, row.count,
+                 names.owner(row.site.owner), names.site(row.site)};
         if (supp.match(Suppressions::Type::misuse, m.site)) {
-            ++sum.suppressed_misuse;
+            ++r.summary.suppressed_misuse;
             continue;
         }
-        sum.misuse_events += row.count;
+        r.summary.misuse_events += row.count;
         r.misuse.push_back(std::move(m));
     }
+}
 
-    for (const ledger::OwnerRow& o : in.snapshot.owners) {
+void add_owners(Report& r, const history::Recording& rec) {
+    for (const ledger::OwnerRow& o : rec.ledger.owners) {
         Owner owner{o.name, o.live_bytes, o.peak_bytes, o.leaked_bytes, {}, {}};
         for (int k = 0; k < static_cast<int>(ledger::Kind::count); ++k)
             if (o.live_by_kind[k] != 0) owner.live_by_kind[ledger::to_string(static_cast<ledger::Kind>(k))] = o.live_by_kind[k];
-        for (const auto& [device, rows] : in.owners_by_device)
+        for (const auto& [device, rows] : rec.owners_by_device)
             for (const ledger::OwnerRow& d : rows)
                 if (d.owner == o.owner && ledger::live_on_device(d) != 0)
                     owner.live_by_device[std::to_string(device)] = ledger::live_on_device(d);
         r.owners.push_back(std::move(owner));
     }
-    for (const ledger::ShareRow& e : in.snapshot.exports)
-        r.exports.push_back(Export{key_text(e.key), ledger::to_string(e.handle_type), e.bytes,
-                                   make_site(e.site, in, frames_by_trace), in.process.pid, e.released});
-    for (const ledger::ShareRow& i : in.snapshot.imports)
-        r.imports.push_back(Import{key_text(i.key), ledger::to_string(i.handle_type), i.bytes, i.released, i.mapped,
-                                   make_site(i.site, in, frames_by_trace)});
+}
+
+void add_shares(Report& r, const ledger::Snapshot& snap, Names& names) {
+    for (const ledger::ShareRow& e : snap.exports)
+        r.exports.push_back(Export{key_text(e.key), ledger::to_string(e.handle_type), e.bytes, names.site(e.site), r.process.pid,
+                                   e.released});
+    for (const ledger::ShareRow& i : snap.imports)
+        r.imports.push_back(Import{key_text(i.key), ledger::to_string(i.handle_type), i.bytes, i.released, i.mapped, names.site(i.site)});
+}
+
+void add_facts(Report& r, const ProcessFacts& facts, const ledger::Summary& snap) {
+    r.process = facts.process;
+    r.driver = facts.driver;
+    r.options = facts.options;
+    r.checkpoint = facts.checkpoint;
+    r.time_ns = facts.time_ns;
+    r.summary.intercepted_calls = facts.intercepted_calls;
+    r.summary.peak_tracked_bytes = snap.peak_tracked_bytes;
+    r.summary.live_bytes = snap.live_bytes;
+    r.summary.mapped_at_exit_bytes = snap.mapped_at_exit_bytes;
+}
+
+}  // namespace
+
+// A trace holds native frames and tagged pcs naming Python frames (ledger/python_frames.hpp).
+Site site_of(const ledger::Ledger& book, Symbolizer* symbolizer, const ledger::Site& s) {
+    Site site;
+    site.api = s.api ? s.api : "";
+    for (const ledger::Pc pc : book.traces().frames(s.trace)) {
+        if (ledger::is_python(pc)) {
+            ledger::PythonFrame p = book.python_frames().frame(pc);
+            site.python_frames.push_back(PythonFrame{std::move(p.file), p.line, std::move(p.function)});
+        } else if (symbolizer) {
+            site.frames.push_back(symbolizer->resolve(pc));
+        } else {
+            Frame f;
+            f.pc = pc;
+            site.frames.push_back(std::move(f));
+        }
+    }
+    return site;
+}
+
+Report build(const history::Recording& rec, const ProcessFacts& facts, Symbolizer* symbolizer, const Suppressions* suppressions) {
+    Report r;
+    Names names(*rec.book, symbolizer);
+    Suppressions supp = suppressions ? *suppressions : Suppressions{};
+    add_facts(r, facts, rec.ledger.summary);
+    add_steps(r, rec.history, names);
+    add_graphs(r, rec.history, names);
+    add_reclaimed(r, rec.history, names);
+    add_alarms(r, rec.history, names);
+    add_ooms(r, rec.history, names);
+    add_teardowns(r, rec.history, names);
+    add_pools(r, rec.history, names);
+    add_returns(r, rec.history, names);
+    add_leaks(r, rec.ledger, names, supp);
+    add_misuse(r, rec.ledger, names, supp);
+    add_owners(r, rec);
+    add_shares(r, rec.ledger, names);
     for (const Suppressions::Rule& rule : supp.rules()) r.suppressions.push_back(SuppressionUse{rule.text, rule.hits});
     return r;
 }

@@ -10,11 +10,12 @@ import sys
 COMMON = {"common"}
 # Who may include whom, by folder ("cumemaudit" is include/cumemaudit/, the public headers). Inside src/shim
 # the rooms run one way too: boundary -> process -> record -> services.
-SHIM_BELOW = {"common", "ledger", "report", "cumemaudit"}
+SHIM_BELOW = {"common", "ledger", "history", "report", "cumemaudit"}
 ALLOWED = {
     "src/common": {"common"},                                   # tables both sides share
     "src/ledger": {"ledger"},                                   # the model: pure C++, no CUDA, no I/O
-    "src/report": {"common", "ledger", "report"},               # knows nothing of CUDA or of the shim
+    "src/history": {"ledger", "history"},                       # what happened over time: pure, beside the ledger
+    "src/report": {"common", "ledger", "history", "report"},    # knows nothing of CUDA or of the shim
     "src/simdriver": {"common", "simdriver"},                   # the simulated libcuda.so.1
     "src/pool": {"cumemaudit", "pool"},                         # the pooled allocator, over its public header
     "src/shim/services": SHIM_BELOW | {"shim/services"},
@@ -27,6 +28,11 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 # Below the process room nothing names the Auditor: a call hands its Recorder down (Call::recorder()).
 NAMES_AUDITOR = re.compile(r'\bAuditor::')
 SOURCES = (".cpp", ".hpp", ".inc", ".h")
+# The record room speaks the history's words, not the report's: of report/ it uses only the symbolizer (to
+# name a site in a log line) and the byte counts' words.
+RECORD_REPORT_HEADERS = {"report/symbolizer.hpp", "report/human_bytes.hpp"}
+REPORT_NAME = re.compile(r'\breport::(\w+)')
+RECORD_REPORT_NAMES = {"Symbolizer", "human_bytes"}
 
 root = sys.argv[1]
 src = os.path.join(root, "src")
@@ -62,6 +68,16 @@ for folder, allowed in ALLOWED.items():
                     line = text.count("\n", 0, m.start()) + 1
                     failures.append(f"{rel}:{line}: includes {m.group(1)}, which {folder} may not "
                                     f"(allowed: {', '.join(sorted(allowed))})")
+            if folder == "src/shim/record":
+                for m in INCLUDE.finditer(text):
+                    if m.group(1).startswith("report/") and m.group(1) not in RECORD_REPORT_HEADERS:
+                        line = text.count("\n", 0, m.start()) + 1
+                        failures.append(f"{rel}:{line}: includes {m.group(1)}; the record room keeps the history's types "
+                                        f"(src/history), and report/build.cpp translates them")
+                for m in REPORT_NAME.finditer(text):
+                    if m.group(1) not in RECORD_REPORT_NAMES:
+                        line = text.count("\n", 0, m.start()) + 1
+                        failures.append(f"{rel}:{line}: names report::{m.group(1)} in the record room")
             if folder in ("src/shim/record", "src/shim/services"):
                 for m in NAMES_AUDITOR.finditer(text):
                     line = text.count("\n", 0, m.start()) + 1

@@ -1,15 +1,17 @@
-// The out-of-memory record's pieces without a driver: the breakdown of driver-used memory over a ledger
-// built by hand (exact parts, largest first, adding up), the rate limit and retry matching of OomLog, and
-// the record's JSON form read back field for field.
+// The out-of-memory record's pieces on a bare ledger (no shim, no driver): the breakdown of driver-used
+// memory over a ledger built by hand (exact parts, largest first, adding up), the rate limit and retry
+// matching of the records, and the record's JSON form read back field for field.
+#include "history/oom_breakdown.hpp"
+#include "history/oom_records.hpp"
 #include "report/report.hpp"
-#include "shim/record/oom_log.hpp"
-#include "shim/record/oom_watch.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <numeric>
+#include <tuple>
 
 using namespace cumemaudit;
 
@@ -19,17 +21,25 @@ constexpr std::uint64_t MiB = 1ull << 20;
 
 ledger::Site site(const char* api, ledger::TraceId trace, ledger::OwnerId owner) { return {api, trace, owner}; }
 
-std::uint64_t sum(const std::vector<report::OomPart>& parts) {
+std::uint64_t sum(const std::vector<history::OomPart>& parts) {
     return std::accumulate(parts.begin(), parts.end(), std::uint64_t{0},
-                           [](std::uint64_t s, const report::OomPart& p) { return s + p.bytes; });
+                           [](std::uint64_t s, const history::OomPart& p) { return s + p.bytes; });
 }
 
-report::OomInput record(const char* api, std::uint64_t bytes) {
-    report::OomInput in;
-    in.oom.api = api;
-    in.oom.requested_bytes = bytes;
-    return in;
+history::Oom record(const char* api, std::uint64_t bytes) {
+    history::Oom oom;
+    oom.api = api;
+    oom.requested_bytes = bytes;
+    return oom;
 }
+
+// A part as the report names it: what, owner and kind (the last two for live and leaked parts only).
+std::tuple<std::string, std::string, std::string, std::uint64_t> named(const ledger::Ledger& l, const history::OomPart& p) {
+    const bool owned = p.what == history::PartKind::live || p.what == history::PartKind::leaked;
+    return {history::to_string(p.what), owned ? l.owner_name(p.owner) : "", owned ? ledger::to_string(p.kind) : "", p.bytes};
+}
+
+using Clock = std::chrono::steady_clock;
 
 }  // namespace
 
@@ -46,34 +56,34 @@ TEST_CASE("the breakdown splits driver-used memory into leaked, live, graphs, id
     l.mapped(0x7f1000000000, 64 * MiB, 0x20, true, "CUDA_SUCCESS", site("cuMemMap", 6, deepep));
     l.allocated(0x1000, 100 * MiB, ledger::Kind::classic, site("cuMemAlloc", 7, torch));
     l.allocated(0x2000, 8 * MiB, ledger::Kind::host_pinned, site("cuMemHostAlloc", 8, torch));
-    std::vector<report::Graph> graphs(2);
+    std::vector<history::Graph> graphs(2);
     graphs[0].id = 1;
     graphs[0].held_instantiate_bytes = 4 * MiB;
     graphs[1].id = 2;  // destroyed: holds nothing any more
     graphs[1].instantiate_cost_bytes = 4 * MiB;
 
     const std::uint64_t used = 256 * MiB + 64 * MiB + 100 * MiB + 4 * MiB + 16 * MiB + 500 * MiB;
-    const report::OomInput in = shim::oom_breakdown(l, graphs, used, 48 * MiB, 32 * MiB);
+    const history::Oom in = history::oom_breakdown(l, graphs, used, 48 * MiB, 32 * MiB);
     std::vector<std::tuple<std::string, std::string, std::string, std::uint64_t>> got;
-    for (const report::OomPart& p : in.oom.parts) got.emplace_back(p.what, p.owner, p.kind, p.bytes);
+    for (const history::OomPart& p : in.parts) got.push_back(named(l, p));
     CHECK(got == decltype(got){{"unattributed", "", "", 500 * MiB},
                                {"leaked", "deepep", "vmm_physical", 256 * MiB},
                                {"live", "pytorch", "classic", 100 * MiB},
                                {"live", "deepep", "vmm_physical", 64 * MiB},
                                {"async_pool_idle", "", "", 16 * MiB},
                                {"graph", "", "", 4 * MiB}});
-    CHECK(sum(in.oom.parts) == used);
-    CHECK(in.oom.leaked_bytes == 256 * MiB);
-    CHECK(in.oom.unattributed_bytes == 500 * MiB);
-    REQUIRE(in.part_sites.size() == in.oom.parts.size());
-    CHECK(in.part_sites[1].trace == 1);  // the leak is named by the call that created it
-    CHECK(in.part_sites[1].api == std::string("cuMemCreate"));
-    CHECK(in.oom.parts[5].graph == 1);
+    CHECK(sum(in.parts) == used);
+    CHECK(in.leaked_bytes == 256 * MiB);
+    CHECK(in.unattributed_bytes == 500 * MiB);
+    CHECK(in.parts[1].site.trace == 1);  // the leak is named by the call that created it
+    CHECK(in.parts[1].site.api == std::string("cuMemCreate"));
+    CHECK(in.parts[0].site.api == std::string(""));  // the rest has no site
+    CHECK(in.parts[5].graph == 1);
 
     SECTION("named parts above driver-used memory leave nothing unattributed, and are not cut") {
-        const report::OomInput over = shim::oom_breakdown(l, {}, 300 * MiB, 0, 0);
-        CHECK(over.oom.unattributed_bytes == 0);
-        CHECK(sum(over.oom.parts) == 256 * MiB + 100 * MiB + 64 * MiB);
+        const history::Oom over = history::oom_breakdown(l, {}, 300 * MiB, 0, 0);
+        CHECK(over.unattributed_bytes == 0);
+        CHECK(sum(over.parts) == 256 * MiB + 100 * MiB + 64 * MiB);
     }
 }
 
@@ -84,46 +94,55 @@ TEST_CASE("an allocation leaked with two references counts once, under its creat
     l.mapped(0x7f0000000000, 128 * MiB, 0x10, true, "CUDA_SUCCESS", site("cuMemMap", 2, owner));
     l.retained(0x10, 0x7f0000000000, site("cuMemRetainAllocationHandle", 3, owner));
     l.unmapped(0x7f0000000000, 128 * MiB, true, "CUDA_SUCCESS", site("cuMemUnmap", 4, owner));
-    const report::OomInput in = shim::oom_breakdown(l, {}, 128 * MiB, 0, 0);
-    REQUIRE(in.oom.parts.size() == 1);
-    CHECK(in.oom.parts[0].what == "leaked");
-    CHECK(in.oom.parts[0].bytes == 128 * MiB);
-    CHECK(in.part_sites[0].trace == 1);
+    const history::Oom in = history::oom_breakdown(l, {}, 128 * MiB, 0, 0);
+    REQUIRE(in.parts.size() == 1);
+    CHECK(in.parts[0].what == history::PartKind::leaked);
+    CHECK(in.parts[0].bytes == 128 * MiB);
+    CHECK(in.parts[0].site.trace == 1);
 }
 
-TEST_CASE("the OOM log writes the first refusal, then one per interval, and matches retries exactly") {
-    std::atomic<int> waiting{0};  // the Recorder's hot counter, here the test's own
-    shim::OomLog log(waiting);
-    CHECK(log.refused(record("cuMemAlloc", 64 * MiB), 3600));
-    CHECK_FALSE(log.refused(record("cuMemAlloc", 64 * MiB), 3600));
-    CHECK_FALSE(log.refused(record("cuMemCreate", 2 * MiB), 3600));
-    CHECK(log.refused(record("cuMemCreate", 2 * MiB), 0));  // interval 0: every one
+TEST_CASE("the OOM records write the first refusal, then one per interval, and match retries exactly") {
+    history::OomRecords log;
+    const Clock::time_point t0{};
+    const auto hour = std::chrono::seconds(3600);
+    auto refused = [&](history::Oom o, std::chrono::seconds interval) {
+        const auto r = log.refused(std::move(o), t0 + std::chrono::seconds(1), interval);
+        CHECK(r.kept);
+        return r.due;
+    };
+    CHECK(refused(record("cuMemAlloc", 64 * MiB), hour));
+    CHECK_FALSE(refused(record("cuMemAlloc", 64 * MiB), hour));
+    CHECK_FALSE(refused(record("cuMemCreate", 2 * MiB), hour));
+    CHECK(refused(record("cuMemCreate", 2 * MiB), std::chrono::seconds(0)));  // interval 0: every one
     CHECK(log.events() == 4);
-    CHECK(log.pending());
-    CHECK(waiting == 4);
 
-    log.succeeded("cuMemAlloc", 32 * MiB, 5);  // another size: not a retry
-    log.succeeded("cuMemCreate", 64 * MiB, 6);  // another API: not a retry
-    log.succeeded("cuMemAlloc", 64 * MiB, 7);
-    const auto rows = log.records();
+    CHECK(log.succeeded("cuMemAlloc", 32 * MiB, 5) == 0);  // another size: not a retry
+    CHECK(log.succeeded("cuMemCreate", 64 * MiB, 6) == 0);  // another API: not a retry
+    CHECK(log.succeeded("cuMemAlloc", 64 * MiB, 7) == 2);
+    const auto& rows = log.records();
     REQUIRE(rows.size() == 4);
-    CHECK((rows[0].oom.recovered && rows[1].oom.recovered));
-    CHECK(rows[0].oom.recovered_time_ns == 7);
-    CHECK((!rows[2].oom.recovered && !rows[3].oom.recovered));
-    log.succeeded("cuMemCreate", 2 * MiB, 8);
-    CHECK_FALSE(log.pending());
-    CHECK(waiting == 0);
+    CHECK((rows[0].recovered && rows[1].recovered));
+    CHECK(rows[0].recovered_time_ns == 7);
+    CHECK((!rows[2].recovered && !rows[3].recovered));
+    CHECK(log.succeeded("cuMemCreate", 2 * MiB, 8) == 2);
+    CHECK(log.succeeded("cuMemCreate", 2 * MiB, 9) == 0);  // recovered once
 
     SECTION("PyTorch's view joins the latest record once, and is written the first time") {
-        log.stage_pool({"default", 10, 30, 20});
-        CHECK(log.torch_oom(2 * MiB, record("torch", 0)));
-        CHECK(log.records().back().oom.pytorch_pools.size() == 1);
+        CHECK(log.torch_oom(2 * MiB, {{"default", 10, 30}}, record("torch", 0), t0));
+        CHECK(log.records().back().torch_pools.size() == 1);
         CHECK(log.records().size() == 4);
         // The latest record has PyTorch's view already: this refusal was PyTorch's alone.
-        CHECK_FALSE(log.torch_oom(6 * MiB, record("torch", 0)));
+        CHECK_FALSE(log.torch_oom(6 * MiB, {}, record("torch", 0), t0));
         CHECK(log.records().size() == 5);
-        CHECK(log.records().back().oom.api == "torch");
-        CHECK(log.records().back().oom.requested_bytes == 6 * MiB);
+        CHECK(log.records().back().api == "torch");
+        CHECK(log.records().back().requested_bytes == 6 * MiB);
+        CHECK(log.events() == 5);
+    }
+    SECTION("past kKept records, refusals are counted and not kept") {
+        for (std::size_t i = log.records().size(); i < history::OomRecords::kKept; ++i) refused(record("cuMemAlloc", 1), hour);
+        CHECK_FALSE(log.refused(record("cuMemAlloc", 1), t0, hour).kept);
+        CHECK(log.records().size() == history::OomRecords::kKept);
+        CHECK(log.events() == history::OomRecords::kKept + 1);
     }
 }
 

@@ -28,6 +28,13 @@ CUmemPoolProps located(CUmemLocationType type, int id) {
 
 }  // namespace
 
+// The pools as a report would get them.
+std::vector<history::Pool> pools(const shim::PoolBook& book) {
+    history::History h;
+    book.copy_to(h);
+    return h.pools;
+}
+
 TEST_CASE("a pool's idle bytes are its reserved bytes no allocation uses, summed over a device's pools") {
     shim::PoolBook book;
     book.seen_default(handle(0x10), 0, 0);
@@ -42,21 +49,21 @@ TEST_CASE("a pool's idle bytes are its reserved bytes no allocation uses, summed
     CHECK(s.idle() == (3904ull << 20));
     CHECK(book.look(ask, 1).idle() == 0);
 
-    const auto rows = book.rows();
+    const auto rows = pools(book);
     REQUIRE(rows.size() == 3);
-    CHECK(rows[0].pool.origin == "default");
-    CHECK(rows[0].pool.location == "device 0");
-    CHECK(rows[1].pool.id == 2);
-    CHECK(rows[1].pool.idle_bytes == (3840ull << 20));
-    CHECK(rows[1].pool.step == 3);
-    CHECK(rows[2].pool.location == "device 1");
+    CHECK(rows[0].origin == "default");
+    CHECK(rows[0].location == "device 0");
+    CHECK(rows[1].id == 2);
+    CHECK(rows[1].idle_bytes == (3840ull << 20));
+    CHECK(rows[1].step == 3);
+    CHECK(rows[2].location == "device 1");
     CHECK(book.id_of(handle(0x20)) == 2);
     CHECK(book.device_of(handle(0x30)) == 1);
 
     // A destroyed pool is no longer asked about and no longer in the device's sums; its row stays.
     book.destroyed(handle(0x20));
     CHECK(book.look(ask, 0).reserved == (64u << 20));
-    CHECK(book.rows()[1].pool.destroyed);
+    CHECK(pools(book)[1].destroyed);
     CHECK(book.id_of(handle(0x20)) == 0);
 }
 
@@ -68,7 +75,7 @@ TEST_CASE("a pool the driver will not describe keeps its last figures, and a def
     book.look(ask, 0);
     g_answers.clear();
     CHECK(book.look(ask, 0).reserved == (32u << 20));
-    CHECK(book.rows().size() == 1);
+    CHECK(pools(book).size() == 1);
     CHECK(book.last(0).idle() == (32u << 20));
 }
 
@@ -78,16 +85,18 @@ TEST_CASE("host-located pools are told apart without a lock, and stop being so o
     book.created(handle(0x50), located(CU_MEM_LOCATION_TYPE_DEVICE, 0), ledger::Site{"cuMemPoolCreate", 0, 0}, 0);
     CHECK(book.host_located(handle(0x40)));
     CHECK_FALSE(book.host_located(handle(0x50)));
-    CHECK(book.rows()[0].pool.location == "host NUMA 0");
-    CHECK(book.rows()[0].pool.device == -1);
+    CHECK(pools(book)[0].location == "host NUMA 0");
+    CHECK(pools(book)[0].device == -1);
     book.destroyed(handle(0x40));
     CHECK_FALSE(book.host_located(handle(0x40)));
 }
 
 TEST_CASE("pools past the cap are counted, not kept") {
     shim::PoolBook book;
-    for (std::uintptr_t i = 1; i <= report::kPoolsKept + 3; ++i)
+    for (std::uintptr_t i = 1; i <= history::kPoolsKept + 3; ++i)
         book.created(handle(i * 16), located(CU_MEM_LOCATION_TYPE_DEVICE, 0), ledger::Site{"cuMemPoolCreate", 0, 0}, 0);
-    CHECK(book.rows().size() == report::kPoolsKept);
-    CHECK(book.untracked() == 3);
+    CHECK(pools(book).size() == history::kPoolsKept);
+    history::History h;
+    book.copy_to(h);
+    CHECK(h.untracked_pools == 3);
 }

@@ -79,7 +79,7 @@ TEST_CASE("a site's Python frames reach the report and come back from its JSON")
     const ledger::Site site{"cuMemCreate", book.traces().intern(pcs), 0};
     book.created(1, 2 << 20, ledger::HandleType::none, site);
     const ledger::Snapshot snap = book.snapshot(ledger::Moment::exit, {});
-    const report::Report r = report::build({.snapshot = snap, .ledger = book});
+    const report::Report r = report::build({.book = &book, .ledger = snap}, {});
     REQUIRE(r.leaks.size() == 1);
     const report::Site& s = r.leaks[0].site;
     REQUIRE(s.frames.size() == 1);

@@ -28,10 +28,10 @@ TEST_CASE("exports and imports reach the report with matching keys") {
 
     const auto es = exporter.snapshot(ledger::Moment::checkpoint, {});
     const auto is = importer.snapshot(ledger::Moment::checkpoint, {});
-    report::BuildInput ein{.snapshot = es, .ledger = exporter};
-    ein.process.pid = 77;
-    report::BuildInput iin{.snapshot = is, .ledger = importer};
-    const report::Report er = report::build(ein), ir = report::build(iin);
+    report::ProcessFacts exporter_facts;
+    exporter_facts.process.pid = 77;
+    const report::Report er = report::build({.book = &exporter, .ledger = es}, exporter_facts),
+                         ir = report::build({.book = &importer, .ledger = is}, {});
     REQUIRE(er.exports.size() == 1);
     REQUIRE(ir.imports.size() == 1);
     CHECK(er.exports[0].key == "0000000000001234:0000000000005679");

@@ -363,12 +363,9 @@ TEST_CASE("build turns a snapshot into a report, symbolizing each trace once") {
     deepep_leak(l);
     const ledger::Snapshot snap = l.snapshot(ledger::Moment::exit, [](int, const ledger::ExportKey&) { return true; });
     FakeSymbolizer sym;
-    const Report r = build(BuildInput{.process = {1, -1, 0, "h", {"prog"}, 0},
-                                      .driver = {13000, true},
-                                      .intercepted_calls = 8,
-                                      .snapshot = snap,
-                                      .ledger = l,
-                                      .symbolizer = &sym});
+    const Report r = build(history::Recording{.book = &l, .ledger = snap},
+                           ProcessFacts{.process = {1, -1, 0, "h", {"prog"}, 0}, .driver = {13000, true}, .intercepted_calls = 8},
+                           &sym);
     CHECK(sym.calls == 6);  // three traces of two frames, each trace once (the real Symbolizer also caches by pc)
     CHECK(r.summary.leaked_bytes == GiB);
     CHECK(r.summary.leaked_allocations == 1);
@@ -406,7 +403,7 @@ TEST_CASE("build applies suppressions: an allocation stays leaked while any of i
     FakeSymbolizer sym;
     auto run = [&](const char* rules) {
         const Suppressions s = Suppressions::parse(rules, "s");
-        return build(BuildInput{.snapshot = snap, .ledger = l, .symbolizer = &sym, .suppressions = &s});
+        return build(history::Recording{.book = &l, .ledger = snap}, ProcessFacts{}, &sym, &s);
     };
     Report r = run("leak:fn_11\n");
     CHECK(r.leaks.size() == 3);

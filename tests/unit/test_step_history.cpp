@@ -1,18 +1,18 @@
 // A job's marks stay bounded whatever its age: the recent ones whole, older ones in windows that keep each
 // window's first, last, lowest and highest mark exactly.
-#include "report/step_history.hpp"
+#include "history/step_history.hpp"
 
 #include <catch2/catch.hpp>
 
-using cumemaudit::report::Step;
-using cumemaudit::report::StepHistory;
+using cumemaudit::history::Step;
+using cumemaudit::history::StepHistory;
 
 namespace {
 Step mark(std::uint64_t n, std::uint64_t used) {
     Step s;
     s.step = n;
     s.time_ns = n * 1000;
-    s.driver_used_bytes = used;
+    s.driver.used = used;
     return s;
 }
 std::vector<std::uint64_t> numbers(const std::vector<Step>& steps) {
@@ -35,7 +35,7 @@ TEST_CASE("the recent marks are whole; older ones fold into windows that keep th
     // The peak at step 3 and the trough at step 6 survive, with the windows' ends, in marking order.
     CHECK(numbers(w[0].steps) == std::vector<std::uint64_t>{1, 3, 4});
     CHECK(numbers(w[1].steps) == std::vector<std::uint64_t>{5, 6, 7});
-    CHECK(w[0].steps[1].driver_used_bytes == 900);
+    CHECK(w[0].steps[1].driver.used == 900);
 }
 
 TEST_CASE("a long job costs what a short one does") {

@@ -29,25 +29,25 @@ extern "C" {
 
 __attribute__((visibility("default"))) void cumemaudit_checkpoint(void) {
     entered("cumemaudit_checkpoint", [] {
-        if (Auditor::cuda_in_use() && Auditor::enter()) Auditor::get().checkpoint("cumemaudit_checkpoint()");
+        if (Auditor* a = Auditor::reach(Auditor::Start::if_cuda_in_use)) a->checkpoint("cumemaudit_checkpoint()");
     });
 }
 
 __attribute__((visibility("default"))) void cumemaudit_step(uint64_t step) {
     entered("cumemaudit_step", [&] {
-        if (Auditor::cuda_in_use() && Auditor::enter()) Auditor::get().step(step, nullptr);
+        if (Auditor* a = Auditor::reach(Auditor::Start::if_cuda_in_use)) a->step(step, nullptr);
     });
 }
 
 __attribute__((visibility("default"))) void cumemaudit_mark(const char* label) {
     entered("cumemaudit_mark", [&] {
-        if (Auditor::cuda_in_use() && Auditor::enter()) Auditor::get().step(0, label != nullptr && *label != '\0' ? label : "mark");
+        if (Auditor* a = Auditor::reach(Auditor::Start::if_cuda_in_use)) a->step(0, label != nullptr && *label != '\0' ? label : "mark");
     });
 }
 
 __attribute__((visibility("default"))) void cumemaudit_torch_step(uint64_t step, uint64_t allocated, uint64_t reserved) {
     entered("cumemaudit_torch_step", [&] {
-        if (Auditor::cuda_in_use() && Auditor::enter()) Auditor::get().step(step, nullptr, allocated, reserved);
+        if (Auditor* a = Auditor::reach(Auditor::Start::if_cuda_in_use)) a->step(step, nullptr, allocated, reserved);
     });
 }
 
@@ -56,7 +56,8 @@ __attribute__((visibility("default"))) int cumemaudit_leak_mark(cumemaudit_leak_
     *mark = {};
     int answer = -1;
     entered("cumemaudit_leak_mark", [&] {
-        if (cumemaudit::shim::Recorder* rec = Auditor::enter()) {
+        if (Auditor* a = Auditor::reach(Auditor::Start::always)) {
+            cumemaudit::shim::Recorder* rec = &a->recorder();
             mark->misuse_events = rec->ledger().misuse_events();
             mark->epoch = rec->ledger().begin_epoch();
             answer = 0;
@@ -72,7 +73,7 @@ __attribute__((visibility("default"))) int cumemaudit_held_since(const cumemaudi
     *held = {};
     if (site_size > 0) site[0] = '\0';
     cumemaudit::shim::Recorder* rec = nullptr;
-    if (!entered("cumemaudit_held_since", [&] { rec = Auditor::enter(); }) || rec == nullptr) return -1;
+    if (!entered("cumemaudit_held_since", [&] { if (Auditor* a = Auditor::reach(Auditor::Start::always)) rec = &a->recorder(); }) || rec == nullptr) return -1;
     try {
         const auto& ledger = rec->ledger();
         const auto now = ledger.held_since(static_cast<std::uint32_t>(mark->epoch));
@@ -94,7 +95,7 @@ __attribute__((visibility("default"))) int64_t cumemaudit_held_sites(const cumem
     if (mark == nullptr) return -1;
     if (json_size > 0) json[0] = '\0';
     cumemaudit::shim::Recorder* rec = nullptr;
-    if (!entered("cumemaudit_held_sites", [&] { rec = Auditor::enter(); }) || rec == nullptr) return -1;
+    if (!entered("cumemaudit_held_sites", [&] { if (Auditor* a = Auditor::reach(Auditor::Start::always)) rec = &a->recorder(); }) || rec == nullptr) return -1;
     int64_t length = -1;
     entered("cumemaudit_held_sites", [&] {
         const auto& ledger = rec->ledger();
@@ -145,18 +146,16 @@ extern "C" {
 
 __attribute__((visibility("default"))) void cumemaudit_torch_pool(const char* pool, uint64_t allocated, uint64_t reserved) {
     entered("cumemaudit_torch_pool", [&] {
-        if (!Auditor::cuda_in_use() || !Auditor::enter()) return;
-        Auditor::get().recorder().oom_log().stage_pool(
-            {pool != nullptr ? pool : "", allocated, reserved, reserved > allocated ? reserved - allocated : 0});
+        if (Auditor* a = Auditor::reach(Auditor::Start::if_cuda_in_use)) a->recorder().torch_pools().stage({pool != nullptr ? pool : "", allocated, reserved});
     });
 }
 
 __attribute__((visibility("default"))) void cumemaudit_torch_oom(uint64_t requested_bytes) {
     entered("cumemaudit_torch_oom", [&] {
-        if (!Auditor::cuda_in_use() || !Auditor::enter()) return;
+        Auditor* a = Auditor::reach(Auditor::Start::if_cuda_in_use);
+        if (a == nullptr) return;
         cumemaudit::shim::ShimScope busy;
-        if (cumemaudit::shim::torch_out_of_memory(Auditor::get().recorder(), requested_bytes))
-            Auditor::get().oom_checkpoint();
+        if (cumemaudit::shim::torch_out_of_memory(a->recorder(), requested_bytes)) a->oom_checkpoint();
     });
 }
 
@@ -182,7 +181,8 @@ __attribute__((visibility("default"))) void* cumemaudit_bench_real(const char* s
 __attribute__((visibility("default"))) int cumemaudit_bench_pass_through(int on) {
     int answer = -1;
     entered("cumemaudit_bench_pass_through", [&] {
-        if (cumemaudit::shim::Recorder* rec = Auditor::enter()) {
+        if (Auditor* a = Auditor::reach(Auditor::Start::always)) {
+            cumemaudit::shim::Recorder* rec = &a->recorder();
             rec->pass_through(on != 0);
             answer = 0;
         }

@@ -6,7 +6,7 @@
 #include "shim/record/recorder.hpp"
 #include "shim/record/site_line.hpp"
 
-#include "report/text.hpp"
+#include "report/human_bytes.hpp"
 
 #include <pthread.h>
 
@@ -249,11 +249,11 @@ void reclaim_pending(Recorder& rec, bool every_thread) {
                 const Enforcer::SiteKey key{site.api, site.trace, site.owner};
                 auto n = refs_by_site.find(key);
                 if (n == refs_by_site.end()) continue;  // this site's row is done for this allocation
-                report::ReclaimInput& row = s.reclaimed[key];
+                history::Reclaim& row = s.reclaimed[key];
                 row.site = site;
-                row.reclaim.bytes += u.bytes;
-                row.reclaim.allocations += 1;
-                row.reclaim.references += n->second;
+                row.bytes += u.bytes;
+                row.allocations += 1;
+                row.references += n->second;
                 row.members.push_back(ledger::HeldAllocation{u.id, u.bytes});
                 taken_by += (taken_by.empty() ? "" : "; ") + describe_site(book, rec.symbolizer(), site);
                 refs_by_site.erase(n);

@@ -2,11 +2,10 @@
 
 namespace cumemaudit::shim {
 
-std::vector<report::ReclaimInput> Enforcer::reclaimed() const {
+void Enforcer::copy_to(history::History& h) const {
     std::lock_guard lock(state_->mu);
-    std::vector<report::ReclaimInput> out;
-    for (const auto& [key, row] : state_->reclaimed) out.push_back(row);
-    return out;
+    h.reclaimed.clear();
+    for (const auto& [key, row] : state_->reclaimed) h.reclaimed.push_back(row);
 }
 
 }  // namespace cumemaudit::shim

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "ledger/ledger.hpp"
-#include "report/build.hpp"
+#include "history/history.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -47,15 +47,15 @@ public:
         std::uint64_t next = 1;
         std::unordered_map<std::uint64_t, Virtual> virtuals;       // virtual value → what it stands for
         std::unordered_map<std::uint64_t, std::uint64_t> current;  // live real value → its virtual value
-        std::map<SiteKey, report::ReclaimInput> reclaimed;
+        std::map<SiteKey, history::Reclaim> reclaimed;
         std::vector<Pending> pending;          // allocations left unreachable by a range free, to look at again
         std::atomic<bool> any_pending{false};  // read without the lock on every allocation
     };
 
     Enforcer() : state_(std::make_unique<State>()) {}
     State& state() { return *state_; }
-    // What enforce reclaimed, by site, for the report.
-    std::vector<report::ReclaimInput> reclaimed() const;
+    // What enforce reclaimed, by site.
+    void copy_to(history::History&) const;
 
 private:
     std::unique_ptr<State> state_;

@@ -93,7 +93,7 @@ void record(ev::GraphMemTrim, Call& call, CUresult r, CUdevice device) {
     t.graph_memory_trimmed();
     const std::uint64_t after = graph_memory_reserved(device);
     if (t_before.graph_reserved <= after) return;
-    report::MemoryReturn m;
+    history::Return m;
     m.what = "graph_memory";
     m.why = "trim";
     m.api = call.api();

@@ -1,5 +1,7 @@
 #include "shim/record/oom_watch.hpp"
 
+#include "history/oom_breakdown.hpp"
+
 #include "shim/record/events.hpp"
 #include "shim/record/export_key.hpp"
 #include "shim/record/recorder.hpp"
@@ -12,7 +14,7 @@ namespace {
 
 // Memory the driver took back before it refused: a return at the refused call.
 void taken_back(Recorder& a, const char* what, const char* api, int device, std::uint64_t bytes, const ledger::Site& site) {
-    report::MemoryReturn ret;
+    history::Return ret;
     ret.what = what;
     ret.why = "refusal";
     ret.api = api;
@@ -23,7 +25,7 @@ void taken_back(Recorder& a, const char* what, const char* api, int device, std:
 }
 
 // The moment itself: the driver's figures first (closest to the refusal), then the ledger's.
-report::OomInput take_moment(Recorder& a, const char* api, const char* result, std::uint64_t bytes, const ledger::Site& site) {
+history::Oom take_moment(Recorder& a, const char* api, const char* result, std::uint64_t bytes, const ledger::Site& site) {
     const DriverMemory m = driver_memory();
     // Exported fds the program closed since are learnt first: memory whose last pin was one is free, and
     // memory they no longer pin is unreachable.
@@ -36,17 +38,17 @@ report::OomInput take_moment(Recorder& a, const char* api, const char* result, s
     // And the graph memory no launch held (measured): what the last mark saw and is gone now.
     const std::uint64_t graph_before = a.timeline().last_graph_reserved();
     if (m.known && graph_before > m.graph_reserved) taken_back(a, "graph_memory", api, m.device, graph_before - m.graph_reserved, site);
-    report::OomInput in = oom_breakdown(a.ledger(), a.timeline().graphs(), m.known ? m.used : 0, pools.reserved, pools.used,
-                                        m.graph_reserved, a.several_devices() ? m.device : -1);
-    in.oom.device = m.device;
-    in.oom.time_ns = wall_clock_ns();
-    in.oom.step = a.timeline().last_step();
-    in.oom.api = api;
-    in.oom.result = result;
-    in.oom.requested_bytes = bytes;
-    in.oom.driver_total_bytes = m.total;
-    in.oom.driver_free_bytes = m.total - m.used;
-    return in;
+    history::Oom oom = history::oom_breakdown(a.ledger(), a.timeline().graphs(), m.known ? m.used : 0, pools.reserved,
+                                              pools.used, m.graph_reserved, a.several_devices() ? m.device : -1);
+    oom.device = m.device;
+    oom.time_ns = wall_clock_ns();
+    oom.step = a.timeline().last_step();
+    oom.api = api;
+    oom.result = result;
+    oom.requested_bytes = bytes;
+    oom.driver_total_bytes = m.total;
+    oom.driver_free_bytes = m.total - m.used;
+    return oom;
 }
 
 }  // namespace
@@ -54,10 +56,10 @@ report::OomInput take_moment(Recorder& a, const char* api, const char* result, s
 bool out_of_memory(Call& call, CUresult r, std::uint64_t bytes) {
     Recorder& a = call.recorder();
     const ledger::Site site = call.full_site();
-    report::OomInput in = take_moment(a, call.api(), result_name(r), bytes, site);
-    in.site = site;
-    in.oom.owner = a.ledger().owner_name(in.site.owner);
-    return a.oom_log().refused(std::move(in), a.options().oom_interval_s);
+    history::Oom oom = take_moment(a, call.api(), result_name(r), bytes, site);
+    oom.site = site;
+    oom.owner = a.ledger().owner_name(site.owner);
+    return a.oom_log().refused(std::move(oom), a.options().oom_interval_s);
 }
 
 void allocation_succeeded(Call& call, std::uint64_t bytes) {
@@ -65,10 +67,10 @@ void allocation_succeeded(Call& call, std::uint64_t bytes) {
 }
 
 bool torch_out_of_memory(Recorder& a, std::uint64_t bytes) {
-    report::OomInput in = take_moment(a, "torch", "torch.OutOfMemoryError", bytes, ledger::Site{"torch", 0, 0});
-    in.site = ledger::Site{"torch", 0, 0};
-    in.oom.owner = "pytorch";
-    return a.oom_log().torch_oom(bytes, std::move(in));
+    history::Oom oom = take_moment(a, "torch", "torch.OutOfMemoryError", bytes, ledger::Site{"torch", 0, 0});
+    oom.site = ledger::Site{"torch", 0, 0};
+    oom.owner = "pytorch";
+    return a.oom_log().torch_oom(bytes, a.torch_pools().take(), std::move(oom));
 }
 
 }  // namespace cumemaudit::shim

@@ -28,7 +28,7 @@ const PoolBook::Entry* PoolBook::find(CUmemoryPool pool) const {
 }
 
 void PoolBook::add(Entry e) {
-    if (pools_.size() >= report::kPoolsKept) {
+    if (pools_.size() >= history::kPoolsKept) {
         ++untracked_;
         return;
     }
@@ -39,7 +39,7 @@ void PoolBook::add(Entry e) {
 void PoolBook::created(CUmemoryPool pool, const CUmemPoolProps& props, const ledger::Site& site, std::uint64_t step) {
     Entry e;
     e.handle = pool;
-    e.site = site;
+    e.row.site = site;
     e.row.origin = "created";
     e.row.location = location_text(props.location);
     e.row.device = props.location.type == CU_MEM_LOCATION_TYPE_DEVICE ? props.location.id : -1;
@@ -70,7 +70,7 @@ void PoolBook::seen_default(CUmemoryPool pool, int device, std::uint64_t step) {
 void PoolBook::imported(CUmemoryPool pool, int device, const ledger::Site& site, std::uint64_t step) {
     Entry e;
     e.handle = pool;
-    e.site = site;
+    e.row.site = site;
     e.row.origin = "imported";
     e.row.location = device >= 0 ? "device " + std::to_string(device) : "";
     e.row.device = device;
@@ -145,17 +145,12 @@ PoolBook::Sums PoolBook::sums(int device) const {
     return s;
 }
 
-std::vector<report::PoolInput> PoolBook::rows() const {
+void PoolBook::copy_to(history::History& h) const {
     std::lock_guard lock(mu_);
-    std::vector<report::PoolInput> out;
-    out.reserve(pools_.size());
-    for (const Entry& e : pools_) out.push_back({e.row, e.site});
-    return out;
-}
-
-std::uint64_t PoolBook::untracked() const {
-    std::lock_guard lock(mu_);
-    return untracked_;
+    h.pools.clear();
+    h.pools.reserve(pools_.size());
+    for (const Entry& e : pools_) h.pools.push_back(e.row);
+    h.untracked_pools = untracked_;
 }
 
 }  // namespace cumemaudit::shim

@@ -8,7 +8,7 @@
 #include "shim/services/driver_query.hpp"
 
 #include "ledger/types.hpp"
-#include "report/build.hpp"
+#include "history/history.hpp"
 
 #include <array>
 #include <atomic>
@@ -41,14 +41,12 @@ public:
     Sums look(AskPool ask, int device);
     Sums last(int device) const;  // the same from the last look
 
-    std::vector<report::PoolInput> rows() const;
-    std::uint64_t untracked() const;
+    void copy_to(history::History&) const;  // the pools and how many went untracked
 
 private:
     struct Entry {
         CUmemoryPool handle = nullptr;
-        report::Pool row;
-        ledger::Site site;
+        history::Pool row;
     };
     Entry* find(CUmemoryPool pool);  // mu_ held
     const Entry* find(CUmemoryPool pool) const;
@@ -56,7 +54,7 @@ private:
     Sums sums(int device) const;     // mu_ held
 
     mutable std::mutex mu_;
-    std::vector<Entry> pools_;  // at most report::kPoolsKept
+    std::vector<Entry> pools_;  // at most history::kPoolsKept
     std::uint64_t untracked_ = 0;
     static constexpr std::size_t kHostPools = 64;  // host pools the allocation path can tell apart
     std::array<std::atomic<CUmemoryPool>, kHostPools> host_{};

@@ -14,7 +14,7 @@ thread_local PoolFigures t_before;  // a trim's or destroy's pool, as the driver
 void returned(Call& call, const char* why, CUmemoryPool pool, std::uint64_t bytes) {
     if (bytes == 0) return;
     Recorder& rec = call.recorder();
-    report::MemoryReturn m;
+    history::Return m;
     m.what = "pool";
     m.why = why;
     m.api = call.api();

@@ -1,5 +1,5 @@
 // recorder: all one process's audit knows — the ledger, the timeline of marks and graphs, the OOM record,
-// enforce mode's handle table, the stream-ordered pools, the options it runs under — and nothing that
+// enforce mode's handle table, the stream-ordered pools, PyTorch's staged pool figures, the options it runs under — and nothing that
 // runs on its own: no thread, no signal handler, no report written. Every recorded call carries one
 // (Call::recorder()); the Auditor (auditor.hpp) owns the process's, starts it, writes its reports; a fork
 // child builds a fresh one in one move (the parent's is left untouched: a parent thread may have held any
@@ -12,8 +12,10 @@
 #include "shim/record/oom_log.hpp"
 #include "shim/record/pool_book.hpp"
 #include "shim/record/step_timeline.hpp"
+#include "shim/record/torch_pool_stage.hpp"
 #include "shim/services/options_store.hpp"
 
+#include "history/history.hpp"
 #include "ledger/ledger.hpp"
 #include "report/symbolizer.hpp"
 
@@ -73,6 +75,11 @@ public:
     PoolBook& pools() { return pools_; }
     ArrayBook& arrays() { return arrays_; }
     ExternalBook& externals() { return externals_; }
+    TorchPoolStage& torch_pools() { return torch_pools_; }
+
+    // Everything recorded, for a report: the ledger's snapshot at `moment` and the history, each part copied
+    // under its own keeper's lock (the ledger's, the timeline's, the OOM log's, the pool book's, enforce's).
+    history::Recording snapshot(ledger::Moment moment);
     // Names the frames of a site for log lines and reports (reads debug info on demand, writes nothing).
     report::Symbolizer& symbolizer() { return symbolizer_; }
 
@@ -97,6 +104,7 @@ private:
     PoolBook pools_;
     ArrayBook arrays_;
     ExternalBook externals_{hot_.external_buffers};
+    TorchPoolStage torch_pools_;
     ReportWriter report_writer_ = nullptr;
 };
 

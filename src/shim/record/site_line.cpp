@@ -25,7 +25,7 @@ std::string describe_stack(const ledger::Ledger& book, report::Symbolizer& symbo
             continue;
         }
         if (native == max_frames || python > 0) continue;
-        const report::Frame f = symbolizer.resolve(pc);
+        const auto f = symbolizer.resolve(pc);
         const std::string where = f.file.empty() ? f.object : fmt::format("{}:{}", f.file, f.line);
         out += fmt::format("{}{} {}", native++ == 0 ? " in " : " < ", f.symbol.empty() ? "??" : f.symbol, where);
     }

@@ -1,14 +1,14 @@
-#include "report/step_history.hpp"
+#include "history/step_history.hpp"
 
 #include <algorithm>
 
-namespace cumemaudit::report {
+namespace cumemaudit::history {
 namespace {
 
 std::uint64_t level(const Step& s) {
-    if (s.driver_used_bytes != 0) return s.driver_used_bytes;
+    if (s.driver.used != 0) return s.driver.used;
     std::uint64_t tracked = 0;
-    for (const auto& [owner, bytes] : s.by_owner) tracked += bytes;
+    for (const auto& [owner, bytes] : s.live_by_owner) tracked += bytes;
     return tracked;
 }
 
@@ -72,4 +72,4 @@ std::vector<StepWindow> StepHistory::windows() const {
     return out;
 }
 
-}  // namespace cumemaudit::report
+}  // namespace cumemaudit::history

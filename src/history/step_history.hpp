@@ -1,17 +1,17 @@
-// step_history: a job's marks, bounded whatever its age. The most recent `recent` marks are kept whole; older
+// step_history: a process's marks, bounded whatever its age. The most recent `recent` marks are kept whole; older
 // ones fold into windows of consecutive marks, each keeping whole its first and last mark and the marks where
 // memory was lowest and highest (driver-used bytes, else the owners' tracked bytes), so a chart of a
 // week-long job still shows every peak and trough. When there are more than `windows` windows, neighbours
 // merge pairwise and a window spans twice the marks: the cost stays that of recent + 4 × windows marks.
 #pragma once
 
-#include "report/report.hpp"
+#include "history/types.hpp"
 
 #include <cstdint>
 #include <deque>
 #include <vector>
 
-namespace cumemaudit::report {
+namespace cumemaudit::history {
 
 class StepHistory {
 public:
@@ -36,4 +36,4 @@ private:
     std::uint64_t marks_ = 0;
 };
 
-}  // namespace cumemaudit::report
+}  // namespace cumemaudit::history

@@ -1,0 +1,68 @@
+// marks: what each mark adds to the history. A mark (cumemaudit_step, a phase, SIGUSR2, a periodic sample)
+// takes live bytes per owner and kind from the ledger (O(owners)) beside the driver's figures; memory
+// outside PyTorch that grew past growth_alarm over one step raises a growth alarm naming the owner and the
+// site that grew; unreachable VMM memory that grew raises a leak alarm. Steps are kept bounded
+// (step_history.hpp), alarms too (alarm_book.hpp). Pure: the caller locks, gives the time, and logs the
+// alarms a mark returns.
+#pragma once
+
+#include "history/alarm_book.hpp"
+#include "history/history.hpp"
+#include "history/step_history.hpp"
+#include "history/types.hpp"
+#include "ledger/ledger.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <vector>
+
+namespace cumemaudit::history {
+
+struct MarkLimits {
+    std::size_t steps_kept = 1, step_windows = 0;
+    std::uint64_t warmup_steps = 0;
+    std::uint64_t growth_alarm = 0;  // bytes an owner may grow over one step without an alarm
+    std::size_t max_alarms = 0;
+    std::chrono::seconds alarm_interval{0};
+};
+
+// An alarm a mark raised that deserves a log line, with what the line says of this mark.
+struct Raised {
+    Alarm alarm;                // as kept: a repeat has count > 1 and its first step
+    std::uint64_t step = 0;     // this mark's step
+    std::uint64_t growth = 0;   // over this step
+    std::uint64_t now_bytes = 0;  // the owner's device bytes (a leak: every unreachable byte) now
+    bool site_known = false;
+};
+
+class Marks {
+public:
+    Marks(ledger::Ledger&, const MarkLimits&);
+
+    std::vector<Raised> mark(const MarkInput&, std::chrono::steady_clock::time_point now);
+
+    std::uint64_t last_step() const { return last_step_; }  // the last numbered step (0 before any)
+    std::uint64_t last_graph_reserved() const { return last_graph_reserved_; }
+    void copy_to(History&) const;  // steps, windows, alarms
+
+private:
+    Step figures(const MarkInput&, const std::vector<ledger::OwnerRow>&) const;
+    void check_growth(const Step&, const std::vector<ledger::OwnerRow>&, std::chrono::steady_clock::time_point now,
+                      std::vector<Raised>& out);
+    void check_leaks(Step&, std::chrono::steady_clock::time_point now, std::vector<Raised>& out);
+
+    ledger::Ledger& ledger_;
+    MarkLimits limits_;
+    StepHistory steps_;
+    AlarmBook alarms_;
+    std::map<ledger::OwnerId, std::uint64_t> last_live_;
+    std::uint64_t last_unreachable_ = 0;
+    std::map<ledger::OwnerId, std::uint64_t> last_leaked_by_owner_;  // at the last quiet point
+    std::uint32_t since_epoch_ = 0;
+    std::uint64_t marks_ = 0;
+    std::uint64_t last_step_ = 0;
+    std::uint64_t last_graph_reserved_ = 0;
+};
+
+}  // namespace cumemaudit::history

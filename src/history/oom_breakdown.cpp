@@ -1,0 +1,56 @@
+#include "history/oom_breakdown.hpp"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+namespace cumemaudit::history {
+
+Oom oom_breakdown(const ledger::Ledger& book, const std::vector<Graph>& graphs, std::uint64_t driver_used,
+                  std::uint64_t pool_reserved, std::uint64_t pool_used, std::uint64_t graph_memory, int device) {
+    std::vector<OomPart> parts;
+    using Key = std::pair<ledger::OwnerId, ledger::Kind>;
+    std::map<Key, std::uint64_t> leaked_of, leaked_rest;
+    std::uint64_t leaked = 0;
+    std::size_t with_site = 0;
+    for (const ledger::Ledger::OriginBytes& row : book.unreachable_by_origin(device)) {
+        if (!ledger::counts_on_device(row.kind)) continue;
+        leaked_of[{row.site.owner, row.kind}] += row.bytes;
+        leaked += row.bytes;
+        if (with_site++ < kLeakSitesKept)
+            parts.push_back({PartKind::leaked, row.site.owner, row.kind, 0, row.bytes, row.site});
+        else
+            leaked_rest[{row.site.owner, row.kind}] += row.bytes;
+    }
+    for (const auto& [key, bytes] : leaked_rest) parts.push_back({PartKind::leaked, key.first, key.second, 0, bytes, {}});
+    for (const ledger::OwnerRow& o : device >= 0 ? book.owners_on_device(device) : book.owners_now()) {
+        for (int k = 0; k < static_cast<int>(ledger::Kind::count); ++k) {
+            const auto kind = static_cast<ledger::Kind>(k);
+            if (!ledger::counts_on_device(kind)) continue;
+            const auto it = leaked_of.find({o.owner, kind});
+            const std::uint64_t held = o.live_by_kind[k] - std::min(o.live_by_kind[k], it == leaked_of.end() ? 0 : it->second);
+            if (held != 0) parts.push_back({PartKind::live, o.owner, kind, 0, held, {}});
+        }
+    }
+    for (const Graph& g : graphs)
+        if (g.held_instantiate_bytes > 0)
+            parts.push_back({PartKind::graph, 0, {}, g.id, static_cast<std::uint64_t>(g.held_instantiate_bytes), {}});
+    if (pool_reserved > pool_used) parts.push_back({PartKind::async_pool_idle, 0, {}, 0, pool_reserved - pool_used, {}});
+    if (graph_memory != 0) parts.push_back({PartKind::graph_memory, 0, {}, 0, graph_memory, {}});
+    const std::uint64_t named = std::accumulate(parts.begin(), parts.end(), std::uint64_t{0},
+                                                [](std::uint64_t s, const OomPart& p) { return s + p.bytes; });
+    // Context, modules, memory of other processes: what no wrapped call named. Zero when the named parts
+    // exceed driver-used memory (memory freed between the failing call and the question).
+    const std::uint64_t rest = driver_used > named ? driver_used - named : 0;
+    if (rest != 0) parts.push_back({PartKind::unattributed, 0, {}, 0, rest, {}});
+    std::stable_sort(parts.begin(), parts.end(), [](const OomPart& a, const OomPart& b) { return a.bytes > b.bytes; });
+
+    Oom oom;
+    oom.parts = std::move(parts);
+    oom.leaked_bytes = leaked;
+    oom.unattributed_bytes = rest;
+    oom.driver_used_bytes = driver_used;
+    return oom;
+}
+
+}  // namespace cumemaudit::history

@@ -1,0 +1,19 @@
+#include "history/types.hpp"
+
+namespace cumemaudit::history {
+
+const char* to_string(AlarmKind k) { return k == AlarmKind::growth ? "growth" : "leak"; }
+
+const char* to_string(PartKind k) {
+    switch (k) {
+        case PartKind::live: return "live";
+        case PartKind::leaked: return "leaked";
+        case PartKind::graph: return "graph";
+        case PartKind::async_pool_idle: return "async_pool_idle";
+        case PartKind::graph_memory: return "graph_memory";
+        case PartKind::unattributed: return "unattributed";
+    }
+    return "";
+}
+
+}  // namespace cumemaudit::history

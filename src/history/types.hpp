@@ -1,0 +1,160 @@
+// types: the words of the history model — what happened to one process's memory over time, as the recorder
+// keeps it: steps, alarms, graphs, contexts that ended, memory the driver took back, out-of-memory moments,
+// pools, what enforce mode reclaimed. Ids and sites are still the ledger's (owners by id, stacks by trace);
+// report::build names them. Pure C++: no CUDA, no I/O.
+#pragma once
+
+#include "ledger/types.hpp"
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace cumemaudit::history {
+
+using KindBytes = std::array<std::uint64_t, static_cast<std::size_t>(ledger::Kind::count)>;
+
+// One PyTorch pool as the Python helper described it (the default pool, or a graph pool).
+struct TorchPool {
+    std::string pool;
+    std::uint64_t allocated_bytes = 0, reserved_bytes = 0;
+};
+
+// What the driver said of the device at a moment (known = false: it could not say).
+struct DeviceFigures {
+    bool known = false;
+    int device = -1;
+    std::uint64_t used = 0, total = 0;
+    std::uint64_t process_used = 0;                 // this process alone (NVML); 0: unknown
+    std::uint64_t graph_used = 0, graph_reserved = 0;  // the device's graph memory
+};
+
+// What a mark brings besides the ledger: the program's step and label, PyTorch's figures, the driver's.
+struct MarkInput {
+    std::uint64_t step = 0;
+    std::string label;  // "" for a numbered step; a phase, "SIGUSR2" or "sample"
+    std::uint64_t time_ns = 0;
+    std::uint64_t torch_allocated = 0, torch_reserved = 0;
+    DeviceFigures driver;
+    std::uint64_t pool_reserved = 0, pool_used = 0;  // stream-ordered pools of the mark's device
+    std::vector<TorchPool> torch_pools;
+    bool several_devices = false;
+};
+
+struct Step {
+    std::uint64_t step = 0, time_ns = 0;
+    std::string label;
+    std::map<ledger::OwnerId, std::uint64_t> live_by_owner;  // every owner known at the mark, 0 included
+    KindBytes live_by_kind{};
+    std::int64_t device = -1;
+    DeviceFigures driver;
+    std::uint64_t unattributed_bytes = 0;
+    std::uint64_t torch_allocated = 0, torch_reserved = 0;
+    std::vector<TorchPool> torch_pools;
+    std::uint64_t pool_reserved = 0, pool_used = 0;
+    std::uint64_t leaked_bytes = 0;
+    std::map<ledger::OwnerId, std::uint64_t> leaked_by_owner;  // nonzero only
+    std::uint64_t peak_tracked_bytes = 0;
+};
+
+// Older steps folded: `marks` consecutive marks, of which `steps` keeps the first, lowest, highest and last.
+struct StepWindow {
+    std::uint64_t first_step = 0, last_step = 0, marks = 0;
+    std::vector<Step> steps;
+};
+
+enum class AlarmKind : std::uint8_t { growth, leak };
+const char* to_string(AlarmKind);
+
+// One alarm per kind, owner and site; repeats count.
+struct Alarm {
+    AlarmKind what = AlarmKind::growth;
+    ledger::OwnerId owner = 0;
+    std::uint64_t step = 0, time_ns = 0;  // first raised
+    std::uint64_t bytes = 0;              // growth summed over every raise
+    std::uint64_t live_bytes = 0;         // at the last raise
+    std::uint64_t count = 1;
+    std::uint64_t last_step = 0, last_time_ns = 0;
+    ledger::Site site;                    // the site that grew most, when known
+};
+
+struct Graph {
+    std::uint64_t id = 0, step = 0, time_ns = 0;
+    std::uint64_t allocations = 0, bytes = 0;
+    std::map<ledger::OwnerId, std::uint64_t> bytes_by_owner;
+    std::uint64_t instantiations = 0;
+    std::int64_t instantiate_cost_bytes = 0, held_instantiate_bytes = 0;
+    std::uint64_t graph_memory_bytes = 0;
+};
+
+// A context ended and the driver freed what the program had not.
+struct Teardown {
+    const char* api = "";
+    std::int64_t device = -1;
+    std::uint64_t step = 0, time_ns = 0;
+    std::uint64_t bytes = 0, allocations = 0;
+    ledger::Site site;
+    std::vector<ledger::LeakRow> freed;  // at most kTeardownRows
+};
+inline constexpr std::size_t kTeardownRows = 16;
+inline constexpr std::size_t kTeardownsKept = 64;
+
+// Memory the driver took back: a pool's idle memory or graph memory.
+struct Return {
+    std::string what, why, api;  // "pool" | "graph_memory"; "trim" | "destroy" | "refusal"; the call
+    std::uint64_t pool = 0;      // what == "pool": its id
+    std::int64_t device = -1;
+    std::uint64_t step = 0, time_ns = 0, bytes = 0;
+    ledger::Site site;
+};
+inline constexpr std::size_t kReturnsKept = 64;
+
+struct Pool {
+    std::uint64_t id = 0;
+    std::string origin, location;  // "default" | "created" | "imported"; "device 0", "host", …
+    std::int64_t device = -1;
+    std::uint64_t reserved_bytes = 0, used_bytes = 0, idle_bytes = 0, peak_reserved_bytes = 0;
+    std::uint64_t release_threshold = 0;
+    bool destroyed = false;
+    std::uint64_t step = 0;
+    ledger::Site site;  // api "" when none
+};
+inline constexpr std::size_t kPoolsKept = 256;
+
+// One share of driver-used memory at an out-of-memory moment (they add up to it).
+enum class PartKind : std::uint8_t { live, leaked, graph, async_pool_idle, graph_memory, unattributed };
+const char* to_string(PartKind);
+struct OomPart {
+    PartKind what = PartKind::live;
+    ledger::OwnerId owner = 0;  // live, leaked
+    ledger::Kind kind = ledger::Kind::vmm_physical;  // live, leaked
+    std::uint64_t graph = 0;    // graph: its id
+    std::uint64_t bytes = 0;
+    ledger::Site site;          // leaked: the call that created it (api "" when none)
+};
+
+struct Oom {
+    std::uint64_t time_ns = 0, step = 0;
+    std::string api, result;
+    std::uint64_t requested_bytes = 0;
+    std::string owner;  // the failing call's owner ("pytorch" when PyTorch raised alone)
+    ledger::Site site;
+    std::int64_t device = -1;
+    std::uint64_t driver_free_bytes = 0, driver_total_bytes = 0, driver_used_bytes = 0;
+    std::uint64_t leaked_bytes = 0, unattributed_bytes = 0;
+    std::vector<OomPart> parts;  // largest first
+    bool recovered = false;
+    std::uint64_t recovered_time_ns = 0;
+    std::vector<TorchPool> torch_pools;
+};
+
+// References enforce mode released for the program, by the site that took them.
+struct Reclaim {
+    std::uint64_t bytes = 0, allocations = 0, references = 0;
+    ledger::Site site;
+    std::vector<ledger::HeldAllocation> members;
+};
+
+}  // namespace cumemaudit::history

@@ -1,0 +1,60 @@
+// report_writer: the report of one Recorder, written — its name (fixed at the first report), the lock that
+// lets one report be written at a time (bounded waits at exit and at an out-of-memory moment), the build
+// (Recorder::snapshot through report::build), the file, the metrics beside it, and what follows on stderr:
+// the OOM block, the summary, the gate. It starts no thread and handles no signal.
+#pragma once
+
+#include "shim/record/recorder.hpp"
+#include "shim/process/process_info.hpp"
+#include "report/build.hpp"
+#include "report/report.hpp"
+#include "report/suppressions.hpp"
+
+#include <sys/types.h>
+
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cumemaudit::shim {
+
+class ReportWriter {
+public:
+    explicit ReportWriter(Recorder&);
+
+    struct Saved {
+        std::string path;   // empty: not written
+        std::string error;  // why not
+    };
+    // What follows a report on stderr: nothing (a checkpoint), the OOM block, the summary alone (a signal
+    // whose default disposition ends the process next: no exit summary will come), or the summary and the
+    // gate (exit).
+    enum class Then { nothing, oom_block, summary, summary_and_gate };
+    Saved write(ledger::Moment, const int* exit_code, Then then);
+
+    // At exit without a report: the gate fails closed where the program would pass, with a warning.
+    void fail_closed(const int* exit_code);
+
+private:
+    report::Report build(ledger::Moment, const int* exit_code);
+    report::ProcessFacts facts(ledger::Moment, const int* exit_code);
+    std::unique_lock<std::mutex> lock(bool bounded);
+    Saved save(const report::Report&);
+    void save_metrics(const report::Report&);
+    void print_summary(const report::Report&, const Saved&, bool flush_stdout);
+    void gate(const report::Report&, const Saved&, const int* exit_code);
+    mode_t mode() const;
+    const ProcessIdentity& identity();
+    std::vector<std::string> names();
+
+    Recorder& recorder_;
+    const Options& options_;
+    const report::Suppressions suppressions_;  // read once at start, so a typo shows then and not only at exit
+    int driver_version_ = -1;  // asked at start: the report path then makes no driver call at all
+    std::mutex mu_;            // one report at a time (checkpoint thread, exit, C API)
+    std::optional<ProcessIdentity> identity_;  // fixed at the first report (under mu_)
+    std::string path_;                         // likewise
+};
+
+}  // namespace cumemaudit::shim

@@ -1,0 +1,27 @@
+#include "shim/record/marking.hpp"
+
+#include "shim/record/events.hpp"
+#include "shim/record/recorder.hpp"
+#include "shim/services/driver_query.hpp"
+#include "shim/services/wall_clock.hpp"
+
+namespace cumemaudit::shim {
+
+void mark_now(Recorder& rec, MarkRequest r) {
+    const DriverMemory m = driver_memory(r.fallback, WithNvml::yes);
+    const PoolBook::Sums pools = look_at_pools(rec, m.device);
+    history::MarkInput in;
+    in.step = r.step;
+    in.label = std::move(r.label);
+    in.time_ns = wall_clock_ns();
+    in.torch_allocated = r.torch_allocated;
+    in.torch_reserved = r.torch_reserved;
+    in.driver = {m.known, m.device, m.used, m.total, m.process_used, m.graph_used, m.graph_reserved};
+    in.pool_reserved = pools.reserved;
+    in.pool_used = pools.used;
+    in.torch_pools = std::move(r.torch_pools);
+    in.several_devices = rec.several_devices();
+    rec.timeline().mark(in);
+}
+
+}  // namespace cumemaudit::shim

@@ -1,0 +1,32 @@
+// torch_pool_stage: PyTorch's pool figures as the Python helper hands them over (cumemaudit_torch_pool),
+// one call per pool, waiting for what they belong to: the next step mark or PyTorch's out-of-memory
+// observer, which takes them all. Bounded: a caller that never marks keeps at most kKept.
+#pragma once
+
+#include "history/types.hpp"
+
+#include <mutex>
+#include <vector>
+
+namespace cumemaudit::shim {
+
+class TorchPoolStage {
+public:
+    static constexpr std::size_t kKept = 64;
+    void stage(history::TorchPool p) {
+        std::lock_guard lock(mu_);
+        if (staged_.size() < kKept) staged_.push_back(std::move(p));
+    }
+    std::vector<history::TorchPool> take() {
+        std::lock_guard lock(mu_);
+        std::vector<history::TorchPool> out;
+        out.swap(staged_);
+        return out;
+    }
+
+private:
+    std::mutex mu_;
+    std::vector<history::TorchPool> staged_;
+};
+
+}  // namespace cumemaudit::shim
