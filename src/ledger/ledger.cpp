@@ -386,17 +386,4 @@ Snapshot Ledger::snapshot(Moment moment) const {
     return snap;
 }
 
-void Ledger::reset() {
-    state_->epoch = 0;
-    state_->vmm.set_epoch(0);
-    state_->classic.set_epoch(0);
-    state_->vmm.clear();
-    state_->classic.clear();
-    state_->shared.clear();
-    state_->misuse.clear();
-    state_->owners.reset();
-    traces_->reset();
-    python_frames_->reset();
-}
-
 }  // namespace cumemaudit::ledger

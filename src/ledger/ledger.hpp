@@ -162,10 +162,6 @@ public:
     PythonFrames& python_frames() { return *python_frames_; }
     const PythonFrames& python_frames() const { return *python_frames_; }
 
-    // Forget everything (a fork child starts a fresh ledger) except owner names, whose ids the shim caches.
-    // Not thread-safe: call with one thread alive.
-    void reset();
-
 private:
     struct State;
     std::unique_ptr<State> state_;

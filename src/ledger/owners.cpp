@@ -70,17 +70,4 @@ void Owners::sub_apart(OwnerId o, Kind k, std::uint64_t bytes) {
     move_by(counters_[clamp(o)].by_kind[static_cast<int>(k)], bytes, false);
 }
 
-// Names survive: the shim caches owner ids by return address, and a fork child keeps those caches.
-void Owners::reset() {
-    totals_.lock.reset();
-    for (auto& c : counters_) {
-        c.live = 0;
-        c.peak = 0;
-        for (auto& k : c.by_kind) k = 0;
-    }
-    totals_.live = 0;
-    totals_.peak = 0;
-    totals_.since_mark_peak = 0;
-}
-
 }  // namespace cumemaudit::ledger::detail

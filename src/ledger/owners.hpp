@@ -45,7 +45,6 @@ public:
     // two marks. Starts the next interval at the total now.
     std::uint64_t take_peak_since_mark();
 
-    void reset();  // zeroes the counters and the lock, keeps the names; one thread alive
 
 private:
     // Atomic only so that readers without the lock see whole values; written under the lock with plain

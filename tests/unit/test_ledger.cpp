@@ -443,28 +443,6 @@ TEST_CASE("8 threads changing one owner's VMM and classic memory at once: exact 
     CHECK(s.owners[0].peak_bytes >= vmm + classic);
 }
 
-TEST_CASE("reset forgets everything but owner names") {
-    Ledger l;
-    const OwnerId o = l.owner_id("nvshmem");
-    const Pc pcs[] = {1, 2};
-    l.traces().intern(pcs);
-    l.created(1, 2 * MiB, HandleType::none, site("cuMemCreate", 1, o));
-    l.allocated(0x1000, 64, Kind::classic, site("cuMemAlloc_v2", 1, o));
-    l.released(9, false, "CUDA_ERROR_INVALID_VALUE", site("cuMemRelease"));
-    l.reset();
-    const Snapshot s = l.snapshot(Moment::exit, kAllOpen);
-    CHECK(s.leaks.empty());
-    CHECK(s.misuse.empty());
-    CHECK(s.owners.empty());
-    CHECK(s.summary.peak_tracked_bytes == 0);
-    CHECK(l.traces().size() == 0);
-    CHECK(l.owner_id("nvshmem") == o);
-    CHECK(l.owner_name(0) == "unknown");
-    // A handle value seen before the reset is unknown after it.
-    l.released(1, false, "CUDA_ERROR_INVALID_VALUE", site("cuMemRelease"));
-    CHECK(l.snapshot(Moment::exit, kAllOpen).misuse[0].what == "release of a handle never created");
-}
-
 TEST_CASE("a live classic allocation costs at most 160 bytes of ledger memory") {
     Ledger l;
     constexpr std::uint64_t kLive = 200000;
@@ -699,11 +677,6 @@ TEST_CASE("an owner that allocates three ways splits its live bytes by kind exac
     l.freed(0x20000, true, "CUDA_SUCCESS", site("cuMemFree_v2", 5, o));
     l.allocated(0x40000, 1 * MiB, Kind::async_pool, site("cuMemAllocAsync", 1, o));
     CHECK(split() == std::array<std::uint64_t, 5>{3 * MiB, 22 * MiB, 0, 1 * MiB, 2 * MiB});
-    l.reset();  // a fork child starts from zero
-    const OwnerId again = l.owner_id("libnccl.so.2");
-    l.allocated(0x50000, 8 * MiB, Kind::host_pinned, site("cuMemHostAlloc", 3, again));
-    l.allocated(0x60000, 1 * MiB, Kind::async_pool, site("cuMemAllocAsync", 1, again));
-    CHECK(split() == std::array<std::uint64_t, 5>{9 * MiB, 9 * MiB, 0, 1 * MiB, 8 * MiB});
 }
 
 // Multicast objects (NCCL's NVLS buffers, src/transport/nvls.cc): the object is a handle with its own

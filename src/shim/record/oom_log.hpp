@@ -3,12 +3,12 @@
 // makes a record is oom_watch.hpp; who held the device then is history/oom_breakdown.hpp.
 #pragma once
 
+#include "common/thread_annotations.hpp"
 #include "history/history.hpp"
 #include "history/oom_records.hpp"
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <vector>
 
 namespace cumemaudit::shim {
@@ -31,8 +31,8 @@ public:
     void copy_to(history::History&) const;  // records and events
 
 private:
-    mutable std::mutex mu_;
-    history::OomRecords records_;
+    mutable Mutex mu_;
+    history::OomRecords records_ GUARDED_BY(mu_);
     std::atomic<int>& pending_;
 };
 

@@ -44,7 +44,7 @@ void PoolBook::created(CUmemoryPool pool, const CUmemPoolProps& props, const led
     e.row.location = location_text(props.location);
     e.row.device = props.location.type == CU_MEM_LOCATION_TYPE_DEVICE ? props.location.id : -1;
     e.row.step = step;
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     add(std::move(e));
     if (props.location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
         const std::size_t n = host_count_.load(std::memory_order_relaxed);
@@ -56,7 +56,7 @@ void PoolBook::created(CUmemoryPool pool, const CUmemPoolProps& props, const led
 }
 
 void PoolBook::seen_default(CUmemoryPool pool, int device, std::uint64_t step) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (find(pool) != nullptr) return;
     Entry e;
     e.handle = pool;
@@ -75,12 +75,12 @@ void PoolBook::imported(CUmemoryPool pool, int device, const ledger::Site& site,
     e.row.location = device >= 0 ? "device " + std::to_string(device) : "";
     e.row.device = device;
     e.row.step = step;
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     add(std::move(e));
 }
 
 void PoolBook::destroyed(CUmemoryPool pool) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (Entry* e = find(pool)) {  // its idle memory went back; what allocations hold goes with their frees
         e->row.destroyed = true;
         e->row.reserved_bytes = e->row.used_bytes;
@@ -93,7 +93,7 @@ void PoolBook::destroyed(CUmemoryPool pool) {
 }
 
 void PoolBook::threshold_set(CUmemoryPool pool, std::uint64_t bytes) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (Entry* e = find(pool)) e->row.release_threshold = bytes;
 }
 
@@ -105,19 +105,19 @@ bool PoolBook::host_located(CUmemoryPool pool) const noexcept {
 }
 
 std::uint64_t PoolBook::id_of(CUmemoryPool pool) const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const Entry* e = find(pool);
     return e != nullptr ? e->row.id : 0;
 }
 
 int PoolBook::device_of(CUmemoryPool pool) const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const Entry* e = find(pool);
     return e != nullptr ? static_cast<int>(e->row.device) : -1;
 }
 
 PoolBook::Sums PoolBook::look(AskPool ask, int device) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (Entry& e : pools_) {
         if (e.row.destroyed) continue;
         const PoolFigures f = ask(e.handle);
@@ -131,7 +131,7 @@ PoolBook::Sums PoolBook::look(AskPool ask, int device) {
 }
 
 PoolBook::Sums PoolBook::last(int device) const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return sums(device);
 }
 
@@ -146,7 +146,7 @@ PoolBook::Sums PoolBook::sums(int device) const {
 }
 
 void PoolBook::copy_to(history::History& h) const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     h.pools.clear();
     h.pools.reserve(pools_.size());
     for (const Entry& e : pools_) h.pools.push_back(e.row);

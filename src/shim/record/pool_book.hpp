@@ -7,13 +7,13 @@
 
 #include "shim/services/driver_query.hpp"
 
+#include "common/thread_annotations.hpp"
 #include "ledger/types.hpp"
 #include "history/history.hpp"
 
 #include <array>
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <vector>
 
 namespace cumemaudit::shim {
@@ -48,14 +48,14 @@ private:
         CUmemoryPool handle = nullptr;
         history::Pool row;
     };
-    Entry* find(CUmemoryPool pool);  // mu_ held
-    const Entry* find(CUmemoryPool pool) const;
-    void add(Entry e);               // mu_ held
-    Sums sums(int device) const;     // mu_ held
+    Entry* find(CUmemoryPool pool) REQUIRES(mu_);
+    const Entry* find(CUmemoryPool pool) const REQUIRES(mu_);
+    void add(Entry e) REQUIRES(mu_);
+    Sums sums(int device) const REQUIRES(mu_);
 
-    mutable std::mutex mu_;
-    std::vector<Entry> pools_;  // at most history::kPoolsKept
-    std::uint64_t untracked_ = 0;
+    mutable Mutex mu_;
+    std::vector<Entry> pools_ GUARDED_BY(mu_);  // at most history::kPoolsKept
+    std::uint64_t untracked_ GUARDED_BY(mu_) = 0;
     static constexpr std::size_t kHostPools = 64;  // host pools the allocation path can tell apart
     std::array<std::atomic<CUmemoryPool>, kHostPools> host_{};
     std::atomic<std::size_t> host_count_{0};

@@ -30,7 +30,7 @@ Timeline::Timeline(ledger::Ledger& book, const Options& options, report::Symboli
     : ledger_(book), symbolizer_(symbolizer), marks_(book, limits_of(options)), active_captures_(captures) {}
 
 void Timeline::mark(const history::MarkInput& m) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (const history::Raised& r : marks_.mark(m, std::chrono::steady_clock::now())) log(r);
 }
 
@@ -53,57 +53,57 @@ void Timeline::log(const history::Raised& r) const {
 }
 
 void Timeline::capture_began(const void* stream, const void* into) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (graphs_.capture_began(stream, into, marks_.last_step(), wall_clock_ns())) active_captures_.fetch_add(1);
 }
 
 bool Timeline::is_capturing(const void* stream) const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return graphs_.is_capturing(stream);
 }
 
 void Timeline::capture_ended(const void* stream, const void* graph) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (graphs_.capture_ended(stream, graph)) active_captures_.fetch_sub(1);
 }
 
 void Timeline::captured(ledger::OwnerId owner, std::uint64_t bytes) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     graphs_.captured(owner, bytes);
 }
 
 void Timeline::graph_allocated(const void* graph, ledger::OwnerId owner, std::uint64_t bytes) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     graphs_.allocated(graph, owner, bytes, marks_.last_step(), wall_clock_ns());
 }
 
 void Timeline::graph_destroyed(const void* graph) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     graphs_.destroyed(graph);
 }
 
 void Timeline::instantiated(const void* graph, const void* exec, std::int64_t delta) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     graphs_.instantiated(graph, exec, delta);
 }
 
 bool Timeline::awaits_commit(const void* exec) const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return graphs_.awaits_commit(exec);
 }
 
 void Timeline::committed(const void* exec, std::uint64_t bytes) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     graphs_.committed(exec, bytes);
 }
 
 void Timeline::graph_memory_trimmed() {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     graphs_.trimmed();
 }
 
 void Timeline::exec_destroyed(const void* exec) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     graphs_.exec_destroyed(exec);
 }
 
@@ -119,7 +119,7 @@ void Timeline::context_ended(const ledger::Site& call, int device, std::vector<l
     }
     if (freed.size() > history::kTeardownRows) freed.resize(history::kTeardownRows);
     t.freed = std::move(freed);
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     t.step = marks_.last_step();
     teardown_bytes_ += t.bytes;
     teardown_allocations_ += t.allocations;
@@ -128,14 +128,14 @@ void Timeline::context_ended(const ledger::Site& call, int device, std::vector<l
 
 void Timeline::memory_returned(history::Return m, const ledger::Site& call) {
     m.site = call;
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     m.step = marks_.last_step();
     returned_bytes_ += m.bytes;
     if (returns_.size() < history::kReturnsKept) returns_.push_back(std::move(m));
 }
 
 void Timeline::copy_to(history::History& h) const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     marks_.copy_to(h);
     h.graphs = graphs_.graphs();
     h.teardowns = teardowns_;
@@ -146,17 +146,17 @@ void Timeline::copy_to(history::History& h) const {
 }
 
 std::vector<history::Graph> Timeline::graphs() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return graphs_.graphs();
 }
 
 std::uint64_t Timeline::last_graph_reserved() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return marks_.last_graph_reserved();
 }
 
 std::uint64_t Timeline::last_step() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return marks_.last_step();
 }
 

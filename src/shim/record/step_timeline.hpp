@@ -7,13 +7,13 @@
 #include "history/graph_book.hpp"
 #include "history/history.hpp"
 #include "history/marks.hpp"
+#include "common/thread_annotations.hpp"
 #include "ledger/ledger.hpp"
 #include "shim/services/options_store.hpp"
 #include "report/symbolizer.hpp"
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <vector>
 
 namespace cumemaudit::shim {
@@ -55,16 +55,16 @@ public:
     std::uint64_t last_graph_reserved() const;  // the device's graph memory at the last mark
 
 private:
-    void log(const history::Raised&) const;
+    void log(const history::Raised&) const REQUIRES(mu_);
     ledger::Ledger& ledger_;
     report::Symbolizer& symbolizer_;
-    mutable std::mutex mu_;  // marks and captures are rare: one lock keeps them in order
-    history::Marks marks_;
-    history::GraphBook graphs_;
-    std::vector<history::Teardown> teardowns_;
-    std::uint64_t teardown_bytes_ = 0, teardown_allocations_ = 0;
-    std::vector<history::Return> returns_;
-    std::uint64_t returned_bytes_ = 0;
+    mutable Mutex mu_;  // marks and captures are rare: one lock keeps them in order
+    history::Marks marks_ GUARDED_BY(mu_);
+    history::GraphBook graphs_ GUARDED_BY(mu_);
+    std::vector<history::Teardown> teardowns_ GUARDED_BY(mu_);
+    std::uint64_t teardown_bytes_ GUARDED_BY(mu_) = 0, teardown_allocations_ GUARDED_BY(mu_) = 0;
+    std::vector<history::Return> returns_ GUARDED_BY(mu_);
+    std::uint64_t returned_bytes_ GUARDED_BY(mu_) = 0;
     std::atomic<int>& active_captures_;
 };
 

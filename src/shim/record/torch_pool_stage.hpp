@@ -3,9 +3,9 @@
 // observer, which takes them all. Bounded: a caller that never marks keeps at most kKept.
 #pragma once
 
+#include "common/thread_annotations.hpp"
 #include "history/types.hpp"
 
-#include <mutex>
 #include <vector>
 
 namespace cumemaudit::shim {
@@ -14,19 +14,19 @@ class TorchPoolStage {
 public:
     static constexpr std::size_t kKept = 64;
     void stage(history::TorchPool p) {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         if (staged_.size() < kKept) staged_.push_back(std::move(p));
     }
     std::vector<history::TorchPool> take() {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         std::vector<history::TorchPool> out;
         out.swap(staged_);
         return out;
     }
 
 private:
-    std::mutex mu_;
-    std::vector<history::TorchPool> staged_;
+    Mutex mu_;
+    std::vector<history::TorchPool> staged_ GUARDED_BY(mu_);
 };
 
 }  // namespace cumemaudit::shim
