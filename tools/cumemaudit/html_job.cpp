@@ -1,7 +1,7 @@
 #include "html_job.hpp"
 
-#include "html_chart.hpp"
 #include "html_escape.hpp"
+#include "html_job_chart.hpp"
 #include "html_page.hpp"
 #include "report/text.hpp"
 
