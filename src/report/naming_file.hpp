@@ -1,6 +1,6 @@
 // naming_file: what goes wrong while a report file's JSON is turned into a model (a missing field, a number
-// out of range, an allocation) is thrown again as a ReportError that starts with the file's name, so that
-// a merge of a thousand ranks says which file.
+// out of range, an allocation) is thrown again as a ReportError that starts with the file's name: a merge
+// of many ranks' reports must say which file was bad.
 #pragma once
 
 #include "report.hpp"
