@@ -1,5 +1,6 @@
 // Reading a report of either kind, and a job report for the gate; see job.hpp.
 #include "job.hpp"
+#include "naming_file.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -9,7 +10,7 @@ AnyReport load_any(const std::string& path) {
     const nlohmann::json j = load_json(path);  // read_report_text's bounds: regular file, size, nesting
     const auto schema = j.is_object() ? j.find("schema") : j.end();
     const bool job = j.is_object() && schema != j.end() && schema->is_string() && *schema == kJobSchema;
-    try {
+    return naming_file(path, [&] {
         AnyReport any;
         if (job) {
             any.job = job_from_json(j);
@@ -19,13 +20,7 @@ AnyReport load_any(const std::string& path) {
             check_ranks(any.process->process.world_size, any.process->process.rank);
         }
         return any;
-    } catch (const ReportError& e) {
-        throw ReportError(path + ": " + e.what());
-    } catch (const nlohmann::json::exception& e) {
-        throw ReportError(path + ": " + e.what());
-    } catch (const std::exception& e) {  // a number out of range, an allocation: still name the file
-        throw ReportError(path + ": " + e.what());
-    }
+    });
 }
 
 Report load_for_gate(const std::string& path) {

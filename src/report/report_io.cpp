@@ -1,5 +1,6 @@
 // Report files: loading with messages that name the file and the problem, and writing atomically.
 #include "job.hpp"
+#include "naming_file.hpp"
 #include "report.hpp"
 #include "text_file.hpp"
 
@@ -177,17 +178,11 @@ void check_ranks(std::int64_t world_size, std::int64_t rank) {
 
 Report load(const std::string& path) {
     const nlohmann::json j = load_json(path);
-    try {
+    return naming_file(path, [&] {
         Report r = from_json(j);
         check_ranks(r.process.world_size, r.process.rank);
         return r;
-    } catch (const ReportError& e) {
-        throw ReportError(path + ": " + e.what());
-    } catch (const nlohmann::json::exception& e) {
-        throw ReportError(path + ": " + e.what());
-    } catch (const std::exception& e) {  // a number out of range, an allocation: still name the file
-        throw ReportError(path + ": " + e.what());
-    }
+    });
 }
 
 std::string unsafe_report_dir(const std::string& dir) {

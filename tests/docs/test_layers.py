@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The include map of docs/ARCHITECTURE.md, checked on every #include line under src/ and tools/: a folder
 includes only the folders its row allows (data runs one way: door -> wrapper -> driver -> ledger -> report),
-and no unit (a .hpp with its .cpp) includes, directly or through others, a unit that includes it back.
+and no unit (a .hpp with its .cpp) under src/ or tools/ includes, directly or through others, a unit that
+includes it back.
 Usage: test_layers.py SOURCE_ROOT"""
 import os
 import re
@@ -83,17 +84,20 @@ for folder, allowed in ALLOWED.items():
                     line = text.count("\n", 0, m.start()) + 1
                     failures.append(f"{rel}:{line}: names the Auditor, below the process room")
 
-# Units: dir/stem. An edge A -> B when a file of A includes B's header (by path from src/, or beside it).
+# Units: folder/stem from the root (src/report/job, tools/cumemaudit/html_cmd). An edge A -> B when a file of
+# A includes B's header, by path beside it or from src/ (as the build's include directories find it).
+UNIT_ROOTS = ("src", "tools")
 files = []
-for dirpath, _, names in os.walk(src):
-    files += [os.path.join(dirpath, n) for n in names if n.endswith(SOURCES)]
-unit_of = {f: os.path.splitext(os.path.relpath(f, src))[0] for f in files}
+for top in UNIT_ROOTS:
+    for dirpath, _, names in os.walk(os.path.join(root, top)):
+        files += [os.path.join(dirpath, n) for n in names if n.endswith(SOURCES)]
+unit_of = {f: os.path.splitext(os.path.relpath(f, root))[0] for f in files}
 edges = {}
 for f in files:
-    here = os.path.dirname(os.path.relpath(f, src))
+    here = os.path.dirname(os.path.relpath(f, root))
     for m in INCLUDE.finditer(open(f, encoding="utf-8").read()):
-        for cand in (os.path.normpath(os.path.join(here, m.group(1))), os.path.normpath(m.group(1))):
-            if os.path.isfile(os.path.join(src, cand)):
+        for cand in (os.path.normpath(os.path.join(here, m.group(1))), os.path.normpath(os.path.join("src", m.group(1)))):
+            if os.path.isfile(os.path.join(root, cand)):
                 target = os.path.splitext(cand)[0]
                 if target != unit_of[f]:
                     edges.setdefault(unit_of[f], set()).add(target)
@@ -130,8 +134,8 @@ for unit in sorted(set(unit_of.values())):
     if unit not in index:
         visit(unit)
 for c in cycles:
-    failures.append("src/: units that include each other: " + " <-> ".join(c))
+    failures.append("units that include each other: " + " <-> ".join(c))
 
 print("\n".join(failures) or f"layers hold: {len(ALLOWED)} folders include only what docs/ARCHITECTURE.md allows, "
-      f"and the {len(set(unit_of.values()))} units under src/ include one another without a cycle")
+      f"and the {len(set(unit_of.values()))} units under {'/ and '.join(UNIT_ROOTS)}/ include one another without a cycle")
 sys.exit(1 if failures else 0)

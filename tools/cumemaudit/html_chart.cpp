@@ -1,55 +1,16 @@
 #include "html_chart.hpp"
 
+#include "html_axis.hpp"
 #include "html_escape.hpp"
 #include "report/text.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
-#include <iterator>
-#include <set>
 
 namespace cumemaudit::cli {
-namespace {
 
-constexpr double kWidth = 960, kHeight = 380;
-constexpr double kLeft = 80, kRight = 170, kTop = 16, kBottom = 80;
-constexpr double kPlotW = kWidth - kLeft - kRight, kPlotH = kHeight - kTop - kBottom;
-constexpr std::size_t kMaxXLabels = 12;
-
-// Tableau 10: distinguishable, and readable on white.
-constexpr const char* kPalette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2",
-                                    "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
-
-// A tick spacing of 1, 2 or 5 times a power of ten in the unit the axis reads in, about five ticks.
-struct Axis {
-    double top_bytes, tick_bytes, unit_bytes;
-    const char* unit;
-};
-
-Axis y_axis(std::uint64_t max_bytes) {
-    const double max = std::max<double>(static_cast<double>(max_bytes), 1.0);
-    Axis a{0, 0, 1, "B"};
-    if (max >= 1024.0 * 1024 * 1024) a = {0, 0, 1024.0 * 1024 * 1024, "GiB"};
-    else if (max >= 1024.0 * 1024) a = {0, 0, 1024.0 * 1024, "MiB"};
-    else if (max >= 1024.0) a = {0, 0, 1024.0, "KiB"};
-    const double raw = max / a.unit_bytes / 5;
-    const double p = std::pow(10, std::floor(std::log10(raw)));
-    const double step = raw <= p ? p : raw <= 2 * p ? 2 * p : raw <= 5 * p ? 5 * p : 10 * p;
-    a.tick_bytes = step * a.unit_bytes;
-    a.top_bytes = std::ceil(max / a.tick_bytes) * a.tick_bytes;
-    return a;
-}
-
-std::string tick_label(double bytes, const Axis& a) {
-    const double v = bytes / a.unit_bytes;
-    return v == std::floor(v) ? fmt::format("{:.0f} {}", v, a.unit) : fmt::format("{:.1f} {}", v, a.unit);
-}
-
-}  // namespace
-
-std::string owner_colour(std::size_t index) { return kPalette[index % std::size(kPalette)]; }
+using namespace chart;
 
 const char* const kChartStyle = R"(
 svg.chart g.plot path,svg.chart g.plot line{vector-effect:non-scaling-stroke}svg.chart[data-plotw]{cursor:grab;touch-action:none}
@@ -86,316 +47,234 @@ for (const svg of document.querySelectorAll("svg.chart[data-plotw]")) {
 }
 )";
 
-std::string memory_chart_svg(const report::Report& r, const report::Timeline& t) {
-    const std::size_t n = t.points.size();
-    if (n == 0) return {};
-    std::uint64_t max = 0;
-    bool has_driver = false, has_torch = false, has_leak = false, has_peak = false;
-    for (const report::TimelinePoint& p : t.points) {
-        max = std::max({max, p.tracked_bytes, p.step->driver_used_bytes, p.step->peak_tracked_bytes});
-        has_peak |= p.step->peak_tracked_bytes > p.tracked_bytes;
-        has_driver |= p.step->driver_used_bytes != 0;
-        has_torch |= p.step->pytorch_reserved_bytes != 0;
-        has_leak |= p.step->leaked_bytes != 0;
+namespace {
+
+// Where the process chart puts a point: x by its position among the steps, y by bytes on the axis. One step
+// still gets a band across the plot: both ends of it stand for that step.
+struct Plot {
+    const report::Timeline& t;
+    Axis axis;
+    std::size_t n = t.points.size();
+    std::size_t ends = n == 1 ? 2 : n;
+
+    double x(std::size_t i) const { return n == 1 ? kLeft + (i ? kPlotW : 0) : kLeft + kPlotW * i / (n - 1); }
+    double y(double bytes) const { return kTop + kPlotH - kPlotH * bytes / axis.top_bytes; }
+    const report::TimelinePoint& point(std::size_t i) const { return t.points[n == 1 ? 0 : i]; }
+    double mark_x(std::size_t i) const { return n == 1 ? kLeft + kPlotW / 2 : x(i); }  // a step's own column
+};
+
+// A marker's place (a point of the timeline) and its tooltip, escaped.
+struct Mark {
+    std::size_t point;
+    std::string title;
+};
+
+// What the chart draws over the stacked areas, in drawing order (later on top): a line has a height at each
+// point; a marker stands at the points its records name. Lines with a legend entry get one where they are
+// drawn, in legend_place order. Their look is their class's style (kChartStyle, html_page's kStyle).
+struct Overlay {
+    const char* cls;
+    const char* legend = nullptr;  // nullptr: no legend entry (a marker's tooltip says what it is)
+    int legend_place = 0;
+    const char* title = nullptr;   // a line's tooltip
+    bool (*shown_at)(const report::TimelinePoint&) = nullptr;       // a line: drawn when any point shows it
+    std::uint64_t (*bytes)(const report::TimelinePoint&) = nullptr;  // a line: its height at a point
+    std::vector<Mark> (*marks)(const report::Report&, const report::Timeline&) = nullptr;  // a marker
+    bool head = false;             // a marker: a triangle at its top
+};
+
+// Out-of-memory moments at the last point of their step: the refusal came after that mark.
+std::vector<Mark> oom_marks(const report::Report& r, const report::Timeline& t) {
+    std::vector<Mark> v;
+    for (const report::Oom& o : r.oom)
+        for (std::size_t i = t.points.size(); i-- > 0;) {
+            if (t.points[i].step->step != o.step) continue;
+            v.push_back({i, fmt::format("out of memory after {}: {} of {} refused, {} used, {} leaked", html_escape(t.points[i].name),
+                                        html_escape(o.api), report::human_bytes(o.requested_bytes),
+                                        report::human_bytes(o.driver_used_bytes), report::human_bytes(o.leaked_bytes))});
+            break;
+        }
+    return v;
+}
+
+// Alarms at the first point of their step: the moment growth was first seen.
+std::vector<Mark> alarm_marks(const report::Report& r, const report::Timeline& t) {
+    std::vector<Mark> v;
+    for (const report::Alarm& a : r.alarms)
+        for (std::size_t i = 0; i < t.points.size(); ++i) {
+            if (t.points[i].step->step != a.step) continue;
+            v.push_back({i, fmt::format("alarm at {}: {} {} grew {} (live {})", html_escape(t.points[i].name), html_escape(a.what),
+                                        html_escape(a.owner), report::human_bytes(a.bytes), report::human_bytes(a.live_bytes))});
+            break;
+        }
+    return v;
+}
+
+using Point = report::TimelinePoint;
+constexpr Overlay kOverlays[] = {
+    {.cls = "torch", .legend = "PyTorch allocated", .legend_place = 3, .title = "PyTorch allocated (torch.cuda.memory_allocated)",
+     .shown_at = [](const Point& p) { return p.step->pytorch_reserved_bytes != 0; },
+     .bytes = [](const Point& p) { return p.step->pytorch_allocated_bytes; }},
+    {.cls = "driver", .legend = "driver used", .legend_place = 0,
+     .title = "driver used (cuMemGetInfo); the gap above the areas is unattributed",
+     .shown_at = [](const Point& p) { return p.step->driver_used_bytes != 0; },
+     .bytes = [](const Point& p) { return p.step->driver_used_bytes; }},
+    // Part of the areas below it: the live memory nothing can release any more.
+    {.cls = "leaked", .legend = "leaked so far", .legend_place = 1, .title = "leaked so far (unreachable VMM memory)",
+     .shown_at = [](const Point& p) { return p.step->leaked_bytes != 0; },
+     .bytes = [](const Point& p) { return p.step->leaked_bytes; }},
+    // Above the areas where memory came and went between two marks.
+    {.cls = "peak", .legend = "peak between marks", .legend_place = 2, .title = "the highest tracked bytes since the previous mark",
+     .shown_at = [](const Point& p) { return p.step->peak_tracked_bytes > p.tracked_bytes; },
+     .bytes = [](const Point& p) { return std::max(p.step->peak_tracked_bytes, p.tracked_bytes); }},
+    {.cls = "oom", .marks = oom_marks},
+    {.cls = "alarm", .marks = alarm_marks, .head = true},
+};
+
+bool shown(const Overlay& o, const report::Timeline& t) {
+    return !o.shown_at || std::any_of(t.points.begin(), t.points.end(), o.shown_at);
+}
+
+std::string overlay_svg(const Overlay& o, const report::Report& r, const Plot& p) {
+    if (o.marks) {
+        std::string s;
+        for (const Mark& m : o.marks(r, p.t))
+            s += fmt::format("<g class=\"{3}\"><line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\"/>{4}<title>{5}</title></g>\n",
+                             p.mark_x(m.point), kTop, kTop + kPlotH, o.cls,
+                             o.head ? fmt::format("<path d=\"M{0:.1f},{1} l-6,-10 h12 Z\" transform=\"translate(0,10)\"/>",
+                                                  p.mark_x(m.point), kTop)
+                                    : "",
+                             m.title);
+        return s;
     }
-    const Axis axis = y_axis(max);
-    // One step still gets a band across the plot: both ends of it stand for that step.
-    const auto x = [&](std::size_t i) { return n == 1 ? kLeft + (i ? kPlotW : 0) : kLeft + kPlotW * i / (n - 1); };
-    const auto y = [&](double bytes) { return kTop + kPlotH - kPlotH * bytes / axis.top_bytes; };
-    const std::size_t ends = n == 1 ? 2 : n;
-    const auto point = [&](std::size_t i) -> const report::TimelinePoint& { return t.points[n == 1 ? 0 : i]; };
+    std::string d;
+    for (std::size_t i = 0; i < p.ends; ++i)
+        d += fmt::format("{}{:.1f},{:.1f}", i ? " L" : "M", p.x(i), p.y(static_cast<double>(o.bytes(p.point(i)))));
+    return fmt::format("<path class=\"{}\" d=\"{}\"><title>{}</title></path>\n", o.cls, d, o.title);
+}
+
+std::string y_grid(const Plot& p) {
+    std::string s;
+    for (double b = 0; b <= p.axis.top_bytes + 0.5; b += p.axis.tick_bytes)
+        s += fmt::format("<line class=\"grid\" x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/>"
+                         "<text class=\"ylabel\" x=\"{}\" y=\"{:.1f}\">{}</text>\n",
+                         kLeft, kLeft + kPlotW, p.y(b), p.y(b), kLeft - 6, p.y(b) + 4, tick_label(b, p.axis));
+    return s;
+}
+
+// One area per owner, stacked in timeline order (largest peak at the bottom).
+std::string areas(const Plot& p) {
+    std::string s;
+    std::vector<double> below(p.ends, 0.0);
+    for (std::size_t o = 0; o < p.t.owners.size(); ++o) {
+        std::string top, bottom;
+        std::uint64_t peak = 0;
+        std::vector<double> above(p.ends);
+        for (std::size_t i = 0; i < p.ends; ++i) {
+            const std::uint64_t v = p.point(i).owner_bytes[o];
+            peak = std::max(peak, v);
+            above[i] = below[i] + static_cast<double>(v);
+            top += fmt::format("{}{:.1f},{:.1f}", i ? " L" : "M", p.x(i), p.y(above[i]));
+        }
+        for (std::size_t i = p.ends; i-- > 0;) bottom += fmt::format(" L{:.1f},{:.1f}", p.x(i), p.y(below[i]));
+        const std::string name = html_escape(p.t.owners[o]);
+        s += fmt::format("<path class=\"area\" data-owner=\"{}\" fill=\"{}\" d=\"{}{} Z\"><title>{}: peak {} over "
+                         "the steps, {} at the last</title></path>\n",
+                         name, owner_colour(o), top, bottom, name, report::human_bytes(peak),
+                         report::human_bytes(p.point(p.ends - 1).owner_bytes[o]));
+        below = std::move(above);
+    }
+    return s;
+}
+
+std::string hover_tip(const report::Timeline& t, const report::TimelinePoint& p) {
+    std::string tip = html_escape(p.name);
+    for (std::size_t o = 0; o < t.owners.size(); ++o)
+        if (p.owner_bytes[o]) {
+            tip += "\n" + html_escape(t.owners[o]) + ": " + report::human_bytes(p.owner_bytes[o]);
+            if (auto l = p.step->leaked_by_owner.find(t.owners[o]); l != p.step->leaked_by_owner.end())
+                tip += " (leaked so far " + report::human_bytes(l->second) + ")";
+        }
+    if (p.step->leaked_bytes) tip += "\nleaked so far: " + report::human_bytes(p.step->leaked_bytes);
+    if (p.step->peak_tracked_bytes > p.tracked_bytes)
+        tip += "\npeak since the previous mark: " + report::human_bytes(p.step->peak_tracked_bytes);
+    tip += "\nunattributed: " + report::human_bytes(p.step->unattributed_bytes);
+    tip += "\ndriver used: " + report::human_bytes(p.step->driver_used_bytes);
+    return tip;
+}
+
+// A hover column per step into `s`, and the step labels returned: they sit outside the zoomed group, where
+// the script moves them and text keeps its shape.
+std::string hover_columns(const Plot& p, std::string& s) {
+    const std::size_t n = p.n, every = (n + kMaxXLabels - 1) / kMaxXLabels;
+    std::string labels;
+    for (std::size_t i = 0; i < n; ++i) {
+        const double cx = p.mark_x(i);
+        const double half = n == 1 ? kPlotW / 2 : kPlotW / (n - 1) / 2;
+        s += fmt::format("<rect class=\"hover\" x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\"><title>{}</title></rect>\n",
+                         std::max(kLeft, cx - half), kTop, std::min(2 * half, kLeft + kPlotW - std::max(kLeft, cx - half)),
+                         kPlotH, hover_tip(p.t, p.t.points[i]));
+        // The last step is labelled too, unless that would overprint the label before it.
+        if (i % every == 0 || (i + 1 == n && i % every >= (every + 1) / 2))
+            labels += fmt::format("<text class=\"xlabel\" data-x=\"{0:.1f}\" data-y=\"{1}\" transform=\"translate({0:.1f},{1}) "
+                                  "rotate(-35)\">{2}</text>\n", cx, kTop + kPlotH + 14, html_escape(p.t.points[i].name));
+    }
+    return labels;
+}
+
+// Top-down: the overlays' lines, then the owners in stacking order reversed, so it reads like the chart.
+std::string legend(const Plot& p, const std::vector<const Overlay*>& drawn) {
+    std::vector<const Overlay*> lines;
+    for (const Overlay* o : drawn)
+        if (o->legend) lines.push_back(o);
+    std::stable_sort(lines.begin(), lines.end(), [](const Overlay* a, const Overlay* b) { return a->legend_place < b->legend_place; });
+    std::string s;
+    double ly = kTop + 8;
+    const double lx = kLeft + kPlotW + 16;
+    for (const Overlay* o : lines) {
+        s += fmt::format("<line class=\"{}\" x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\"/><text class=\"legend\" x=\"{}\" "
+                         "y=\"{}\">{}</text>\n", o->cls, lx, lx + 14, ly, ly, lx + 20, ly + 4, o->legend);
+        ly += 18;
+    }
+    for (std::size_t o = p.t.owners.size(); o-- > 0;) {
+        s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\"/><text class=\"legend\" x=\"{}\" "
+                         "y=\"{}\">{}</text>\n", lx, ly - 6, owner_colour(o), lx + 20, ly + 4, html_escape(p.t.owners[o]));
+        ly += 18;
+    }
+    return s;
+}
+
+}  // namespace
+
+std::string memory_chart_svg(const report::Report& r, const report::Timeline& t) {
+    if (t.points.empty()) return {};
+    std::uint64_t max = 0;
+    for (const report::TimelinePoint& p : t.points)
+        max = std::max({max, p.tracked_bytes, p.step->driver_used_bytes, p.step->peak_tracked_bytes});
+    const Plot plot{t, y_axis(max)};
 
     std::string s = fmt::format(
         "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {} {}\" role=\"img\" "
         "aria-label=\"memory per owner over steps\" data-left=\"{}\" data-plotw=\"{}\">\n",
         kWidth, kHeight, kLeft, kPlotW);
-    for (double b = 0; b <= axis.top_bytes + 0.5; b += axis.tick_bytes) {
-        s += fmt::format("<line class=\"grid\" x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/>"
-                         "<text class=\"ylabel\" x=\"{}\" y=\"{:.1f}\">{}</text>\n",
-                         kLeft, kLeft + kPlotW, y(b), y(b), kLeft - 6, y(b) + 4, tick_label(b, axis));
-    }
-
+    s += y_grid(plot);
     // The plot is one group the page's script zooms and pans along x (kChartScript), inside a nested
     // viewport of the axes' size that clips it (a viewport needs no id, nor a url() reference).
     s += fmt::format("<svg x=\"{0}\" y=\"{1}\" width=\"{2}\" height=\"{3}\" viewBox=\"{0} {1} {2} {3}\" overflow=\"hidden\">"
                      "<g class=\"plot\">\n", kLeft, kTop - 12, kPlotW, kPlotH + 12);
-    std::vector<double> below(ends, 0.0);
-    for (std::size_t o = 0; o < t.owners.size(); ++o) {
-        std::string top, bottom;
-        std::uint64_t peak = 0;
-        std::vector<double> above(ends);
-        for (std::size_t i = 0; i < ends; ++i) {
-            const std::uint64_t v = point(i).owner_bytes[o];
-            peak = std::max(peak, v);
-            above[i] = below[i] + static_cast<double>(v);
-            top += fmt::format("{}{:.1f},{:.1f}", i ? " L" : "M", x(i), y(above[i]));
+    s += areas(plot);
+    std::vector<const Overlay*> drawn;
+    for (const Overlay& o : kOverlays)
+        if (shown(o, t)) {
+            s += overlay_svg(o, r, plot);
+            drawn.push_back(&o);
         }
-        for (std::size_t i = ends; i-- > 0;) bottom += fmt::format(" L{:.1f},{:.1f}", x(i), y(below[i]));
-        const std::string name = html_escape(t.owners[o]);
-        s += fmt::format("<path class=\"area\" data-owner=\"{}\" fill=\"{}\" d=\"{}{} Z\"><title>{}: peak {} over "
-                         "the steps, {} at the last</title></path>\n",
-                         name, owner_colour(o), top, bottom, name, report::human_bytes(peak),
-                         report::human_bytes(point(ends - 1).owner_bytes[o]));
-        below = std::move(above);
-    }
-
-    const auto line = [&](const char* cls, const char* title, auto bytes_of) {
-        std::string d;
-        for (std::size_t i = 0; i < ends; ++i)
-            d += fmt::format("{}{:.1f},{:.1f}", i ? " L" : "M", x(i), y(static_cast<double>(bytes_of(point(i)))));
-        s += fmt::format("<path class=\"{}\" d=\"{}\"><title>{}</title></path>\n", cls, d, title);
-    };
-    if (has_torch)
-        line("torch", "PyTorch allocated (torch.cuda.memory_allocated)",
-             [](const report::TimelinePoint& p) { return p.step->pytorch_allocated_bytes; });
-    if (has_driver)
-        line("driver", "driver used (cuMemGetInfo); the gap above the areas is unattributed",
-             [](const report::TimelinePoint& p) { return p.step->driver_used_bytes; });
-    if (has_leak)  // part of the areas below it: the live memory nothing can release any more
-        line("leaked", "leaked so far (unreachable VMM memory)",
-             [](const report::TimelinePoint& p) { return p.step->leaked_bytes; });
-    if (has_peak)  // above the areas where memory came and went between two marks
-        line("peak", "the highest tracked bytes since the previous mark",
-             [](const report::TimelinePoint& p) { return std::max(p.step->peak_tracked_bytes, p.tracked_bytes); });
-
-    // Out-of-memory moments at the last point of their step: the refusal came after that mark.
-    for (const report::Oom& o : r.oom) {
-        for (std::size_t i = n; i-- > 0;) {
-            if (t.points[i].step->step != o.step) continue;
-            const double ox = n == 1 ? kLeft + kPlotW / 2 : x(i);
-            s += fmt::format("<g class=\"oom\"><line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\"/>"
-                             "<title>out of memory after {3}: {4} of {5} refused, {6} used, {7} leaked</title></g>\n",
-                             ox, kTop, kTop + kPlotH, html_escape(t.points[i].name), html_escape(o.api),
-                             report::human_bytes(o.requested_bytes), report::human_bytes(o.driver_used_bytes),
-                             report::human_bytes(o.leaked_bytes));
-            break;
-        }
-    }
-    // Alarms at the first point of their step: the moment growth was first seen.
-    for (const report::Alarm& a : r.alarms) {
-        for (std::size_t i = 0; i < n; ++i) {
-            if (t.points[i].step->step != a.step) continue;
-            const double ax = n == 1 ? kLeft + kPlotW / 2 : x(i);
-            s += fmt::format("<g class=\"alarm\"><line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\"/>"
-                             "<path d=\"M{0:.1f},{1} l-6,-10 h12 Z\" transform=\"translate(0,10)\"/>"
-                             "<title>alarm at {3}: {4} {5} grew {6} (live {7})</title></g>\n",
-                             ax, kTop, kTop + kPlotH, html_escape(t.points[i].name), html_escape(a.what),
-                             html_escape(a.owner), report::human_bytes(a.bytes), report::human_bytes(a.live_bytes));
-            break;
-        }
-    }
-
-    const std::size_t every = (n + kMaxXLabels - 1) / kMaxXLabels;
-    std::string labels;  // outside the zoomed group: the script moves them, text keeps its shape
-    for (std::size_t i = 0; i < n; ++i) {
-        const double cx = n == 1 ? kLeft + kPlotW / 2 : x(i);
-        const double half = n == 1 ? kPlotW / 2 : kPlotW / (n - 1) / 2;
-        const report::TimelinePoint& p = t.points[i];
-        std::string tip = html_escape(p.name);
-        for (std::size_t o = 0; o < t.owners.size(); ++o)
-            if (p.owner_bytes[o]) {
-                tip += "\n" + html_escape(t.owners[o]) + ": " + report::human_bytes(p.owner_bytes[o]);
-                if (auto l = p.step->leaked_by_owner.find(t.owners[o]); l != p.step->leaked_by_owner.end())
-                    tip += " (leaked so far " + report::human_bytes(l->second) + ")";
-            }
-        if (p.step->leaked_bytes) tip += "\nleaked so far: " + report::human_bytes(p.step->leaked_bytes);
-        if (p.step->peak_tracked_bytes > p.tracked_bytes)
-            tip += "\npeak since the previous mark: " + report::human_bytes(p.step->peak_tracked_bytes);
-        tip += "\nunattributed: " + report::human_bytes(p.step->unattributed_bytes);
-        tip += "\ndriver used: " + report::human_bytes(p.step->driver_used_bytes);
-        s += fmt::format("<rect class=\"hover\" x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\"><title>{}</title></rect>\n",
-                         std::max(kLeft, cx - half), kTop, std::min(2 * half, kLeft + kPlotW - std::max(kLeft, cx - half)),
-                         kPlotH, tip);
-        // The last step is labelled too, unless that would overprint the label before it.
-        if (i % every == 0 || (i + 1 == n && i % every >= (every + 1) / 2))
-            labels += fmt::format("<text class=\"xlabel\" data-x=\"{0:.1f}\" data-y=\"{1}\" transform=\"translate({0:.1f},{1}) "
-                                  "rotate(-35)\">{2}</text>\n", cx, kTop + kPlotH + 14, html_escape(p.name));
-    }
+    const std::string labels = hover_columns(plot, s);
     s += "</g></svg>\n" + labels;
     s += fmt::format("<line class=\"axis\" x1=\"{0}\" x2=\"{0}\" y1=\"{1}\" y2=\"{2}\"/>"
                      "<line class=\"axis\" x1=\"{0}\" x2=\"{3}\" y1=\"{2}\" y2=\"{2}\"/>\n",
                      kLeft, kTop, kTop + kPlotH, kLeft + kPlotW);
-
-    // Legend top-down in stacking order reversed, so it reads like the chart: top area first.
-    double ly = kTop + 8;
-    const double lx = kLeft + kPlotW + 16;
-    if (has_driver) {
-        s += fmt::format("<line class=\"driver\" x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\"/><text class=\"legend\" x=\"{}\" "
-                         "y=\"{}\">driver used</text>\n", lx, lx + 14, ly, ly, lx + 20, ly + 4);
-        ly += 18;
-    }
-    if (has_leak) {
-        s += fmt::format("<line class=\"leaked\" x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\"/><text class=\"legend\" x=\"{}\" "
-                         "y=\"{}\">leaked so far</text>\n", lx, lx + 14, ly, ly, lx + 20, ly + 4);
-        ly += 18;
-    }
-    if (has_peak) {
-        s += fmt::format("<line class=\"peak\" x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\"/><text class=\"legend\" x=\"{}\" "
-                         "y=\"{}\">peak between marks</text>\n", lx, lx + 14, ly, ly, lx + 20, ly + 4);
-        ly += 18;
-    }
-    if (has_torch) {
-        s += fmt::format("<line class=\"torch\" x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\"/><text class=\"legend\" x=\"{}\" "
-                         "y=\"{}\">PyTorch allocated</text>\n", lx, lx + 14, ly, ly, lx + 20, ly + 4);
-        ly += 18;
-    }
-    for (std::size_t o = t.owners.size(); o-- > 0;) {
-        s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\"/><text class=\"legend\" x=\"{}\" "
-                         "y=\"{}\">{}</text>\n", lx, ly - 6, owner_colour(o), lx + 20, ly + 4, html_escape(t.owners[o]));
-        ly += 18;
-    }
-    return s + "</svg>\n";
-}
-
-}  // namespace cumemaudit::cli
-
-namespace cumemaudit::cli {
-namespace {
-
-constexpr std::size_t kMaxHeatColumns = 80;
-constexpr std::size_t kMaxHeatTitles = 20000;  // beyond, a tooltip per cell would make the page heavy
-constexpr std::size_t kMaxPointTitles = 2000;
-
-// Every step number any rank kept, ascending.
-std::vector<std::uint64_t> job_step_numbers(const report::JobReport& job) {
-    std::vector<std::uint64_t> v;
-    for (const report::JobRank& r : job.ranks)
-        for (const report::JobRankStep& s : r.steps) v.push_back(s.step);
-    std::sort(v.begin(), v.end());
-    v.erase(std::unique(v.begin(), v.end()), v.end());
-    return v;
-}
-
-std::string rank_label(const report::JobRank& r) { return r.rank >= 0 ? fmt::format("rank {}", r.rank) : fmt::format("pid {}", r.pid); }
-
-}  // namespace
-
-std::string job_leak_chart_svg(const report::JobReport& job, const std::vector<std::size_t>& drawn) {
-    const std::vector<std::uint64_t> steps = job_step_numbers(job);
-    if (steps.empty() || drawn.empty()) return {};
-    std::uint64_t max = 0;
-    std::size_t points = 0;
-    for (const std::size_t i : drawn)
-        for (const report::JobRankStep& s : job.ranks[i].steps) {
-            max = std::max(max, s.leaked_bytes);
-            ++points;
-        }
-    const Axis axis = y_axis(max);
-    const double first = static_cast<double>(steps.front()), span = static_cast<double>(steps.back() - steps.front());
-    const auto x = [&](std::uint64_t step) { return span == 0 ? kLeft + kPlotW / 2 : kLeft + kPlotW * (step - first) / span; };
-    const auto y = [&](double bytes) { return kTop + kPlotH - kPlotH * bytes / axis.top_bytes; };
-
-    std::string s = fmt::format("<svg class=\"chart\" id=\"job-leak-chart\" xmlns=\"http://www.w3.org/2000/svg\" "
-                                "viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"leaked bytes per rank over steps\">\n",
-                                kWidth, kHeight);
-    for (double b = 0; b <= axis.top_bytes + 0.5; b += axis.tick_bytes)
-        s += fmt::format("<line class=\"grid\" x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/>"
-                         "<text class=\"ylabel\" x=\"{}\" y=\"{:.1f}\">{}</text>\n",
-                         kLeft, kLeft + kPlotW, y(b), y(b), kLeft - 6, y(b) + 4, tick_label(b, axis));
-    const std::size_t label_every = std::max<std::size_t>(1, (steps.size() + kMaxXLabels - 1) / kMaxXLabels);
-    for (std::size_t i = 0; i < steps.size(); i += label_every)
-        s += fmt::format("<text class=\"xlabel\" x=\"{:.1f}\" y=\"{:.1f}\" transform=\"rotate(-35 {:.1f} {:.1f})\">step {}</text>\n",
-                         x(steps[i]), kTop + kPlotH + 16, x(steps[i]), kTop + kPlotH + 16, steps[i]);
-    s += fmt::format("<line class=\"axis\" x1=\"{0}\" x2=\"{0}\" y1=\"{1}\" y2=\"{2}\"/><line class=\"axis\" x1=\"{0}\" "
-                     "x2=\"{3}\" y1=\"{2}\" y2=\"{2}\"/>\n", kLeft, kTop, kTop + kPlotH, kLeft + kPlotW);
-    for (std::size_t n = 0; n < drawn.size(); ++n) {
-        const report::JobRank& r = job.ranks[drawn[n]];
-        const std::string colour = owner_colour(n);
-        std::string line;
-        for (const report::JobRankStep& st : r.steps)
-            line += fmt::format("{}{:.1f},{:.1f}", line.empty() ? "" : " ", x(st.step), y(static_cast<double>(st.leaked_bytes)));
-        s += fmt::format("<polyline class=\"rank-line\" data-rank=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" "
-                         "points=\"{}\"><title>{}: {} leaked at exit</title></polyline>\n",
-                         r.rank, colour, line, html_escape(rank_label(r)), report::human_bytes(r.leaked_bytes));
-        if (points <= kMaxPointTitles)
-            for (const report::JobRankStep& st : r.steps)
-                s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.5\" fill=\"{}\"><title>{} · step {}: {} leaked ({} bytes)"
-                                 "</title></circle>\n", x(st.step), y(static_cast<double>(st.leaked_bytes)), colour,
-                                 html_escape(rank_label(r)), st.step, report::human_bytes(st.leaked_bytes), st.leaked_bytes);
-        const double ly = kTop + 14 + 18.0 * static_cast<double>(n);
-        s += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"12\" height=\"3\" fill=\"{}\"/><text class=\"legend\" "
-                         "x=\"{:.1f}\" y=\"{:.1f}\">{} · {}</text>\n", kLeft + kPlotW + 14, ly - 4, colour,
-                         kLeft + kPlotW + 32, ly, html_escape(rank_label(r)), report::human_bytes(r.leaked_bytes));
-    }
-    return s + "</svg>\n";
-}
-
-std::string job_heatmap_svg(const report::JobReport& job) {
-    const std::vector<std::uint64_t> steps = job_step_numbers(job);
-    const std::size_t rows = job.ranks.size();
-    if (steps.empty() || rows == 0) return {};
-    // Columns: each step, or consecutive steps binned, each cell the largest leaked bytes in its bin.
-    const std::size_t cols = std::min(steps.size(), kMaxHeatColumns);
-    const auto column = [&](std::uint64_t step) {
-        const std::size_t i = static_cast<std::size_t>(std::lower_bound(steps.begin(), steps.end(), step) - steps.begin());
-        return i * cols / steps.size();
-    };
-    std::vector<std::uint64_t> cell(rows * cols, 0);
-    std::vector<bool> seen(rows * cols, false);
-    std::uint64_t max = 0;
-    for (std::size_t r = 0; r < rows; ++r)
-        for (const report::JobRankStep& st : job.ranks[r].steps) {
-            const std::size_t c = r * cols + column(st.step);
-            cell[c] = std::max(cell[c], st.leaked_bytes);
-            seen[c] = true;
-            max = std::max(max, st.leaked_bytes);
-        }
-    constexpr double left = 70, right = 20, top = 8, bottom = 52, width = 960;
-    const double h = std::clamp(720.0 / static_cast<double>(rows), 2.0, 14.0);
-    const double w = (width - left - right) / static_cast<double>(cols);
-    const double height = top + h * static_cast<double>(rows) + bottom;
-    const bool titles = rows * cols <= kMaxHeatTitles;
-    std::string s = fmt::format("<svg class=\"chart heatmap\" id=\"job-heatmap\" xmlns=\"http://www.w3.org/2000/svg\" "
-                                "viewBox=\"0 0 {} {:.0f}\" role=\"img\" aria-label=\"leaked bytes, rank by step\">\n",
-                                width, height);
-    // Row labels never overlap: the leaking ranks first, most bytes first, then others at a regular spacing,
-    // each where no label is already within a label's height.
-    constexpr double kLabelGap = 9;
-    std::set<double> label_y;
-    std::vector<bool> labelled(rows, false);
-    const auto place = [&](std::size_t r) {
-        const double ry = h * static_cast<double>(r);
-        const auto next = label_y.lower_bound(ry);
-        if (next != label_y.end() && *next - ry < kLabelGap) return;
-        if (next != label_y.begin() && ry - *std::prev(next) < kLabelGap) return;
-        label_y.insert(ry);
-        labelled[r] = true;
-    };
-    std::vector<std::size_t> by_leak;
-    for (std::size_t r = 0; r < rows; ++r)
-        if (job.ranks[r].leaked_bytes > 0) by_leak.push_back(r);
-    std::stable_sort(by_leak.begin(), by_leak.end(),
-                     [&](std::size_t a, std::size_t b) { return job.ranks[a].leaked_bytes > job.ranks[b].leaked_bytes; });
-    for (const std::size_t r : by_leak) place(r);
-    const std::size_t label_every = std::max<std::size_t>(1, static_cast<std::size_t>(std::ceil(2 * kLabelGap / h)));
-    for (std::size_t r = 0; r < rows; r += label_every) place(r);
-    for (std::size_t r = 0; r < rows; ++r) {
-        const report::JobRank& rank = job.ranks[r];
-        const double ry = top + h * static_cast<double>(r);
-        if (labelled[r])
-            s += fmt::format("<text class=\"ylabel{}\" x=\"{}\" y=\"{:.1f}\">{}</text>\n", rank.leaked_bytes > 0 ? " leaking" : "",
-                             left - 6, ry + std::min(h, 12.0) - 2, html_escape(rank_label(rank)));
-        for (std::size_t c = 0; c < cols; ++c) {
-            const std::uint64_t b = cell[r * cols + c];
-            if (!seen[r * cols + c]) continue;
-            // White is nothing leaked; any leak is visibly red, darker with more bytes.
-            const double f = b == 0 || max == 0 ? 0.0 : 0.25 + 0.75 * static_cast<double>(b) / static_cast<double>(max);
-            const int g = static_cast<int>(std::lround(245 - 205 * f));
-            s += fmt::format("<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" fill=\"rgb({},{},{})\"",
-                             left + w * static_cast<double>(c), ry, w + 0.05, h + 0.05, b == 0 ? 245 : 230, g, g);
-            s += titles ? fmt::format("><title>{} · step {}: {} leaked ({} bytes)</title></rect>\n", html_escape(rank_label(rank)),
-                                      steps[c * steps.size() / cols], report::human_bytes(b), b)
-                        : "/>\n";
-        }
-    }
-    const std::size_t xlabel_every = std::max<std::size_t>(1, (cols + 11) / 12);
-    for (std::size_t c = 0; c < cols; c += xlabel_every) {
-        const double cx = left + w * (static_cast<double>(c) + 0.5);
-        const double cy = top + h * static_cast<double>(rows) + 14;
-        s += fmt::format("<text class=\"xlabel\" x=\"{:.1f}\" y=\"{:.1f}\" transform=\"rotate(-35 {:.1f} {:.1f})\">step {}</text>\n",
-                         cx, cy, cx, cy, steps[c * steps.size() / cols]);
-    }
-    return s + "</svg>\n";
+    return s + legend(plot, drawn) + "</svg>\n";
 }
 
 }  // namespace cumemaudit::cli

@@ -1,8 +1,8 @@
 #include "html_job.hpp"
 
-#include "html_chart.hpp"
-#include "html_cmd.hpp"
 #include "html_escape.hpp"
+#include "html_job_chart.hpp"
+#include "html_page.hpp"
 #include "report/text.hpp"
 
 #include <fmt/format.h>
@@ -23,10 +23,6 @@ std::string bytes_cell(std::uint64_t b) {
 }
 std::string num_cell(std::int64_t v) { return fmt::format("<td class=\"num\" data-sort=\"{0}\">{0}</td>", v); }
 std::string text_cell(const std::string& t) { return "<td>" + html_escape(t) + "</td>"; }
-std::string card(const char* label, const std::string& value, bool bad = false) {
-    return fmt::format("<div class=\"card{}\">{}<b>{}</b></div>", bad ? " bad" : "", label, value);
-}
-
 std::string rank_name(const report::JobRank& r) { return r.rank >= 0 ? fmt::format("rank {}", r.rank) : fmt::format("pid {}", r.pid); }
 
 const report::JobSite* top_site(const report::JobReport& j, const report::JobRank& r) {
@@ -151,12 +147,12 @@ std::string html_job_page(const report::JobReport& j) {
     std::string s = fmt::format("<p class=\"meta\">{} rank reports, world size {}; bytes in KiB/MiB/GiB (1 GiB = 2<sup>30</sup> "
                                 "bytes), exact figures on hover.</p>\n", j.reports, j.world_size);
     s += verdict(j, leaking);
-    s += "<div class=\"cards\">" + card("leaked", human_bytes(m.leaked_bytes), m.leaked_bytes != 0) +
-         card("leaking ranks", fmt::format("{} of {}", leaking.size(), j.ranks.size()), !leaking.empty()) +
-         card("leak sites", std::to_string(j.sites.size()), !j.sites.empty()) +
-         card("held at exit, not leaks", human_bytes(m.unfreed_bytes + m.mapped_at_exit_bytes)) +
-         card("pinned by peers", human_bytes(j.summary.pinned_by_peers_bytes), j.summary.pinned_by_peers_bytes != 0) +
-         card("problems", std::to_string(j.problems.size()), !j.problems.empty()) + "</div>\n";
+    s += "<div class=\"cards\">" + html_card("leaked", human_bytes(m.leaked_bytes), m.leaked_bytes != 0) +
+         html_card("leaking ranks", fmt::format("{} of {}", leaking.size(), j.ranks.size()), !leaking.empty()) +
+         html_card("leak sites", std::to_string(j.sites.size()), !j.sites.empty()) +
+         html_card("held at exit, not leaks", human_bytes(m.unfreed_bytes + m.mapped_at_exit_bytes)) +
+         html_card("pinned by peers", human_bytes(j.summary.pinned_by_peers_bytes), j.summary.pinned_by_peers_bytes != 0) +
+         html_card("problems", std::to_string(j.problems.size()), !j.problems.empty()) + "</div>\n";
     s += "<h2>Leaking ranks</h2>\n" + leaking_table(j, leaking);
     s += "<h2>Leaked bytes over steps</h2>\n";
     std::vector<std::size_t> drawn(leaking.begin(), leaking.begin() + static_cast<std::ptrdiff_t>(std::min(leaking.size(), kRanksDrawn)));

@@ -1,8 +1,6 @@
 // merge_cmd: `cumemaudit merge`, one job report (schema cumemaudit/job/v1) from the per-rank reports of a
-// job: leaks per rank, the worst ranks, leak sites aggregated across ranks, cross-rank pinning joined by
-// export key, per-step growth summed by step number, and the problems found on the way (missing,
-// truncated, duplicate or mismatched reports, ranks that left only a checkpoint). Reports are read one at a
-// time and reduced at once, so memory grows with distinct sites and shared handles, not with the input.
+// job: the files read, a few ahead on worker threads, and reduced in order by report/job_reduce.hpp; the
+// job written and its text printed.
 #pragma once
 
 #include "report/job.hpp"

@@ -1,0 +1,122 @@
+#include "job_reduce.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace cumemaudit::report {
+namespace {
+
+JobRank rank_row(const std::string& file, const Report& r) {
+    JobRank row;
+    row.rank = r.process.rank;
+    row.pid = r.process.pid;
+    row.host = r.process.host;
+    row.file = file;
+    row.exit_code = r.process.exit_code;
+    row.checkpoint = r.checkpoint || !r.process.exit_code;
+    row.leaked_bytes = r.summary.leaked_bytes;
+    row.leaked_allocations = r.summary.leaked_allocations;
+    row.held_at_exit_bytes = r.summary.unfreed_bytes + r.summary.mapped_at_exit_bytes;
+    rank_steps(r, row);
+    return row;
+}
+
+// The fields that add up across processes; leaks do not (each allocation once: JobReduce::finish).
+void add_summary(Summary& job, const Summary& s) {
+    job.leaked_references += s.leaked_references;
+    job.misuse_events += s.misuse_events;
+    job.unfreed_bytes += s.unfreed_bytes;
+    job.unfreed_allocations += s.unfreed_allocations;
+    job.peak_tracked_bytes += s.peak_tracked_bytes;
+    job.intercepted_calls += s.intercepted_calls;
+    job.mapped_at_exit_bytes += s.mapped_at_exit_bytes;
+    job.live_bytes += s.live_bytes;
+    job.suppressed_leaks += s.suppressed_leaks;
+    job.suppressed_misuse += s.suppressed_misuse;
+    job.reclaimed_bytes += s.reclaimed_bytes;
+}
+
+}  // namespace
+
+void JobReduce::problem(const std::string& file, std::int64_t rank, const std::string& what) {
+    problems_.push_back({file, what, rank >= 0 ? std::optional(rank) : std::nullopt});
+}
+
+void JobReduce::check_world_size(const std::string& file, const ProcessInfo& p) {
+    if (p.world_size <= 0) return;
+    if (world_size_ < 0) world_size_ = p.world_size;
+    else if (p.world_size != world_size_)
+        problem(file, p.rank, fmt::format("world_size {} differs from the job's {}", p.world_size, world_size_));
+}
+
+void JobReduce::add(const std::string& file, Report&& r) {
+    const std::int64_t rank = r.process.rank;
+    if (rank >= 0 && index_of_rank_.count(rank)) {
+        problem(file, rank, fmt::format("duplicate rank {} (also in {}): not merged", rank, ranks_[index_of_rank_[rank]].file));
+        return;
+    }
+    check_world_size(file, r.process);
+    JobRank row = rank_row(file, r);
+    if (row.checkpoint)
+        problem(file, rank, "only a checkpoint: the process did not exit (killed, or still running)");
+    const std::size_t index = ranks_.size();
+    if (rank >= 0) index_of_rank_[rank] = index;
+
+    const ImportsBySite leaked_imports = sharing_.add(index, r, row);
+    row.own_leaked_bytes = row.leaked_bytes - std::min(row.leaked_bytes, row.imported_leaked_bytes);
+    top_site_.push_back(sites_.add(rank, r.leaks, leaked_imports));
+    steps_.add(r.steps);
+    add_summary(summary_, r.summary);
+    ranks_.push_back(std::move(row));
+}
+
+// The ranks that leak most, at most kJobWorstRanks, largest first.
+std::vector<std::int64_t> JobReduce::worst_ranks() const {
+    std::vector<std::size_t> worst;
+    for (std::size_t i = 0; i < ranks_.size(); ++i) worst.push_back(i);
+    std::stable_sort(worst.begin(), worst.end(),
+                     [&](std::size_t a, std::size_t b) { return ranks_[a].leaked_bytes > ranks_[b].leaked_bytes; });
+    while (!worst.empty() && ranks_[worst.back()].leaked_bytes == 0) worst.pop_back();
+    if (worst.size() > kJobWorstRanks) worst.resize(kJobWorstRanks);
+    std::vector<std::int64_t> out;
+    for (const std::size_t i : worst) out.push_back(ranks_[i].rank);
+    return out;
+}
+
+std::vector<JobRank> JobReduce::by_rank() const {
+    std::vector<JobRank> out = ranks_;
+    std::stable_sort(out.begin(), out.end(), [](const JobRank& a, const JobRank& b) { return a.rank < b.rank; });
+    return out;
+}
+
+JobReport JobReduce::finish() {
+    JobReport out;
+    if (world_size_ > 0)
+        for (std::int64_t r = 0; r < world_size_; ++r)
+            if (!index_of_rank_.count(r)) problem("", r, fmt::format("rank {} of {}: no report", r, world_size_));
+
+    // Each physical allocation once: every rank's own leaks, and its leaked imports by key.
+    const JobSharing::Once once = sharing_.leaked_once();
+    summary_.leaked_bytes = once.bytes;
+    summary_.leaked_allocations = once.allocations;
+    for (const JobRank& r : ranks_) {
+        summary_.leaked_bytes += r.own_leaked_bytes;
+        summary_.leaked_allocations += r.leaked_allocations;
+    }
+    sharing_.pinning(ranks_, out);
+
+    out.sites = sites_.finish(sharing_);
+    for (std::size_t i = 0; i < ranks_.size(); ++i) ranks_[i].top_site = sites_.position(top_site_[i]);
+
+    out.world_size = world_size_;
+    out.reports = ranks_.size();
+    out.summary.process = summary_;
+    out.ranks = by_rank();
+    out.worst_ranks = worst_ranks();
+    out.steps = steps_.finish();
+    out.problems = problems_;
+    return out;
+}
+
+}  // namespace cumemaudit::report

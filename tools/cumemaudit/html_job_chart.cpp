@@ -1,0 +1,166 @@
+#include "html_job_chart.hpp"
+
+#include "html_axis.hpp"
+#include "html_escape.hpp"
+#include "report/text.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <set>
+
+namespace cumemaudit::cli {
+
+using namespace chart;
+
+namespace {
+
+constexpr std::size_t kMaxHeatColumns = 80;
+constexpr std::size_t kMaxHeatTitles = 20000;  // beyond, a tooltip per cell would make the page heavy
+constexpr std::size_t kMaxPointTitles = 2000;
+
+// Every step number any rank kept, ascending.
+std::vector<std::uint64_t> job_step_numbers(const report::JobReport& job) {
+    std::vector<std::uint64_t> v;
+    for (const report::JobRank& r : job.ranks)
+        for (const report::JobRankStep& s : r.steps) v.push_back(s.step);
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+    return v;
+}
+
+std::string rank_label(const report::JobRank& r) { return r.rank >= 0 ? fmt::format("rank {}", r.rank) : fmt::format("pid {}", r.pid); }
+
+}  // namespace
+
+std::string job_leak_chart_svg(const report::JobReport& job, const std::vector<std::size_t>& drawn) {
+    const std::vector<std::uint64_t> steps = job_step_numbers(job);
+    if (steps.empty() || drawn.empty()) return {};
+    std::uint64_t max = 0;
+    std::size_t points = 0;
+    for (const std::size_t i : drawn)
+        for (const report::JobRankStep& s : job.ranks[i].steps) {
+            max = std::max(max, s.leaked_bytes);
+            ++points;
+        }
+    const Axis axis = y_axis(max);
+    const double first = static_cast<double>(steps.front()), span = static_cast<double>(steps.back() - steps.front());
+    const auto x = [&](std::uint64_t step) { return span == 0 ? kLeft + kPlotW / 2 : kLeft + kPlotW * (step - first) / span; };
+    const auto y = [&](double bytes) { return kTop + kPlotH - kPlotH * bytes / axis.top_bytes; };
+
+    std::string s = fmt::format("<svg class=\"chart\" id=\"job-leak-chart\" xmlns=\"http://www.w3.org/2000/svg\" "
+                                "viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"leaked bytes per rank over steps\">\n",
+                                kWidth, kHeight);
+    for (double b = 0; b <= axis.top_bytes + 0.5; b += axis.tick_bytes)
+        s += fmt::format("<line class=\"grid\" x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/>"
+                         "<text class=\"ylabel\" x=\"{}\" y=\"{:.1f}\">{}</text>\n",
+                         kLeft, kLeft + kPlotW, y(b), y(b), kLeft - 6, y(b) + 4, tick_label(b, axis));
+    const std::size_t label_every = std::max<std::size_t>(1, (steps.size() + kMaxXLabels - 1) / kMaxXLabels);
+    for (std::size_t i = 0; i < steps.size(); i += label_every)
+        s += fmt::format("<text class=\"xlabel\" x=\"{:.1f}\" y=\"{:.1f}\" transform=\"rotate(-35 {:.1f} {:.1f})\">step {}</text>\n",
+                         x(steps[i]), kTop + kPlotH + 16, x(steps[i]), kTop + kPlotH + 16, steps[i]);
+    s += fmt::format("<line class=\"axis\" x1=\"{0}\" x2=\"{0}\" y1=\"{1}\" y2=\"{2}\"/><line class=\"axis\" x1=\"{0}\" "
+                     "x2=\"{3}\" y1=\"{2}\" y2=\"{2}\"/>\n", kLeft, kTop, kTop + kPlotH, kLeft + kPlotW);
+    for (std::size_t n = 0; n < drawn.size(); ++n) {
+        const report::JobRank& r = job.ranks[drawn[n]];
+        const std::string colour = owner_colour(n);
+        std::string line;
+        for (const report::JobRankStep& st : r.steps)
+            line += fmt::format("{}{:.1f},{:.1f}", line.empty() ? "" : " ", x(st.step), y(static_cast<double>(st.leaked_bytes)));
+        s += fmt::format("<polyline class=\"rank-line\" data-rank=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" "
+                         "points=\"{}\"><title>{}: {} leaked at exit</title></polyline>\n",
+                         r.rank, colour, line, html_escape(rank_label(r)), report::human_bytes(r.leaked_bytes));
+        if (points <= kMaxPointTitles)
+            for (const report::JobRankStep& st : r.steps)
+                s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.5\" fill=\"{}\"><title>{} · step {}: {} leaked ({} bytes)"
+                                 "</title></circle>\n", x(st.step), y(static_cast<double>(st.leaked_bytes)), colour,
+                                 html_escape(rank_label(r)), st.step, report::human_bytes(st.leaked_bytes), st.leaked_bytes);
+        const double ly = kTop + 14 + 18.0 * static_cast<double>(n);
+        s += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"12\" height=\"3\" fill=\"{}\"/><text class=\"legend\" "
+                         "x=\"{:.1f}\" y=\"{:.1f}\">{} · {}</text>\n", kLeft + kPlotW + 14, ly - 4, colour,
+                         kLeft + kPlotW + 32, ly, html_escape(rank_label(r)), report::human_bytes(r.leaked_bytes));
+    }
+    return s + "</svg>\n";
+}
+
+std::string job_heatmap_svg(const report::JobReport& job) {
+    const std::vector<std::uint64_t> steps = job_step_numbers(job);
+    const std::size_t rows = job.ranks.size();
+    if (steps.empty() || rows == 0) return {};
+    // Columns: each step, or consecutive steps binned, each cell the largest leaked bytes in its bin.
+    const std::size_t cols = std::min(steps.size(), kMaxHeatColumns);
+    const auto column = [&](std::uint64_t step) {
+        const std::size_t i = static_cast<std::size_t>(std::lower_bound(steps.begin(), steps.end(), step) - steps.begin());
+        return i * cols / steps.size();
+    };
+    std::vector<std::uint64_t> cell(rows * cols, 0);
+    std::vector<bool> seen(rows * cols, false);
+    std::uint64_t max = 0;
+    for (std::size_t r = 0; r < rows; ++r)
+        for (const report::JobRankStep& st : job.ranks[r].steps) {
+            const std::size_t c = r * cols + column(st.step);
+            cell[c] = std::max(cell[c], st.leaked_bytes);
+            seen[c] = true;
+            max = std::max(max, st.leaked_bytes);
+        }
+    constexpr double left = 70, right = 20, top = 8, bottom = 52, width = 960;
+    const double h = std::clamp(720.0 / static_cast<double>(rows), 2.0, 14.0);
+    const double w = (width - left - right) / static_cast<double>(cols);
+    const double height = top + h * static_cast<double>(rows) + bottom;
+    const bool titles = rows * cols <= kMaxHeatTitles;
+    std::string s = fmt::format("<svg class=\"chart heatmap\" id=\"job-heatmap\" xmlns=\"http://www.w3.org/2000/svg\" "
+                                "viewBox=\"0 0 {} {:.0f}\" role=\"img\" aria-label=\"leaked bytes, rank by step\">\n",
+                                width, height);
+    // Row labels never overlap: the leaking ranks first, most bytes first, then others at a regular spacing,
+    // each where no label is already within a label's height.
+    constexpr double kLabelGap = 9;
+    std::set<double> label_y;
+    std::vector<bool> labelled(rows, false);
+    const auto place = [&](std::size_t r) {
+        const double ry = h * static_cast<double>(r);
+        const auto next = label_y.lower_bound(ry);
+        if (next != label_y.end() && *next - ry < kLabelGap) return;
+        if (next != label_y.begin() && ry - *std::prev(next) < kLabelGap) return;
+        label_y.insert(ry);
+        labelled[r] = true;
+    };
+    std::vector<std::size_t> by_leak;
+    for (std::size_t r = 0; r < rows; ++r)
+        if (job.ranks[r].leaked_bytes > 0) by_leak.push_back(r);
+    std::stable_sort(by_leak.begin(), by_leak.end(),
+                     [&](std::size_t a, std::size_t b) { return job.ranks[a].leaked_bytes > job.ranks[b].leaked_bytes; });
+    for (const std::size_t r : by_leak) place(r);
+    const std::size_t label_every = std::max<std::size_t>(1, static_cast<std::size_t>(std::ceil(2 * kLabelGap / h)));
+    for (std::size_t r = 0; r < rows; r += label_every) place(r);
+    for (std::size_t r = 0; r < rows; ++r) {
+        const report::JobRank& rank = job.ranks[r];
+        const double ry = top + h * static_cast<double>(r);
+        if (labelled[r])
+            s += fmt::format("<text class=\"ylabel{}\" x=\"{}\" y=\"{:.1f}\">{}</text>\n", rank.leaked_bytes > 0 ? " leaking" : "",
+                             left - 6, ry + std::min(h, 12.0) - 2, html_escape(rank_label(rank)));
+        for (std::size_t c = 0; c < cols; ++c) {
+            const std::uint64_t b = cell[r * cols + c];
+            if (!seen[r * cols + c]) continue;
+            // White is nothing leaked; any leak is visibly red, darker with more bytes.
+            const double f = b == 0 || max == 0 ? 0.0 : 0.25 + 0.75 * static_cast<double>(b) / static_cast<double>(max);
+            const int g = static_cast<int>(std::lround(245 - 205 * f));
+            s += fmt::format("<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" fill=\"rgb({},{},{})\"",
+                             left + w * static_cast<double>(c), ry, w + 0.05, h + 0.05, b == 0 ? 245 : 230, g, g);
+            s += titles ? fmt::format("><title>{} · step {}: {} leaked ({} bytes)</title></rect>\n", html_escape(rank_label(rank)),
+                                      steps[c * steps.size() / cols], report::human_bytes(b), b)
+                        : "/>\n";
+        }
+    }
+    const std::size_t xlabel_every = std::max<std::size_t>(1, (cols + 11) / 12);
+    for (std::size_t c = 0; c < cols; c += xlabel_every) {
+        const double cx = left + w * (static_cast<double>(c) + 0.5);
+        const double cy = top + h * static_cast<double>(rows) + 14;
+        s += fmt::format("<text class=\"xlabel\" x=\"{:.1f}\" y=\"{:.1f}\" transform=\"rotate(-35 {:.1f} {:.1f})\">step {}</text>\n",
+                         cx, cy, cx, cy, steps[c * steps.size() / cols]);
+    }
+    return s + "</svg>\n";
+}
+
+}  // namespace cumemaudit::cli
