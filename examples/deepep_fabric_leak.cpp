@@ -10,7 +10,7 @@
 //
 //   deepep_fabric_leak [--steps N] [--size-mib M] [--handle fabric|posix] [--fixed]
 //                      [--door direct|dlsym|procaddress-v1|procaddress-v2|cudart] [--expect-drop BYTES]
-#include "support/program.hpp"
+#include "example_args.hpp"
 
 #include <cuda.h>
 #include <cudaTypedefs.h>
@@ -55,7 +55,7 @@ struct Driver {
 #undef DRIVER_MEMBER
 };
 
-using cumemaudit::program::die;
+using cumemaudit::example::die;
 
 void* open_libcuda() {
     void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
@@ -203,13 +203,13 @@ public:
     }
 
 private:
-    CUmemAllocationProp prop() const { return cumemaudit::program::device_prop(0, type_); }
+    CUmemAllocationProp prop() const { return cumemaudit::example::device_prop(0, type_); }
 
     CUdeviceptr map_new(CUmemGenericAllocationHandle handle, std::size_t size) {
         CUdeviceptr ptr = 0;
         check(d_.cuMemAddressReserve(&ptr, size, 0, 0, 0), "cuMemAddressReserve");
         check(d_.cuMemMap(ptr, size, 0, handle, 0), "cuMemMap");
-        const CUmemAccessDesc access = cumemaudit::program::read_write(0);
+        const CUmemAccessDesc access = cumemaudit::example::read_write(0);
         check(d_.cuMemSetAccess(ptr, size, &access, 1), "cuMemSetAccess");
         return ptr;
     }

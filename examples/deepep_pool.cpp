@@ -13,7 +13,7 @@
 #include "cumemaudit/deepep_adapter.hpp"
 #include "cumemaudit/fabric_pool.hpp"
 
-#include "support/program.hpp"
+#include "example_args.hpp"
 
 #include <CLI/CLI.hpp>
 #include <cuda.h>
@@ -28,7 +28,7 @@ namespace {
 
 namespace pool = cumemaudit::pool;
 
-using cumemaudit::program::die;
+using cumemaudit::example::die;
 
 struct Options {
     int steps = 3;

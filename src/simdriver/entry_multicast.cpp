@@ -1,4 +1,4 @@
-// Multicast object entry points: argument checks, then SimState's rules (state_core.cpp).
+// Multicast object entry points: argument checks, then SimState's rules (state_multicast.cpp).
 #include "entry_guard.hpp"
 #include "state.hpp"
 

@@ -1,4 +1,4 @@
-// Virtual memory management entry points: argument checks, then SimState's rules (state_core.cpp).
+// Virtual memory management entry points: argument checks, then SimState's rules (state_vmm.cpp).
 #include "entry_guard.hpp"
 #include "state.hpp"
 

@@ -1,5 +1,6 @@
 // state_impl: the simulated driver's state itself, shared by the files that implement SimState (state_core.cpp,
-// contexts.cpp, shared_classic.cpp). Private to the driver; every member is used with `mu` held.
+// state_vmm.cpp, state_multicast.cpp, contexts.cpp, shared_classic.cpp). Private to the driver; every member is
+// used with `mu` held.
 #pragma once
 
 #include "state.hpp"

@@ -1,4 +1,4 @@
-// program: what the example and test programs share, so each shows only its own call sequence — stopping
+// program: what the test programs share, so each shows only its own call sequence — stopping
 // with the program's name, the properties of pinned device memory, and the read-write access a mapping
 // needs. The CUDA calls themselves stay in each program: their file:line is what the audit reports.
 #pragma once

@@ -110,7 +110,7 @@ class Wheel(unittest.TestCase):
                            "cumemaudit/_native/lib/libcumemaudit_pool.so",
                            "cumemaudit/_native/include/cumemaudit/cumemaudit.h",
                            "cumemaudit/_native/include/cumemaudit/fabric_pool.hpp",
-                           "cumemaudit/__init__.py", "cumemaudit/pytest_plugin.py"):
+                           "cumemaudit/__init__.py", "cumemaudit/_capi.py", "cumemaudit/pytest_plugin.py"):
                 self.assertIn(member, names)
             for info in z.infolist():  # nothing links libpython: one wheel serves every CPython 3
                 data = z.read(info)

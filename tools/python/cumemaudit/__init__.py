@@ -13,34 +13,14 @@ the marks can stay in a training script that also runs without the audit.
         cumemaudit.torch_step(step)   # live bytes per owner + torch.cuda.memory_allocated/reserved
 """
 import contextlib
-import ctypes
+
+from . import _capi
 
 __all__ = ["active", "step", "mark", "phase", "checkpoint", "torch_step",
            "leak_mark", "held_since", "enable_in_children", "shim_path"]  # torch_view: PyTorch's pools and OOM observer
 
 
-def _resolve():
-    # The global scope (dlopen(NULL)) holds the preloaded shim's exports; a plain CDLL of the shim's path
-    # would load a second, idle copy when the shim is absent, and dlsym(RTLD_DEFAULT) is what the header
-    # promises to programs that do not link against it.
-    try:
-        scope = ctypes.CDLL(None)
-        fns = {name: getattr(scope, "cumemaudit_" + name)
-               for name in ("step", "mark", "checkpoint", "torch_step", "torch_pool", "torch_oom")}
-    except (OSError, AttributeError):
-        return None
-    fns["step"].argtypes = [ctypes.c_uint64]
-    fns["mark"].argtypes = [ctypes.c_char_p]
-    fns["checkpoint"].argtypes = []
-    fns["torch_step"].argtypes = [ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64]
-    fns["torch_pool"].argtypes = [ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint64]
-    fns["torch_oom"].argtypes = [ctypes.c_uint64]
-    for f in fns.values():
-        f.restype = None
-    return fns
-
-
-_api = _resolve()
+_api = _capi.functions("step", "mark", "checkpoint", "torch_step", "torch_pool", "torch_oom")
 if _api:
     from . import torch_view
     torch_view.attach(_api)  # PyTorch's OOM observer, when torch is already imported

@@ -10,15 +10,7 @@ import ctypes
 import json
 from typing import NamedTuple, Optional
 
-
-class _Mark(ctypes.Structure):
-    _fields_ = [("epoch", ctypes.c_uint64), ("misuse_events", ctypes.c_uint64)]
-
-
-class _Held(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_uint64) for name in (
-        "leaked_bytes", "leaked_allocations", "leaked_references", "unfreed_bytes", "unfreed_allocations",
-        "misuse_events")]
+from . import _capi
 
 
 class Held(NamedTuple):
@@ -32,24 +24,8 @@ class Held(NamedTuple):
     site: str
 
 
-def _resolve():
-    # The global scope holds the preloaded shim's exports (see __init__._resolve for why not a CDLL of it).
-    try:
-        scope = ctypes.CDLL(None)
-        mark, since = scope.cumemaudit_leak_mark, scope.cumemaudit_held_since
-    except (OSError, AttributeError):
-        return None
-    mark.argtypes, mark.restype = [ctypes.POINTER(_Mark)], ctypes.c_int
-    since.argtypes = [ctypes.POINTER(_Mark), ctypes.POINTER(_Held), ctypes.c_char_p, ctypes.c_size_t]
-    since.restype = ctypes.c_int
-    sites = getattr(scope, "cumemaudit_held_sites", None)  # a shim older than this package lacks it
-    if sites is not None:
-        sites.argtypes = [ctypes.POINTER(_Mark), ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
-        sites.restype = ctypes.c_int64
-    return mark, since, sites
-
-
-_api = _resolve()
+_api = _capi.functions("leak_mark", "held_since")
+_held_sites = _capi.function("held_sites")  # a shim older than this package lacks it
 _SITE_BYTES = 4096
 _SITES_BYTES = 64 * 1024  # a first guess; held_sites asks again with the length the shim says it needs
 
@@ -60,22 +36,22 @@ def available():
     return _api is not None
 
 
-def leak_mark() -> Optional[_Mark]:
+def leak_mark() -> Optional[_capi.leak_mark_t]:
     """A mark to measure from, or None when the shim is not loaded."""
     if _api is None:
         return None
-    m = _Mark()
-    return m if _api[0](ctypes.byref(m)) == 0 else None
+    m = _capi.leak_mark_t()
+    return m if _api["leak_mark"](ctypes.byref(m)) == 0 else None
 
 
 def held_since(mark) -> Optional[Held]:
     """What allocations made since ``mark`` still hold, or None without the shim (or a None mark)."""
     if _api is None or mark is None:
         return None
-    h, site = _Held(), ctypes.create_string_buffer(_SITE_BYTES)
-    if _api[1](ctypes.byref(mark), ctypes.byref(h), site, _SITE_BYTES) != 0:
+    h, site = _capi.held_t(), ctypes.create_string_buffer(_SITE_BYTES)
+    if _api["held_since"](ctypes.byref(mark), ctypes.byref(h), site, _SITE_BYTES) != 0:
         return None
-    return Held(*(getattr(h, f) for f, _ in _Held._fields_), site.value.decode("utf-8", "replace"))
+    return Held(*(getattr(h, f) for f, _ in _capi.held_t._fields_), site.value.decode("utf-8", "replace"))
 
 
 class Sites(NamedTuple):
@@ -88,12 +64,12 @@ class Sites(NamedTuple):
 def held_sites(mark, max_sites) -> Optional[Sites]:
     """The `max_sites` largest sites of what allocations made since ``mark`` leaked, or None without the
     shim (or a None mark)."""
-    if _api is None or _api[2] is None or mark is None:
+    if _api is None or _held_sites is None or mark is None:
         return None
     size = _SITES_BYTES
     while True:
         text = ctypes.create_string_buffer(size)
-        length = _api[2](ctypes.byref(mark), max_sites, text, size)
+        length = _held_sites(ctypes.byref(mark), max_sites, text, size)
         if length < 0:
             return None
         if length < size:

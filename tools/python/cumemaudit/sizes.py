@@ -5,22 +5,13 @@ one place (src/common/options.cpp) so they cannot drift. A byte count, or a numb
 2^20. Both need the shim loaded (the plugin's sessions always run under it); without it they raise."""
 import ctypes
 
+from . import _capi
+
 UNITS = "B, KiB, MiB, GiB, TiB"
 _TEXT_BYTES = 32
 
 
-def _resolve():
-    try:
-        scope = ctypes.CDLL(None)
-        parse, fmt = scope.cumemaudit_parse_size, scope.cumemaudit_format_size
-    except (OSError, AttributeError):
-        return None
-    parse.argtypes, parse.restype = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64)], ctypes.c_int
-    fmt.argtypes, fmt.restype = [ctypes.c_uint64, ctypes.c_char_p, ctypes.c_size_t], ctypes.c_int
-    return parse, fmt
-
-
-_api = _resolve()
+_api = _capi.functions("parse_size", "format_size")
 
 
 def _require():
@@ -38,13 +29,13 @@ def parse(text):
         return None
     if b"\0" in raw:
         return None
-    return value.value if _require()[0](raw, ctypes.byref(value)) == 0 else None
+    return value.value if _require()["parse_size"](raw, ctypes.byref(value)) == 0 else None
 
 
 def human(nbytes):
     """`nbytes` as every text view shows a size: "4.0 MiB", below 1 KiB "512 B"."""
     text = ctypes.create_string_buffer(_TEXT_BYTES)
-    if _require()[1](int(nbytes), text, _TEXT_BYTES) != 0:
+    if _require()["format_size"](int(nbytes), text, _TEXT_BYTES) != 0:
         raise ValueError(f"cannot format {nbytes} bytes")
     return text.value.decode("ascii")
 
