@@ -8,10 +8,8 @@ import sys
 import tempfile
 import time
 
-from audit_common import CLI, SCENARIOS, MiB, REAL, run, reports, only_report, source, expect
+from audit_common import CLI, SCENARIOS, MiB, REAL, run, reports, only_report, expect
 from cases import main, named_cases  # tests/support, on sys.path through audit_common
-
-SRC = source("gate.cpp")
 
 
 def case_gate(tmp):
