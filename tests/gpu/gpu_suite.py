@@ -103,7 +103,7 @@ def part_audit(s):
            "DEEPBIND_LIB": f"{b}/tests/sim/audit/libdeepbind_lib.so",
            "HYBRID_EP": f"{b}/tests/sim/hybrid_ep_job", "VLLM_SLEEP": f"{b}/tests/sim/vllm_sleep"}
     for case in AUDIT_CASES:
-        rc, out, err = s.sh([sys.executable, f"{ROOT}/tests/sim/audit/test_audit.py", case], env=env, timeout=180)
+        rc, out, err = s.sh([sys.executable, f"{ROOT}/tests/sim/audit/audit_common.py", case], env=env, timeout=180)
         s.check(f"audit {case} (real driver)", rc == 0, why=(err.strip().splitlines() or [""])[0][:300])
     # The headline figure: the DeepEP sequence's leak against the drop in cuMemGetInfo.
     for handle_args in (["--handle", "posix"],):
@@ -520,7 +520,7 @@ def part_cupti(s):
            "EXPANDABLE": f"{b}/tests/sim/expandable_segments", "SOURCE_ROOT": ROOT,
            "DEEPBIND_LIB": f"{b}/tests/sim/audit/libdeepbind_lib.so"}
     for case in CUPTI_CASES:
-        rc, out, err = s.sh([sys.executable, f"{ROOT}/tests/sim/audit/test_audit.py", case], env=env, timeout=180)
+        rc, out, err = s.sh([sys.executable, f"{ROOT}/tests/sim/audit/audit_common.py", case], env=env, timeout=180)
         s.check(f"audit {case} (real driver, --backend cupti)", rc == 0, why=(err.strip().splitlines() or [""])[0][:300])
     d = tempfile.mkdtemp()
     rc, out, err = s.audited([s.deepep, "--handle", "posix"], d, flags=["--backend", "cupti", "--option", "log_level=info"])

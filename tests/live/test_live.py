@@ -16,6 +16,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from cases import Failure, expect, main, named_cases  # noqa: E402
+from report_dir import ReportDir  # noqa: E402
 
 CLI = os.environ["CLI"]
 LIVE_JOB = os.environ["LIVE_JOB"]
@@ -64,14 +65,12 @@ class Job:
 
 
 def reports(tmp):
-    return sorted(glob.glob(os.path.join(tmp, "cumemaudit.*.json")))
+    return ReportDir(tmp).files()
 
 
 def only_report(tmp):
-    files = reports(tmp)
-    expect(len(files) == 1, f"expected one report in {tmp}, found {files}")
-    with open(files[0]) as f:
-        return files[0], json.load(f)
+    path = ReportDir(tmp).only_file()
+    return path, ReportDir.read(path)
 
 
 def summary_line(s):

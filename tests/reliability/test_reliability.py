@@ -19,6 +19,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from cases import Failure, expect, main, named_cases  # noqa: E402
+from report_dir import ReportDir  # noqa: E402
 
 CLI = os.environ["CLI"]
 SHIM = os.environ["CUMEMAUDIT_SHIM"]
@@ -59,14 +60,11 @@ def figures(stdout):
 
 
 def report_files(report_dir):
-    return sorted(glob.glob(os.path.join(glob.escape(report_dir), "cumemaudit.*.json")))
+    return ReportDir(report_dir).files()
 
 
 def only_report(report_dir):
-    files = report_files(report_dir)
-    expect(len(files) == 1, f"expected one report in {report_dir}, found {files}")
-    with open(files[0], "rb") as f:
-        return json.loads(f.read().decode("utf-8"))
+    return ReportDir(report_dir).only()
 
 
 # ---- case 1: closed fds are reused ------------------------------------------------------------------

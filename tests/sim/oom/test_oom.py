@@ -6,7 +6,6 @@ up to the simulated driver's used memory to the byte (the simulated driver has n
 so nothing is unattributed).
 
 Usage: test_oom.py CASE   (paths from the environment meson sets: CLI, OOM_SCENARIOS, SOURCE_ROOT)."""
-import glob
 import json
 import os
 import re
@@ -15,6 +14,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "support"))
 from cases import Failure, expect, main, named_cases  # noqa: E402
+from report_dir import ReportDir  # noqa: E402
 
 CLI = os.environ["CLI"]
 PROGRAM = os.environ["OOM_SCENARIOS"]
@@ -36,10 +36,7 @@ def run(argv, report_dir, memory, options=(), env=None, rc=0):
 
 
 def only_report(report_dir):
-    files = glob.glob(os.path.join(report_dir, "cumemaudit.*.json"))
-    expect(len(files) == 1, f"expected one report in {report_dir}, found {files}")
-    with open(files[0]) as f:
-        return json.load(f)
+    return ReportDir(report_dir).only()
 
 
 def figures(stdout):
@@ -136,7 +133,7 @@ def case_graph_loop(tmp):
     expect(parts == [("graph", 1, 48 * MiB), ("graph", 2, 48 * MiB), ("live", 0, 144 * MiB)], f"parts: {parts}")
     graphs = [(g["id"], g["bytes"], g["instantiate_cost_bytes"]) for g in rep["graphs"]]
     expect(graphs == [(1, 96 * MiB, 48 * MiB), (2, 32 * MiB, 48 * MiB), (3, 16 * MiB, 0)], f"graphs: {graphs}")
-    text = subprocess.run([CLI, "report", glob.glob(os.path.join(tmp, "cumemaudit.*.json"))[0]],
+    text = subprocess.run([CLI, "report", ReportDir(tmp).only_file()],
                           capture_output=True, text=True, check=True).stdout
     rows = re.findall(r"^\s+(\d+)\s+\d+\s+(\S+ \S+)\s+(\S+ \S+)\s+(\S+ \S+)\s+(\S+ \S+)$", text, re.M)
     expect(rows == [("1", "96.0 MiB", "0 B", "48.0 MiB", "144.0 MiB"),
@@ -191,7 +188,7 @@ def case_torch_observer(tmp):
 def case_views(tmp):
     """`trace` puts the refusal on the timeline with its breakdown; `html` shows it and the graph table."""
     run([PROGRAM, "graph-loop"], tmp, "256MiB", env={"CUMEMAUDIT_SIM_GRAPH_EXEC": "48MiB"}, rc=0)
-    path = glob.glob(os.path.join(tmp, "cumemaudit.*.json"))[0]
+    path = ReportDir(tmp).only_file()
     trace = os.path.join(tmp, "t.json")
     subprocess.run([CLI, "trace", path, "-o", trace], check=True, capture_output=True)
     events = json.load(open(trace))["traceEvents"]

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The pooled allocator under the auditor, on the simulated driver: examples/deepep_pool (the DeepEP
-sequence ported onto the pool) runs under `cumemaudit run --sim` exactly as tests/sim/audit/test_audit.py
+sequence ported onto the pool) runs under `cumemaudit run --sim` exactly as tests/sim/audit/audit_common.py
 runs programs, and its JSON report must show zero leaks, zero misuse, exit 0, for either handle kind.
 
 With `adapter` as a second argument the program runs DeepEP's own release-and-reallocate sequence through
