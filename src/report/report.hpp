@@ -104,7 +104,7 @@ struct Step {
     std::uint64_t peak_tracked_bytes = 0;
 };
 
-// Older marks of a long job, folded (report/step_history.hpp): `marks` consecutive marks from first_step to
+// Older marks of a long job, folded (history/step_history.hpp): `marks` consecutive marks from first_step to
 // last_step, of which `steps` keeps whole the first, the last, the lowest and the highest, in marking order.
 struct StepWindow {
     std::uint64_t first_step = 0, last_step = 0, marks = 0;
