@@ -22,6 +22,13 @@ inline constexpr const char* kCheckpointThreadName = "cumemaudit";
 // SIGRTMIN is glibc's first free real-time signal (its own threads' two come before it).
 inline int request_signal() { return SIGRTMIN + 6; }
 
+// A request's number carries this mark in its top 16 bits, the rest random: with the sender's pid (not the
+// process's own), it tells a request of `cumemaudit snapshot` from a signal of the same number the program
+// queued for itself, which the thread hands back untouched.
+inline constexpr std::uint64_t kRequestMark = 0xC0DAull << 48;
+inline std::uint64_t request_number(std::uint64_t random) { return kRequestMark | (random & ((1ull << 48) - 1)); }
+inline bool is_request_number(std::uint64_t n) { return (n >> 48) == (kRequestMark >> 48); }
+
 // Where the answer to request `number` is written, as the process sees its file system.
 inline std::string answer_path(std::uint64_t number) {
     char name[64];

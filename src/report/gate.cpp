@@ -52,8 +52,10 @@ std::vector<FailingRow> failing_rows(const Report& r, const FailOn& f, std::opti
 }
 
 int exit_code_after_gate(int program_exit_code, bool gate_failed, int exitcode) {
-    if (program_exit_code != 0) return program_exit_code;
-    return gate_failed ? exitcode : 0;
+    if (exit_status_failed(program_exit_code)) return program_exit_code;
+    return gate_failed ? exitcode : program_exit_code;
 }
+
+bool exit_status_failed(int program_exit_code) { return (program_exit_code & 0xff) != 0; }
 
 }  // namespace cumemaudit::report

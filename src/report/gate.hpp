@@ -46,5 +46,7 @@ std::vector<FailingRow> failing_rows(const Report&, const FailOn&, std::optional
 // The exit code a gated process ends with: a program that failed keeps its own code; a clean exit becomes
 // `exitcode` (option, default 23 like LSan) when the gate fails.
 int exit_code_after_gate(int program_exit_code, bool gate_failed, int exitcode);
+// What the parent sees is the status's low byte: exit(256) reads as success, and must not hide a failed gate.
+bool exit_status_failed(int program_exit_code);
 
 }  // namespace cumemaudit::report

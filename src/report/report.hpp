@@ -358,8 +358,10 @@ std::string write_atomic(const std::string& path, const Report&, unsigned mode =
 // *taken, and writes nothing, when something is there already.
 std::string write_new(const std::string& path, const Report&, unsigned mode, bool* taken) noexcept;
 
-// Why `dir` is not a safe place for reports, or "": a directory another user owns that others may
-// write to without the sticky bit (they could swap the report out for their own).
+// Why `dir` is not a safe place for reports, or "": a directory group or others may write to, unless it is
+// sticky and root's or this user's (anyone else could swap the report out for their own).
 std::string unsafe_report_dir(const std::string& dir);
+// Makes `dir` and its missing parents, each 0755 less the umask; "" or what failed, with the path.
+std::string make_report_dir(const std::string& dir);
 
 }  // namespace cumemaudit::report

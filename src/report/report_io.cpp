@@ -188,12 +188,31 @@ Report load(const std::string& path) {
 std::string unsafe_report_dir(const std::string& dir) {
     struct stat st {};
     if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return {};  // the write names that problem
-    if (st.st_uid == ::geteuid() || st.st_uid == 0) return {};
-    if ((st.st_mode & (S_IWGRP | S_IWOTH)) == 0 || (st.st_mode & S_ISVTX) != 0) return {};
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) == 0) return {};
+    // Others may write here: only the sticky bit stops them renaming a report of theirs over ours, and only
+    // when the directory is root's or ours (its owner may rename anything in it).
+    const bool sticky = (st.st_mode & S_ISVTX) != 0;
+    if (sticky && (st.st_uid == 0 || st.st_uid == ::geteuid())) return {};
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
     return "report_dir " + dir + " belongs to uid " + std::to_string(st.st_uid) + " and is writable by others (mode " +
-           mode + ", no sticky bit): refusing to write reports there";
+           mode + (sticky ? ", sticky but not root's or this user's" : ", no sticky bit") +
+           "): refusing to write reports there";
+}
+
+std::string make_report_dir(const std::string& dir) {
+    // Component by component with an explicit mode: under umask(0) a plain create would make it 0777, which
+    // unsafe_report_dir then refuses. Already there is fine, whoever made it (the check above judges it).
+    std::string path;
+    std::size_t at = 0;
+    while (at != std::string::npos) {
+        const std::size_t next = dir.find('/', at + 1);
+        path = dir.substr(0, next);
+        at = next;
+        if (path.empty() || path == "/") continue;
+        if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) return path + ": " + std::strerror(errno);
+    }
+    return {};
 }
 
 namespace {

@@ -3,12 +3,18 @@
 //   leak        one more leaked allocation; prints "leaked BYTES" (all leaked so far)
 //   handled     prints "handled N": how many times its own handler (--own-handler) ran
 //   exit CODE   returns CODE from main
+//   queue N     blocks SIGRTMIN+6, queues it N times to itself (values 1..N) and takes them with
+//               sigtimedwait; prints "queued K of N" (K: taken with the values sent)
+//   timer N     a POSIX timer on SIGRTMIN+6 every 10 ms, taken with sigtimedwait until N expirations (its
+//               overruns counted); prints "timer K of N"
 // --own-handler SIG installs a handler of its own for signal SIG (counted); --exit-on-term CODE installs a
 // SIGTERM handler that calls exit(CODE), as a job with its own shutdown does.
 #include "support/driver_checks.hpp"
 #include "support/program.hpp"
 
 #include <cuda.h>
+
+#include <time.h>
 
 #include <csignal>
 #include <cstdio>
@@ -38,6 +44,48 @@ void install(int sig, void (*fn)(int)) {
     if (sigaction(sig, &sa, nullptr) != 0) cumemaudit::program::die("sigaction failed");
 }
 
+// The program's own use of the signal number `cumemaudit snapshot` uses, blocked and waited for as a
+// program with its own real-time signals does.
+sigset_t own_signal() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGRTMIN + 6);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    return set;
+}
+
+int queue_to_self(int n) {
+    const sigset_t set = own_signal();
+    for (int i = 1; i <= n; ++i) sigqueue(getpid(), SIGRTMIN + 6, sigval{.sival_int = i});
+    int taken = 0;
+    const timespec wait{2, 0};
+    for (int i = 1; i <= n; ++i) {
+        siginfo_t info{};
+        if (sigtimedwait(&set, &info, &wait) == SIGRTMIN + 6 && info.si_code == SI_QUEUE && info.si_value.sival_int == i) ++taken;
+    }
+    return taken;
+}
+
+int timer_expirations(int n) {
+    const sigset_t set = own_signal();
+    sigevent ev{};
+    ev.sigev_notify = SIGEV_SIGNAL;
+    ev.sigev_signo = SIGRTMIN + 6;
+    timer_t timer{};
+    if (timer_create(CLOCK_MONOTONIC, &ev, &timer) != 0) cumemaudit::program::die("timer_create failed");
+    const itimerspec every{{0, 10'000'000}, {0, 10'000'000}};
+    timer_settime(timer, 0, &every, nullptr);
+    int expirations = 0;
+    const timespec wait{5, 0};
+    while (expirations < n) {
+        siginfo_t info{};
+        if (sigtimedwait(&set, &info, &wait) != SIGRTMIN + 6) break;  // none for 5 s: the timer's were taken
+        if (info.si_code == SI_TIMER) expirations += 1 + info.si_overrun;
+    }
+    timer_delete(timer);
+    return expirations < n ? expirations : n;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -64,6 +112,12 @@ int main(int argc, char** argv) {
             std::printf("leaked %zu\n", g_leaked);
         } else if (std::strncmp(line, "handled", 7) == 0) {
             std::printf("handled %d\n", static_cast<int>(g_handled));
+        } else if (std::strncmp(line, "queue ", 6) == 0) {
+            const int n = std::atoi(line + 6);
+            std::printf("queued %d of %d\n", queue_to_self(n), n);
+        } else if (std::strncmp(line, "timer ", 6) == 0) {
+            const int n = std::atoi(line + 6);
+            std::printf("timer %d of %d\n", timer_expirations(n), n);
         } else if (std::strncmp(line, "exit ", 5) == 0) {
             return std::atoi(line + 5);
         }

@@ -230,6 +230,26 @@ def case_snapshot_own_handler(tmp):
         job.kill()
 
 
+def case_own_signals(tmp):
+    # The program blocks the request's signal number and uses it itself (queued to itself, a POSIX timer):
+    # every one reaches the program, none becomes a report or an answer, and a snapshot still works.
+    before = set(glob.glob("/tmp/cumemaudit-snapshot.*"))
+    job = Job(tmp, 1, options=["checkpoint_s=0"])
+    try:
+        expect(job.say("queue 3") == "queued 3 of 3", "the program's own queued signals")
+        expect(job.say("timer 50") == "timer 50 of 50", "the program's own timer's expirations")
+        expect(job.say("queue 3") == "queued 3 of 3", "again, after the timer")
+        expect(reports(tmp) == [], f"a signal of the program's own wrote a report: {reports(tmp)}")
+        expect(answers_left(before) == [], f"answers nobody asked for: {answers_left(before)}")
+        path = snapshot(job.pid).stdout.strip()
+        with open(path) as f:
+            expect(json.load(f)["summary"]["leaked_bytes"] == LEAK, "the snapshot's report")
+        rc, err = job.finish(line="exit 0")
+        expect(rc == 23, f"a clean exit with a leak fails the gate as usual: {rc}\n{err}")
+    finally:
+        job.kill()
+
+
 def case_snapshot_timeout(tmp):
     # A stopped process cannot answer: exit 5 after --timeout, and the process is left as it was.
     job = Job(tmp, 1, options=["checkpoint_s=0"])

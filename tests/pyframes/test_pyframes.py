@@ -178,6 +178,32 @@ def case_fork(tmp):
     expect(lines == [(2 * MiB, line_of(path, "# PARENT"))] + [(4 * MiB, line_of(path, "# CHILD"))] * 20, f"{lines}")
 
 
+def children_of(tmp, method):
+    env = dict(os.environ, PYTHONPATH=HERE, PYTHONDONTWRITEBYTECODE="1")
+    env.pop("CUMEMAUDIT_OPTIONS", None)
+    p = subprocess.run([CLI, "run", "--sim", "--report-dir", tmp, "--fail-on", "none", "--", PYTHON,
+                        src("leak_multiprocessing.py"), method], capture_output=True, text=True, env=env, timeout=120)
+    expect(p.returncode == 0 and f"{method}: 3 children" in p.stdout, f"exit {p.returncode}\n{p.stdout}\n{p.stderr}")
+    reps = []
+    for name in glob.glob(os.path.join(tmp, "cumemaudit.*.json")):
+        with open(name) as f:
+            reps.append(json.load(f))
+    leaks = sorted((r["bytes"], r["site"]["python_frames"][1]["line"]) for rep in reps for r in rep["leaks"]
+                   if r["class"] == "unreachable")
+    line = line_of(src("leak_multiprocessing.py"), "# CHILD")
+    expect(leaks == [(4 * MiB, line)] * 3, f"{method}: each child's leak at its line: {leaks}")
+    exits = sorted(rep["process"]["exit_code"] for rep in reps if rep["leaks"])
+    expect(exits == [0, 0, 0], f"{method}: exit reports, not checkpoints: {exits}")
+
+
+def case_multiprocessing_fork(tmp):
+    children_of(tmp, "fork")
+
+
+def case_multiprocessing_forkserver(tmp):
+    children_of(tmp, "forkserver")
+
+
 def case_suppressions(tmp):
     for rule in [f"leak:leak_ctypes.py:{line_of(src('leak_ctypes.py'), '# GROW')}", "leak:Buffer.grow"]:
         supp = os.path.join(tmp, "supp.txt")

@@ -12,6 +12,7 @@ import os
 import random
 import re
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -538,6 +539,68 @@ def case_report_not_replaced(tmp):
     expect(leaked == [0, 2 * MiB], f"leaked bytes of the two reports: {leaked}")
     check = subprocess.run([CLI, "check", tmp], capture_output=True, timeout=30)
     expect(check.returncode == 1, f"check of both: exit {check.returncode} (1: a report fails)")
+
+
+def case_report_dir_rules(tmp):
+    # Before: a root-owned 0777 directory and another user's sticky 1777 one were accepted (the other user
+    # renames a passing report over the real one); directories made under umask(0) were 0777; a process
+    # whose every predictable name was planted replaced one of them; `check DIR` passed on the planted ones.
+    def leaky(d):
+        return subprocess.run([HOSTILE, "leaky"], env=shim_env(d), capture_output=True, timeout=60)
+
+    if os.geteuid() == 0:
+        for mode, owner, why in ((0o777, 0, "root's, no sticky bit"), (0o1777, 4321, "another user's, sticky")):
+            d = os.path.join(tmp, f"shared-{mode:o}-{owner}")
+            os.mkdir(d)
+            os.chown(d, owner, owner)
+            os.chmod(d, mode)
+            proc = leaky(d)
+            err = proc.stderr.decode()
+            expect("writable by others" in err and proc.returncode == 23, f"{why}: not refused:\n{err}")
+            expect(report_files(d) == [], f"{why}: a report was written there")
+        d = os.path.join(tmp, "like-tmp")
+        os.mkdir(d)
+        os.chmod(d, 0o1777)  # root's and sticky, as /tmp is: fine
+        expect(leaky(d).returncode == 23 and len(report_files(d)) == 1, "a root-owned sticky directory is refused")
+    # Made by the shim under umask(0): 0755, not 0777 (which it would then refuse itself).
+    nested = os.path.join(tmp, "made", "by", "shim")
+    proc = subprocess.run(["sh", "-c", 'umask 0 && exec "$0"', HOSTILE, "leaky"], env=shim_env(nested), capture_output=True, timeout=60)
+    expect(proc.returncode == 23 and len(report_files(nested)) == 1, f"no report under umask 0: {proc.stderr.decode()}")
+    for part in ("made", "made/by", "made/by/shim"):
+        got = stat.S_IMODE(os.stat(os.path.join(tmp, part)).st_mode)
+        expect(got == 0o755, f"{part}: mode {got:o}, expected 755")
+    # Every name a process may take, planted (as another user of a shared directory could, reading the pid
+    # and start time): the report takes a random name of its own, and `check DIR` fails on it.
+    planted = os.path.join(tmp, "planted")
+    os.mkdir(planted)
+    passing = json.dumps({"schema": "cumemaudit/report/v1", "process": {"pid": 1, "rank": -1, "world_size": 0, "host": "h",
+                          "argv": ["x"], "exit_code": 0}, "driver": {"version": 0, "simulated": True},
+                          "summary": {"leaked_bytes": 0, "leaked_allocations": 0, "leaked_references": 0, "misuse_events": 0,
+                                      "unfreed_bytes": 0, "peak_tracked_bytes": 0, "intercepted_calls": 0},
+                          "leaks": [], "misuse": [], "owners": [], "steps": []})
+    proc = subprocess.Popen(["sh", "-c", 'read go && exec "$0" leaky', HOSTILE], env=shim_env(planted), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    host = socket.gethostname()
+    with open(f"/proc/{proc.pid}/stat") as f:
+        start = f.read().rsplit(")", 1)[1].split()[19]
+    stem = os.path.join(planted, f"cumemaudit.{host}.{proc.pid}")
+    names = [stem + ".json", f"{stem}.t{start}.json"] + [f"{stem}.t{start}-{n}.json" for n in range(2, 8)]
+    for name in names:
+        with open(name, "w") as f:
+            f.write(passing)
+    proc.communicate(b"go\n", timeout=60)
+    expect(proc.returncode == 23, f"planted names: exit {proc.returncode}")
+    ours = [f for f in report_files(planted) if f not in names]
+    expect(len(ours) == 1 and ".x" in os.path.basename(ours[0]), f"no random name of its own: {report_files(planted)}")
+    expect(json.load(open(ours[0]))["summary"]["leaked_bytes"] == 2 * MiB, "the leak is in our report")
+    for name in names:
+        expect(open(name).read() == passing, f"{name} was replaced")
+    check = subprocess.run([CLI, "check", planted], capture_output=True, timeout=30)
+    expect(check.returncode == 1, f"check of the planted directory: exit {check.returncode} (1: ours fails)")
+    if os.geteuid() == 0:
+        os.chown(names[0], 4321, 4321)
+        check = subprocess.run([CLI, "check", planted], capture_output=True, timeout=30)
+        expect(f"{names[0]} belongs to uid 4321" in check.stderr.decode(), f"no warning of another's report:\n{check.stderr.decode()}")
 
 
 def case_stderr_reused(tmp):

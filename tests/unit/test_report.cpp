@@ -540,6 +540,9 @@ TEST_CASE("gate: fail_on words, combinations and the byte budget") {
     CHECK(exit_code_after_gate(0, false, 23) == 0);
     CHECK(exit_code_after_gate(3, true, 23) == 3);
     CHECK(exit_code_after_gate(3, false, 23) == 3);
+    CHECK(exit_code_after_gate(256, true, 23) == 23);   // 256 reads as 0: the gate is not lost under it
+    CHECK(exit_code_after_gate(256, false, 23) == 256);
+    CHECK(exit_code_after_gate(257, true, 23) == 257);
 
     Report unfreed_only;
     unfreed_only.summary.unfreed_bytes = 1;

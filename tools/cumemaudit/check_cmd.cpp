@@ -98,6 +98,8 @@ int check_command(const CheckArgs& a) {
     bool bad = false, failed = false;
     std::vector<JunitCase> cases;
     ReportFiles files = expand_reports(a.paths);
+    for (const auto& [f, uid] : files.foreign)
+        cli::say(stderr, "cumemaudit: warning: {} belongs to uid {}, not to you: another user may have put it there\n", f, uid);
     for (const std::string& d : files.empty_dirs) {  // an empty directory is an error, as a missing file is
         const std::string problem = fmt::format("{}: no cumemaudit.*.json reports in this directory", d);
         cli::say(stderr, "cumemaudit: {}\n", problem);

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <filesystem>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 namespace cumemaudit::cli {
 namespace fs = std::filesystem;
 
@@ -21,8 +24,13 @@ ReportFiles expand_reports(const std::vector<std::string>& paths) {
             continue;
         }
         std::vector<std::string> found;
-        for (const auto& e : fs::directory_iterator(p, ec))
-            if (is_report_name(e.path().filename().string())) found.push_back(e.path().string());
+        for (const auto& e : fs::directory_iterator(p, ec)) {
+            if (!is_report_name(e.path().filename().string())) continue;
+            found.push_back(e.path().string());
+            struct stat st {};
+            if (::lstat(found.back().c_str(), &st) == 0 && st.st_uid != ::geteuid())
+                out.foreign.emplace_back(found.back(), static_cast<unsigned>(st.st_uid));
+        }
         if (found.empty()) out.empty_dirs.push_back(p);
         std::sort(found.begin(), found.end());
         out.files.insert(out.files.end(), found.begin(), found.end());

@@ -95,9 +95,8 @@ long checkpoint_thread(long pid) {
 
 std::uint64_t request_number() {
     std::uint64_t n = 0;
-    while (n == 0)
-        if (::getrandom(&n, sizeof n, 0) != sizeof n) throw Failed{2, std::string("getrandom: ") + std::strerror(errno)};
-    return n;
+    if (::getrandom(&n, sizeof n, 0) != sizeof n) throw Failed{2, std::string("getrandom: ") + std::strerror(errno)};
+    return live::request_number(n);
 }
 
 void ask(long pid, long tid, std::uint64_t number) {

@@ -24,7 +24,7 @@ std::atomic<bool> g_forked{false};  // set in a fork child; the first CUDA call 
 
 }  // namespace
 
-Auditor::Auditor(std::uint64_t generation) : recorder_(current_options(), generation) {
+Auditor::Auditor(std::uint64_t generation) : pid_(getpid()), recorder_(current_options(), generation) {
     recorder_.answer_report_requests([](Recorder&) { g_auditor->oom_checkpoint(); });
 }
 
@@ -124,6 +124,8 @@ void Auditor::step(std::uint64_t step, const char* label, std::uint64_t torch_al
 }
 
 void Auditor::exit_handler(int status) {
+    // Once: the gate's own _exit, or an _exit after exit()'s handlers ran, finds it written.
+    if (exit_reported_.exchange(true)) return;
     if (!programs_call()) {
         // exit() from a signal handler that interrupted the shim's own work or a driver call on this thread: a
         // lock the report needs may be held by this very thread, and what it guards (the ledger, or the C
@@ -134,7 +136,7 @@ void Auditor::exit_handler(int status) {
                                   "interrupted on this thread (from a signal handler?); no report at exit (the "
                                   "last checkpoint's is on disk)\n";
         write_stderr_raw(msg, sizeof msg - 1);
-        if (status == 0 && recorder_.options().fail_on != options::FailOn{false, false, false})
+        if ((status & 0xff) == 0 && recorder_.options().fail_on != options::FailOn{false, false, false})
             _exit(recorder_.options().exitcode);
         return;
     }
@@ -145,6 +147,12 @@ void Auditor::exit_handler(int status) {
 
 void Auditor::on_exit_trampoline(int status, void*) {
     if (g_state.load() != running || g_forked.load()) return;  // no CUDA here, or none since fork
+    g_auditor->exit_handler(status);
+}
+
+void Auditor::before_exit(int status) {
+    if (g_state.load() != running || g_forked.load()) return;  // no CUDA here, or none since fork
+    if (g_auditor->pid_ != getpid()) return;  // a vfork child: the parent's memory, the parent's report
     g_auditor->exit_handler(status);
 }
 

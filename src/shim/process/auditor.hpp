@@ -10,6 +10,8 @@
 #include "shim/record/recorder.hpp"
 #include "shim/services/thread_state.hpp"
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <cstdint>
 
@@ -47,6 +49,9 @@ public:
     static CheckpointThread* checkpoint_thread();
     // Registered with on_exit() when the library loads.
     static void on_exit_trampoline(int status, void*);
+    // _exit, _Exit or quick_exit is about to end the process (boundary/exit_doors.cpp): the exit report, the
+    // summary and the gate, where this process's audit runs and has not written them yet.
+    static void before_exit(int status);
 
 private:
     explicit Auditor(std::uint64_t generation);
@@ -54,6 +59,8 @@ private:
     static void restart_in_child();
     void exit_handler(int status);
 
+    const pid_t pid_;  // a vfork child (posix_spawn's) shares this memory and must write nothing
+    std::atomic<bool> exit_reported_{false};
     Recorder recorder_;
     ReportWriter writer_{recorder_};
     CheckpointThread checkpoint_{recorder_, writer_};

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <csignal>
 #include <ctime>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -30,10 +31,19 @@ void CheckpointThread::start() {
     sigset_t all, before;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &before);
-    std::thread([this] { loop(); }).detach();
+    try {
+        std::thread([this] { loop(); }).detach();
+        started_.store(true);
+    } catch (const std::system_error& e) {
+        // No thread may be made here (a process limit, a seccomp filter): the audit records and writes
+        // its exit report and keeps the gate without it.
+        log_warning("no checkpoint thread ({}): periodic reports, samples, SIGUSR2 marks and `cumemaudit "
+                    "snapshot` are off; the exit report and the gate are not",
+                    e.what());
+    }
     pthread_sigmask(SIG_SETMASK, &before, nullptr);
     // The thread names itself and attaches as its first lines.
-    for (int i = 0; i < 21'000 && !wakeup_.attached(); ++i) {
+    for (int i = 0; i < 21'000 && started_.load() && !wakeup_.attached(); ++i) {
         if (i < 1000)
             sched_yield();
         else
@@ -42,11 +52,13 @@ void CheckpointThread::start() {
 }
 
 void CheckpointThread::request_mark() {
+    if (!started_.load()) return;
     marks_asked_.fetch_add(1);
     wakeup_.notify();
 }
 
 void CheckpointThread::request_report(bool summary, int wait_ms) {
+    if (!started_.load()) return;  // nobody to write it: the program's own disposition follows at once
     // The flag is set before the request is counted: a request counted in `asked` shows it.
     if (summary) summary_asked_.store(true);
     const std::uint64_t mine = requests_.fetch_add(1) + 1;

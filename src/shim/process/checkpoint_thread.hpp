@@ -19,7 +19,8 @@ public:
     CheckpointThread(Recorder&, ReportWriter&);
 
     // Starts the thread with every signal blocked and waits (bounded) until it can be asked: once the first
-    // CUDA call has returned, `cumemaudit snapshot` finds it by its name.
+    // CUDA call has returned, `cumemaudit snapshot` finds it by its name. Where no thread can be made, the
+    // audit goes on without it (one warning): the requests below then do nothing.
     void start();
     // The program's context, lent to the thread for its samples' driver questions.
     void lend_context(CUcontext ctx) { program_context_.store(ctx); }
@@ -38,6 +39,7 @@ private:
     ReportWriter& writer_;
     const Options& options_;
     Wakeup wakeup_;
+    std::atomic<bool> started_{false};
     std::atomic<CUcontext> program_context_{nullptr};
     std::atomic<std::uint64_t> marks_asked_{0};
     std::atomic<std::uint64_t> requests_{0}, served_{0};

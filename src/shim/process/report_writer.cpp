@@ -15,11 +15,11 @@
 #include "report/text.hpp"
 #include "report/text_file.hpp"
 
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <thread>
 
 #include <fmt/format.h>
@@ -50,6 +50,15 @@ int driver_version() {
     int v = 0;
     if (fn == nullptr || fn(&v) != CUDA_SUCCESS) return 0;
     return v;
+}
+
+// `usual` with a random part: cumemaudit.<host>.<pid>[.r<rank>].x<16 hex digits>.json.
+std::string random_name(const std::string& usual) {
+    std::uint64_t n = 0;
+    if (getrandom(&n, sizeof n, 0) != static_cast<ssize_t>(sizeof n)) n = static_cast<std::uint64_t>(wall_clock_ns()) * 0x9E3779B97F4A7C15ull;
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(n));
+    return usual.substr(0, usual.size() - 5) + ".x" + hex + ".json";
 }
 
 }  // namespace
@@ -93,8 +102,7 @@ const ProcessIdentity& ReportWriter::identity() {
 std::vector<std::string> ReportWriter::names() {
     const ProcessIdentity& id = identity();
     const std::string dir = report::expand_report_dir(options_.report_dir, id.host, getpid(), id.rank);
-    std::error_code ignored;  // a failure shows as the write's own error, with the path
-    std::filesystem::create_directories(dir, ignored);
+    report::make_report_dir(dir);  // a failure shows as the write's own error, with the path
     const std::string usual = report::report_path(dir, id.host, getpid(), id.rank);
     const std::string stem = usual.substr(0, usual.size() - 5);  // without ".json"
     const std::string start = std::to_string(process_start_ticks());
@@ -139,10 +147,17 @@ ReportWriter::Saved ReportWriter::save(const report::Report& rep) {
                 if (i > 0) log_info("{} is another process's report: this one is {}", candidates.front(), path_);
             }
         }
-        if (taken && err.empty()) {  // every name taken: the usual one is replaced, as a last resort
-            path_ = candidates.front();
-            err = report::write_atomic(path_, rep, mode());
+        // Every name taken (by others, in a shared directory, who can read our pid and start time): a random
+        // name, taken whole, never one of theirs replaced.
+        for (int attempt = 0; attempt < 8 && taken && err.empty(); ++attempt) {
+            const std::string name = random_name(candidates.front());
+            err = report::write_new(name, rep, mode(), &taken);
+            if (!taken && err.empty()) {
+                path_ = name;
+                log_info("{} and the names after it are taken: this process's report is {}", candidates.front(), path_);
+            }
         }
+        if (taken && err.empty()) err = "every name tried in " + dir + " was taken";
     }
     if (!err.empty()) {
         log_warning("could not write the report: {}", err);
@@ -221,7 +236,8 @@ ReportWriter::Saved ReportWriter::write(ledger::Moment moment, const int* exit_c
 
 void ReportWriter::fail_closed(const int* exit_code) {
     // No report, so no verdict: a program that exited 0 must not pass a gate nobody could check.
-    if (exit_code == nullptr || *exit_code != 0 || options_.fail_on == options::FailOn{false, false, false}) return;
+    if (exit_code == nullptr || report::exit_status_failed(*exit_code) || options_.fail_on == options::FailOn{false, false, false})
+        return;
     log_warning("the leak gate failed closed (no report to check): exit {}", options_.exitcode);
     std::fflush(nullptr);
     _exit(options_.exitcode);

@@ -4,6 +4,12 @@
 // fd (a daemon that closes every fd after start, or dup2()s over it, must never find the shim reading its
 // pipe or writing its log through a recycled number), and no handler (the program's disposition of that
 // signal is never used or changed; a thread-directed signal is taken only by the thread it names).
+//
+// A program may use the same signal number itself (queued to itself, a POSIX timer). While the thread
+// waits in sigtimedwait it would take those too, process-directed as they are: anything that is neither our
+// own wake nor a marked request from another process is handed back to the process unchanged, and until
+// the program has taken it the thread waits without sigtimedwait (short sleeps, looking at its own pending
+// signals alone), so it never takes the same signal twice.
 #pragma once
 
 #include <signal.h>
@@ -36,9 +42,13 @@ public:
     bool attached() const { return waiter_.load() != 0; }
 
 private:
-    // Takes every pending request signal at once (timeout 0), sorting outside ones from our own wakes.
+    // Takes the pending request signals at once (timeout 0), sorting outside ones from our own wakes; while
+    // a signal of the program's own waits for it, only those pending for this thread alone.
     void take_pending(std::vector<OutsideRequest>& outside);
-    void note(const siginfo_t&, std::vector<OutsideRequest>& outside);
+    // Our own wake, an outside request, or the program's own signal, handed back: then true.
+    bool note(const siginfo_t&, std::vector<OutsideRequest>& outside);
+    // The program's own signal was handed back and may wait at the process level (the waiter's alone).
+    bool foreign_ = false;
 
     std::atomic<std::uint32_t> word_{0};
     std::atomic<pid_t> waiter_{0};

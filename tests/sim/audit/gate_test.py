@@ -19,6 +19,9 @@ def case_gate(tmp):
     run([SCENARIOS, "exit", "0"], sub(), flags=["--fail-on", "none"], rc=0)
     run([SCENARIOS, "exit", "0"], sub(), flags=["--exitcode", "42"], rc=42)
     run([SCENARIOS, "exit", "3"], sub(), rc=3)  # a failing program keeps its own code
+    # exit(256) reads as 0 to the parent: the gate is not lost under it, and passes it through when clean.
+    run([SCENARIOS, "exit", "256"], sub(), rc=23)
+    run([SCENARIOS, "exit", "256"], sub(), flags=["--fail-on", "none"], rc=0)
     run([SCENARIOS, "exit", "0"], sub(), env={"CUMEMAUDIT_OPTIONS": "exitcode=7"}, rc=7)
     d = sub()
     run([SCENARIOS, "exit", "3"], d, rc=3)
@@ -70,11 +73,25 @@ def case_checkpoint_timer(tmp):
 
 
 def case_checkpoint_api(tmp):
-    proc = run([SCENARIOS, "checkpoint"], tmp, rc=0)
+    proc = run([SCENARIOS, "checkpoint"], tmp, rc=-signal.SIGKILL)
     expect("checkpoint api: found" in proc.stdout, proc.stdout)
     rep = only_report(tmp)
     expect(rep["checkpoint"] is True and rep["process"]["exit_code"] is None, "a checkpoint, not an exit report")
     expect(rep["summary"]["leaked_bytes"] == 2 * MiB, f"checkpoint figures: {rep['summary']}")
+
+
+def case_leave(tmp):
+    # _exit, _Exit and quick_exit skip exit()'s handlers: the exit report, the summary and the gate still come.
+    for way in ("_exit", "_Exit", "quick_exit"):
+        d = tempfile.mkdtemp(dir=tmp)
+        proc = run([SCENARIOS, "leave", way, "0"], d, rc=23)
+        rep = only_report(d)
+        expect(rep["checkpoint"] is False and rep["process"]["exit_code"] == 0, f"{way}: an exit report {rep['process']}")
+        expect(rep["summary"]["leaked_bytes"] == 2 * MiB, f"{way}: {rep['summary']}")
+        expect(f"SUMMARY: cumemaudit: {2 * MiB} bytes leaked in 1 allocations" in proc.stderr, f"{way}: the summary\n{proc.stderr}")
+        d = tempfile.mkdtemp(dir=tmp)
+        run([SCENARIOS, "leave", way, "3"], d, rc=3)
+        expect(only_report(d)["process"]["exit_code"] == 3, f"{way}: the program's own code")
 
 
 def case_options(tmp):
