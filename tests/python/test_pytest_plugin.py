@@ -95,6 +95,31 @@ class Plugin(unittest.TestCase):
                "--cumemaudit", "--cumemaudit-sim", "--cumemaudit-dir", os.path.join(self.dir, "reports"), *args]
         return subprocess.run(cmd, cwd=self.dir, env=env, capture_output=True, text=True, timeout=120)
 
+    def from_program(self, script):
+        """pytest.main() called by a program fed on stdin (the CI heredoc), which prints a line of its own."""
+        env = dict(os.environ, PYTHONPATH=os.path.join(SOURCE_ROOT, "tools", "python"))
+        for k in ("CUMEMAUDIT_OPTIONS", "LD_PRELOAD", "CUMEMAUDIT_PYTEST_REEXEC", "PYTEST_ADDOPTS"):
+            env.pop(k, None)
+        return subprocess.run(["/usr/bin/python3", "-"], input=script, cwd=self.dir, env=env, capture_output=True,
+                              text=True, timeout=120)
+
+    def test_pytest_main_from_a_program_runs_the_session_once_in_a_child(self):
+        reports = os.path.join(self.dir, "reports")
+        p = self.from_program(
+            "import sys, pytest\nprint('side effect')\n"
+            f"sys.exit(pytest.main(['-p', 'no:cacheprovider', '-p', 'cumemaudit.pytest_plugin', '--cumemaudit',"
+            f" '--cumemaudit-sim', '--cumemaudit-dir', {reports!r}, 'leaky_session.py']))\n")
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)  # the leaky tests ran, and failed
+        self.assertEqual(p.stdout.count("side effect"), 1, p.stdout)
+        self.assertIn("test_one_site", failures(p.stdout), p.stdout)
+        self.assertIn("the session ran under the shim in a child process (exit 1)", p.stderr)
+
+    def test_a_report_dir_with_a_colon_is_a_usage_error(self):
+        p = self.pytest("leaky_session.py", "--cumemaudit-dir", os.path.join(self.dir, "audit-10:30"))
+        self.assertEqual(p.returncode, 4, p.stdout + p.stderr)
+        self.assertIn("a ':' separates CUMEMAUDIT_OPTIONS' entries", p.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "audit-10")))
+
     def test_failures_name_bytes_limit_and_each_site_from_the_test_line(self):
         p = self.pytest("leaky_session.py")
         self.assertEqual(p.returncode, 1, p.stdout + p.stderr)

@@ -17,6 +17,7 @@ none. The session's reports — one per process, so each pytest-xdist worker wri
 --cumemaudit-dir, which ``cumemaudit check`` and ``cumemaudit merge`` read. The process's exit gate is off
 (fail_on=none) in a session the plugin started: the tests are the gate."""
 import os
+import subprocess
 import sys
 
 import pytest
@@ -69,10 +70,13 @@ def _reexec_under_shim(config):
     if shim is None:
         raise pytest.UsageError("--cumemaudit: no libcumemaudit.so came with this cumemaudit package; set "
                                 "CUMEMAUDIT_SHIM or run pytest under `cumemaudit run`")
+    report_dir = os.path.abspath(os.path.join(str(config.invocation_params.dir), config.getoption("cumemaudit_dir")))
+    if ":" in report_dir:
+        raise pytest.UsageError(f"--cumemaudit-dir={config.getoption('cumemaudit_dir')!r}: a ':' separates "
+                                "CUMEMAUDIT_OPTIONS' entries; choose a directory whose path has none")
     env = dict(os.environ)
     env[_REEXECUTED] = "1"
     env["LD_PRELOAD"] = ":".join([shim] + [p for p in _entries(env.get("LD_PRELOAD")) if p != shim])
-    report_dir = os.path.abspath(config.getoption("cumemaudit_dir"))
     # The user's own CUMEMAUDIT_OPTIONS come last, so they win. python_depth: the test's own frame is found
     # under a deep library (a model's forward, an allocator's wrappers), not cut off.
     ours = f"report_dir={report_dir}:fail_on=none:stack_depth=16:python_depth=32"
@@ -82,10 +86,35 @@ def _reexec_under_shim(config):
         if sim is None:
             raise pytest.UsageError("--cumemaudit-sim: no simulated driver came with this cumemaudit package")
         env["LD_LIBRARY_PATH"] = ":".join([sim] + _entries(env.get("LD_LIBRARY_PATH")))
-    argv = list(getattr(sys, "orig_argv", None) or [sys.executable, *sys.argv])
+    # The session again, from its own arguments and directory: never the host program's command line,
+    # which may be a script on stdin (nothing to run again) or a program whose side effects would repeat.
+    argv = [sys.executable, "-m", "pytest", *config.invocation_params.args]
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execve(sys.executable, argv, env)
+    if _started_as_pytest():
+        os.chdir(str(config.invocation_params.dir))
+        os.execve(sys.executable, argv, env)
+    # pytest.main() from a program: the session runs in a child, and this one ends with its exit code.
+    code = subprocess.run(argv, cwd=str(config.invocation_params.dir), env=env).returncode
+    pytest.exit(f"cumemaudit: the session ran under the shim in a child process (exit {code})", returncode=code)
+
+
+def _started_as_pytest():
+    """This process is the pytest command (`pytest ...`, `python -m pytest ...`), not a program that called
+    pytest.main(): only then may it become the session under the shim in place."""
+    argv = list(getattr(sys, "orig_argv", None) or [sys.executable, *sys.argv])
+    if os.path.basename(argv[0]).startswith(("pytest", "py.test")):
+        return True
+    for i, word in enumerate(argv[1:], 1):
+        if word == "-c":
+            return False
+        if word == "-m":
+            return i + 1 < len(argv) and argv[i + 1] in ("pytest", "py.test")
+        if word.startswith("-m") and len(word) > 2:
+            return word[2:] in ("pytest", "py.test")
+        if not word.startswith("-"):
+            return os.path.basename(word).startswith(("pytest", "py.test"))  # the pytest script run by Python
+    return False
 
 
 class MarkerError(Exception):
