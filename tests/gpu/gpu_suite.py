@@ -90,7 +90,7 @@ AUDIT_CASES = ["deepep", "deepep-fixed", "door-direct", "door-dlsym", "door-proc
                "sigterm", "checkpoint-timer", "classic", "runtime", "options", "suppressions", "no-cuda",
                "deepbind", "checkpoint-api", "deep-stacks", "enforce-deepep", "enforce-clean", "enforce-misuse",
                "held-export", "capture-free", "held-headings", "hybrid-ep", "enforce-hybrid-ep", "vllm-sleep",
-               "context-reset", "ipc-dmabuf", "host-register", "pool-idle", "graph-memory", "arrays", "pool-ipc", "external-memory"]
+               "context-reset", "ipc-dmabuf", "host-register", "pool-idle", "graph-memory", "arrays", "pool-ipc", "external-memory", "leave"]
 
 
 def part_audit(s):
