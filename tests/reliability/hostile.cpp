@@ -321,6 +321,28 @@ int leaky() {
     return 0;
 }
 
+// A worker thread made with a 64 KiB stack leaks, asks for a checkpoint and calls exit(0): the report's
+// symbolizing (DWARF line tables) and JSON must not run on that stack.
+void* small_stack_worker(void*) {
+    OK(cuCtxSetCurrent(g_ctx));
+    leak_vmm();
+    if (CheckpointFn f = c_api("cumemaudit_checkpoint")) f();
+    std::printf("checkpoint written\n");
+    std::fflush(stdout);
+    std::exit(0);
+}
+
+int small_stack() {
+    init();
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 64 << 10);
+    pthread_t t;
+    if (pthread_create(&t, &attr, &small_stack_worker, nullptr) != 0) cumemaudit::program::die("pthread_create");
+    pthread_join(t, nullptr);
+    return 1;  // never reached: the worker exits the process
+}
+
 // exit() from the program's own signal handler, at a random moment of a churn: the handler may interrupt
 // the shim's bookkeeping (a ledger lock held by this very thread). A second thread signals the first.
 std::atomic<int> g_signals{0};
@@ -459,6 +481,7 @@ int main(int argc, char** argv) {
     if (cmd == "transient-handles") return transient_handles();
     if (cmd == "clean") return clean();
     if (cmd == "leaky") return leaky();
+    if (cmd == "small-stack") return small_stack();
     if (cmd == "exit-in-handler") return exit_in_handler(arg(2, 1));
     if (cmd == "cancel-checkpoint") return cancel_checkpoint();
     if (cmd == "longjmp-out") return longjmp_out();

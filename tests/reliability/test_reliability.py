@@ -603,6 +603,24 @@ def case_report_dir_rules(tmp):
         expect(f"{names[0]} belongs to uid 4321" in check.stderr.decode(), f"no warning of another's report:\n{check.stderr.decode()}")
 
 
+def case_small_stack(tmp):
+    # Before: a worker thread with a 64 KiB stack that asked for a checkpoint, or exited, after a leak died of
+    # SIGSEGV in libdw's line tables (the report's symbolizing ran on its stack); so did a main thread
+    # under `ulimit -s 160`.
+    proc = run([HOSTILE, "small-stack"], shim_env(tmp), rc=23)
+    expect(b"checkpoint written" in proc.stdout, f"the worker's checkpoint: {proc.stdout!r}")
+    rep = only_report(tmp)
+    expect(rep["checkpoint"] is False and rep["summary"]["leaked_bytes"] == 2 * MiB, f"exit report: {rep['summary']}")
+    frames = [f for l in rep["leaks"] for f in l["site"]["frames"] if f.get("file", "").endswith("hostile.cpp")]
+    expect(frames and all(f["line"] > 0 for f in frames), "the leak's frames are symbolized to hostile.cpp lines")
+    d = os.path.join(tmp, "ulimit")
+    os.mkdir(d)
+    proc = subprocess.run(["sh", "-c", 'ulimit -s 160 && exec "$0" leaky', HOSTILE], env=shim_env(d), capture_output=True,
+                          timeout=60)
+    expect(proc.returncode == 23, f"ulimit -s 160: exit {proc.returncode}\n{proc.stderr.decode(errors='replace')}")
+    expect(only_report(d)["summary"]["leaked_bytes"] == 2 * MiB, "ulimit -s 160: the leak")
+
+
 def case_stderr_reused(tmp):
     # Before: a daemon that closed fd 2 and opened its own data file there got the leak summary in that file.
     data = os.path.join(tmp, "data.txt")

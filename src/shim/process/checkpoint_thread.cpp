@@ -108,7 +108,7 @@ void CheckpointThread::loop() {
         if (asked != served_.load() || !outside.empty() || (options_.checkpoint_s > 0 && now >= next_report)) {
             const bool summary = asked != served_.load() && summary_asked_.exchange(false);
             if (!outside.empty()) log_info("report written (asked by process {})", outside.front().sender);
-            const ReportWriter::Saved saved = writer_.write(ledger::Moment::checkpoint, nullptr,
+            const ReportWriter::Saved saved = writer_.write_here(ledger::Moment::checkpoint, nullptr,
                                                             summary ? ReportWriter::Then::summary : ReportWriter::Then::nothing);
             served_.store(asked);
             for (const OutsideRequest& r : outside)

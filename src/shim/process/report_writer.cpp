@@ -6,6 +6,7 @@
 #include "shim/services/log.hpp"
 #include "shim/services/no_cancel.hpp"
 #include "shim/services/options_store.hpp"
+#include "shim/services/own_stack.hpp"
 #include "shim/services/stderr_out.hpp"
 #include "shim/services/thread_state.hpp"
 #include "shim/services/wall_clock.hpp"
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <memory>
 #include <cstdio>
 #include <thread>
 
@@ -203,6 +205,25 @@ void ReportWriter::gate(const report::Report& rep, const Saved& saved, const int
 }
 
 ReportWriter::Saved ReportWriter::write(ledger::Moment moment, const int* exit_code, Then then) {
+    NoCancel held;   // the wait is a cancellation point
+    ShimScope busy;  // a signal arriving while this thread waits is deferred, as while it wrote itself
+    struct Result {
+        Saved saved;
+        int code = 0;
+    };
+    auto result = std::make_shared<Result>();
+    if (exit_code != nullptr) result->code = *exit_code;
+    const bool has_code = exit_code != nullptr;
+    const Ran ran = run_on_own_stack([this, moment, then, has_code, result] {
+        result->saved = write_here(moment, has_code ? &result->code : nullptr, then);
+    }, std::chrono::duration_cast<std::chrono::milliseconds>(kExitWait) * 2);
+    if (ran == Ran::done) return result->saved;
+    log_warning("report not written within {} s", 2 * kExitWait.count());
+    if (then == Then::summary_and_gate) fail_closed(exit_code);
+    return Saved{"", "the report was still being written"};
+}
+
+ReportWriter::Saved ReportWriter::write_here(ledger::Moment moment, const int* exit_code, Then then) {
     NoCancel held;   // open, write and fsync are cancellation points, and this code is noexcept
     ShimScope busy;  // first: a signal arriving while this thread holds the report lock waits for the scope
     const bool final = then == Then::summary_and_gate, print_oom = then == Then::oom_block;

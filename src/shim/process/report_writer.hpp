@@ -31,7 +31,11 @@ public:
     // whose default disposition ends the process next: no exit summary will come), or the summary and the
     // gate (exit).
     enum class Then { nothing, oom_block, summary, summary_and_gate };
+    // From a program's thread, whose stack may be small: the work runs on a thread of the shim's
+    // (services/own_stack.hpp) while this one waits, bounded.
     Saved write(ledger::Moment, const int* exit_code, Then then);
+    // On this thread's own stack: the checkpoint thread's, whose size the shim chose.
+    Saved write_here(ledger::Moment, const int* exit_code, Then then);
 
     // At exit without a report: the gate fails closed where the program would pass, with a warning.
     void fail_closed(const int* exit_code);

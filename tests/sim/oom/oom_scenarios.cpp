@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -78,8 +79,8 @@ void free_buffer(Buffer& b) {
 }
 
 // The buffer grows by 64 MiB on every step, freed the DeepEP way, until cuMemCreate is refused; a 32 MiB
-// classic allocation of the program lives beside it. Ends with _exit right after the refusal: the report
-// written at the refusal is all that is left.
+// classic allocation of the program lives beside it. Killed right after the refusal (SIGKILL, which no
+// handler sees): the report written at the refusal is all that is left.
 int deepep_leak() {
     init_primary_context();
     CUdeviceptr side;
@@ -93,7 +94,7 @@ int deepep_leak() {
         if (r == CUDA_ERROR_OUT_OF_MEMORY) {
             std::printf("step=%llu request=%zu used=%zu\n", s, size, used);
             std::fflush(stdout);
-            _exit(3);
+            raise(SIGKILL);
         }
         OK(r);
         step(s);
@@ -144,7 +145,7 @@ int graph_loop() {
     return 1;
 }
 
-// The same request refused `n` times in a row, then _exit: the report on disk is the last one written.
+// The same request refused `n` times in a row, then SIGKILL: the report on disk is the last one written.
 int storm(int n) {
     init_primary_context();
     CUdeviceptr hog, p;
@@ -152,7 +153,8 @@ int storm(int n) {
     for (int i = 0; i < n; ++i) CHECK(cuMemAlloc(&p, 100 * kMiB), CUDA_ERROR_OUT_OF_MEMORY);
     std::printf("refused=%d used=%zu\n", n, used_bytes());
     std::fflush(stdout);
-    _exit(0);
+    raise(SIGKILL);
+    return 0;
 }
 
 }  // namespace

@@ -9,6 +9,7 @@ Usage: test_oom.py CASE   (paths from the environment meson sets: CLI, OOM_SCENA
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 
@@ -70,9 +71,9 @@ def expect_adds_up(oom, used):
 
 def case_deepep_leak(tmp):
     """A DeepEP-shaped buffer grows by 64 MiB a step and leaks each old one (creation and get_handle
-    references never released) until cuMemCreate is refused; the program _exits at once, so the report on
+    references never released) until cuMemCreate is refused; the program is killed at once, so the report on
     disk is the one written at the refusal. Its largest holder is the leak, named by its create site."""
-    proc = run([PROGRAM, "deepep-leak"], tmp, "1GiB", rc=3)
+    proc = run([PROGRAM, "deepep-leak"], tmp, "1GiB", rc=-signal.SIGKILL)
     seen = figures(proc.stdout)
     expect(seen["step"] == 6 and seen["request"] == 384 * MiB, f"program saw {seen}")
     rep = only_report(tmp)
@@ -150,15 +151,15 @@ def case_bad_graph_exec(tmp):
 
 
 def case_rate_limit(tmp):
-    """Five refusals in a row, then _exit: with oom_interval_s=3600 only the first wrote a report (the one on
+    """Five refusals in a row, then SIGKILL: with oom_interval_s=3600 only the first wrote a report (the one on
     disk holds one record) and one block reached stderr; with 0 every refusal wrote."""
     slow = os.path.join(tmp, "slow")
-    proc = run([PROGRAM, "storm", "5"], slow, "256MiB", options=["oom_interval_s=3600"])
+    proc = run([PROGRAM, "storm", "5"], slow, "256MiB", options=["oom_interval_s=3600"], rc=-signal.SIGKILL)
     rep = only_report(slow)
     expect(len(rep["oom"]) == 1 and rep["summary"]["oom_events"] == 1, f"one written: {rep['summary']}")
     expect(len(re.findall(r"cumemaudit:\nOut of memory", proc.stderr)) == 1, f"one block:\n{proc.stderr}")
     fast = os.path.join(tmp, "fast")
-    proc = run([PROGRAM, "storm", "5"], fast, "256MiB", options=["oom_interval_s=0"])
+    proc = run([PROGRAM, "storm", "5"], fast, "256MiB", options=["oom_interval_s=0"], rc=-signal.SIGKILL)
     rep = only_report(fast)
     expect(len(rep["oom"]) == 5 and rep["summary"]["oom_events"] == 5, f"five written: {rep['summary']}")
     expect(len(re.findall(r"cumemaudit:\nOut of memory", proc.stderr)) == 5, f"five blocks:\n{proc.stderr}")
