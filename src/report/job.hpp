@@ -38,7 +38,7 @@ struct JobRank {
     std::int64_t first_leak_step = -1;  // the first step record whose leaked_bytes > 0; -1: none
     std::int64_t top_site = -1;         // index into JobReport::sites of this rank's largest leak row; -1: none
     std::uint64_t held_at_exit_bytes = 0;  // unfreed + mapped at exit: held, never leaked
-    std::vector<JobRankStep> steps;     // numbered steps, at most kJobRankSteps (evenly sampled, first leak kept)
+    std::vector<JobRankStep> steps{};   // numbered steps, at most kJobRankSteps (evenly sampled, first leak kept)
 };
 
 // A leak site across ranks: the process report's leak row and the ranks that have it. Its bytes and

@@ -1,4 +1,5 @@
 #include "job_reduce.hpp"
+#include "saturating.hpp"
 
 #include <fmt/format.h>
 
@@ -24,17 +25,17 @@ JobRank rank_row(const std::string& file, const Report& r) {
 
 // The fields that add up across processes; leaks do not (each allocation once: JobReduce::finish).
 void add_summary(Summary& job, const Summary& s) {
-    job.leaked_references += s.leaked_references;
-    job.misuse_events += s.misuse_events;
-    job.unfreed_bytes += s.unfreed_bytes;
-    job.unfreed_allocations += s.unfreed_allocations;
-    job.peak_tracked_bytes += s.peak_tracked_bytes;
-    job.intercepted_calls += s.intercepted_calls;
-    job.mapped_at_exit_bytes += s.mapped_at_exit_bytes;
-    job.live_bytes += s.live_bytes;
-    job.suppressed_leaks += s.suppressed_leaks;
-    job.suppressed_misuse += s.suppressed_misuse;
-    job.reclaimed_bytes += s.reclaimed_bytes;
+    add_saturating(job.leaked_references, s.leaked_references);
+    add_saturating(job.misuse_events, s.misuse_events);
+    add_saturating(job.unfreed_bytes, s.unfreed_bytes);
+    add_saturating(job.unfreed_allocations, s.unfreed_allocations);
+    add_saturating(job.peak_tracked_bytes, s.peak_tracked_bytes);
+    add_saturating(job.intercepted_calls, s.intercepted_calls);
+    add_saturating(job.mapped_at_exit_bytes, s.mapped_at_exit_bytes);
+    add_saturating(job.live_bytes, s.live_bytes);
+    add_saturating(job.suppressed_leaks, s.suppressed_leaks);
+    add_saturating(job.suppressed_misuse, s.suppressed_misuse);
+    add_saturating(job.reclaimed_bytes, s.reclaimed_bytes);
 }
 
 }  // namespace
@@ -101,8 +102,8 @@ JobReport JobReduce::finish() {
     summary_.leaked_bytes = once.bytes;
     summary_.leaked_allocations = once.allocations;
     for (const JobRank& r : ranks_) {
-        summary_.leaked_bytes += r.own_leaked_bytes;
-        summary_.leaked_allocations += r.leaked_allocations;
+        add_saturating(summary_.leaked_bytes, r.own_leaked_bytes);
+        add_saturating(summary_.leaked_allocations, r.leaked_allocations);
     }
     sharing_.pinning(ranks_, out);
 

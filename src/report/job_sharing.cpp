@@ -1,4 +1,5 @@
 #include "job_sharing.hpp"
+#include "saturating.hpp"
 
 #include "site_key.hpp"
 
@@ -19,7 +20,7 @@ ImportsBySite JobSharing::add(std::size_t index, const Report& r, JobRank& row) 
     for (const Import& i : r.imports) {
         const bool leaked = !i.released && !i.mapped;
         if (leaked) {
-            row.imported_leaked_bytes += i.bytes;
+            add_saturating(row.imported_leaked_bytes, i.bytes);
             leaked_imports[import_site_key(i.handle_type, i.site)].push_back(&i);
         }
         if (!i.released) imports_.push_back(Imported{index, i.key, i.bytes, leaked});
@@ -46,7 +47,7 @@ JobSharing::Once JobSharing::leaked_once() const {
         const Exported* e = exporter(i.key);
         if (e && !e->released) continue;
         if (counted.insert(i.key).second) {
-            once.bytes += known_bytes(i.key, i.bytes);
+            add_saturating(once.bytes, known_bytes(i.key, i.bytes));
             ++once.allocations;
         }
     }

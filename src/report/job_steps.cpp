@@ -1,4 +1,5 @@
 #include "job_steps.hpp"
+#include "saturating.hpp"
 
 #include <cstdint>
 #include <set>
@@ -58,7 +59,7 @@ void JobStepTable::add(const std::vector<Step>& steps) {
         Sum& sum = steps_[s.step];
         sum.live_bytes += live_bytes(s);
         sum.driver_used_bytes += s.driver_used_bytes;
-        sum.leaked_bytes += s.leaked_bytes;
+        add_saturating(sum.leaked_bytes, s.leaked_bytes);
         ++sum.ranks;
     }
 }

@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <limits>
+
 using namespace cumemaudit::report;
 
 namespace {
@@ -380,4 +382,13 @@ TEST_CASE("the problems of a job: a duplicate rank, a world size that differs, a
     CHECK(j.problems[4].rank == 3);
     CHECK(rank_of(j, 2).checkpoint);
     CHECK_FALSE(rank_of(j, 1).checkpoint);
+}
+
+TEST_CASE("leaked bytes that would wrap round add up to the largest count, never to zero") {
+    // Two reports claiming 2^63 bytes each (corrupt or hostile): a job total of 0 would pass any gate.
+    Report r0 = rank_report(0, 2), r1 = rank_report(1, 2);
+    leak_own(r0, at("cuMemCreate", "grow"), 1ull << 63, 1);
+    leak_own(r1, at("cuMemCreate", "grow"), 1ull << 63, 1);
+    const JobReport j = reduce({r0, r1});
+    CHECK(j.summary.process.leaked_bytes == std::numeric_limits<std::uint64_t>::max());
 }
