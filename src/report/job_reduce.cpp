@@ -93,9 +93,21 @@ std::vector<JobRank> JobReduce::by_rank() const {
 
 JobReport JobReduce::finish() {
     JobReport out;
-    if (world_size_ > 0)
-        for (std::int64_t r = 0; r < world_size_; ++r)
-            if (!index_of_rank_.count(r)) problem("", r, fmt::format("rank {} of {}: no report", r, world_size_));
+    // Missing ranks, a run of them as one problem: one report claiming a world of 2^20 ranks must not make a
+    // million rows.
+    for (std::int64_t r = 0; r < world_size_;) {
+        if (index_of_rank_.count(r)) {
+            ++r;
+            continue;
+        }
+        std::int64_t last = r;
+        while (last + 1 < world_size_ && !index_of_rank_.count(last + 1)) ++last;
+        if (last == r)
+            problem("", r, fmt::format("rank {} of {}: no report", r, world_size_));
+        else
+            problem("", r, fmt::format("ranks {} to {} of {}: no report", r, last, world_size_));
+        r = last + 1;
+    }
 
     // Each physical allocation once: every rank's own leaks, and its leaked imports by key.
     const JobSharing::Once once = sharing_.leaked_once();

@@ -392,3 +392,12 @@ TEST_CASE("leaked bytes that would wrap round add up to the largest count, never
     const JobReport j = reduce({r0, r1});
     CHECK(j.summary.process.leaked_bytes == std::numeric_limits<std::uint64_t>::max());
 }
+
+TEST_CASE("missing ranks in a run are one problem: a world of 2^20 ranks makes no million rows") {
+    Report r0 = rank_report(0, 1 << 20), r5 = rank_report(5, 1 << 20);
+    const JobReport j = reduce({r0, r5});
+    REQUIRE(j.problems.size() == 2);
+    CHECK(j.problems[0].what == "ranks 1 to 4 of 1048576: no report");
+    CHECK(j.problems[0].rank == 1);
+    CHECK(j.problems[1].what == "ranks 6 to 1048575 of 1048576: no report");
+}
