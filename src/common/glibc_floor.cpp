@@ -34,6 +34,7 @@ FORWARD(int, pthread_sigmask, "GLIBC_2.2.5", (int how, const sigset_t* set, sigs
 FORWARD(int, pthread_create, "GLIBC_2.2.5", (pthread_t * t, const pthread_attr_t* a, void* (*f)(void*), void* arg),
         (t, a, f, arg))
 FORWARD(int, pthread_detach, "GLIBC_2.2.5", (pthread_t t), (t))
+FORWARD(int, pthread_attr_setstacksize, "GLIBC_2.2.5", (pthread_attr_t * a, size_t n), (a, n))
 FORWARD(int, pthread_join, "GLIBC_2.2.5", (pthread_t t, void** r), (t, r))
 FORWARD(int, pthread_once, "GLIBC_2.2.5", (pthread_once_t * o, void (*f)()), (o, f))
 FORWARD(int, pthread_key_create, "GLIBC_2.2.5", (pthread_key_t * k, void (*d)(void*)), (k, d))

@@ -115,7 +115,7 @@ JobReport JobReduce::finish() {
     summary_.leaked_allocations = once.allocations;
     for (const JobRank& r : ranks_) {
         add_saturating(summary_.leaked_bytes, r.own_leaked_bytes);
-        add_saturating(summary_.leaked_allocations, r.leaked_allocations);
+        summary_.leaked_allocations += r.leaked_allocations;  // wraps back: leaked_once() counts imports down first
     }
     sharing_.pinning(ranks_, out);
 

@@ -564,7 +564,8 @@ def case_report_dir_rules(tmp):
         expect(leaky(d).returncode == 23 and len(report_files(d)) == 1, "a root-owned sticky directory is refused")
     # Made by the shim under umask(0): 0755, not 0777 (which it would then refuse itself).
     nested = os.path.join(tmp, "made", "by", "shim")
-    proc = subprocess.run(["sh", "-c", 'umask 0 && exec "$0"', HOSTILE, "leaky"], env=shim_env(nested), capture_output=True, timeout=60)
+    proc = subprocess.run(["sh", "-c", 'umask 0 && exec "$0" "$@"', HOSTILE, "leaky"], env=shim_env(nested), capture_output=True,
+                          timeout=60)
     expect(proc.returncode == 23 and len(report_files(nested)) == 1, f"no report under umask 0: {proc.stderr.decode()}")
     for part in ("made", "made/by", "made/by/shim"):
         got = stat.S_IMODE(os.stat(os.path.join(tmp, part)).st_mode)
@@ -615,7 +616,7 @@ def case_small_stack(tmp):
     expect(frames and all(f["line"] > 0 for f in frames), "the leak's frames are symbolized to hostile.cpp lines")
     d = os.path.join(tmp, "ulimit")
     os.mkdir(d)
-    proc = subprocess.run(["sh", "-c", 'ulimit -s 160 && exec "$0" leaky', HOSTILE], env=shim_env(d), capture_output=True,
+    proc = subprocess.run(["sh", "-c", 'ulimit -s 160 && exec "$0" leaky', HOSTILE], env=shim_env(d, "summary=1"), capture_output=True,
                           timeout=60)
     expect(proc.returncode == 23, f"ulimit -s 160: exit {proc.returncode}\n{proc.stderr.decode(errors='replace')}")
     expect(only_report(d)["summary"]["leaked_bytes"] == 2 * MiB, "ulimit -s 160: the leak")

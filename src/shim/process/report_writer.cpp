@@ -204,55 +204,71 @@ void ReportWriter::gate(const report::Report& rep, const Saved& saved, const int
     }
 }
 
+// Symbolizing, JSON and the file, on a thread of the shim's; what follows on stderr and the gate stay on
+// the caller's thread, which may hold stdio's locks (exit() from a handler that interrupted a read): glibc's
+// are recursive for it, and would stop any other thread that flushed.
 ReportWriter::Saved ReportWriter::write(ledger::Moment moment, const int* exit_code, Then then) {
     NoCancel held;   // the wait is a cancellation point
     ShimScope busy;  // a signal arriving while this thread waits is deferred, as while it wrote itself
-    struct Result {
-        Saved saved;
+    struct Job {
+        Written written;
         int code = 0;
     };
-    auto result = std::make_shared<Result>();
-    if (exit_code != nullptr) result->code = *exit_code;
+    auto job = std::make_shared<Job>();
+    if (exit_code != nullptr) job->code = *exit_code;
     const bool has_code = exit_code != nullptr;
-    const Ran ran = run_on_own_stack([this, moment, then, has_code, result] {
-        result->saved = write_here(moment, has_code ? &result->code : nullptr, then);
+    const Ran ran = run_on_own_stack([this, moment, then, has_code, job] {
+        job->written = build_and_save(moment, has_code ? &job->code : nullptr, then);
     }, std::chrono::duration_cast<std::chrono::milliseconds>(kExitWait) * 2);
-    if (ran == Ran::done) return result->saved;
+    if (ran == Ran::done) return follow(job->written, exit_code, then);
     log_warning("report not written within {} s", 2 * kExitWait.count());
     if (then == Then::summary_and_gate) fail_closed(exit_code);
     return Saved{"", "the report was still being written"};
 }
 
 ReportWriter::Saved ReportWriter::write_here(ledger::Moment moment, const int* exit_code, Then then) {
+    return follow(build_and_save(moment, exit_code, then), exit_code, then);
+}
+
+ReportWriter::Written ReportWriter::build_and_save(ledger::Moment moment, const int* exit_code, Then then) {
     NoCancel held;   // open, write and fsync are cancellation points, and this code is noexcept
     ShimScope busy;  // first: a signal arriving while this thread holds the report lock waits for the scope
     const bool final = then == Then::summary_and_gate, print_oom = then == Then::oom_block;
     const std::unique_lock locked = lock(final || print_oom);
+    Written w;
     if (!locked.owns_lock()) {
-        if (final) {
+        if (final)
             log_warning("report not written at exit: another report was still being written after {} s", kExitWait.count());
-            fail_closed(exit_code);
-        } else {  // the record stays in the OOM log: the next report carries it
+        else  // the record stays in the OOM log: the next report carries it
             log_warning("out-of-memory report not written: another report was still being written after {} s",
                         kExitWait.count());
-        }
-        return Saved{"", "another report was still being written"};
+        w.saved = Saved{"", "another report was still being written"};
+        return w;
     }
     try {
-        const report::Report rep = build(moment, exit_code);
-        const Saved saved = save(rep);
-        if (print_oom && !rep.oom.empty() && !saved.path.empty()) {
-            const std::string text = report::oom_text(rep.oom.back());
-            write_stderr(fmt::format("=={}== cumemaudit:{}  report: {}\n", getpid(), text, saved.path));
-        }
-        if (final || then == Then::summary) print_summary(rep, saved, final);
-        if (final) gate(rep, saved, exit_code);
-        return saved;
+        w.report = build(moment, exit_code);
+        w.saved = save(w.report);
+        w.built = true;
     } catch (const std::exception& e) {
         log_warning("report not written: {}", e.what());
-        if (final) fail_closed(exit_code);
-        return Saved{"", e.what()};
+        w.saved = Saved{"", e.what()};
     }
+    return w;
+}
+
+ReportWriter::Saved ReportWriter::follow(const Written& w, const int* exit_code, Then then) {
+    const bool final = then == Then::summary_and_gate;
+    if (!w.built) {
+        if (final) fail_closed(exit_code);
+        return w.saved;
+    }
+    if (then == Then::oom_block && !w.report.oom.empty() && !w.saved.path.empty()) {
+        const std::string text = report::oom_text(w.report.oom.back());
+        write_stderr(fmt::format("=={}== cumemaudit:{}  report: {}\n", getpid(), text, w.saved.path));
+    }
+    if (final || then == Then::summary) print_summary(w.report, w.saved, final);
+    if (final) gate(w.report, w.saved, exit_code);
+    return w.saved;
 }
 
 void ReportWriter::fail_closed(const int* exit_code) {

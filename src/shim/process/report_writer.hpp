@@ -41,6 +41,15 @@ public:
     void fail_closed(const int* exit_code);
 
 private:
+    struct Written {
+        report::Report report;
+        Saved saved;
+        bool built = false;
+    };
+    // The report built and saved, under the report lock (bounded at exit and at an OOM moment).
+    Written build_and_save(ledger::Moment, const int* exit_code, Then then);
+    // What follows on stderr, and the gate.
+    Saved follow(const Written&, const int* exit_code, Then then);
     report::Report build(ledger::Moment, const int* exit_code);
     report::ProcessFacts facts(ledger::Moment, const int* exit_code);
     std::unique_lock<std::mutex> lock(bool bounded);
