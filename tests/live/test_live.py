@@ -206,6 +206,14 @@ def case_snapshot_no_process(tmp):
     expect(proc.stderr == f"cumemaudit snapshot: no process {gone.pid}\n", f"{proc.stderr!r}")
     bad = subprocess.run([CLI, "snapshot", "0"], capture_output=True, text=True)
     expect(bad.returncode == 2, f"pid 0 is a usage error: {bad.returncode} {bad.stderr}")
+    # A zombie (exited, not reaped) still has its /proc entry: it is no process to ask, not an unaudited one.
+    zombie = subprocess.Popen(["true"])
+    deadline = time.time() + 10
+    while time.time() < deadline and open(f"/proc/{zombie.pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
+        time.sleep(0.02)
+    proc = snapshot(zombie.pid, rc=3)
+    expect("has exited (a zombie, not yet reaped)" in proc.stderr, f"{proc.stderr!r}")
+    zombie.wait()
 
 
 def case_snapshot_own_handler(tmp):

@@ -66,7 +66,15 @@ bool blocks_all(const std::string& status) {
     return true;
 }
 
+// A zombie (exited, not yet reaped by its parent) has a /proc entry and no threads to ask.
+bool exited(long pid) {
+    const std::string stat = read_small(proc(pid, "/stat"));
+    const auto close = stat.rfind(')');
+    return close != std::string::npos && close + 2 < stat.size() && (stat[close + 2] == 'Z' || stat[close + 2] == 'X');
+}
+
 long checkpoint_thread(long pid) {
+    if (exited(pid)) throw Failed{snapshot_no_process, "process " + std::to_string(pid) + " has exited (a zombie, not yet reaped)"};
     DIR* dir = ::opendir(proc(pid, "/task").c_str());
     if (dir == nullptr) {
         if (errno == EACCES) throw Failed{snapshot_not_permitted, "cannot read " + proc(pid, "/task") + ": " + std::strerror(errno)};

@@ -56,12 +56,14 @@ __attribute__((visibility("default"))) int cumemaudit_leak_mark(cumemaudit_leak_
     *mark = {};
     int answer = -1;
     entered("cumemaudit_leak_mark", [&] {
-        if (Auditor* a = Auditor::reach(Auditor::Start::always)) {
-            cumemaudit::shim::Recorder* rec = &a->recorder();
-            mark->misuse_events = rec->ledger().misuse_events();
-            mark->epoch = rec->ledger().begin_epoch();
-            answer = 0;
+        // Before the program touched CUDA nothing is recorded and nothing starts: the zero mark is the
+        // audit's start, so whatever is held later counts as after it.
+        Auditor* a = Auditor::reach(Auditor::Start::if_cuda_in_use);
+        if (a != nullptr) {
+            mark->misuse_events = a->recorder().ledger().misuse_events();
+            mark->epoch = a->recorder().ledger().begin_epoch();
         }
+        answer = 0;
     });
     return answer;
 }
@@ -73,7 +75,11 @@ __attribute__((visibility("default"))) int cumemaudit_held_since(const cumemaudi
     *held = {};
     if (site_size > 0) site[0] = '\0';
     cumemaudit::shim::Recorder* rec = nullptr;
-    if (!entered("cumemaudit_held_since", [&] { if (Auditor* a = Auditor::reach(Auditor::Start::always)) rec = &a->recorder(); }) || rec == nullptr) return -1;
+    const auto reach = [&] {
+        if (Auditor* a = Auditor::reach(Auditor::Start::if_cuda_in_use)) rec = &a->recorder();
+    };
+    if (!entered("cumemaudit_held_since", reach)) return -1;
+    if (rec == nullptr) return 0;  // no CUDA yet: nothing is held
     try {
         const auto& ledger = rec->ledger();
         const auto now = ledger.held_since(static_cast<std::uint32_t>(mark->epoch));
@@ -95,15 +101,18 @@ __attribute__((visibility("default"))) int64_t cumemaudit_held_sites(const cumem
     if (mark == nullptr) return -1;
     if (json_size > 0) json[0] = '\0';
     cumemaudit::shim::Recorder* rec = nullptr;
-    if (!entered("cumemaudit_held_sites", [&] { if (Auditor* a = Auditor::reach(Auditor::Start::always)) rec = &a->recorder(); }) || rec == nullptr) return -1;
+    const auto reach = [&] {
+        if (Auditor* a = Auditor::reach(Auditor::Start::if_cuda_in_use)) rec = &a->recorder();
+    };
+    if (!entered("cumemaudit_held_sites", reach)) return -1;
     int64_t length = -1;
     entered("cumemaudit_held_sites", [&] {
-        const auto& ledger = rec->ledger();
-        const auto held = ledger.held_since(static_cast<std::uint32_t>(mark->epoch));
+        const auto held = rec != nullptr ? rec->ledger().held_since(static_cast<std::uint32_t>(mark->epoch))
+                                         : decltype(rec->ledger().held_since(0)){};  // no CUDA yet: nothing held
         nlohmann::json sites = nlohmann::json::array();
         for (std::size_t i = 0; i < held.sites.size() && i < max_sites; ++i)
             sites.push_back({{"bytes", held.sites[i].second},
-                             {"site", cumemaudit::report::to_json(cumemaudit::report::site_of(ledger, &rec->symbolizer(),
+                             {"site", cumemaudit::report::to_json(cumemaudit::report::site_of(rec->ledger(), &rec->symbolizer(),
                                                                                               held.sites[i].first))}});
         const nlohmann::json answer = {{"sites_total", held.sites.size()}, {"sites", std::move(sites)}};
         // A Python file name need not be UTF-8; JSON text must be.

@@ -2,13 +2,14 @@
 """The gate's exit codes, signals, checkpoints, the options' warnings, and a process without CUDA (gate.cpp).
 
 Usage: gate_test.py CASE   (paths from the environment meson sets; see audit_common.py)."""
+import os
 import signal
 import subprocess
 import sys
 import tempfile
 import time
 
-from audit_common import CLI, SCENARIOS, MiB, REAL, run, reports, only_report, expect
+from audit_common import CLI, SCENARIOS, SOURCE_ROOT, MiB, REAL, run, reports, only_report, expect
 from cases import main, named_cases  # tests/support, on sys.path through audit_common
 
 
@@ -117,6 +118,15 @@ def case_no_cuda(tmp):
     expect(reports(tmp) == {} and proc.stderr == "", f"a process without CUDA writes nothing: {proc.stderr}")
     run([sys.executable, "-c", "pass"], tmp, rc=0)
     expect(reports(tmp) == {}, "python without CUDA writes nothing")
+    # The Python helper's marks (the pytest plugin's, at every test) start nothing either: no thread, no
+    # report, and nothing held.
+    probe = ("import os, cumemaudit.accounting as a\n"
+             "m = a.leak_mark()\n"
+             "h = a.held_since(m)\n"
+             "print(m is not None, h.leaked_bytes, h.unfreed_bytes, len(os.listdir('/proc/self/task')))\n")
+    proc = run([sys.executable, "-c", probe], tmp, env={"PYTHONPATH": os.path.join(SOURCE_ROOT, "tools", "python")}, rc=0)
+    expect(proc.stdout.split() == ["True", "0", "0", "1"], f"marks without CUDA: {proc.stdout!r}\n{proc.stderr}")
+    expect(reports(tmp) == {}, "marks without CUDA wrote a report")
 
 
 CASES = named_cases(globals())
