@@ -73,9 +73,21 @@ TEST_CASE("flag values are judged by the table's parser and bounds") {
 TEST_CASE("--option pairs come first, then flags in table order; paths become absolute") {
     const auto cwd = std::filesystem::current_path().string();
     const RunFlags f = parse({"--backend", "cupti", "--report-dir", "out/../r", "--option", "log_level=info",
-                              "--option", "report_dir=rel", "--option", "checkpoint_s=5"});
-    CHECK(option_overrides(f) == OptionList{{"log_level", "info"}, {"report_dir", cwd + "/rel"}, {"checkpoint_s", "5"},
+                              "--option", "max_alarms=3", "--option", "checkpoint_s=5"});
+    CHECK(option_overrides(f) == OptionList{{"log_level", "info"}, {"max_alarms", "3"}, {"checkpoint_s", "5"},
                                             {"report_dir", cwd + "/r"}, {"backend", "cupti"}});
+}
+
+TEST_CASE("a flag and an --option that set one key differently are a usage error, whatever their order") {
+    const auto cwd = std::filesystem::current_path().string();
+    CHECK(usage_error(parse({"--fail-on", "none", "--option", "fail_on=leaks"})) ==
+          "--fail-on none and --option fail_on=leaks both set fail_on: give it once");
+    CHECK(usage_error(parse({"--option", "fail_on=leaks", "--fail-on", "none"})) ==
+          "--fail-on none and --option fail_on=leaks both set fail_on: give it once");
+    CHECK(usage_error(parse({"--option", "report_dir=rel", "--report-dir", "out/../r"})) ==
+          "--report-dir out/../r and --option report_dir=" + cwd + "/rel both set report_dir: give it once");
+    // The same value twice is no conflict.
+    CHECK(option_overrides(parse({"--exitcode", "7", "--option", "exitcode=7"})) == OptionList{{"exitcode", "7"}, {"exitcode", "7"}});
 }
 
 TEST_CASE("--option refuses an unknown key, a bad value and a missing KEY=") {

@@ -76,8 +76,17 @@ OptionList option_overrides(const RunFlags& flags) {
         out.emplace_back(key, as_given(*row, value));
     }
     const auto& table = options::option_table();
-    for (std::size_t i = 0; i < table.size(); ++i)
-        if (flags.given[i]) out.emplace_back(std::string(table[i].name), as_given(table[i], *flags.given[i]));
+    for (std::size_t i = 0; i < table.size(); ++i) {
+        if (!flags.given[i]) continue;
+        const std::string key(table[i].name), value = as_given(table[i], *flags.given[i]);
+        // A flag and an --option for one key: which was meant cannot be told from their order (the flags are
+        // read as a set), so neither silently wins.
+        for (const auto& [k, v] : out)
+            if (k == key && v != value)
+                throw UsageError(fmt::format("{} {} and --option {}={} both set {}: give it once", flag_of(key),
+                                             *flags.given[i], key, v, key));
+        out.emplace_back(key, value);
+    }
     return out;
 }
 
