@@ -29,11 +29,16 @@ inline constexpr std::uint64_t kRequestMark = 0xC0DAull << 48;
 inline std::uint64_t request_number(std::uint64_t random) { return kRequestMark | (random & ((1ull << 48) - 1)); }
 inline bool is_request_number(std::uint64_t n) { return (n >> 48) == (kRequestMark >> 48); }
 
-// Where the answer to request `number` is written, as the process sees its file system.
-inline std::string answer_path(std::uint64_t number) {
-    char name[64];
-    std::snprintf(name, sizeof name, "/tmp/cumemaudit-snapshot.%016llx", static_cast<unsigned long long>(number));
-    return name;
+// Where answers are written, as the process sees its file system: a directory of its user's alone (0700,
+// made by the shim, checked by both sides), so no other user can see an answer's temporary name, plant a
+// file or a link under an answer's name, or swap one.
+inline std::string answer_dir(unsigned uid) { return "/tmp/cumemaudit-" + std::to_string(uid); }
+
+// The answer to request `number` of a process run by `uid`.
+inline std::string answer_path(unsigned uid, std::uint64_t number) {
+    char name[40];
+    std::snprintf(name, sizeof name, "/snapshot.%016llx", static_cast<unsigned long long>(number));
+    return answer_dir(uid) + name;
 }
 
 }  // namespace cumemaudit::live

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -86,7 +87,7 @@ def lines(err, prefix):
 
 def snapshot(pid, *flags, rc=0):
     proc = subprocess.run([CLI, "snapshot", str(pid), *flags], capture_output=True, text=True, timeout=60)
-    expect(proc.returncode == rc, f"snapshot {pid}: exit {proc.returncode}, expected {rc}\nstdout: {proc.stdout}\n"
+    expect(rc is None or proc.returncode == rc, f"snapshot {pid}: exit {proc.returncode}, expected {rc}\nstdout: {proc.stdout}\n"
                                   f"stderr: {proc.stderr}")
     return proc
 
@@ -135,12 +136,15 @@ def case_sigterm_own_exit(tmp):
 
 # ---- cumemaudit snapshot --------------------------------------------------------------------------------
 
+ANSWERS = f"/tmp/cumemaudit-{os.geteuid()}"
+
+
 def answers_left(before):
-    return sorted(set(glob.glob("/tmp/cumemaudit-snapshot.*")) - before)
+    return sorted(set(glob.glob(os.path.join(ANSWERS, "*"))) - before)
 
 
 def case_snapshot(tmp):
-    before = set(glob.glob("/tmp/cumemaudit-snapshot.*"))
+    before = set(glob.glob(os.path.join(ANSWERS, "*")))
     job = Job(tmp, 2, options=["checkpoint_s=0"])
     try:
         expect(reports(tmp) == [], "no report before it is asked for (checkpoint_s=0)")
@@ -165,6 +169,38 @@ def case_snapshot(tmp):
         expect(rc == 5, f"the job exits with its own code: {rc}\n{err}")
         _, rep = only_report(tmp)
         expect(rep["process"]["exit_code"] == 5 and rep["summary"]["leaked_bytes"] == 3 * LEAK, f"{rep['summary']}")
+    finally:
+        job.kill()
+
+
+def case_snapshot_answer_dir(tmp):
+    # Before: the answer lay in /tmp itself; its temporary name gave the request number away, and a link
+    # raced into the answer's name was followed. Now answers live in a directory of the user's alone.
+    job = Job(tmp, 1, options=["checkpoint_s=0"])
+    try:
+        path = snapshot(job.pid).stdout.strip()
+        st = os.lstat(ANSWERS)
+        expect(stat.S_ISDIR(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o700 and st.st_uid == os.geteuid(),
+               f"{ANSWERS}: mode {stat.S_IMODE(st.st_mode):o}, uid {st.st_uid}")
+        expect(os.path.isfile(path), "the snapshot's report")
+        if os.geteuid() == 0:
+            # Another user's directory, or one others may enter, is refused by both sides.
+            os.chown(ANSWERS, 4321, 4321)
+            try:
+                proc = snapshot(job.pid, "--timeout", "3", rc=None)
+                expect(proc.returncode != 0 and "not a directory of the process's user alone" in proc.stderr,
+                       f"another user's answer directory: exit {proc.returncode} {proc.stderr!r}")
+            finally:
+                os.chown(ANSWERS, 0, 0)
+            os.chmod(ANSWERS, 0o777)
+            try:
+                proc = snapshot(job.pid, "--timeout", "3", rc=None)
+                expect(proc.returncode != 0, f"an answer directory others may enter: exit {proc.returncode}")
+            finally:
+                os.chmod(ANSWERS, 0o700)
+        expect(snapshot(job.pid).stdout.strip() == path, "a snapshot works again once the directory is the user's alone")
+        rc, err = job.finish(line="exit 0")
+        expect(rc == 23, f"{rc}\n{err}")
     finally:
         job.kill()
 
@@ -241,7 +277,7 @@ def case_snapshot_own_handler(tmp):
 def case_own_signals(tmp):
     # The program blocks the request's signal number and uses it itself (queued to itself, a POSIX timer):
     # every one reaches the program, none becomes a report or an answer, and a snapshot still works.
-    before = set(glob.glob("/tmp/cumemaudit-snapshot.*"))
+    before = set(glob.glob(os.path.join(ANSWERS, "*")))
     job = Job(tmp, 1, options=["checkpoint_s=0"])
     try:
         expect(job.say("queue 3") == "queued 3 of 3", "the program's own queued signals")

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -123,31 +124,53 @@ void ask(long pid, long tid, std::uint64_t number) {
 
 bool alive(long pid) { return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM; }
 
+// The answer's text, once it is there: read from the directory of the process's user alone (checked: a
+// directory, not a link, that user's, no access for others), without following a link at the answer's name,
+// from a regular file of that user's with no second name. Empty while there is none yet.
+std::string answer_text(const std::string& dir, const std::string& path, uid_t uid) {
+    struct stat d {};
+    if (::lstat(dir.c_str(), &d) != 0) {
+        if (errno == EACCES) throw Failed{snapshot_not_permitted, "cannot read " + dir + ": " + std::strerror(errno)};
+        return "";
+    }
+    if (!S_ISDIR(d.st_mode) || d.st_uid != uid || (d.st_mode & 077) != 0)
+        throw Failed{snapshot_not_written, dir + " is not a directory of the process's user alone (uid " +
+                                               std::to_string(d.st_uid) + "): refusing to read an answer there"};
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT) return "";
+        if (errno == EACCES) throw Failed{snapshot_not_permitted, "cannot read " + path + ": " + std::strerror(errno)};
+        throw Failed{snapshot_not_written, path + ": " + std::strerror(errno)};
+    }
+    struct stat f {};
+    std::string text;
+    if (::fstat(fd, &f) == 0 && S_ISREG(f.st_mode) && f.st_uid == uid && f.st_nlink == 1 && f.st_size < (64 << 10)) {
+        text.resize(static_cast<std::size_t>(f.st_size));
+        if (::read(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) text.clear();
+    }
+    ::close(fd);
+    if (text.empty())
+        throw Failed{snapshot_not_written, path + " is not an answer the process's user wrote (uid " + std::to_string(f.st_uid) +
+                                               ", " + std::to_string(f.st_nlink) + " names)"};
+    return text;
+}
+
 // Waits for the answer file, as the process sees its /tmp; returns the report's path.
 std::string answer(long pid, std::uint64_t number, double timeout_s) {
-    const std::string path = proc(pid, "/root") + live::answer_path(number);
     struct stat owner {};
     if (::stat(proc(pid).c_str(), &owner) != 0) throw Failed{snapshot_no_process, "process " + std::to_string(pid) + " exited"};
+    const std::string dir = proc(pid, "/root") + live::answer_dir(owner.st_uid);
+    const std::string path = proc(pid, "/root") + live::answer_path(owner.st_uid, number);
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
     for (;;) {
-        struct stat st {};
-        if (::stat(path.c_str(), &st) == 0) {
-            // Its file, written by the process's user: nobody else could know the number in advance.
-            if (st.st_uid != owner.st_uid)
-                throw Failed{snapshot_not_written, path + " belongs to uid " + std::to_string(st.st_uid) + ", not the process's"};
-            nlohmann::json j;
-            try {
-                j = report::load_json(path);
-            } catch (const report::ReportError& e) {
-                throw Failed{snapshot_not_written, e.what()};
-            }
+        if (const std::string text = answer_text(dir, path, owner.st_uid); !text.empty()) {
             ::unlink(path.c_str());
+            nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+            if (j.is_discarded()) throw Failed{snapshot_not_written, path + ": not JSON"};
             if (j.contains("report") && j["report"].is_string()) return j["report"].get<std::string>();
             throw Failed{snapshot_not_written, "process " + std::to_string(pid) + " could not write its report: " +
                                                    (j.contains("error") && j["error"].is_string() ? j["error"].get<std::string>() : "(no reason given)")};
         }
-        if (errno == EACCES)
-            throw Failed{snapshot_not_permitted, "cannot read " + path + ": " + std::strerror(errno)};
         if (!alive(pid)) throw Failed{snapshot_no_process, "process " + std::to_string(pid) + " exited before it answered"};
         if (std::chrono::steady_clock::now() >= give_up)
             throw Failed{snapshot_no_answer, fmt::format("no answer from process {} within {} s (a first report symbolizes its "

@@ -1,7 +1,7 @@
-// snapshot_answer: the answer to `cumemaudit snapshot`, a small JSON file at live::answer_path(number) in
-// this process's /tmp ({"report": PATH} or {"error": WHY}), which the CLI reads through /proc/PID/root and
-// removes. Written atomically, owner-only; the name carries the CLI's random number, so nobody else can
-// guess it in advance and plant a file there.
+// snapshot_answer: the answer to `cumemaudit snapshot`, a small JSON file at live::answer_path(uid, number)
+// in this process's /tmp ({"report": PATH} or {"error": WHY}), which the CLI reads through /proc/PID/root and
+// removes. Written atomically, owner-only, in a directory of this user's alone, which it checks first (made
+// 0700 if missing; refused when another user made it or others may enter it).
 #pragma once
 
 #include <cstdint>
