@@ -5,6 +5,12 @@
 #include "support/program.hpp"
 
 #include <cuda.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -25,7 +31,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <cstddef>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -321,6 +329,39 @@ int leaky() {
     return 0;
 }
 
+// A seccomp filter that refuses every new thread (clone with CLONE_THREAD: EAGAIN; clone3: ENOSYS, so glibc
+// falls back to clone), installed before the first CUDA call, then a leak: the audit runs without its
+// checkpoint thread and still writes the exit report and fails the gate.
+int no_threads() {
+    sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 3),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[0])),  // the flags' low 32 bits
+        BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EAGAIN),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    sock_fprog prog{static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+        cumemaudit::program::die("seccomp filter refused");
+    std::thread probe;
+    try {
+        probe = std::thread([] {});
+    } catch (const std::system_error&) {
+        std::printf("threads refused\n");
+    }
+    if (probe.joinable()) probe.join();
+    std::fflush(stdout);
+    init();
+    leak_vmm();
+    return 0;
+}
+
 // A worker thread made with a 64 KiB stack leaks, asks for a checkpoint and calls exit(0): the report's
 // symbolizing (DWARF line tables) and JSON must not run on that stack.
 void* small_stack_worker(void*) {
@@ -482,6 +523,7 @@ int main(int argc, char** argv) {
     if (cmd == "clean") return clean();
     if (cmd == "leaky") return leaky();
     if (cmd == "small-stack") return small_stack();
+    if (cmd == "no-threads") return no_threads();
     if (cmd == "exit-in-handler") return exit_in_handler(arg(2, 1));
     if (cmd == "cancel-checkpoint") return cancel_checkpoint();
     if (cmd == "longjmp-out") return longjmp_out();

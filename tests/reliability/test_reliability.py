@@ -604,6 +604,16 @@ def case_report_dir_rules(tmp):
         expect(f"{names[0]} belongs to uid 4321" in check.stderr.decode(), f"no warning of another's report:\n{check.stderr.decode()}")
 
 
+def case_no_threads(tmp):
+    # Before: where no thread could be made (a seccomp filter, RLIMIT_NPROC 0 for a user), the audit switched
+    # itself off and a leaking program exited 0 with no report: the gate did not fail closed.
+    proc = run([HOSTILE, "no-threads"], shim_env(tmp), rc=23)
+    expect(b"threads refused" in proc.stdout, f"the filter did not refuse threads: {proc.stdout!r}")
+    expect(b"no checkpoint thread" in proc.stderr, f"no warning:\n{proc.stderr.decode(errors='replace')}")
+    rep = only_report(tmp)
+    expect(rep["checkpoint"] is False and rep["summary"]["leaked_bytes"] == 2 * MiB, f"exit report: {rep['summary']}")
+
+
 def case_small_stack(tmp):
     # Before: a worker thread with a 64 KiB stack that asked for a checkpoint, or exited, after a leak died of
     # SIGSEGV in libdw's line tables (the report's symbolizing ran on its stack); so did a main thread
