@@ -66,6 +66,15 @@ void freed(Call& call, CUresult r, std::uint64_t ptr) {
     book(call).freed(ptr, ok, result_name(r), site_if_failed(call, ok, bare), call.free_ticket);
 }
 
+// An external memory object as its ledger record names it (ExternalBook::Object).
+ExternalBook::Object external_object(Call& call, CUexternalMemory object) {
+    return {addr(object), book(call).freeing(addr(object))};
+}
+
+void external_object_ended(Call& call, ExternalBook::Object object) {
+    book(call).freed(object.address, true, result_name(CUDA_SUCCESS), ledger::Site{}, object.stamp);
+}
+
 }  // namespace
 
 
@@ -265,9 +274,11 @@ void record(ev::HostUnregister, Call& call, CUresult r, void* p) {
 
 void record(ev::Free, Call& call, CUresult r, CUdeviceptr dptr) {
     freed(call, r, dptr);
-    // A buffer of external memory destroyed before it: the object's memory goes with its last buffer.
+    // A buffer of external memory destroyed before it: the object's memory goes with its last buffer. The
+    // object's record ends by its own stamp; the call's ticket is the buffer's.
     if (r == CUDA_SUCCESS && call.recorder().hot().external_buffers.load(std::memory_order_relaxed) > 0)
-        if (const std::uint64_t object = call.recorder().externals().buffer_freed(dptr)) freed(call, r, object);
+        if (const ExternalBook::Object object = call.recorder().externals().buffer_freed(dptr); object.address != 0)
+            external_object_ended(call, object);
 }
 
 void record(ev::ExtImport, Call& call, CUresult r, CUexternalMemory* out, const CUDA_EXTERNAL_MEMORY_HANDLE_DESC* desc) {
@@ -277,11 +288,13 @@ void record(ev::ExtImport, Call& call, CUresult r, CUexternalMemory* out, const 
 void record(ev::ExtBuffer, Call& call, CUresult r, CUdeviceptr* ptr, CUexternalMemory object, const CUDA_EXTERNAL_MEMORY_BUFFER_DESC*) {
     if (r != CUDA_SUCCESS || ptr == nullptr) return;
     allocated(call, r, *ptr, 0, Kind::external);
-    call.recorder().externals().mapped(*ptr, addr(object));
+    call.recorder().externals().mapped(*ptr, external_object(call, object));
 }
 
 void record(ev::ExtDestroy, Call& call, CUresult r, CUexternalMemory object) {
-    if (r != CUDA_SUCCESS || call.recorder().externals().destroyed(addr(object))) freed(call, r, addr(object));
+    if (r != CUDA_SUCCESS) return freed(call, r, addr(object));
+    const ExternalBook::Object named = external_object(call, object);
+    if (call.recorder().externals().destroyed(named)) external_object_ended(call, named);
 }
 void record(ev::FreeAsync, Call& call, CUresult r, CUdeviceptr dptr, CUstream) { freed(call, r, dptr); }
 void record(ev::FreeHost, Call& call, CUresult r, void* p) { freed(call, r, addr(p)); }
