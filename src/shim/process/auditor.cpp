@@ -10,6 +10,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 
@@ -17,6 +18,9 @@ namespace cumemaudit::shim {
 namespace {
 
 enum State : int { not_started, running, failed };
+// How long exit() from a signal handler waits for the report the checkpoint thread writes for it: longer
+// than the report lock's own bounded wait, so a report another thread was writing can finish first.
+constexpr int kInterruptedExitWaitMs = 25'000;
 std::atomic<int> g_state{not_started};
 std::once_flag g_start_once;
 Auditor* g_auditor = nullptr;       // never destroyed: the exit handler needs it last of all
@@ -127,22 +131,44 @@ void Auditor::exit_handler(int status) {
     // Once: the gate's own _exit, or an _exit after exit()'s handlers ran, finds it written.
     if (exit_reported_.exchange(true)) return;
     if (!programs_call()) {
-        // exit() from a signal handler that interrupted the shim's own work or a driver call on this thread: a
-        // lock the report needs may be held by this very thread, and what it guards (the ledger, or the C
-        // heap the driver was allocating from) may be half changed. No report, then: the last checkpoint
-        // stays on disk, and the gate fails closed where the program would exit 0. A longjmp out of a driver
-        // call followed by exit() with no CUDA call between them reads the same (its scope was never ended).
-        static const char msg[] = "cumemaudit warning: exit() was called while the shim or a driver call was "
-                                  "interrupted on this thread (from a signal handler?); no report at exit (the "
-                                  "last checkpoint's is on disk)\n";
-        write_stderr_raw(msg, sizeof msg - 1);
-        if ((status & 0xff) == 0 && recorder_.options().fail_on != options::FailOn{false, false, false})
-            _exit(recorder_.options().exitcode);
+        exit_from_interrupted_call(status);
         return;
     }
     ShimScope busy;
     if (recorder_.enforcing()) reclaim_pending(recorder_, true);
     writer_.write(ledger::Moment::exit, &status, ReportWriter::Then::summary_and_gate);
+}
+
+void Auditor::exit_from_interrupted_call(int status) {
+    // exit() from a signal handler that interrupted the shim's own work or a driver call on this thread.
+    // Interrupted inside the shim, this thread may hold a lock any report needs, and what it guards may be
+    // half changed: no report, then; the last checkpoint stays on disk and the gate fails closed. A longjmp
+    // out of the shim followed by exit() with no CUDA call between them reads the same.
+    if (thread_state().shim_depth > 0) {
+        static const char msg[] = "cumemaudit warning: exit() was called while the shim's own bookkeeping was "
+                                  "interrupted on this thread (from a signal handler?); no report at exit (the "
+                                  "last checkpoint's is on disk)\n";
+        write_stderr_raw(msg, sizeof msg - 1);
+        if (const int closed = writer_.closed_code(status); closed != status) _exit(closed);
+        return;
+    }
+    // Interrupted inside the driver: the shim holds nothing here, but the driver may be halfway through a
+    // malloc on this thread, so this thread neither builds nor allocates. The checkpoint thread writes the
+    // report and the summary and says what the gate makes of it; this thread waits, bounded, and ends the
+    // process with the verdict.
+    const int verdict = checkpoint_.request_exit_report(status, kInterruptedExitWaitMs);
+    if (verdict < 0) {
+        static const char msg[] = "cumemaudit warning: exit() was called while a driver call was interrupted on "
+                                  "this thread (from a signal handler?), and no report could be written for it in "
+                                  "time; the last checkpoint's is on disk\n";
+        write_stderr_raw(msg, sizeof msg - 1);
+        if (const int closed = writer_.closed_code(status); closed != status) _exit(closed);
+        return;
+    }
+    if (verdict != (status & 0xff)) {
+        std::fflush(nullptr);  // as exit() would: this thread's stdio, whose locks are its own to take again
+        _exit(verdict);
+    }
 }
 
 void Auditor::on_exit_trampoline(int status, void*) {

@@ -58,6 +58,8 @@ private:
     void start_background();  // the checkpoint thread and the signal handlers, in this process
     static void restart_in_child();
     void exit_handler(int status);
+    // exit() from a signal handler that interrupted the shim or a driver call on this thread.
+    void exit_from_interrupted_call(int status);
 
     const pid_t pid_;  // a vfork child (posix_spawn's) shares this memory and must write nothing
     std::atomic<bool> exit_reported_{false};

@@ -67,6 +67,16 @@ void CheckpointThread::request_report(bool summary, int wait_ms) {
     for (int i = 0; i < wait_ms / 2 && served_.load() < mine; ++i) nanosleep(&tick, nullptr);
 }
 
+int CheckpointThread::request_exit_report(int status, int wait_ms) {
+    if (!started_.load()) return -1;
+    exit_status_.store(status);
+    exit_asked_.store(true);
+    wakeup_.notify();
+    timespec tick{0, 2'000'000};
+    for (int i = 0; i < wait_ms / 2 && exit_verdict_.load() < 0; ++i) nanosleep(&tick, nullptr);
+    return exit_verdict_.load();
+}
+
 void CheckpointThread::sample(const char* label) {
     ShimScope busy;
     mark_now(recorder_, MarkRequest{0, label, 0, 0, {}, program_context_.load()});
@@ -90,11 +100,16 @@ void CheckpointThread::loop() {
         if (options_.sample_ms > 0) wake = std::min(wake, next_sample);
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(wake - Clock::now()).count();
         // Asked already (a signal may come before this thread first runs): no sleep.
-        if (requests_.load() == served_.load() && marks_asked_.load() == marks_seen)
+        if (requests_.load() == served_.load() && marks_asked_.load() == marks_seen && !exit_asked_.load())
             woken = wakeup_.wait(woken, wake == Clock::time_point::max() ? -1 : static_cast<long>(std::max<std::int64_t>(left, 0)),
                                  outside);
         else
             woken = wakeup_.count();
+        if (exit_asked_.load()) {  // the process ends next: nothing else is worth doing
+            const int status = exit_status_.load();
+            exit_verdict_.store(writer_.exit_verdict(status) & 0xff);
+            for (;;) pause();  // this thread's work is done; the asking thread ends the process
+        }
         const auto now = Clock::now();
         if (const std::uint64_t asked = marks_asked_.load(); asked != marks_seen) {
             marks_seen = asked;

@@ -271,10 +271,25 @@ ReportWriter::Saved ReportWriter::follow(const Written& w, const int* exit_code,
     return w.saved;
 }
 
-void ReportWriter::fail_closed(const int* exit_code) {
+int ReportWriter::exit_verdict(int status) {
+    const Written w = build_and_save(ledger::Moment::exit, &status, Then::summary_and_gate);
+    if (w.built) print_summary(w.report, w.saved, false);
+    if (!w.built || w.saved.path.empty()) {
+        const int code = closed_code(status);
+        if (code != status) log_warning("the leak gate failed closed (no report to check): exit {}", code);
+        return code;
+    }
+    return report::exit_code_after_gate(status, report::gate_fails(w.report, options_.fail_on, std::nullopt), options_.exitcode);
+}
+
+int ReportWriter::closed_code(int status) const {
     // No report, so no verdict: a program that exited 0 must not pass a gate nobody could check.
-    if (exit_code == nullptr || report::exit_status_failed(*exit_code) || options_.fail_on == options::FailOn{false, false, false})
-        return;
+    if (report::exit_status_failed(status) || options_.fail_on == options::FailOn{false, false, false}) return status;
+    return options_.exitcode;
+}
+
+void ReportWriter::fail_closed(const int* exit_code) {
+    if (exit_code == nullptr || closed_code(*exit_code) == *exit_code) return;
     log_warning("the leak gate failed closed (no report to check): exit {}", options_.exitcode);
     std::fflush(nullptr);
     _exit(options_.exitcode);

@@ -37,8 +37,16 @@ public:
     // On this thread's own stack: the checkpoint thread's, whose size the shim chose.
     Saved write_here(ledger::Moment, const int* exit_code, Then then);
 
+    // exit() from a signal handler that interrupted the shim or the driver on a program's thread: the report
+    // built, saved and summed up on this thread (the checkpoint thread's), without touching stdout, whose
+    // lock the interrupted thread may hold. Returns the code the process is to end with (the gate's, or the
+    // closed gate's when no report was written); that thread alone flushes stdio and ends the process.
+    int exit_verdict(int status);
+
     // At exit without a report: the gate fails closed where the program would pass, with a warning.
     void fail_closed(const int* exit_code);
+    // The code a gate with no report to check ends with: the program's own, unless it would pass.
+    int closed_code(int status) const;
 
 private:
     struct Written {
