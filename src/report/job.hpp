@@ -39,6 +39,7 @@ struct JobRank {
     std::int64_t top_site = -1;         // index into JobReport::sites of this rank's largest leak row; -1: none
     std::uint64_t held_at_exit_bytes = 0;  // unfreed + mapped at exit: held, never leaked
     std::vector<JobRankStep> steps{};   // numbered steps, at most kJobRankSteps (evenly sampled, first leak kept)
+    std::string replaced_by_exec;       // an image an exec replaced: the program that followed (its report is the rank's)
 };
 
 // A leak site across ranks: the process report's leak row and the ranks that have it. Its bytes and

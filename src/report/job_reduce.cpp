@@ -15,7 +15,8 @@ JobRank rank_row(const std::string& file, const Report& r) {
     row.host = r.process.host;
     row.file = file;
     row.exit_code = r.process.exit_code;
-    row.checkpoint = r.checkpoint || !r.process.exit_code;
+    row.replaced_by_exec = r.process.replaced_by_exec;
+    row.checkpoint = r.checkpoint || (!r.process.exit_code && r.process.replaced_by_exec.empty());
     row.leaked_bytes = r.summary.leaked_bytes;
     row.leaked_allocations = r.summary.leaked_allocations;
     row.held_at_exit_bytes = r.summary.unfreed_bytes + r.summary.mapped_at_exit_bytes;
@@ -53,7 +54,10 @@ void JobReduce::check_world_size(const std::string& file, const ProcessInfo& p) 
 
 void JobReduce::add(const std::string& file, Report&& r) {
     const std::int64_t rank = r.process.rank;
-    if (rank >= 0 && index_of_rank_.count(rank)) {
+    // An image an exec replaced is a row of its own (its leaks count), but the rank is the program's that
+    // followed it: never a duplicate of it.
+    const bool earlier_image = !r.process.replaced_by_exec.empty();
+    if (rank >= 0 && !earlier_image && index_of_rank_.count(rank)) {
         problem(file, rank, fmt::format("duplicate rank {} (also in {}): not merged", rank, ranks_[index_of_rank_[rank]].file));
         return;
     }
@@ -62,7 +66,7 @@ void JobReduce::add(const std::string& file, Report&& r) {
     if (row.checkpoint)
         problem(file, rank, "only a checkpoint: the process did not exit (killed, or still running)");
     const std::size_t index = ranks_.size();
-    if (rank >= 0) index_of_rank_[rank] = index;
+    if (rank >= 0 && !earlier_image) index_of_rank_[rank] = index;
 
     const ImportsBySite leaked_imports = sharing_.add(index, r, row);
     row.own_leaked_bytes = row.leaked_bytes - std::min(row.leaked_bytes, row.imported_leaked_bytes);

@@ -254,6 +254,9 @@ struct ProcessInfo {
     std::vector<std::string> argv;
     std::optional<int> exit_code;  // absent (null) in a checkpoint written while the process runs
     std::int64_t local_rank = -1;  // addition to v1; -1: not given by the launcher
+    // Addition to v1: the program an exec replaced this image with (the process went on as that program,
+    // whose report is another file); empty when the image ended otherwise, or has not ended.
+    std::string replaced_by_exec;
 };
 
 struct DriverInfo {

@@ -212,6 +212,7 @@ template <class V> void fields(V& v, ProcessInfo& p) {
     v.req("argv", p.argv);
     v.req("exit_code", p.exit_code);
     v.opt("local_rank", p.local_rank);
+    v.opt("replaced_by_exec", p.replaced_by_exec);
 }
 template <class V> void fields(V& v, DriverInfo& d) {
     v.req("version", d.version);
@@ -298,6 +299,7 @@ template <class V> void fields(V& v, JobRank& r) {
     v.req("pinned_by_peers_bytes", r.pinned_by_peers_bytes);
     v.opt("first_leak_step", r.first_leak_step);
     v.opt("top_site", r.top_site);
+    v.opt("replaced_by_exec", r.replaced_by_exec);
     v.opt("held_at_exit_bytes", r.held_at_exit_bytes);
     v.opt("steps", r.steps);
 }

@@ -497,6 +497,24 @@ int mapped_at_exit() {
     return 0;
 }
 
+// execve in the same pid, after a checkpoint: the first image leaks one 2 MiB handle, tries an exec that
+// fails (its audit goes on) and execs itself as the second image, which leaks two. Each image's report is
+// its own: the first's (replaced by the exec) holds one handle, the second's two.
+int exec_self(int image, const char* self) {
+    init();
+    churn_once();
+    leak_vmm();
+    if (image == 2) {
+        leak_vmm();
+        return 0;
+    }
+    c_api("cumemaudit_checkpoint")();
+    execl("/nonexistent/program", "program", nullptr);  // fails: ENOENT
+    churn_once();
+    execl("/proc/self/exe", self, "exec-self", "2", nullptr);
+    cumemaudit::program::die("execl");
+}
+
 // A step marked after cuInit and a context, before the first allocation.
 int early_step() {
     init();
@@ -531,10 +549,11 @@ int main(int argc, char** argv) {
     if (cmd == "reuse-stderr") return reuse_stderr(argc > 2 ? argv[2] : "/dev/null");
     if (cmd == "early-step") return early_step();
     if (cmd == "mapped-at-exit") return mapped_at_exit();
+    if (cmd == "exec-self") return exec_self(arg(2, 1), argv[0]);
     std::fprintf(stderr, "usage: %s close-fds LOG|churn-until-signal N none|exit|eintr|mark-label|fork N|"
                          "checkpointing|threads-exact N ROUNDS|c-api-only|transient-handles|clean|leaky|"
                          "exit-in-handler SEED|cancel-checkpoint|longjmp-out|late-rank|reuse-stderr PATH|early-step|"
-                         "mapped-at-exit\n",
+                         "mapped-at-exit|exec-self\n",
                  argv[0]);
     return 2;
 }

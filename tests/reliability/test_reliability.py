@@ -11,6 +11,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import socket
 import stat
@@ -642,6 +643,35 @@ def case_small_stack(tmp):
     expect(only_report(d)["summary"]["leaked_bytes"] == 2 * MiB, "ulimit -s 160: the leak")
 
 
+def case_exec_same_pid(tmp):
+    # Before: after a checkpoint, an execve in the same pid left one image's figures in place of the other's.
+    # Each image keeps its own report: the first's written at the exec (its handle held as at exit, the
+    # program named), the second's at its exit; an exec that fails leaves the first image's audit going.
+    proc = run([HOSTILE, "exec-self"], shim_env(tmp, "summary=1"), rc=23)
+    reps = sorted(ReportDir(tmp).reports().values(), key=lambda r: r["process"]["exit_code"] is not None)
+    expect(len(reps) == 2, f"reports: {report_files(tmp)}")
+    first, second = reps
+    expect(first["process"]["pid"] == second["process"]["pid"], "one pid, two images")
+    expect(first["process"]["replaced_by_exec"] == "/proc/self/exe" and first["process"]["exit_code"] is None
+           and first["checkpoint"] is False, f"the first image's report: {first['process']}, checkpoint {first['checkpoint']}")
+    expect(second["process"]["replaced_by_exec"] == "" and second["process"]["exit_code"] == 0,
+           f"the second image's report: {second['process']}")
+    leaked = [r["summary"]["leaked_bytes"] for r in reps]
+    expect(leaked == [2 * MiB, 4 * MiB], f"leaked bytes of the two images: {leaked}")
+    err = proc.stderr.decode(errors="replace")
+    # A summary per exec begun (the failed one's followed by a warning that the process goes on), one at exit.
+    expect(err.count("cumemaudit: report: ") == 3, f"a summary per exec and at exit:\n{err}")
+    expect("the exec of /nonexistent/program failed (No such file or directory)" in err, f"the failed exec:\n{err}")
+    check = cli(["check", tmp])
+    expect(check.returncode == 1, f"check of both images: exit {check.returncode} (1: a report fails)")
+    merged = os.path.join(tmp, "job.json")
+    cli(["merge", "-o", merged, tmp])
+    job = json.load(open(merged))
+    expect(job["summary"]["leaked_bytes"] == 6 * MiB, f"the job's leaked bytes: {job['summary']['leaked_bytes']}")
+    expect(not [p for p in job.get("problems", []) if "checkpoint" in p.get("what", "")],
+           f"an image an exec replaced is no checkpoint: {job.get('problems')}")
+
+
 def case_stderr_reused(tmp):
     # Before: a daemon that closed fd 2 and opened its own data file there got the leak summary in that file.
     data = os.path.join(tmp, "data.txt")
@@ -724,6 +754,44 @@ def case_views_agree(tmp):
     html = open(page, encoding="utf-8").read()
     leaks = html.split('<table class="leaks">', 1)[1].split("</table>", 1)[0]
     expect("mapped-at-exit" not in leaks and leaks.count("<tr>") == 2, f"the Leaks table: {leaks[:600]}")
+
+
+def case_hostile_owner_names(tmp):
+    # A program's file name is its allocations' owner. Names with an escape sequence, a line separator (U+2028)
+    # or a byte-order mark, and one with NUL (only a report file can hold it), must reach the trace's leak events
+    # and merge's sites unchanged, so each view names the same owner; no raw ESC reaches a terminal.
+    names = {"esc": "ho\x1b[31mstile", "line-separator": "ho\u2028stile", "bom": "\ufeffhostile"}
+    for key, name in names.items():
+        exe = os.path.join(tmp, name)
+        shutil.copy(HOSTILE, exe)
+        d = os.path.join(tmp, key)
+        run([exe, "leaky"], shim_env(d), rc=23)
+        f = report_files(d)[0]
+        check_owner_views(tmp, key, f, name)
+    crafted = os.path.join(tmp, "nul")
+    os.mkdir(crafted)
+    text = open(report_files(os.path.join(tmp, "esc"))[0], encoding="utf-8").read()
+    f = os.path.join(crafted, "cumemaudit.h.1.json")
+    with open(f, "w", encoding="utf-8") as out:
+        out.write(text.replace(json.dumps(names["esc"])[1:-1], "ho\\u0000stile"))
+    check_owner_views(tmp, "nul", f, "ho\x00stile")
+
+
+def check_owner_views(tmp, key, report_file, owner):
+    rep = ReportDir.read(report_file)
+    expect([l["owner"] for l in rep["leaks"]] == [owner], f"{key}: the report's leak owners {[l['owner'] for l in rep['leaks']]}")
+    trace = os.path.join(tmp, key + ".trace.json")
+    expect(cli(["trace", "-o", trace, report_file]).returncode == 0, f"{key}: trace failed")
+    events = json.load(open(trace, encoding="utf-8"))["traceEvents"]
+    leak_owners = [e["args"]["owner"] for e in events if e.get("name", "").startswith("leak: ")]
+    expect(leak_owners == [owner], f"{key}: the trace's leak owners {leak_owners}")
+    merged = os.path.join(tmp, key + ".merge.json")
+    expect(cli(["merge", "-o", merged, report_file]).returncode == 0, f"{key}: merge failed")
+    sites = [s["owner"] for s in json.load(open(merged, encoding="utf-8"))["sites"]]
+    expect(sites == [owner], f"{key}: merge's site owners {sites}")
+    for sub in (["merge", report_file], ["report", report_file], ["check", report_file]):
+        out = cli(sub)
+        expect(b"\x1b" not in out.stdout + out.stderr, f"{key}: raw ESC from {' '.join(sub[:1])}")
 
 
 def case_cli_write_errors(tmp):

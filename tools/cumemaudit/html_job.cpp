@@ -128,6 +128,12 @@ std::string pinning_part(const report::JobReport& j) {
     return s + "</tbody></table>\n";
 }
 
+std::string exit_text(const report::JobRank& r) {
+    if (!r.replaced_by_exec.empty()) return "exec " + r.replaced_by_exec;
+    if (r.checkpoint) return "checkpoint only";
+    return r.exit_code ? std::to_string(*r.exit_code) : "—";
+}
+
 std::string ranks_table(const report::JobReport& j) {
     std::string s = "<table class=\"ranks\"><thead><tr><th>rank</th><th>leaked (held)</th><th>own</th><th>since</th>"
                     "<th>held at exit (not leaked)</th><th>pins peers</th><th>pinned by peers</th><th>exit</th><th>file</th>"
@@ -135,7 +141,7 @@ std::string ranks_table(const report::JobReport& j) {
     for (const report::JobRank& r : j.ranks)
         s += "<tr>" + num_cell(r.rank) + bytes_cell(r.leaked_bytes) + bytes_cell(r.own_leaked_bytes) + text_cell(since(r)) +
              bytes_cell(r.held_at_exit_bytes) + bytes_cell(r.pins_peers_bytes) + bytes_cell(r.pinned_by_peers_bytes) +
-             text_cell(r.checkpoint ? "checkpoint only" : r.exit_code ? std::to_string(*r.exit_code) : "—") + text_cell(r.file) + "</tr>\n";
+             text_cell(exit_text(r)) + text_cell(r.file) + "</tr>\n";
     return s + "</tbody></table>\n";
 }
 

@@ -12,6 +12,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 namespace cumemaudit::shim {
@@ -180,6 +181,26 @@ void Auditor::before_exit(int status) {
     if (g_state.load() != running || g_forked.load()) return;  // no CUDA here, or none since fork
     if (g_auditor->pid_ != getpid()) return;  // a vfork child: the parent's memory, the parent's report
     g_auditor->exit_handler(status);
+}
+
+bool Auditor::before_exec(const char* program) {
+    if (g_state.load() != running || g_forked.load()) return false;  // no CUDA here, or none since fork
+    Auditor* a = g_auditor;
+    // A vfork child's exec: the parent's memory, the parent's report. From a signal handler that interrupted
+    // the shim or the driver, no report either (the exit handler's reasons): the last checkpoint stands.
+    if (a->pid_ != getpid() || !programs_call()) return false;
+    ShimScope busy;
+    if (a->recorder_.enforcing()) reclaim_pending(a->recorder_, true);
+    a->writer_.write_before_exec(program != nullptr ? program : "");
+    return true;
+}
+
+void Auditor::exec_failed(const char* program, int error) {
+    ShimScope busy;
+    g_auditor->writer_.exec_failed();
+    // The summary above was this image's as the exec began: say it did not end.
+    log_warning("the exec of {} failed ({}): this process goes on, and so does its audit", program != nullptr ? program : "",
+                std::strerror(error));
 }
 
 namespace {

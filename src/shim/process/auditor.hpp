@@ -52,6 +52,11 @@ public:
     // _exit, _Exit or quick_exit is about to end the process (boundary/exit_doors.cpp): the exit report, the
     // summary and the gate, where this process's audit runs and has not written them yet.
     static void before_exit(int status);
+    // An exec is about to replace this image (boundary/exec_doors.cpp): its final report, naming `program`,
+    // and the summary, where this process's audit runs. True when written: exec_failed() then follows if the
+    // call returns.
+    static bool before_exec(const char* program);
+    static void exec_failed(const char* program, int error);
 
 private:
     explicit Auditor(std::uint64_t generation);

@@ -76,6 +76,7 @@ report::ProcessFacts ReportWriter::facts(ledger::Moment moment, const int* exit_
     report::ProcessFacts f;
     f.process = {getpid(), id.rank, id.world_size, id.host, id.argv, std::nullopt, id.local_rank};
     if (exit_code != nullptr) f.process.exit_code = *exit_code;
+    f.process.replaced_by_exec = replaced_by_exec_;
     f.driver = {driver_version_, simulated_driver_version() != nullptr};
     f.intercepted_calls = calls_so_far();
     f.options = options::option_values(options_);
@@ -269,6 +270,19 @@ ReportWriter::Saved ReportWriter::follow(const Written& w, const int* exit_code,
     if (final || then == Then::summary) print_summary(w.report, w.saved, final);
     if (final) gate(w.report, w.saved, exit_code);
     return w.saved;
+}
+
+ReportWriter::Saved ReportWriter::write_before_exec(const std::string& program) {
+    {
+        const std::unique_lock locked = lock(true);
+        replaced_by_exec_ = program;
+    }
+    return write(ledger::Moment::exit, nullptr, Then::summary);
+}
+
+void ReportWriter::exec_failed() {
+    const std::unique_lock locked = lock(true);
+    replaced_by_exec_.clear();
 }
 
 int ReportWriter::exit_verdict(int status) {

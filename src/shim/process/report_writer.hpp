@@ -37,6 +37,11 @@ public:
     // On this thread's own stack: the checkpoint thread's, whose size the shim chose.
     Saved write_here(ledger::Moment, const int* exit_code, Then then);
 
+    // An exec is about to replace the image: its final report (held memory as at exit), naming the program
+    // that follows, and the summary. exec_failed() takes the name back.
+    Saved write_before_exec(const std::string& program);
+    void exec_failed();
+
     // exit() from a signal handler that interrupted the shim or the driver on a program's thread: the report
     // built, saved and summed up on this thread (the checkpoint thread's), without touching stdout, whose
     // lock the interrupted thread may hold. Returns the code the process is to end with (the gate's, or the
@@ -76,6 +81,7 @@ private:
     std::mutex mu_;            // one report at a time (checkpoint thread, exit, C API)
     std::optional<ProcessIdentity> identity_;  // fixed at the first report (under mu_)
     std::string path_;                         // likewise
+    std::string replaced_by_exec_;             // the program an exec is about to run (under mu_)
 };
 
 }  // namespace cumemaudit::shim
