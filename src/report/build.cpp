@@ -11,10 +11,11 @@ namespace {
 // The names of one recording's ids: sites symbolized once per trace (sites share traces), owners by id.
 class Names {
 public:
-    Names(const ledger::Ledger& book, Symbolizer* symbolizer) : book_(book), symbolizer_(symbolizer) {}
+    Names(const ledger::Ledger& book, Symbolizer* symbolizer, user_frame::Skip skip)
+        : book_(book), symbolizer_(symbolizer), skip_(std::move(skip)) {}
     Site site(const ledger::Site& s) {
         auto it = seen_.find(s.trace);
-        if (it == seen_.end()) it = seen_.emplace(s.trace, site_of(book_, symbolizer_, s)).first;
+        if (it == seen_.end()) it = seen_.emplace(s.trace, site_of(book_, symbolizer_, s, skip_)).first;
         Site out = it->second;
         out.api = s.api ? s.api : "";
         return out;
@@ -32,6 +33,7 @@ public:
 private:
     const ledger::Ledger& book_;
     Symbolizer* symbolizer_;
+    const user_frame::Skip skip_;
     std::unordered_map<ledger::TraceId, Site> seen_;
 };
 
@@ -266,7 +268,7 @@ void add_facts(Report& r, const ProcessFacts& facts, const ledger::Summary& snap
 }  // namespace
 
 // A trace holds native frames and tagged pcs naming Python frames (ledger/python_frames.hpp).
-Site site_of(const ledger::Ledger& book, Symbolizer* symbolizer, const ledger::Site& s) {
+Site site_of(const ledger::Ledger& book, Symbolizer* symbolizer, const ledger::Site& s, const user_frame::Skip& skip) {
     Site site;
     site.api = s.api ? s.api : "";
     for (const ledger::Pc pc : book.traces().frames(s.trace)) {
@@ -281,12 +283,18 @@ Site site_of(const ledger::Ledger& book, Symbolizer* symbolizer, const ledger::S
             site.frames.push_back(std::move(f));
         }
     }
+    if (!site.python_frames.empty()) {
+        std::vector<std::string_view> files;
+        for (const PythonFrame& f : site.python_frames) files.push_back(f.file);
+        site.user_frame = static_cast<std::int64_t>(user_frame::pick(files, skip));
+    }
     return site;
 }
 
 Report build(const history::Recording& rec, const ProcessFacts& facts, Symbolizer* symbolizer, const Suppressions* suppressions) {
     Report r;
-    Names names(*rec.book, symbolizer);
+    const auto skip_frames = facts.options.find("skip_frames");
+    Names names(*rec.book, symbolizer, user_frame::Skip(skip_frames != facts.options.end() ? skip_frames->second : ""));
     Suppressions supp = suppressions ? *suppressions : Suppressions{};
     add_facts(r, facts, rec.ledger.summary);
     add_steps(r, rec.history, names);

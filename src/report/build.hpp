@@ -7,6 +7,8 @@
 #include "history/history.hpp"
 #include "ledger/ledger.hpp"
 #include "report.hpp"
+
+#include "common/user_frame.hpp"
 #include "suppressions.hpp"
 #include "symbolizer.hpp"
 
@@ -32,7 +34,8 @@ Report build(const history::Recording&, const ProcessFacts&, Symbolizer* symboli
              const Suppressions* suppressions = nullptr);
 
 // One ledger site as the report names it: its call, native frames (symbolized when a symbolizer is given,
-// else their pcs only) and Python frames, innermost first.
-Site site_of(const ledger::Ledger&, Symbolizer*, const ledger::Site&);
+// else their pcs only) and Python frames, innermost first, with the one a person names (`skip`: the
+// option skip_frames).
+Site site_of(const ledger::Ledger&, Symbolizer*, const ledger::Site&, const user_frame::Skip& skip);
 
 }  // namespace cumemaudit::report

@@ -94,9 +94,8 @@ struct JobTextDetail {
 };
 // What `cumemaudit merge` prints, ending in a SUMMARY: line.
 std::string text_summary(const JobReport&, const JobTextDetail& = {});
-// "train.py:42 (Model.step)" of the innermost Python frame, else "file.cpp:42 (symbol)" of the first native
-// frame with a file, else the first symbol, else "unknown": the line a person looks at.
-std::string where(const Site&);
+// The one-line place of each of the job's sites (report::distinct_wheres: two sites never read the same).
+std::vector<std::string> job_site_wheres(const JobReport&);
 std::string write_atomic(const std::string& path, const JobReport&, unsigned mode = 0600) noexcept;  // as for a Report
 
 // A report file of either kind, parsed once: a process report as load() reads it, or a merged job

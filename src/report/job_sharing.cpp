@@ -9,7 +9,7 @@
 
 namespace cumemaudit::report {
 
-std::string import_site_key(const std::string& handle_type, const Site& s) { return handle_type + '\n' + site_key(s); }
+std::string import_site_key(const std::string& handle_type, const Site& s) { return handle_type + '\n' + site_key(s, SiteKeyLines::match); }
 
 ImportsBySite JobSharing::add(std::size_t index, const Report& r, JobRank& row) {
     for (const Export& e : r.exports) {

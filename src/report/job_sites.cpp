@@ -8,7 +8,7 @@
 namespace cumemaudit::report {
 namespace {
 
-std::string row_key(const Leak& l) { return l.cls + '\n' + l.handle_type + '\n' + l.owner + '\n' + site_key(l.site); }
+std::string row_key(const Leak& l) { return l.cls + '\n' + l.handle_type + '\n' + l.owner + '\n' + site_key(l.site, SiteKeyLines::match); }
 
 }  // namespace
 

@@ -1,6 +1,7 @@
 // The text of a job report, as `cumemaudit merge` prints it; see job.hpp. Concise by default, as LSan's
 // summary is: a 1024-rank job reads in one screen, and JobTextDetail asks for every row of a part.
 #include "job.hpp"
+#include "site_naming.hpp"
 #include "text.hpp"
 
 #include "common/paths.hpp"
@@ -70,10 +71,11 @@ void sites_part(std::string& t, const JobReport& j, bool all) {
     if (j.sites.empty()) return;
     t += fmt::format("leak sites: {} across ranks, largest first (each allocation counted once):\n", j.sites.size());
     const std::size_t shown = all ? j.sites.size() : std::min(j.sites.size(), kTextSites);
+    const std::vector<std::string> wheres = job_site_wheres(j);
     for (std::size_t i = 0; i < shown; ++i) {
         const JobSite& s = j.sites[i];
         t += fmt::format("  {:>10}  {:<14} {} at {}  ranks: {} [{}]\n", human_bytes(s.leak.bytes), s.leak.cls,
-                         s.leak.site.api, where(s.leak.site), s.ranks, compact_ranks(s.rank_list));
+                         s.leak.site.api, wheres[i], s.ranks, compact_ranks(s.rank_list));
     }
     if (shown < j.sites.size()) t += fmt::format("  … {} more sites (--all-sites)\n", j.sites.size() - shown);
 }
@@ -116,18 +118,10 @@ void steps_part(std::string& t, const JobReport& j, bool all) {
 
 }  // namespace
 
-std::string where(const Site& s) {
-    // A Python program's native frames are the interpreter's; its own line is the Python one.
-    if (!s.python_frames.empty()) {
-        const PythonFrame& p = s.python_frames.front();
-        return fmt::format("{}:{} ({})", basename(p.file), p.line, p.function);
-    }
-    for (const Frame& f : s.frames) {
-        if (!f.file.empty())
-            return fmt::format("{}:{}{}", basename(f.file), f.line, f.symbol.empty() ? "" : " (" + f.symbol + ")");
-        if (!f.symbol.empty()) return f.symbol;
-    }
-    return "unknown";
+std::vector<std::string> job_site_wheres(const JobReport& j) {
+    std::vector<const Site*> sites;
+    for (const JobSite& s : j.sites) sites.push_back(&s.leak.site);
+    return distinct_wheres(sites);
 }
 
 std::string text_summary(const JobReport& j, const JobTextDetail& detail) {

@@ -1,6 +1,7 @@
 #include "oom_text.hpp"
 
 #include "report/human_bytes.hpp"
+#include "report/site_naming.hpp"
 
 #include <fmt/format.h>
 
@@ -12,10 +13,7 @@ std::string part_label(const OomPart& p) {
     if (p.what == "leaked") {
         std::string s = fmt::format("LEAKED {} {}", p.owner, p.kind);
         if (!p.site.api.empty()) s += " from " + p.site.api;
-        if (!p.site.python_frames.empty())
-            s += fmt::format(" at {}:{}", p.site.python_frames.front().file, p.site.python_frames.front().line);
-        else if (!p.site.frames.empty() && !p.site.frames.front().file.empty())
-            s += fmt::format(" at {}:{}", p.site.frames.front().file, p.site.frames.front().line);
+        if (!p.site.python_frames.empty() || !p.site.frames.empty()) s += " at " + where(p.site);
         return s;
     }
     if (p.what == "async_pool_idle") return "async pools, reserved but unused";
@@ -30,16 +28,9 @@ std::string oom_text(const Oom& o, int max_parts) {
     fmt::format_to(it, "\nOut of memory: {} of {} bytes ({}) returned {} at step {}{} [{}]\n", o.api,
                    o.requested_bytes, human_bytes(o.requested_bytes), o.result, o.step,
                    o.recovered ? ", recovered by a later retry" : "", o.owner);
-    // The Python caller's line where there is one: the native frame under it is libffi's or Cython's.
-    if (!o.site.python_frames.empty()) {
-        const PythonFrame& f = o.site.python_frames.front();
-        fmt::format_to(it, "    at {} {}:{}\n", f.function, f.file, f.line);
-    } else if (!o.site.frames.empty()) {
-        const Frame& f = o.site.frames.front();
-        fmt::format_to(it, "    at {}", f.symbol.empty() ? "??" : f.symbol);
-        if (!f.file.empty()) fmt::format_to(it, " {}:{}", f.file, f.line);
-        out += '\n';
-    }
+    // The place a person names (report/site_naming.hpp): from Python, past the binding and the program's
+    // own thin wrapper; the native frame under Python is libffi's or Cython's.
+    if (!o.site.python_frames.empty() || !o.site.frames.empty()) fmt::format_to(it, "    at {}\n", where(o.site));
     fmt::format_to(it, "  driver: {} used of {}, {} free; {} of it leaked (unreachable VMM memory)\n",
                    human_bytes(o.driver_used_bytes), human_bytes(o.driver_total_bytes), human_bytes(o.driver_free_bytes),
                    human_bytes(o.leaked_bytes));

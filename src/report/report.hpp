@@ -37,6 +37,9 @@ struct Site {
     std::string api;
     std::vector<Frame> frames;  // innermost first
     std::vector<PythonFrame> python_frames = {};  // addition to v1: innermost first; empty outside Python
+    // Addition to v1: the index in python_frames of the frame a person names (common/user_frame.hpp, with
+    // the option skip_frames); -1 without Python frames, or in a report from before the field.
+    std::int64_t user_frame = -1;
 };
 
 struct Leak {

@@ -33,6 +33,7 @@ template <class V> void fields(V& v, Site& s) {
     v.req("api", s.api);
     v.req("frames", s.frames);
     v.opt("python_frames", s.python_frames);
+    v.opt("user_frame", s.user_frame);
 }
 template <class V> void fields(V& v, Leak& l) {
     v.req("class", l.cls);

@@ -3,6 +3,7 @@
 // and printed from the struct.
 #include "report/job.hpp"
 #include "report/site_key.hpp"
+#include "report/site_naming.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -201,23 +202,23 @@ TEST_CASE("the same site: function and file:line per frame, else object+offset; 
     b.frames[0].pc = 0x7f0000401234;
     b.frames[0].offset = 0x1300;
     b.frames[1].pc = 0x7f0000402000;
-    CHECK(site_key(a) == site_key(b));
+    CHECK(site_key(a, SiteKeyLines::match) == site_key(b, SiteKeyLines::match));
     b.frames[1].line = 8;  // called from elsewhere: another site, though the top frame is the same
-    CHECK(site_key(a) != site_key(b));
+    CHECK(site_key(a, SiteKeyLines::match) != site_key(b, SiteKeyLines::match));
     b = a;
     b.api = "cuMemRetainAllocationHandle";
-    CHECK(site_key(a) != site_key(b));
+    CHECK(site_key(a, SiteKeyLines::match) != site_key(b, SiteKeyLines::match));
     // Without symbol and file, the object and the offset into it are all a report knows.
     Site bare;
     bare.api = "cuMemAlloc_v2";
     bare.frames.push_back({0x401000, 0x1000, "/lib/libfoo.so", "", "", 0, ""});
     Site moved = bare;
     moved.frames[0].pc = 0x7f0000401000;
-    CHECK(site_key(bare) == site_key(moved));
+    CHECK(site_key(bare, SiteKeyLines::match) == site_key(moved, SiteKeyLines::match));
     moved.frames[0].offset = 0x1010;
-    CHECK(site_key(bare) != site_key(moved));
-    CHECK(site_key(bare) == "cuMemAlloc_v2\n/lib/libfoo.so+0x1000");
-    CHECK(site_key(a) == "cuMemCreate\nallocate_buffer|buffer.cpp:42\nmain|main.cpp:7");
+    CHECK(site_key(bare, SiteKeyLines::match) != site_key(moved, SiteKeyLines::match));
+    CHECK(site_key(bare, SiteKeyLines::match) == "cuMemAlloc_v2\nlibfoo.so+0x1000");
+    CHECK(site_key(a, SiteKeyLines::match) == "cuMemCreate\nallocate_buffer|buffer.cpp:42\nmain|main.cpp:7");
 }
 
 // Python frames are part of the site (tagged pcs in the same trace as the native frames): a Python program's
@@ -229,16 +230,86 @@ TEST_CASE("the same site includes every Python frame") {
     a.python_frames = {{"/w/train.py", 42, "Model.step"}, {"/w/train.py", 7, "<module>"}};
     Site b = a;
     b.frames[0].pc = 0x7f0000401000;  // another process
-    CHECK(site_key(a) == site_key(b));
+    CHECK(site_key(a, SiteKeyLines::match) == site_key(b, SiteKeyLines::match));
     b.python_frames[0].line = 43;  // another line of the same function
-    CHECK(site_key(a) != site_key(b));
+    CHECK(site_key(a, SiteKeyLines::match) != site_key(b, SiteKeyLines::match));
     b = a;
     b.python_frames[1].line = 8;  // the same line, called from elsewhere
-    CHECK(site_key(a) != site_key(b));
+    CHECK(site_key(a, SiteKeyLines::match) != site_key(b, SiteKeyLines::match));
     b = a;
     b.python_frames.clear();  // the same native frames, not from Python
-    CHECK(site_key(a) != site_key(b));
-    CHECK(site_key(a) == "cuMemCreate\nffi_call|:0\npy|Model.step|/w/train.py:42\npy|<module>|/w/train.py:7");
+    CHECK(site_key(a, SiteKeyLines::match) != site_key(b, SiteKeyLines::match));
+    CHECK(site_key(a, SiteKeyLines::match) == "cuMemCreate\nffi_call|:0\npy|Model.step|train.py:42\npy|<module>|train.py:7");
+}
+
+// Checkouts move and every commit shifts lines: by default a site is its functions and files (installed ones
+// under site-packages, the program's by basename), so a baseline from another checkout, or from before a line
+// was added above the leak, still knows it.
+TEST_CASE("the same site survives a move and an edit unless lines are asked to match") {
+    Site a;
+    a.api = "cuMemCreate";
+    a.frames.push_back({0x401000, 0x1000, "/usr/lib/libffi.so.8", "ffi_call", "", 0, ""});
+    a.python_frames = {{"/home/ci/run1/src/cuda_vmm.py", 50, "Driver.create"}, {"/home/ci/run1/src/train.py", 20, "GrowingWorkspace.grow"},
+                       {"/venv/lib/python3.11/site-packages/lib/util.py", 9, "call"}};
+    Site b = a;
+    b.python_frames[0].file = "/tmp/other/checkout/src/cuda_vmm.py";
+    b.python_frames[1].file = "/tmp/other/checkout/src/train.py";
+    b.python_frames[1].line = 21;  // a line added above it
+    b.python_frames[2].file = "/opt/env/lib/python3.12/site-packages/lib/util.py";
+    CHECK(site_key(a, SiteKeyLines::ignore) == site_key(b, SiteKeyLines::ignore));
+    CHECK(site_key(a, SiteKeyLines::match) != site_key(b, SiteKeyLines::match));
+    CHECK(site_key(a, SiteKeyLines::ignore) ==
+          "cuMemCreate\nffi_call|\npy|Driver.create|cuda_vmm.py\npy|GrowingWorkspace.grow|train.py\npy|call|lib/util.py");
+    b = a;
+    b.python_frames[1].function = "GrowingWorkspace.shrink";  // another function: another site
+    CHECK(site_key(a, SiteKeyLines::ignore) != site_key(b, SiteKeyLines::ignore));
+    b = a;
+    b.python_frames[2].file = "/venv/lib/python3.11/site-packages/other/util.py";  // another package's file
+    CHECK(site_key(a, SiteKeyLines::ignore) != site_key(b, SiteKeyLines::ignore));
+}
+
+// A thin helper of the program's own (cuda_vmm.py) wraps the ctypes call; the place a person fixes is its
+// caller, and two callers are two leaks that must never read the same.
+TEST_CASE("a Python site is named past the program's own driver wrapper, and two sites never read the same") {
+    Site grow;
+    grow.api = "cuMemCreate";
+    grow.frames.push_back({0x401000, 0x1000, "/usr/lib/x86_64-linux-gnu/libffi.so.8", "ffi_call", "", 0, ""});
+    grow.python_frames = {{"/w/cuda_vmm.py", 50, "Driver.create"},
+                          {"/w/train.py", 20, "GrowingWorkspace.grow"},
+                          {"/w/train.py", 60, "main"},
+                          {"/w/train.py", 70, "<module>"}};
+    CHECK(where(grow) == "train.py:20 (GrowingWorkspace.grow) via cuda_vmm.py:50");
+    Site other = grow;
+    other.python_frames[1] = {"/w/train.py", 44, "GrowingWorkspace.grow"};
+    CHECK(where(other) == "train.py:44 (GrowingWorkspace.grow) via cuda_vmm.py:50");
+    // One file only, called by the interpreter's runpy and frozen code: its own innermost frame.
+    Site alone = grow;
+    alone.python_frames = {{"/w/train.py", 12, "alloc"}, {"/w/train.py", 30, "main"},
+                           {"/usr/lib/python3.11/runpy.py", 88, "_run_code"}, {"<frozen runpy>", 198, "_run_module_as_main"}};
+    CHECK(where(alone) == "train.py:12 (alloc)");
+    // A test's helper module called by the test: the test's line; the test called by pytest: not pytest's.
+    Site test = grow;
+    test.python_frames = {{"/w/tests/helpers.py", 5, "make_buffer"}, {"/w/tests/test_leak.py", 10, "test_grow"},
+                          {"/venv/lib/python3.11/site-packages/_pytest/python.py", 159, "pytest_pyfunc_call"}};
+    CHECK(where(test) == "test_leak.py:10 (test_grow) via helpers.py:5");
+    test.python_frames.erase(test.python_frames.begin());
+    CHECK(where(test) == "test_leak.py:10 (test_grow)");
+    // ctypes' own module and cuda-python's layers are never the place.
+    Site bound = grow;
+    bound.python_frames.insert(bound.python_frames.begin(), {"/usr/lib/python3.11/ctypes/__init__.py", 390, "__call__"});
+    CHECK(where(bound) == "train.py:20 (GrowingWorkspace.grow) via cuda_vmm.py:50");
+    // The report's own pick (made with skip_frames) stands where it recorded one.
+    Site recorded = grow;
+    recorded.user_frame = 2;
+    CHECK(where(recorded) == "train.py:60 (main) via cuda_vmm.py:50");
+    // Two sites that differ only further out read differently: the line grows by a frame until they part.
+    Site twin = grow;
+    twin.python_frames[2] = {"/w/train.py", 61, "main"};
+    const Site* both[] = {&grow, &twin, &grow};
+    const std::vector<std::string> names = distinct_wheres(both);
+    CHECK(names[0] == "train.py:20 (GrowingWorkspace.grow) via cuda_vmm.py:50 < train.py:60 (main)");
+    CHECK(names[1] == "train.py:20 (GrowingWorkspace.grow) via cuda_vmm.py:50 < train.py:61 (main)");
+    CHECK(names[2] == names[0]);  // the same site twice reads the same
 }
 
 TEST_CASE("the text names a Python site by its innermost Python frame") {

@@ -19,11 +19,12 @@ namespace cumemaudit::cli {
 namespace {
 
 // Rows of one report summed by site, in the order of their largest row (rows come most bytes first).
-std::vector<report::FailingRow> by_site(const std::vector<report::FailingRow>& rows, std::vector<std::string>& keys) {
+std::vector<report::FailingRow> by_site(const std::vector<report::FailingRow>& rows, report::SiteKeyLines lines,
+                                        std::vector<std::string>& keys) {
     std::vector<report::FailingRow> sites;
     keys.clear();
     for (const report::FailingRow& row : rows) {
-        const std::string key = report::site_key(*row.site);
+        const std::string key = report::site_key(*row.site, lines);
         const auto at = std::find(keys.begin(), keys.end(), key);
         if (at == keys.end()) {
             keys.push_back(key);
@@ -60,7 +61,7 @@ std::string to_string(const Tolerance& t) {
     return t.bytes ? report::human_bytes(*t.bytes) : fmt::format("{:g}%", t.percent);
 }
 
-Baseline::Baseline(const std::string& path, const report::FailOn& fail_on) {
+Baseline::Baseline(const std::string& path, const report::FailOn& fail_on, report::SiteKeyLines lines) : lines_(lines) {
     const ReportFiles files = expand_reports({path});
     if (!files.empty_dirs.empty())
         throw UsageError(fmt::format("--baseline {}: no cumemaudit.*.json reports in this directory", path));
@@ -72,7 +73,7 @@ Baseline::Baseline(const std::string& path, const report::FailOn& fail_on) {
         } catch (const report::ReportError& e) {
             throw UsageError(fmt::format("--baseline: {}", e.what()));
         }
-        const auto sites = by_site(report::failing_rows(r, fail_on, std::nullopt), keys);
+        const auto sites = by_site(report::failing_rows(r, fail_on, std::nullopt), lines_, keys);
         for (std::size_t i = 0; i < sites.size(); ++i) allowed_[keys[i]] = std::max(allowed_[keys[i]], sites[i].bytes);
     }
 }
@@ -80,7 +81,7 @@ Baseline::Baseline(const std::string& path, const report::FailOn& fail_on) {
 std::vector<SiteChange> Baseline::changes(const std::vector<report::FailingRow>& rows, const Tolerance& t,
                                           std::size_t& known) const {
     std::vector<std::string> keys;
-    const auto sites = by_site(rows, keys);
+    const auto sites = by_site(rows, lines_, keys);
     std::vector<SiteChange> out;
     known = 0;
     for (std::size_t i = 0; i < sites.size(); ++i) {

@@ -5,6 +5,7 @@
 
 #include "report/gate.hpp"
 #include "report/report.hpp"
+#include "report/site_key.hpp"
 
 #include <cstdint>
 #include <map>
@@ -34,13 +35,15 @@ class Baseline {
 public:
     // Every report under `path` (a report file, a merged job or a directory of them, as `check` takes),
     // their rows failing under `fail_on`. Throws UsageError naming --baseline and the problem.
-    Baseline(const std::string& path, const report::FailOn& fail_on);
+    // `lines`: whether a site's lines tell it apart (by default an edit above a leak moves its line, not the leak).
+    Baseline(const std::string& path, const report::FailOn& fail_on, report::SiteKeyLines lines);
 
     // The sites of `rows` (failing_rows of one report) the baseline does not allow, most bytes first; the
     // count of sites it does allow in `known`.
     std::vector<SiteChange> changes(const std::vector<report::FailingRow>& rows, const Tolerance&, std::size_t& known) const;
 
 private:
+    report::SiteKeyLines lines_;
     std::map<std::string, std::uint64_t> allowed_;  // site_key → the most bytes one baseline report leaked there
 };
 

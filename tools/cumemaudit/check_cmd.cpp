@@ -93,7 +93,8 @@ int check_command(const CheckArgs& a) {
     const auto budget = size_flag("--max-leaked-bytes", a.max_leaked);
     const Tolerance tolerance = parse_tolerance(a.tolerance);
     std::optional<Baseline> baseline;
-    if (!a.baseline.empty()) baseline.emplace(a.baseline, fail_on);
+    if (!a.baseline.empty())
+        baseline.emplace(a.baseline, fail_on, a.match_lines ? report::SiteKeyLines::match : report::SiteKeyLines::ignore);
 
     bool bad = false, failed = false;
     std::vector<JunitCase> cases;

@@ -16,6 +16,7 @@ struct CheckArgs {
     std::string junit;                        // JUnit XML to write; empty: none
     std::string baseline;                     // known sites; empty: none
     std::string tolerance = "10%";            // how much a known site may grow
+    bool match_lines = false;                 // with a baseline: sites differ by their lines too
 };
 
 // One line per report; 0 all pass, 1 some fail the gate, 2 on an unreadable or malformed report (or

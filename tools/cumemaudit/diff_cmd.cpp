@@ -4,6 +4,7 @@
 
 #include "load_all.hpp"
 #include "report/site_key.hpp"
+#include "report/site_naming.hpp"
 #include "report/text.hpp"
 #include "report/timeline.hpp"
 #include "site_text.hpp"
@@ -47,32 +48,29 @@ Bytes kinds_live(const report::Report& r) {
 }
 
 // One row per place: the same site may leak under two classes (unreachable and open-export); rows held at
-// exit are not leaks (report::is_leak). Sites are told apart by report::site_key, the rule `merge` uses too;
-// a row is named by its top frame, and by its callers (native, then Python) as well where two sites share
-// the top frames.
-Bytes leak_sites(const report::Report& r, std::map<std::string, std::string>& names) {
-    Bytes m;
-    for (const report::Leak& l : r.leaks) {
-        if (!report::is_leak(l)) continue;
-        const std::string key = report::site_key(l.site);
-        m[key] += l.bytes;
-        std::string name = site_text(l.site) + " [" + l.owner + "]";
-        for (const auto& [other_key, other_name] : names)
-            if (other_name == name && other_key != key) {
-                for (std::size_t i = 1; i < l.site.frames.size(); ++i) name += " <- " + frame_text(l.site.frames[i]);
-                for (std::size_t i = 1; i < l.site.python_frames.size(); ++i)
-                    name += " <- " + python_frame_text(l.site.python_frames[i]);
-                break;
+// exit are not leaks (report::is_leak). Sites are one place by report::site_key (lines ignored unless asked:
+// an edit above a leak moves its line, not the leak), named as every one-line view names them.
+Bytes leak_sites(const report::Report& a, const report::Report& b, report::SiteKeyLines lines, Bytes& in_b) {
+    std::vector<const report::Site*> sites;
+    std::vector<std::string> keys;
+    std::vector<const report::Leak*> rows;
+    for (const report::Report* r : {&a, &b})
+        for (const report::Leak& l : r->leaks)
+            if (report::is_leak(l)) {
+                rows.push_back(&l);
+                sites.push_back(&l.site);
+                keys.push_back(report::site_key(l.site, lines));
             }
-        names.try_emplace(key, name);
+    const std::vector<std::string> wheres = report::distinct_wheres(sites);
+    std::map<std::string, std::string> names;  // key → the name of its first row
+    Bytes in_a;
+    std::size_t from_a = 0;
+    for (const report::Leak& l : a.leaks) from_a += report::is_leak(l);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        const std::string& name = names.try_emplace(keys[i], rows[i]->site.api + " at " + wheres[i] + " [" + rows[i]->owner + "]").first->second;
+        (i < from_a ? in_a : in_b)[name] += rows[i]->bytes;
     }
-    return m;
-}
-
-Bytes renamed(const Bytes& by_key, const std::map<std::string, std::string>& names) {
-    Bytes m;
-    for (const auto& [k, v] : by_key) m[names.at(k)] += v;
-    return m;
+    return in_a;
 }
 
 Bytes report_totals(const report::Report& r) {
@@ -109,13 +107,14 @@ std::string signed_bytes(std::int64_t d) {
 
 }  // namespace
 
-Diff diff_reports(const report::Report& a, const report::Report& b, std::string name_a, std::string name_b) {
+Diff diff_reports(const report::Report& a, const report::Report& b, std::string name_a, std::string name_b,
+                  report::SiteKeyLines lines) {
     Diff d{std::move(name_a), std::move(name_b), {}};
     d.tables.push_back(table("live bytes by owner", owners_live(a), owners_live(b)));
     d.tables.push_back(table("live bytes by kind", kinds_live(a), kinds_live(b)));
-    std::map<std::string, std::string> names;
-    const Bytes sites_a = leak_sites(a, names), sites_b = leak_sites(b, names);
-    d.tables.push_back(table("leaked bytes by site", renamed(sites_a, names), renamed(sites_b, names)));
+    Bytes sites_b;
+    const Bytes sites_a = leak_sites(a, b, lines, sites_b);
+    d.tables.push_back(table("leaked bytes by site", sites_a, sites_b));
     d.tables.push_back(table("totals", report_totals(a), report_totals(b)));
     return d;
 }
@@ -142,7 +141,7 @@ std::string diff_text(const Diff& d) {
     return out;
 }
 
-int diff_command(const std::vector<std::string>& files, const std::vector<std::string>& steps) {
+int diff_command(const std::vector<std::string>& files, const std::vector<std::string>& steps, bool match_lines) {
     if (steps.empty() ? files.size() != 2 : files.size() != 1) {
         std::fprintf(stderr, "cumemaudit: diff takes two reports (diff A.json B.json), or one with --steps N M\n");
         return 2;
@@ -150,7 +149,8 @@ int diff_command(const std::vector<std::string>& files, const std::vector<std::s
     std::vector<report::Report> reports;
     if (!load_all(files, reports)) return 2;
     if (steps.empty()) {
-        cli::print_safe(stdout, diff_text(diff_reports(reports[0], reports[1], files[0], files[1])));
+        cli::print_safe(stdout, diff_text(diff_reports(reports[0], reports[1], files[0], files[1],
+                                                               match_lines ? report::SiteKeyLines::match : report::SiteKeyLines::ignore)));
         return 0;
     }
     const report::Step* ab[2] = {report::find_step(reports[0], steps[0]), report::find_step(reports[0], steps[1])};

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "report/report.hpp"
+#include "report/site_key.hpp"
 
 #include <cstdint>
 #include <string>
@@ -27,14 +28,16 @@ struct Diff {
     std::vector<DiffTable> tables;
 };
 
-// Owners (live), kinds (live), leak sites (matched by api and top frame) and the totals.
-Diff diff_reports(const report::Report& a, const report::Report& b, std::string name_a, std::string name_b);
+// Owners (live), kinds (live), leak sites (one place by report::site_key) and the totals.
+Diff diff_reports(const report::Report& a, const report::Report& b, std::string name_a, std::string name_b,
+                  report::SiteKeyLines lines = report::SiteKeyLines::ignore);
 // Owners, kinds and the step's figures (driver used, unattributed, PyTorch's own) from one step to another.
 Diff diff_steps(const report::Step& a, const report::Step& b);
 
 std::string diff_text(const Diff&);
 
 // `files` is A B, or one report with `steps` = {N, M} (step numbers or mark labels). 0, or 2 on bad input.
-int diff_command(const std::vector<std::string>& files, const std::vector<std::string>& steps);
+// `match_lines`: sites differ by their lines too.
+int diff_command(const std::vector<std::string>& files, const std::vector<std::string>& steps, bool match_lines);
 
 }  // namespace cumemaudit::cli

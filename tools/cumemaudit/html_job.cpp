@@ -3,6 +3,7 @@
 #include "html_escape.hpp"
 #include "html_job_chart.hpp"
 #include "html_page.hpp"
+#include "report/site_naming.hpp"
 #include "report/text.hpp"
 
 #include <fmt/format.h>
@@ -40,6 +41,8 @@ std::vector<std::size_t> leaking_ranks(const report::JobReport& j) {
     return v;
 }
 
+std::size_t site_index(const report::JobReport& j, const report::JobSite* site) { return static_cast<std::size_t>(site - j.sites.data()); }
+
 std::string verdict(const report::JobReport& j, const std::vector<std::size_t>& leaking) {
     const report::Summary& s = j.summary.process;
     if (leaking.empty())
@@ -50,12 +53,13 @@ std::string verdict(const report::JobReport& j, const std::vector<std::size_t>& 
                                 leaking.size(), j.ranks.size(), human_bytes(s.leaked_bytes), s.leaked_bytes, s.leaked_allocations);
     v += fmt::format("<p>Worst: <b>{}</b> holds {} leaked", html_escape(rank_name(worst)), human_bytes(worst.leaked_bytes));
     if (worst.first_leak_step >= 0) v += fmt::format(" since <b>step {}</b>", worst.first_leak_step);
+    const std::vector<std::string> wheres = report::job_site_wheres(j);
     if (const report::JobSite* site = top_site(j, worst))
-        v += fmt::format(", largest at <code>{}</code> ({})", html_escape(report::where(site->leak.site)), html_escape(site->leak.site.api));
+        v += fmt::format(", largest at <code>{}</code> ({})", html_escape(wheres[site_index(j, site)]), html_escape(site->leak.site.api));
     v += ".</p>\n";
     if (!j.sites.empty()) {
         const report::JobSite& t = j.sites.front();
-        v += fmt::format("<p>Top site: <code>{}</code> ({}), {} on {} ranks.</p>\n", html_escape(report::where(t.leak.site)),
+        v += fmt::format("<p>Top site: <code>{}</code> ({}), {} on {} ranks.</p>\n", html_escape(wheres.front()),
                          html_escape(t.leak.site.api), human_bytes(t.leak.bytes), t.ranks);
     }
     return v + "</div>\n";
@@ -66,12 +70,13 @@ std::string leaking_rows(const report::JobReport& j, const std::vector<std::size
                          std::size_t to, const char* cls) {
     std::string s = fmt::format("<table class=\"{}\"><thead><tr><th>rank</th><th>leaked (held)</th><th>own</th><th>since</th>"
                                 "<th>top site</th><th>host · pid</th></tr></thead><tbody>\n", cls);
+    const std::vector<std::string> wheres = report::job_site_wheres(j);
     for (std::size_t n = from; n < to; ++n) {
         const std::size_t i = leaking[n];
         const report::JobRank& r = j.ranks[i];
         const report::JobSite* site = top_site(j, r);
         s += "<tr>" + num_cell(r.rank) + bytes_cell(r.leaked_bytes) + bytes_cell(r.own_leaked_bytes) + text_cell(since(r)) +
-             (site ? "<td><code>" + html_escape(report::where(site->leak.site)) + "</code> " + html_escape(site->leak.site.api) + "</td>"
+             (site ? "<td><code>" + html_escape(wheres[site_index(j, site)]) + "</code> " + html_escape(site->leak.site.api) + "</td>"
                    : text_cell("—")) +
              text_cell(fmt::format("{} · {}{}", r.host, r.pid, r.checkpoint ? " (checkpoint only)" : "")) + "</tr>\n";
     }

@@ -133,6 +133,9 @@ int main(int argc, char** argv) {
     check_cmd->add_option("--tolerance", check.tolerance,
                           "With --baseline, how much a known site may grow: a percentage or a size (default 10%)")
         ->needs(baseline_opt);
+    check_cmd->add_flag("--match-lines", check.match_lines,
+                        "With --baseline, sites differ by their lines too (by default an edit above a leak moves its line, not the leak)")
+        ->needs(baseline_opt);
 
     std::vector<std::string> merge_paths;
     std::string merge_out;
@@ -172,6 +175,9 @@ int main(int argc, char** argv) {
     CLI::App* diff_cmd = app.add_subcommand("diff", "What grew between two reports, or between two steps of one");
     diff_cmd->add_option("reports", diff_files, "A.json B.json, or one report with --steps")->required();
     diff_cmd->add_option("--steps", diff_steps, "Two steps of one report: step numbers or mark labels")->expected(2);
+    bool diff_match_lines = false;
+    diff_cmd->add_flag("--match-lines", diff_match_lines,
+                       "Sites differ by their lines too (by default an edit above a leak moves its line, not the leak)");
 
     // CLI11 reorders and eats arguments after a positional; the program's own arguments (-c and all) must
     // reach it untouched, so they are cut off before CLI11 sees the command line.
@@ -199,7 +205,7 @@ int main(int argc, char** argv) {
 
         if (*trace_cmd) return trace_command(trace_files, trace_out);
         if (*html_cmd) return html_command(html_files, html_out);
-        if (*diff_cmd) return diff_command(diff_files, diff_steps);
+        if (*diff_cmd) return diff_command(diff_files, diff_steps, diff_match_lines);
         return check_command(check);
     } catch (const UsageError& e) {
         cumemaudit::cli::say(stderr, "cumemaudit: {}\n", e.what());

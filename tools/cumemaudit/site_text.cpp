@@ -1,6 +1,6 @@
 #include "site_text.hpp"
 
-#include "common/object_roles.hpp"
+#include "report/site_naming.hpp"
 
 #include <fmt/format.h>
 
@@ -23,25 +23,6 @@ std::string site_text(const report::Site& s) {
     return t;
 }
 
-const report::Frame* program_frame(const report::Site& s) {
-    for (const report::Frame& f : s.frames) {
-        // Past a binding the stack is the interpreter's and its caller's (libc's start): the Python frames
-        // name the program there.
-        if (object_roles::is_python_binding(f.object)) return nullptr;
-        if (!object_roles::passes_on(f.object)) return &f;
-    }
-    return nullptr;
-}
-
-std::string site_line(const report::Site& s) {
-    const report::Frame* own = program_frame(s);
-    if (!s.python_frames.empty()) {
-        const report::PythonFrame& p = s.python_frames.front();
-        std::string t = fmt::format("{} at {}:{} in {}", s.api, p.file, p.line, p.function);
-        return own != nullptr ? t + " via " + frame_text(*own) : t;
-    }
-    if (own == nullptr && !s.frames.empty()) own = &s.frames.front();
-    return own != nullptr ? s.api + " at " + frame_text(*own) : s.api;
-}
+std::string site_line(const report::Site& s) { return s.api + " at " + report::where(s); }
 
 }  // namespace cumemaudit::cli

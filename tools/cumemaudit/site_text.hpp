@@ -18,14 +18,8 @@ std::string python_frame_text(const report::PythonFrame&);
 // Python frame>" where the call came from Python.
 std::string site_text(const report::Site&);
 
-// The innermost native frame that is the program's own (common/object_roles.hpp): past the shim, libcuda,
-// cudart and CUPTI, and before any Python binding (libffi, the interpreter); null when there is none.
-const report::Frame* program_frame(const report::Site&);
-
-// Where a site's memory was taken, as one line in a CI log: "api at <file:line in function> of the innermost
-// Python frame" where the call came from Python, then "via <frame_text>" of the program's own native frame
-// (a C extension's); without Python, "api at <frame_text of the program's frame>" (the top frame when none
-// is the program's).
+// Where a site's memory was taken, as one line in a CI log: "api at " and report::where() (the place a
+// person names: report/site_naming.hpp).
 std::string site_line(const report::Site&);
 
 }  // namespace cumemaudit::cli

@@ -1,6 +1,7 @@
 #include "trace_cmd.hpp"
 
 #include "load_all.hpp"
+#include "report/site_naming.hpp"
 #include "report/gate.hpp"
 #include "report/graph_cost.hpp"
 #include "report/oom_text.hpp"

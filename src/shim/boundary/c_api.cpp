@@ -110,10 +110,11 @@ __attribute__((visibility("default"))) int64_t cumemaudit_held_sites(const cumem
         const auto held = rec != nullptr ? rec->ledger().held_since(static_cast<std::uint32_t>(mark->epoch))
                                          : decltype(rec->ledger().held_since(0)){};  // no CUDA yet: nothing held
         nlohmann::json sites = nlohmann::json::array();
+        const cumemaudit::user_frame::Skip skip(rec != nullptr ? std::string_view(rec->options().skip_frames) : std::string_view{});
         for (std::size_t i = 0; i < held.sites.size() && i < max_sites; ++i)
             sites.push_back({{"bytes", held.sites[i].second},
                              {"site", cumemaudit::report::to_json(cumemaudit::report::site_of(rec->ledger(), &rec->symbolizer(),
-                                                                                              held.sites[i].first))}});
+                                                                                              held.sites[i].first, skip))}});
         const nlohmann::json answer = {{"sites_total", held.sites.size()}, {"sites", std::move(sites)}};
         // A Python file name need not be UTF-8; JSON text must be.
         const std::string text = answer.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
