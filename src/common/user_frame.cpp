@@ -2,6 +2,7 @@
 
 #include "common/paths.hpp"
 
+#include <fmt/format.h>
 #include <fnmatch.h>
 
 #include <array>
@@ -74,6 +75,17 @@ std::size_t pick(std::span<const std::string_view> files, const Skip& skip) {
     // A frame of another file called the innermost file's frames: the first such that is not itself skipped.
     while (caller < files.size() && (is_binding_file(files[caller]) || skip.matches(files[caller]))) ++caller;
     return caller < files.size() && is_place(files[caller], files[first]) ? caller : first;
+}
+
+std::string place(const Frame& f) { return fmt::format("{}:{} ({})", basename(f.file), f.line, f.function); }
+
+std::string named_place(std::span<const Frame> frames, std::size_t named) {
+    if (named >= frames.size()) return {};
+    std::string t = place(frames[named]);
+    std::size_t inner = 0;
+    while (inner < named && is_binding_file(frames[inner].file)) ++inner;
+    if (inner != named) t += fmt::format(" via {}:{}", basename(frames[inner].file), frames[inner].line);
+    return t;
 }
 
 std::string_view key_path(std::string_view file) {

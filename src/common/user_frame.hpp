@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
@@ -37,6 +38,18 @@ private:
 // The index (innermost first) of the frame a person names among a site's Python frames, given their files.
 // 0 for no frames.
 std::size_t pick(std::span<const std::string_view> files, const Skip& skip);
+
+// A Python frame as the rule and the line read it.
+struct Frame {
+    std::string_view file;
+    std::int64_t line = 0;
+    std::string_view function;
+};
+// "train.py:20 (GrowingWorkspace.grow)": basenames, so the line reads the same from any checkout.
+std::string place(const Frame&);
+// The place of frames[named], with the innermost frame that is not a binding's beside it where it differs
+// ("train.py:20 (GrowingWorkspace.grow) via cuda_vmm.py:50"): the line every view and log line shows.
+std::string named_place(std::span<const Frame> frames, std::size_t named);
 
 // A file as a site key holds it, so that the same code matches from another checkout or environment: the
 // path under site-packages (or dist-packages) where it is installed, else its basename.

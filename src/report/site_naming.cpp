@@ -21,7 +21,8 @@ std::size_t named_index(const Site& s) {
     return user_frame::pick(files, user_frame::Skip{});
 }
 
-std::string python_place(const PythonFrame& f) { return fmt::format("{}:{} ({})", basename(f.file), f.line, f.function); }
+user_frame::Frame view(const PythonFrame& f) { return {f.file, f.line, f.function}; }
+std::string python_place(const PythonFrame& f) { return user_frame::place(view(f)); }
 
 std::string native_place(const Frame& f) {
     if (!f.file.empty()) return fmt::format("{}:{}{}", basename(f.file), f.line, f.symbol.empty() ? "" : " (" + f.symbol + ")");
@@ -30,14 +31,26 @@ std::string native_place(const Frame& f) {
     return {};
 }
 
+// The native frame where() shows without Python: the program's own, else the first that names anything.
+const Frame* shown_native(const Site& s) {
+    if (const Frame* own = program_frame(s); own != nullptr && !native_place(*own).empty()) return own;
+    for (const Frame& f : s.frames)
+        if (!f.file.empty() || !f.symbol.empty()) return &f;
+    return nullptr;
+}
+
 // The frames a line may add, in order, past what where() shows: the Python frames out from the named one,
 // then the native frames from the innermost.
 std::vector<std::string> more_places(const Site& s) {
     std::vector<std::string> out;
-    if (!s.python_frames.empty())
+    std::size_t native = 0;
+    if (!s.python_frames.empty()) {
         for (std::size_t i = named_index(s) + 1; i < s.python_frames.size(); ++i) out.push_back(python_place(s.python_frames[i]));
-    for (const Frame& f : s.frames)
-        if (std::string p = native_place(f); !p.empty()) out.push_back(std::move(p));
+    } else if (const Frame* shown = shown_native(s)) {
+        native = static_cast<std::size_t>(shown - s.frames.data()) + 1;
+    }
+    for (; native < s.frames.size(); ++native)
+        if (std::string p = native_place(s.frames[native]); !p.empty()) out.push_back(std::move(p));
     return out;
 }
 
@@ -57,18 +70,16 @@ const Frame* program_frame(const Site& s) {
 
 std::string where(const Site& s) {
     // A Python program's native frames are the interpreter's; its own line is a Python one.
-    if (const PythonFrame* named = named_python_frame(s)) {
-        std::string t = python_place(*named);
-        // Beside it, the innermost frame that is not the binding's: the call into the driver itself.
-        const PythonFrame* inner = &s.python_frames.front();
-        while (inner != named && user_frame::is_binding_file(inner->file)) ++inner;
-        if (named != inner) t += fmt::format(" via {}:{}", basename(inner->file), inner->line);
+    if (!s.python_frames.empty()) {
+        std::vector<user_frame::Frame> frames;
+        for (const PythonFrame& f : s.python_frames) frames.push_back(view(f));
+        std::string t = user_frame::named_place(frames, named_index(s));
+        // A C extension's own frame under the Python line: the call into the driver itself.
+        if (const Frame* own = program_frame(s); own != nullptr && !native_place(*own).empty()) t += " via " + native_place(*own);
         return t;
     }
-    if (const Frame* own = program_frame(s); own != nullptr && !native_place(*own).empty()) return native_place(*own);
-    for (const Frame& f : s.frames)
-        if (!f.file.empty() || !f.symbol.empty()) return native_place(f);
-    return "unknown";
+    const Frame* shown = shown_native(s);
+    return shown != nullptr ? native_place(*shown) : "unknown";
 }
 
 std::vector<std::string> distinct_wheres(std::span<const Site* const> sites) {

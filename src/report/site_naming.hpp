@@ -22,8 +22,9 @@ const PythonFrame* named_python_frame(const Site&);
 // before any Python binding (libffi, the interpreter); null when there is none.
 const Frame* program_frame(const Site&);
 
-// "train.py:20 (GrowingWorkspace.grow) via cuda_vmm.py:50", "alloc.cpp:12 (grow_pool)", a symbol, or
-// "unknown". Basenames: the line reads the same from any checkout.
+// "train.py:20 (GrowingWorkspace.grow) via cuda_vmm.py:50" (and " via cext.c:30 (grow)" where a C
+// extension's own frame made the call), "alloc.cpp:12 (grow_pool)", a symbol, or "unknown". Basenames:
+// the line reads the same from any checkout.
 std::string where(const Site&);
 
 // where() of each site, extended until two different sites never read the same: by the next frames out

@@ -80,7 +80,7 @@ class ReportFiles(unittest.TestCase):
                               "0 misuse events; 0 bytes unfreed at exit\n")
         rc, out, _ = run("check", leaky)
         self.assertEqual(rc, 1)
-        self.assertEqual(out, f"FAIL {leaky}: 4096 bytes leaked in 1 allocations (2 references); top site: 4.0 KiB [unreachable] cuMemCreate at allocate_buffer deepep.cpp:42\n")
+        self.assertEqual(out, f"FAIL {leaky}: 4096 bytes leaked in 1 allocations (2 references); top site: 4.0 KiB [unreachable] cuMemCreate at deepep.cpp:42 (allocate_buffer)\n")
         rc, out, _ = run("check", "--fail-on", "misuse,unfreed", leaky)
         self.assertEqual(rc, 1)
         self.assertEqual(out, f"FAIL {leaky}: 10 bytes unfreed at exit; 3 misuse events\n")  # no unfreed row: no site
@@ -89,7 +89,7 @@ class ReportFiles(unittest.TestCase):
         rc, out, _ = run("check", "--max-leaked-bytes", "4095", leaky)
         self.assertEqual(rc, 1)
         self.assertEqual(out, f"FAIL {leaky}: 4096 bytes leaked in 1 allocations, more than the allowed 4095 (4.0 KiB)"
-                              "; top site: 4.0 KiB [unreachable] cuMemCreate at allocate_buffer deepep.cpp:42\n")
+                              "; top site: 4.0 KiB [unreachable] cuMemCreate at deepep.cpp:42 (allocate_buffer)\n")
         # A directory means every cumemaudit.*.json in it; other files there are ignored.
         self.write("notes.json", "{}")
         rc, out, _ = run("check", self.dir)
@@ -97,7 +97,7 @@ class ReportFiles(unittest.TestCase):
         self.assertEqual(out.splitlines(), [f"PASS {clean}: SUMMARY: cumemaudit: 0 bytes leaked in 0 allocations "
                                             "(0 references); 0 misuse events; 0 bytes unfreed at exit",
                                             f"FAIL {leaky}: 4096 bytes leaked in 1 allocations (2 references)"
-                                            "; top site: 4.0 KiB [unreachable] cuMemCreate at allocate_buffer deepep.cpp:42"])
+                                            "; top site: 4.0 KiB [unreachable] cuMemCreate at deepep.cpp:42 (allocate_buffer)"])
 
     def test_check_unusable_reports_exit_2(self):
         clean = self.write("cumemaudit.h.1.json", report())
@@ -148,12 +148,12 @@ class SameSite(unittest.TestCase):
                 json.dump(r, f)
         return paths
 
-    def sites(self, paths):
+    def sites(self, paths, *diff_flags):
         job = os.path.join(self.tmp.name, "job.json")
         rc, _, err = run("merge", *paths, "-o", job)
         self.assertEqual(rc, 0, err)
         merged = [(s["bytes"], s["ranks"]) for s in json.load(open(job))["sites"]]
-        rc, out, err = run("diff", *paths)
+        rc, out, err = run("diff", *diff_flags, *paths)
         self.assertEqual(rc, 0, err)
         table = out.split("leaked bytes by site", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
         return merged, table
@@ -171,7 +171,8 @@ class SameSite(unittest.TestCase):
         merged, table = self.sites(self.reports([self.top, caller]))
         self.assertEqual(sorted(merged), [(1 << 20, 1), (3 << 20, 1)])
         self.assertEqual(len(table), 2, table)
-        self.assertIn("<- main main.cpp:8", "".join(table))
+        # Both read "deepep.cpp:42 (allocate_buffer)" at first: the lines grow by the caller until they part.
+        self.assertIn("cuMemCreate at deepep.cpp:42 (allocate_buffer) < main.cpp:8 (main) [deepep]", "".join(table))
 
     def reports_from_python(self, first_lines, second_lines):
         """Both ranks reach the driver through the same ctypes frame; only their Python frames differ."""
@@ -192,10 +193,14 @@ class SameSite(unittest.TestCase):
         merged, table = self.sites(self.reports_from_python([42, 7], [42, 7]))
         self.assertEqual(merged, [(4 << 20, 2)])
         self.assertEqual(len(table), 1, table)
-        merged, table = self.sites(self.reports_from_python([42, 7], [42, 9]))  # called from another line
+        merged, table = self.sites(self.reports_from_python([42, 7], [42, 9]), "--match-lines")  # called from another line
         self.assertEqual(sorted(merged), [(1 << 20, 1), (3 << 20, 1)])
         self.assertEqual(len(table), 2, table)
-        self.assertIn("<- f1 /w/train.py:9", "".join(table))
+        self.assertIn("cuMemCreate at train.py:42 (f0) < train.py:9 (f1) [deepep]", "".join(table))
+        # Without --match-lines, diff takes a moved line for the same site (an edit above it, another commit).
+        _, table = self.sites(self.reports_from_python([42, 7], [42, 9]))
+        self.assertEqual(len(table), 1, table)
+        self.assertIn("+2.0 MiB", table[0])
 
 
 class Arguments(unittest.TestCase):

@@ -239,17 +239,22 @@ def case_diff_and_merge(tmp):
     _, _, a = run(a_dir, [PYTHON, src("leak_ctypes.py")])
     b = os.path.join(tmp, "b.json")
     moved(a, b, 999)
-    p = subprocess.run([CLI, "diff", a, b], capture_output=True, text=True)
-    f0 = expected_ctypes_frames()[0]
+    p = subprocess.run([CLI, "diff", "--match-lines", a, b], capture_output=True, text=True)
+    f0, f1 = expected_ctypes_frames()[:2]
     page = os.path.join(tmp, "page.html")
     h = subprocess.run([CLI, "html", a, "-o", page], capture_output=True, text=True)
     expect(h.returncode == 0, f"html: {h.stderr}")
     with open(page) as f:
         html = f.read()
     expect(f"<li>Driver.create {f0['file']}:{f0['line']}</li>" in html, "the html page lists the Python frames")
-    old = f"from Driver.create {f0['file']}:{f0['line']}"
-    new = f"from Driver.create {f0['file']}:999"
+    # Named by the caller of the program's ctypes helper, the helper's line beside it: the lines part them.
+    old = f"cuMemCreate at leak_ctypes.py:{f1['line']} (Buffer.grow) via driver.py:{f0['line']} "
+    new = f"cuMemCreate at leak_ctypes.py:{f1['line']} (Buffer.grow) via driver.py:999 "
     expect(old in p.stdout and new in p.stdout, f"diff names both Python lines:\n{p.stdout}\n{p.stderr}")
+    # Without --match-lines a moved line is the same site (an edit above it): one row, no change.
+    p = subprocess.run([CLI, "diff", a, b], capture_output=True, text=True)
+    rows = p.stdout.split("leaked bytes by site", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    expect(len(rows) == 1 and rows[0].startswith(old) and rows[0].endswith(" 0"), f"diff without --match-lines:\n{p.stdout}")
     same = os.path.join(tmp, "same.json")
     moved(a, same, f0["line"])
     for other, sites in [(b, 2), (same, 1)]:

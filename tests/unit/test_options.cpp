@@ -104,7 +104,7 @@ TEST_CASE("report_mode is octal") {
 
 TEST_CASE("the option table lists every option with its default and help") {
     const auto& t = option_table();
-    REQUIRE(t.size() == 26);
+    REQUIRE(t.size() == 27);
     for (const auto& o : t) {
         CHECK_FALSE(o.name.empty());
         CHECK_FALSE(o.help.empty());
@@ -175,6 +175,7 @@ const std::map<std::string, Cases>& cases() {
         {"metrics", {{{"1", "1"}, {"true", "1"}, {"yes", "1"}, {"0", "0"}, {"false", "0"}, {"no", "0"}}, {"prom", "", "2"}}},
         {"owner_rules",
          {{{"libfoo*=foo", "libfoo*=foo"}, {"a*=x,b*=y", "a*=x,b*=y"}, {"*/site-packages/mylib/*=mylib", "*/site-packages/mylib/*=mylib"}}, {}}},
+        {"skip_frames", {{{"cuda_vmm.py", "cuda_vmm.py"}, {"*/mylib/cuda/*,helpers.py", "*/mylib/cuda/*,helpers.py"}, {"", ""}}, {}}},
         {"growth_alarm",
          {{{"0", "0"}, {"4096", "4KiB"}, {"4000", "4000"}, {"1GiB", "1GiB"}, {"1.5GiB", "1536MiB"}, {"512KiB", "512KiB"}, {"7B", "7"},
            {"1.5 GiB", "1536MiB"}, {"4 MiB", "4MiB"}, {"7 B", "7"}},

@@ -177,7 +177,7 @@ class Diff(Base):
         owners = lines[lines.index(next(l for l in lines if l.startswith("live bytes by owner"))) + 1:]
         self.assertRegex(owners[0], r"^deepep\s+2\.0 GiB\s+10\.0 GiB\s+\+8\.0 GiB \(\+8589934592\)$")
         self.assertRegex(owners[1], r"^cublas\s+32\.0 MiB\s+32\.0 MiB\s+0$")
-        sites = [l for l in lines if l.startswith("cuMemCreate at deep_ep::FabricAllocator::grow")]
+        sites = [l for l in lines if l.startswith("cuMemCreate at fabric.cu:118 (deep_ep::FabricAllocator::grow(unsigned long))")]
         self.assertEqual(len(sites), 1, out)
         self.assertRegex(sites[0], r"\[deepep\]\s+1\.0 GiB\s+9\.0 GiB\s+\+8\.0 GiB \(\+8589934592\)$")
 

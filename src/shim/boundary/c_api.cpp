@@ -86,7 +86,8 @@ __attribute__((visibility("default"))) int cumemaudit_held_since(const cumemaudi
         *held = {now.leaked_bytes, now.leaked_allocations, now.leaked_references, now.unfreed_bytes,
                  now.unfreed_allocations, ledger.misuse_events() - mark->misuse_events};
         if (site_size > 0 && !now.sites.empty()) {
-            const std::string text = cumemaudit::shim::describe_stack(rec->ledger(), rec->symbolizer(), now.sites.front().first, 8);
+            const std::string text = cumemaudit::shim::describe_stack(rec->ledger(), rec->symbolizer(), now.sites.front().first, 8,
+                                                                     cumemaudit::user_frame::Skip(rec->options().skip_frames));
             const std::size_t n = std::min(text.size(), site_size - 1);
             std::memcpy(site, text.data(), n);
             site[n] = '\0';

@@ -63,7 +63,8 @@ void retire_if_released(State& s, const ledger::Ledger& book, std::uint64_t real
 // passed on as garbage.
 CUresult refuse(Call& call, const char* api) {
     log_error("mode=enforce: {} of a handle this process does not hold, at {}; refused with CUDA_ERROR_INVALID_VALUE",
-              api, describe_site(call.recorder().ledger(), call.recorder().symbolizer(), call.site()));
+              api, describe_site(call.recorder().ledger(), call.recorder().symbolizer(), call.site(),
+                            user_frame::Skip(call.recorder().options().skip_frames)));
     return CUDA_ERROR_INVALID_VALUE;
 }
 
@@ -255,7 +256,7 @@ void reclaim_pending(Recorder& rec, bool every_thread) {
                 row.allocations += 1;
                 row.references += n->second;
                 row.members.push_back(ledger::HeldAllocation{u.id, u.bytes});
-                taken_by += (taken_by.empty() ? "" : "; ") + describe_site(book, rec.symbolizer(), site);
+                taken_by += (taken_by.empty() ? "" : "; ") + describe_site(book, rec.symbolizer(), site, user_frame::Skip(rec.options().skip_frames));
                 refs_by_site.erase(n);
             }
         }

@@ -27,7 +27,8 @@ history::MarkLimits limits_of(const Options& o) {
 }  // namespace
 
 Timeline::Timeline(ledger::Ledger& book, const Options& options, report::Symbolizer& symbolizer, std::atomic<int>& captures)
-    : ledger_(book), symbolizer_(symbolizer), marks_(book, limits_of(options)), active_captures_(captures) {}
+    : ledger_(book), symbolizer_(symbolizer), skip_frames_(options.skip_frames), marks_(book, limits_of(options)),
+      active_captures_(captures) {}
 
 void Timeline::mark(const history::MarkInput& m) {
     MutexLock lock(mu_);
@@ -42,10 +43,10 @@ void Timeline::log(const history::Raised& r) const {
     if (a.what == history::AlarmKind::growth)
         line = fmt::format("step {}: memory outside PyTorch grew by {} in {} (now {}){}", r.step, human_bytes(r.growth),
                            ledger_.owner_name(a.owner), human_bytes(r.now_bytes),
-                           r.site_known ? ", most at " + describe_site(ledger_, symbolizer_, a.site) : "");
+                           r.site_known ? ", most at " + describe_site(ledger_, symbolizer_, a.site, skip_frames_) : "");
     else
         line = fmt::format("step {}: unreachable VMM memory grew by {} (now {}): a leak, reference taken by {}", r.step,
-                           human_bytes(r.growth), human_bytes(r.now_bytes), describe_site(ledger_, symbolizer_, a.site));
+                           human_bytes(r.growth), human_bytes(r.now_bytes), describe_site(ledger_, symbolizer_, a.site, skip_frames_));
     if (a.count > 1)
         log_warning("{} ({} times since step {})", line, a.count, a.step);
     else

@@ -8,6 +8,7 @@
 #include "history/history.hpp"
 #include "history/marks.hpp"
 #include "common/thread_annotations.hpp"
+#include "common/user_frame.hpp"
 #include "ledger/ledger.hpp"
 #include "shim/services/options_store.hpp"
 #include "report/symbolizer.hpp"
@@ -58,6 +59,7 @@ private:
     void log(const history::Raised&) const REQUIRES(mu_);
     ledger::Ledger& ledger_;
     report::Symbolizer& symbolizer_;
+    const user_frame::Skip skip_frames_;  // the option skip_frames, for the alarms' lines
     mutable Mutex mu_;  // marks and captures are rare: one lock keeps them in order
     history::Marks marks_ GUARDED_BY(mu_);
     history::GraphBook graphs_ GUARDED_BY(mu_);
