@@ -75,10 +75,16 @@ def check_ctypes_leak(tmp, extra_args=()):
     expect(rows[2 * MiB]["references"] == 1 and rows[2 * MiB]["site"]["api"] == "cuMemCreate", f"{rows}")
     f0 = expected_ctypes_frames()[0]
     expect(f"    py#0 in Driver.create {f0['file']}:{f0['line']}\n" in p.stderr, f"text summary:\n{p.stderr}")
-    # Classic calls keep their one-frame, Python-free site unless asked.
+    # A classic call that ctypes made takes its Python frames too (one native frame, libffi's): named and
+    # owned by the Python caller a person fixes, the script, never libffi.
     unfreed = leak_rows(rep, "unfreed")
-    expect(set(unfreed) == {1 * MiB} and not unfreed[MiB]["site"].get("python_frames") and
-           len(unfreed[MiB]["site"]["frames"]) == 1, f"classic site: {unfreed}")
+    script, driver = src("leak_ctypes.py"), src("driver.py")
+    expect(set(unfreed) == {1 * MiB} and len(unfreed[MiB]["site"]["frames"]) == 1 and
+           unfreed[MiB]["site"]["python_frames"][:2] == [py(driver, line_of(driver, "# ALLOC"), "Driver.alloc"),
+                                                         py(script, line_of(script, "# CLASSIC"), "main")] and
+           unfreed[MiB]["site"]["user_frame"] == 1, f"classic site: {unfreed}")
+    owners = {r["owner"] for r in rep["leaks"]}
+    expect(owners == {"leak_ctypes.py"}, f"owners of the leak and the classic allocation: {owners}")
     expect(rep["summary"]["leaked_bytes"] == 2 * MiB, f"{rep['summary']}")
 
 

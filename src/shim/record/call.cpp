@@ -71,7 +71,14 @@ ledger::Site Call::full_site() {
 ledger::Site Call::capture_site(bool vmm, bool python) {
     const Recorder::Hot& o = recorder_.hot();
     const int depth = vmm ? o.vmm_stack_depth : o.stack_depth;
-    if (depth <= 1 && !python) return one_frame_site(recorder_, api_, reinterpret_cast<ledger::Pc>(caller_));
+    if (depth <= 1 && !python) {
+        // A classic call a Python binding made (ctypes, cffi, Cython) is named, and owned, by its Python
+        // caller: the slow path is taken only then.
+        bool binding = false;
+        const ledger::Site one = one_frame_site(recorder_, api_, reinterpret_cast<ledger::Pc>(caller_), &binding);
+        if (!binding || o.python_frames == options::PythonFrames::none) return one;
+        python = true;
+    }
     // Native frames, then the Python frames (tagged pcs): one trace, so a site is both together.
     ledger::Ledger& book = recorder_.ledger();
     std::array<ledger::Pc, kMaxDepth + kMaxPythonDepth> pcs;

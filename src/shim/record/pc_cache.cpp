@@ -6,6 +6,7 @@
 
 #include "common/object_roles.hpp"
 
+#include "common/user_frame.hpp"
 #include "ledger/python_frames.hpp"
 
 #include <pthread.h>
@@ -76,13 +77,15 @@ std::optional<ledger::OwnerId> owner_at(PcFacts& e, Recorder& rec) {
 
 }  // namespace
 
-ledger::Site one_frame_site(Recorder& rec, const char* api, ledger::Pc pc) {
+ledger::Site one_frame_site(Recorder& rec, const char* api, ledger::Pc pc, bool* binding) {
     PcFacts& e = current(facts(pc), rec);  // one entry for the trace and the owner
     if (e.trace == 0) {
         const ledger::Pc one[1] = {pc};
         e.trace = rec.ledger().traces().intern(one);
     }
-    return ledger::Site{api, e.trace, owner_at(e, rec).value_or(0)};
+    const ledger::Site site{api, e.trace, owner_at(e, rec).value_or(0)};  // learns the object once
+    if (binding != nullptr) *binding = e.binds;
+    return site;
 }
 
 ledger::OwnerId owner_of(Recorder& rec, std::span<const ledger::Pc> frames, std::size_t native) {
@@ -97,12 +100,14 @@ ledger::OwnerId owner_of(Recorder& rec, std::span<const ledger::Pc> frames, std:
         binding = owner;
         break;
     }
-    // Only bindings between the driver and Python: the Python code that called owns it, named by the same
+    // Only bindings between the driver and Python: the Python code a person names owns it, named by the same
     // rules as an object, from its file ("<string>" and frozen modules name no file: the next frame out).
-    for (const ledger::Pc pc : frames.subspan(native)) {
-        const std::string file = rec.ledger().python_frames().frame(pc).file;
-        if (!file.empty() && file.front() != '<') return rec.ledger().owner_id(owner_name_for_object(file));
-    }
+    std::vector<std::string> files;
+    for (const ledger::Pc pc : frames.subspan(native)) files.push_back(rec.ledger().python_frames().frame(pc).file);
+    if (files.empty()) return binding.value_or(0);
+    const std::vector<std::string_view> views(files.begin(), files.end());
+    for (std::size_t i = user_frame::pick(views, rec.skip_frames()); i < files.size(); ++i)
+        if (!files[i].empty() && files[i].front() != '<') return rec.ledger().owner_id(owner_name_for_object(files[i]));
     return binding.value_or(0);
 }
 

@@ -13,14 +13,16 @@ namespace cumemaudit::shim {
 
 class Recorder;
 
-// The site of a call of `api` whose stack is the one frame `pc`.
-ledger::Site one_frame_site(Recorder&, const char* api, ledger::Pc pc);
+// The site of a call of `api` whose stack is the one frame `pc`. `binding`, when given, says whether pc
+// lies in a Python binding (libffi, the interpreter, cuda-python's Cython): its Python caller is the place.
+ledger::Site one_frame_site(Recorder&, const char* api, ledger::Pc pc, bool* binding = nullptr);
 
 // The owner of a site whose frames are `frames` (innermost first, the first `native` of them native, Python
 // frames after): the first native frame, before any Python binding (common/object_roles.hpp), whose object
-// does not pass memory on names it; from a binding on, the innermost Python frame's file does, so a leak made
-// through ctypes, cffi or Cython is the calling script's or package's, never libffi's nor libc's under the
-// interpreter. Without Python frames, that binding's own name. 0 when every frame passes on.
+// does not pass memory on names it; from a binding on, the file of the Python frame a person names does
+// (common/user_frame.hpp, with the option skip_frames), so a leak made through ctypes, cffi or Cython is the
+// calling script's or package's, never libffi's nor libc's under the interpreter, nor the program's own
+// thin wrapper's. Without Python frames, that binding's own name. 0 when every frame passes on.
 ledger::OwnerId owner_of(Recorder&, std::span<const ledger::Pc> frames, std::size_t native);
 
 // The site of a call of `api` whose captured stack is `frames` (innermost first, the first `native` of

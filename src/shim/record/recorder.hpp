@@ -8,6 +8,7 @@
 
 #include "shim/record/array_book.hpp"
 #include "shim/record/enforcer.hpp"
+#include "common/user_frame.hpp"
 #include "shim/record/external_book.hpp"
 #include "shim/record/oom_log.hpp"
 #include "shim/record/pool_book.hpp"
@@ -67,6 +68,8 @@ public:
     int call_device() const;
 
     const Options& options() const { return options_; }
+    // The option skip_frames, parsed once: owners and log lines name Python sites past these files.
+    const user_frame::Skip& skip_frames() const { return skip_frames_; }
     ledger::Ledger& ledger() { return ledger_; }
     const ledger::Ledger& ledger() const { return ledger_; }
     Timeline& timeline() { return timeline_; }
@@ -96,6 +99,7 @@ public:
 private:
     Hot hot_;
     Options options_;
+    const user_frame::Skip skip_frames_{options_.skip_frames};
     ledger::Ledger ledger_;
     report::Symbolizer symbolizer_;
     Timeline timeline_;
