@@ -1,4 +1,5 @@
 #include "options.hpp"
+#include "nearest_name.hpp"
 
 #include <charconv>
 #include <cmath>
@@ -209,8 +210,12 @@ std::optional<std::string> set_option(Options& o, std::string_view key, std::str
 #include "options.inc"
 #undef OPTION
     std::string names;
-    for (const OptionInfo& row : option_table()) names += fmt::format("{}{}", names.empty() ? "" : ", ", row.name);
-    return fmt::format("unknown option '{}' in CUMEMAUDIT_OPTIONS (known: {})", clip(key), names);
+    std::vector<std::string_view> known;
+    for (const OptionInfo& row : option_table()) {
+        names += fmt::format("{}{}", names.empty() ? "" : ", ", row.name);
+        known.push_back(row.name);
+    }
+    return fmt::format("unknown option '{}' in CUMEMAUDIT_OPTIONS{} (known: {})", clip(key), did_you_mean(key, known), names);
 }
 
 ParsedOptions parse_options(std::string_view text) {

@@ -220,6 +220,25 @@ class Arguments(unittest.TestCase):
             self.assertTrue(err.strip(), args)
 
 
+    def test_misspelt_names_get_the_nearest_one(self):
+        rc, out, err = run("chek", "audit/")
+        self.assertEqual((rc, out), (2, ""))
+        self.assertTrue(err.startswith("cumemaudit: unknown command 'chek' (did you mean check?); commands: run, "), err)
+        rc, _, err = run("run", "--report_dir", "x", "--", "true")
+        self.assertEqual((rc, err), (2, "cumemaudit run: unknown flag '--report_dir' (did you mean --report-dir?) "
+                                        "(cumemaudit run --help)\n"))
+        rc, _, err = run("run", "--sim", "--option", "reprot_dir=x", "--", "true")
+        self.assertEqual(rc, 2)
+        self.assertIn("unknown option 'reprot_dir' (did you mean report_dir?)", err)
+        # Nothing near enough: no guess.
+        rc, _, err = run("frobnicate")
+        self.assertEqual(rc, 2)
+        self.assertNotIn("did you mean", err)
+        # The program's own flags after -- are the program's.
+        with tempfile.TemporaryDirectory() as tmp:
+            rc, _, err = run("run", "--sim", "--report-dir", os.path.join(tmp, "r"), "--", "true", "--report_dir")
+        self.assertEqual(rc, 0, err)
+
     def test_help_options_lists_the_table(self):
         rc, out, _ = run("run", "--help-options")
         self.assertEqual(rc, 0)
@@ -228,7 +247,7 @@ class Arguments(unittest.TestCase):
         self.assertIn("    value: audit or enforce; default: audit\n", out)
         rc, _, err = run("run", "--option", "stack_dpeth=4", "--", "true")
         self.assertEqual(rc, 2)
-        self.assertIn("cumemaudit: --option stack_dpeth=4: unknown option 'stack_dpeth' (known: report_dir, ", err)
+        self.assertIn("cumemaudit: --option stack_dpeth=4: unknown option 'stack_dpeth' (did you mean stack_depth?) (known: report_dir, ", err)
 
 
 class Run(unittest.TestCase):

@@ -312,10 +312,11 @@ TEST_CASE("a Python site is named past the program's own driver wrapper, and two
     CHECK(names[2] == names[0]);  // the same site twice reads the same
 }
 
-TEST_CASE("the text names a Python site by its innermost Python frame") {
+// The sample's native frame is a program's own (a C extension's, under the Python line): it made the call.
+TEST_CASE("the text names a Python site by its Python line, and the C extension's frame under it") {
     JobReport j = sample();
     j.sites.front().leak.site.python_frames = {{"/w/pkg/train.py", 42, "Model.step"}};
     const std::string t = text_summary(j);
-    CHECK(t.find("     3.0 MiB  unreachable    cuMemCreate at train.py:42 (Model.step)  ranks: 2 [0-1]\n") !=
-          std::string::npos);
+    CHECK(t.find("     3.0 MiB  unreachable    cuMemCreate at train.py:42 (Model.step) via buffer.cpp:42 "
+                 "(allocate_buffer)  ranks: 2 [0-1]\n") != std::string::npos);
 }

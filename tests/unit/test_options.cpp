@@ -265,7 +265,7 @@ TEST_CASE("an unknown key is named with the known ones") {
     Options opts;
     const auto problem = set_option(opts, "stack_dpeth", "4");
     REQUIRE(problem.has_value());
-    CHECK(problem->rfind("unknown option 'stack_dpeth' in CUMEMAUDIT_OPTIONS (known: report_dir, fail_on, exitcode, ", 0) == 0);
+    CHECK(problem->rfind("unknown option 'stack_dpeth' in CUMEMAUDIT_OPTIONS (did you mean stack_depth?) (known: report_dir, fail_on, exitcode, ", 0) == 0);
     CHECK(problem->find(", oom_interval_s, report_mode, metrics)") != std::string::npos);
 }
 

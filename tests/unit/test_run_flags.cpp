@@ -92,7 +92,7 @@ TEST_CASE("a flag and an --option that set one key differently are a usage error
 
 TEST_CASE("--option refuses an unknown key, a bad value and a missing KEY=") {
     CHECK(usage_error(parse({"--option", "stack_dpeth=4"})).rfind(
-              "--option stack_dpeth=4: unknown option 'stack_dpeth' (known: report_dir, fail_on, exitcode, ", 0) == 0);
+              "--option stack_dpeth=4: unknown option 'stack_dpeth' (did you mean stack_depth?) (known: report_dir, fail_on, exitcode, ", 0) == 0);
     CHECK(usage_error(parse({"--option", "exitcode=300"})) == "--option exitcode=300: '300' is not an integer from 0 to 255");
     CHECK(usage_error(parse({"--option", "growth_alarm=nan"})) ==
           "--option growth_alarm=nan: 'nan' is not a size such as 268435456, 256MiB or 1GiB");

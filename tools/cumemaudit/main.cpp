@@ -8,6 +8,7 @@
 #include "html_cmd.hpp"
 #include "locate.hpp"
 #include "merge_cmd.hpp"
+#include "common/nearest_name.hpp"
 #include "common/options.hpp"
 #include "reports_cmd.hpp"
 #include "run_env.hpp"
@@ -91,6 +92,41 @@ int split_run_command(int argc, char** argv, std::vector<std::string>& command) 
 }
 
 }  // namespace
+
+// A misspelt command or flag, named with the nearest one that exists ("unknown command 'chek' (did you
+// mean check?)"), where CLI11 would only say that a subcommand is required or an argument was not expected.
+// 0 when every name is known; then CLI11 parses as usual.
+int misspelt_names(CLI::App& app, int argc, char** argv) {
+    if (argc < 2 || argv[1][0] == '-') return 0;
+    const std::string_view command = argv[1];
+    std::vector<std::string> commands;
+    CLI::App* chosen = nullptr;
+    for (CLI::App* sub : app.get_subcommands({})) {
+        commands.push_back(sub->get_name());
+        if (sub->get_name() == command) chosen = sub;
+    }
+    if (chosen == nullptr) {
+        const std::vector<std::string_view> known(commands.begin(), commands.end());
+        std::fprintf(stderr, "cumemaudit: unknown command '%s'%s; commands: %s (cumemaudit --help)\n", argv[1],
+                     cumemaudit::did_you_mean(command, known).c_str(), CLI::detail::join(commands, ", ").c_str());
+        return 2;
+    }
+    std::vector<std::string> flags;
+    for (const CLI::Option* o : chosen->get_options())
+        for (const std::string& name : o->get_lnames()) flags.push_back("--" + name);
+    const std::vector<std::string_view> known(flags.begin(), flags.end());
+    for (int i = 2; i < argc; ++i) {
+        const std::string_view arg = argv[i];
+        if (arg == "--") break;  // the program's own arguments follow
+        if (arg.size() < 3 || arg.substr(0, 2) != "--") continue;
+        const std::string_view name = arg.substr(0, arg.find('='));
+        if (std::find(flags.begin(), flags.end(), name) != flags.end()) continue;
+        std::fprintf(stderr, "cumemaudit %s: unknown flag '%.*s'%s (cumemaudit %s --help)\n", argv[1], static_cast<int>(name.size()),
+                     name.data(), cumemaudit::did_you_mean(name, known).c_str(), argv[1]);
+        return 2;
+    }
+    return 0;
+}
 
 int main(int argc, char** argv) {
     CLI::App app{"cumemaudit: find CUDA device memory a process holds but can no longer use"};
@@ -182,6 +218,7 @@ int main(int argc, char** argv) {
     // CLI11 reorders and eats arguments after a positional; the program's own arguments (-c and all) must
     // reach it untouched, so they are cut off before CLI11 sees the command line.
     const int ours = split_run_command(argc, argv, run.command);
+    if (const int rc = misspelt_names(app, ours, argv); rc != 0) return rc;
     try {
         app.parse(ours, argv);
         if (*run_cmd && run.flags.help_options) {

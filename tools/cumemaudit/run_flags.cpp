@@ -1,5 +1,7 @@
 #include "run_flags.hpp"
 
+#include "common/nearest_name.hpp"
+
 #include "common/options.hpp"
 
 #include <fmt/format.h>
@@ -66,8 +68,12 @@ OptionList option_overrides(const RunFlags& flags) {
         const OptionInfo* row = options::find_option(key);
         if (row == nullptr) {
             std::string known;
-            for (const OptionInfo& r : options::option_table()) known += fmt::format("{}{}", known.empty() ? "" : ", ", r.name);
-            throw UsageError(fmt::format("--option {}: unknown option '{}' (known: {})", kv, key, known));
+            std::vector<std::string_view> names;
+            for (const OptionInfo& r : options::option_table()) {
+                known += fmt::format("{}{}", known.empty() ? "" : ", ", r.name);
+                names.push_back(r.name);
+            }
+            throw UsageError(fmt::format("--option {}: unknown option '{}'{} (known: {})", kv, key, did_you_mean(key, names), known));
         }
         if (const std::string why = problem(*row, value); !why.empty())
             throw UsageError(fmt::format("--option {}: {}", kv, why));
