@@ -4,28 +4,50 @@
 #include "graph_cost.hpp"
 #include "oom_text.hpp"
 
+#include "common/object_roles.hpp"
+#include "common/paths.hpp"
+
 #include <fmt/format.h>
 
 namespace cumemaudit::report {
 namespace {
 
-void frames(std::string& out, const Site& site, int max_frames) {
-    // The Python frames of the calling thread first, innermost first, as a traceback names them: below them
-    // the native stack of a Python caller is libffi and the interpreter, which a reader skips.
+// Below a Python caller's frames the native stack is the interpreter, the binding (libffi, ctypes, cffi,
+// cuda-python) and libc's start: the Python lines already say where the call came from, so those frames are
+// counted, not shown, unless asked for. A C extension's own frame is the program's and stays.
+bool carries_python_call(const Frame& f) {
+    const std::string_view base = basename(f.object);
+    return object_roles::is_python_binding(f.object) || object_roles::passes_on(f.object) ||
+           base.starts_with("libc.so") || base.starts_with("ld-linux");
+}
+
+void frames(std::string& out, const Site& site, const TextDetail& detail) {
     int p = 0;
     for (const PythonFrame& f : site.python_frames)
         fmt::format_to(std::back_inserter(out), "    py#{} in {} {}:{}\n", p++, f.function, f.file, f.line);
-    int i = 0;
-    for (const Frame& f : site.frames) {
-        if (i == max_frames) {
+    const bool hide = !detail.native && !site.python_frames.empty();
+    std::size_t hidden = 0, shown = 0;
+    for (std::size_t i = 0; i < site.frames.size(); ++i) {
+        const Frame& f = site.frames[i];
+        if (hide && carries_python_call(f)) {
+            ++hidden;
+            continue;
+        }
+        if (shown == static_cast<std::size_t>(detail.max_frames)) {
             fmt::format_to(std::back_inserter(out), "    ... {} more frames\n", site.frames.size() - i);
             break;
         }
-        fmt::format_to(std::back_inserter(out), "    #{} {:#x} in {}", i++, f.pc, f.symbol.empty() ? "??" : f.symbol);
+        ++shown;
+        // Numbered by place in the whole stack, so --native's lines read the same numbers.
+        fmt::format_to(std::back_inserter(out), "    #{} {:#x} in {}", i, f.pc, f.symbol.empty() ? "??" : f.symbol);
         if (!f.file.empty()) fmt::format_to(std::back_inserter(out), " {}:{}", f.file, f.line);
         if (!f.object.empty()) fmt::format_to(std::back_inserter(out), " ({}+{:#x})", f.object, f.offset);
         out += '\n';
     }
+    if (hidden)
+        fmt::format_to(std::back_inserter(out), "    ({} interpreter and binding frame{} not shown; cumemaudit report --native "
+                                                "shows them)\n",
+                       hidden, hidden == 1 ? "" : "s");
     if (site.frames.empty() && site.python_frames.empty()) out += "    (no stack captured)\n";
 }
 
@@ -54,7 +76,7 @@ std::string summary_line(const Summary& s) {
         s.leaked_multicast_objects ? fmt::format("; {} multicast objects never released", s.leaked_multicast_objects) : "");
 }
 
-std::string text_summary(const Report& r, int max_frames, bool show_held) {
+std::string text_summary(const Report& r, const TextDetail& detail) {
     std::string out;
     auto it = std::back_inserter(out);
     fmt::format_to(it, "=={}== cumemaudit: {} (host {}", r.process.pid,
@@ -73,7 +95,7 @@ std::string text_summary(const Report& r, int max_frames, bool show_held) {
             fmt::format_to(it, "\nLeak of {} bytes ({}) in {} allocations ({} references) [{}, {}, {}{}] taken by {} at:\n",
                            l.bytes, human_bytes(l.bytes), l.allocations, l.references, l.cls, l.handle_type, l.owner,
                            where(l), l.site.api);
-        } else if (show_held) {
+        } else if (detail.show_held) {
             fmt::format_to(it, "\nHeld at exit, not a leak: {} bytes ({}) in {} allocations [{}, {}, {}{}] taken by {} at:\n",
                            l.bytes, human_bytes(l.bytes), l.allocations, l.cls, l.handle_type, l.owner, where(l), l.site.api);
         } else {
@@ -81,7 +103,7 @@ std::string text_summary(const Report& r, int max_frames, bool show_held) {
             ++held_rows;
             continue;
         }
-        frames(out, l.site, max_frames);
+        frames(out, l.site, detail);
     }
     if (held_rows)
         fmt::format_to(it, "\nHeld at exit, not leaks: {} bytes ({}) in {} rows (unfreed or mapped-at-exit); shown with "
@@ -90,12 +112,12 @@ std::string text_summary(const Report& r, int max_frames, bool show_held) {
     for (const Misuse& m : r.misuse) {
         fmt::format_to(it, "\nMisuse: {} returned {} {} times: {} [{}] at:\n", m.api, m.result, m.count, m.what,
                        m.owner);
-        frames(out, m.site, max_frames);
+        frames(out, m.site, detail);
     }
     for (const Reclaim& c : r.reclaimed) {
         fmt::format_to(it, "\nReclaimed by mode=enforce: {} bytes ({}) in {} allocations ({} references) taken by {} at:\n",
                        c.bytes, human_bytes(c.bytes), c.allocations, c.references, c.site.api);
-        frames(out, c.site, max_frames);
+        frames(out, c.site, detail);
     }
     // The last few out-of-memory moments: the first is usually the cause, the latest the state at the end.
     constexpr std::size_t kOomShown = 3;
@@ -107,11 +129,11 @@ std::string text_summary(const Report& r, int max_frames, bool show_held) {
         fmt::format_to(it, "\nContext ended: {}{} at step {} freed {} bytes ({}) in {} allocations the program had not freed, at:\n",
                        t.api, t.device >= 0 ? fmt::format(" (device {})", t.device) : "", t.step, t.bytes,
                        human_bytes(t.bytes), t.allocations);
-        frames(out, t.site, max_frames);
+        frames(out, t.site, detail);
         for (const Leak& l : t.freed) {
             fmt::format_to(it, "  {} bytes ({}) in {} allocations [{}, {}] made by {} at:\n", l.bytes, human_bytes(l.bytes),
                            l.allocations, l.kind, l.owner, l.site.api);
-            frames(out, l.site, max_frames);
+            frames(out, l.site, detail);
         }
     }
     if (r.teardowns.size() == kTeardownsKept)
@@ -125,7 +147,7 @@ std::string text_summary(const Report& r, int max_frames, bool show_held) {
                        human_bytes(p.idle_bytes), human_bytes(p.peak_reserved_bytes),
                        p.release_threshold != 0 ? ", keeps " + human_bytes(p.release_threshold) + " idle at a synchronisation" : "",
                        p.site.api.empty() ? "" : ", created at:");
-        if (!p.site.api.empty()) frames(out, p.site, max_frames);
+        if (!p.site.api.empty()) frames(out, p.site, detail);
     }
     for (const MemoryReturn& m : r.returns) {
         const std::string what = m.what != "pool" ? std::string("graph memory")
@@ -134,7 +156,7 @@ std::string text_summary(const Report& r, int max_frames, bool show_held) {
         fmt::format_to(it, "\nThe driver took back {} ({} bytes) of {}{} at step {}, {} {}, at:\n", human_bytes(m.bytes),
                        m.bytes, what, m.device >= 0 ? fmt::format(" on device {}", m.device) : "", m.step,
                        m.why == "refusal" ? "before refusing" : "at", m.api);
-        frames(out, m.site, max_frames);
+        frames(out, m.site, detail);
     }
     if (r.returns.size() == kReturnsKept)
         fmt::format_to(it, "  (at most the first {} returns are listed; the driver took back {} bytes in all)\n", kReturnsKept,

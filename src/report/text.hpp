@@ -11,7 +11,13 @@
 
 namespace cumemaudit::report {
 
-std::string text_summary(const Report&, int max_frames = 8, bool show_held = false);
+struct TextDetail {
+    int max_frames = 8;      // native frames shown per site
+    bool show_held = false;  // unfreed and mapped-at-exit rows in full, not one folded line
+    bool native = false;     // a Python site's interpreter and binding frames too
+};
+
+std::string text_summary(const Report&, const TextDetail& = {});
 
 // The last line alone, exactly: "SUMMARY: cumemaudit: <leaked_bytes> bytes leaked in <leaked_allocations>
 // allocations (<leaked_references> references); <misuse_events> misuse events; <unfreed_bytes> bytes

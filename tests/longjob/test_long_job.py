@@ -8,6 +8,7 @@ Usage: test_long_job.py CASE (paths from meson: CLI, SOURCE_ROOT)."""
 import glob
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -74,6 +75,13 @@ def case_python_slow_leak(tmp):
     # The text summary shows the Python line first, right under the row's heading.
     at = next(i for i, text in enumerate(lines) if text.startswith(f"Leak of {1999 * 2 * MiB} bytes"))
     expect(lines[at + 1] == f"    py#0 in Buffer.__init__ {JOB}:{leak_line}", f"first frame line: {lines[at:at + 3]}")
+    # Under the Python lines, the interpreter's and libffi's frames are counted, not shown; --native shows them.
+    block = lines[at + 1:lines.index("", at)]
+    expect(len(block) == 4 and all(x.startswith("    py#") for x in block[:3]) and
+           re.fullmatch(r"    \(\d+ interpreter and binding frames not shown; cumemaudit report --native shows them\)",
+                        block[3]), f"the block: {block}")
+    native = subprocess.run([CLI, "report", "--native", path], capture_output=True, text=True, timeout=60).stdout
+    expect("libffi.so" in native and "not shown" not in native, f"report --native:\n{native[:2000]}")
     # The leak's growth, step by step: 2 MiB per 10 steps at every mark kept, whole or in a window.
     steps = rep["steps"]
     folded = [s for w in rep["step_history"] for s in w["steps"]]
@@ -88,11 +96,12 @@ def case_python_slow_leak(tmp):
     # CI reads the line: check's FAIL line and the JUnit failure name the Python line that leaked.
     junit = os.path.join(tmp, "junit.xml")
     p = subprocess.run([CLI, "check", path, "--junit", junit], capture_output=True, text=True, timeout=60)
-    want = f"top site: 3.9 GiB [unreachable] cuMemCreate at {JOB}:{leak_line} in Buffer.__init__"
+    where = f"{os.path.basename(JOB)}:{leak_line} (Buffer.__init__)"
+    want = f"top site: 3.9 GiB [unreachable] cuMemCreate at {where}"
     expect(p.returncode == 1 and p.stdout.startswith(f"FAIL {path}: ") and want in p.stdout,
            f"check: exit {p.returncode}\n{p.stdout}{p.stderr}")
     failures = ET.parse(junit).getroot().findall(".//testcase/failure")
-    expect(len(failures) == 1 and f"{JOB}:{leak_line} in Buffer.__init__" in failures[0].get("message", ""),
+    expect(len(failures) == 1 and where in failures[0].get("message", ""),
            f"junit failure: {[f.attrib for f in failures]}")
     # The page of a week-long job is the page of a short one.
     page = os.path.join(tmp, "page.html")

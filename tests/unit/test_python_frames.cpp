@@ -95,8 +95,42 @@ TEST_CASE("a site's Python frames reach the report and come back from its JSON")
     const report::Report back = report::from_json(j);
     CHECK(back.leaks[0].site.python_frames[1].line == 7);
 
-    const std::string text = report::text_summary(r, 8);
+    const std::string text = report::text_summary(r);
     CHECK(text.find("    py#0 in Model.step /w/train.py:42\n    py#1 in <module> /w/train.py:7\n") != std::string::npos);
+}
+
+TEST_CASE("a Python site's text shows its Python lines and the extension's frame; the interpreter's only with native") {
+    report::Report r;
+    report::Leak l;
+    l.cls = "unreachable";
+    l.bytes = 2 << 20;
+    l.allocations = l.references = 1;
+    l.site.api = "cuMemCreate";
+    l.site.python_frames = {{"/w/train.py", 42, "Model.step"}};
+    const auto frame = [](std::uint64_t pc, const char* object, const char* symbol) {
+        report::Frame f;
+        f.pc = pc;
+        f.object = object;
+        f.symbol = symbol;
+        return f;
+    };
+    l.site.frames = {frame(0x10, "/usr/lib/x86_64-linux-gnu/libffi.so.8", "ffi_call"),
+                     frame(0x20, "/w/build/cext.cpython-311-x86_64-linux-gnu.so", "grow"),
+                     frame(0x30, "/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0", "_PyEval_EvalFrameDefault"),
+                     frame(0x40, "/usr/bin/python3.11", "main"),
+                     frame(0x50, "/lib/x86_64-linux-gnu/libc.so.6", "__libc_start_main")};
+    r.leaks.push_back(l);
+    const std::string text = report::text_summary(r);
+    CHECK_THAT(text, Catch::Contains("    py#0 in Model.step /w/train.py:42\n"
+                                     "    #1 0x20 in grow (/w/build/cext.cpython-311-x86_64-linux-gnu.so+0x0)\n"
+                                     "    (4 interpreter and binding frames not shown; cumemaudit report --native shows them)\n"));
+    const std::string native = report::text_summary(r, {.native = true});
+    CHECK_THAT(native, Catch::Contains("    #0 0x10 in ffi_call (/usr/lib/x86_64-linux-gnu/libffi.so.8+0x0)\n"));
+    CHECK_THAT(native, Catch::Contains("    #4 0x50 in __libc_start_main (/lib/x86_64-linux-gnu/libc.so.6+0x0)\n"));
+    CHECK_THAT(native, !Catch::Contains("not shown"));
+    // Without Python frames the native stack is the whole story: nothing is hidden.
+    r.leaks[0].site.python_frames.clear();
+    CHECK_THAT(report::text_summary(r), Catch::Contains("    #0 0x10 in ffi_call") && !Catch::Contains("not shown"));
 }
 
 TEST_CASE("suppressions match a Python frame's function, file and basename:line") {

@@ -472,7 +472,7 @@ TEST_CASE("text summary: LSan-style blocks and the exact SUMMARY line") {
     CHECK_THAT(t, Catch::StartsWith("==4242== cumemaudit: python (host node7, rank 3 of 8, checkpoint)\n"));
     Report deep = r;
     for (int i = 0; i < 10; ++i) deep.leaks[0].site.frames.push_back(frame(i, "f", "o", "", 0));
-    CHECK_THAT(text_summary(deep, 3), Catch::Contains("    #2 0x1 in f (o+0x1)\n    ... 8 more frames\n"));
+    CHECK_THAT(text_summary(deep, {.max_frames = 3}), Catch::Contains("    #2 0x1 in f (o+0x1)\n    ... 8 more frames\n"));
     CHECK(human_bytes(512) == "512 B");
     CHECK(human_bytes(3 * 1024 * 1024 / 2) == "1.5 MiB");
 }
@@ -498,7 +498,7 @@ TEST_CASE("text summary: only rows that fail the gate are headed Leak; held memo
     CHECK_THAT(folded, Catch::Contains("\nHeld at exit, not leaks: 69388816 bytes (66.2 MiB) in 2 rows (unfreed or "
                                        "mapped-at-exit); shown with show_held=1 or cumemaudit report --show-held\n"));
     CHECK_THAT(folded, Catch::Contains("Leak of 1073741824 bytes"));
-    const std::string shown = text_summary(r, 8, true);
+    const std::string shown = text_summary(r, {.show_held = true});
     CHECK_THAT(shown, Catch::Contains("\nHeld at exit, not a leak: 67291664 bytes (64.2 MiB) in 1 allocations [unfreed, "
                                       "none, cublas] taken by cuMemAlloc at:\n    (no stack captured)\n"));
     CHECK_THAT(shown, Catch::Contains("\nHeld at exit, not a leak: 2097152 bytes (2.0 MiB) in 1 allocations "

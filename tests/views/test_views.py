@@ -79,7 +79,7 @@ class Trace(Base):
         self.assertEqual(names[:8], ["step 0", "step 1", "step 2", "step 3", "step 4", "step 5", "capture:begin (after step 5)",
                                      "capture:end (after step 5)"])
         alarm, = [e for e in instants if e["cat"] == "alarm"]
-        self.assertEqual((alarm["ts"], alarm["args"]["owner"], alarm["args"]["bytes"]), (13 * 1.5e6, "deepep", GiB))
+        self.assertEqual((alarm["ts"], alarm["args"]["owner"], alarm["args"]["bytes"]), (13 * 1.5e6, "deepep", 5 * GiB))  # grew 1 GiB at each of 5 raisings
         self.assertEqual(alarm["args"]["site"],
                          "cuMemCreate at deep_ep::FabricAllocator::grow(unsigned long) csrc/kernels/fabric.cu:118")
         # Rows held at exit (the unfreed cuMemAlloc_v2) are events of their own, never leaks.
@@ -130,6 +130,11 @@ class Html(Base):
             self.assertIn(f'<table class="{cls}">', page)
         self.assertIn("deep_ep::FabricAllocator::grow(unsigned long) csrc/kernels/fabric.cu:118", page)
         self.assertIn('<td class="num" data-sort="325058560" title="325058560 bytes">310.0 MiB</td>', page)  # graph cost
+        # An alarm raised five times is one row that says so: first step 13, last 25, 5 times.
+        alarms = page[page.index('<table class="alarms">'):]
+        alarms = alarms[:alarms.index("</table>")]
+        self.assertEqual(re.findall(r"<tr><td[^>]*>(\d+)</td><td[^>]*>(\d+)</td><td[^>]*>(\d+)</td><td>leak</td>", alarms),
+                         [("13", "25", "5")])
         self.assertIn("GiB", page)
 
     def test_self_contained(self):

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 #include <vector>
 
@@ -109,10 +110,13 @@ std::string owners_table(const report::Report& r) {
 std::string alarms_table(const report::Report& r) {
     std::string rows;
     for (const report::Alarm& a : r.alarms) {
-        rows += "<tr>" + num_cell(a.step) + text_cell(a.what) + text_cell(a.owner) + bytes_cell(a.bytes) +
-                bytes_cell(a.live_bytes) + frames_cell(a.site) + "</tr>\n";
+        // One row per alarm kind, owner and site, however often it was raised: the count and the last step say
+        // whether it is still going on.
+        rows += "<tr>" + num_cell(a.step) + num_cell(std::max(a.last_step, a.step)) + num_cell(a.count) + text_cell(a.what) +
+                text_cell(a.owner) + bytes_cell(a.bytes) + bytes_cell(a.live_bytes) + frames_cell(a.site) + "</tr>\n";
     }
-    return table("alarms", {"step", "what", "owner", "grew by", "live", "site"}, rows, "No alarms.");
+    return table("alarms", {"first step", "last step", "times raised", "what", "owner", "grew by", "live", "site"}, rows,
+                 "No alarms.");
 }
 
 std::string graphs_table(const report::Report& r) {

@@ -140,12 +140,13 @@ int main(int argc, char** argv) {
     run_cmd->footer("The program and its arguments follow the options, after an optional --.");
 
     std::vector<std::string> report_files;
-    int max_frames = 8;
+    cumemaudit::report::TextDetail report_detail;
     CLI::App* report_cmd = app.add_subcommand("report", "Print the text summary of report files");
     report_cmd->add_option("files", report_files, "Report files")->required();
-    report_cmd->add_option("--max-frames", max_frames, "Frames shown per site")->check(CLI::Range(0, 1000));
-    bool show_held = false;
-    report_cmd->add_flag("--show-held", show_held, "Show unfreed and mapped-at-exit rows (held at exit, not leaks)");
+    report_cmd->add_option("--max-frames", report_detail.max_frames, "Frames shown per site")->check(CLI::Range(0, 1000));
+    report_cmd->add_flag("--show-held", report_detail.show_held, "Show unfreed and mapped-at-exit rows (held at exit, not leaks)");
+    report_cmd->add_flag("--native", report_detail.native,
+                         "Show a Python site's interpreter and binding frames (libffi, ctypes, libpython) too");
 
     CheckArgs check;
     const cumemaudit::options::OptionInfo& fail_on_row = *cumemaudit::options::find_option("fail_on");
@@ -232,7 +233,7 @@ int main(int argc, char** argv) {
     }
     try {
         if (*run_cmd) return run_command(run);
-        if (*report_cmd) return report_command(report_files, max_frames, show_held);
+        if (*report_cmd) return report_command(report_files, report_detail);
         if (*merge_cmd) {
             if (merge_verbose) merge_detail = {true, true, true, true};
             return merge_command(merge_paths, merge_out, merge_detail);

@@ -12,7 +12,7 @@
 #include <filesystem>
 
 namespace cumemaudit::cli {
-int report_command(const std::vector<std::string>& files, int max_frames, bool show_held) {
+int report_command(const std::vector<std::string>& files, const report::TextDetail& detail) {
     std::error_code ec;
     if (std::any_of(files.begin(), files.end(), [&](const std::string& p) { return std::filesystem::is_directory(p, ec); })) {
         const std::optional<report::JobReport> job = merge_job(files, "report");  // the rank reports as one job
@@ -24,7 +24,7 @@ int report_command(const std::vector<std::string>& files, int max_frames, bool s
     for (const std::string& f : files) {
         try {
             const report::AnyReport r = report::load_any(f);  // a process report, or a merged job
-            cli::print_safe(stdout, r.job ? report::text_summary(*r.job) : report::text_summary(*r.process, max_frames, show_held));
+            cli::print_safe(stdout, r.job ? report::text_summary(*r.job) : report::text_summary(*r.process, detail));
         } catch (const report::ReportError& e) {
             cli::say(stderr, "cumemaudit: {}\n", e.what());
             rc = 2;

@@ -78,7 +78,10 @@ __attribute__((visibility("default"))) int execvp(const char* file, char* const 
     return exec_through(g_execvp, file, file, argv);
 }
 __attribute__((visibility("default"))) int fexecve(int fd, char* const argv[], char* const envp[]) {
-    return exec_through(g_fexecve, argv != nullptr && argv[0] != nullptr ? argv[0] : "", fd, argv, envp);
+    // glibc declares argv nonnull, yet a null one reaches the kernel: the check must not be optimised away.
+    char* const* args = argv;
+    asm("" : "+r"(args));
+    return exec_through(g_fexecve, args != nullptr && args[0] != nullptr ? args[0] : "", fd, argv, envp);
 }
 __attribute__((visibility("default"))) int execveat(int dirfd, const char* path, char* const argv[], char* const envp[],
                                                     int flags) {

@@ -74,7 +74,7 @@ ReportWriter::ReportWriter(Recorder& rec)
 report::ProcessFacts ReportWriter::facts(ledger::Moment moment, const int* exit_code) {
     const ProcessIdentity& id = identity();
     report::ProcessFacts f;
-    f.process = {getpid(), id.rank, id.world_size, id.host, id.argv, std::nullopt, id.local_rank};
+    f.process = {getpid(), id.rank, id.world_size, id.host, id.argv, std::nullopt, id.local_rank, {}};
     if (exit_code != nullptr) f.process.exit_code = *exit_code;
     f.process.replaced_by_exec = replaced_by_exec_;
     f.driver = {driver_version_, simulated_driver_version() != nullptr};
@@ -187,7 +187,7 @@ void ReportWriter::save_metrics(const report::Report& rep) {
 void ReportWriter::print_summary(const report::Report& rep, const Saved& saved, bool flush_stdout) {
     if (!options_.summary) return;
     if (flush_stdout) std::fflush(stdout);
-    const std::string text = report::text_summary(rep, 8, options_.show_held);
+    const std::string text = report::text_summary(rep, {.show_held = options_.show_held});
     write_stderr(text + (saved.path.empty() ? "cumemaudit: report not written: " + saved.error + "\n"
                                             : "cumemaudit: report: " + saved.path + "\n"));
 }
