@@ -6,8 +6,29 @@
 
 namespace cumemaudit::history {
 
-Oom oom_breakdown(const ledger::Ledger& book, const std::vector<Graph>& graphs, std::uint64_t driver_used,
-                  std::uint64_t pool_reserved, std::uint64_t pool_used, std::uint64_t graph_memory, int device) {
+namespace {
+
+// The largest other processes one by one, the rest as one part (pid 0).
+void add_other_processes(std::vector<OomPart>& parts, std::vector<OtherProcess> others) {
+    std::stable_sort(others.begin(), others.end(), [](const OtherProcess& a, const OtherProcess& b) { return a.bytes > b.bytes; });
+    std::uint64_t rest = 0;
+    for (std::size_t i = 0; i < others.size(); ++i) {
+        if (others[i].bytes == 0) continue;
+        if (i < kOtherProcessesKept) {
+            parts.push_back({PartKind::other_process, 0, {}, 0, others[i].bytes, {}, std::move(others[i])});
+        } else {
+            rest += others[i].bytes;
+        }
+    }
+    if (rest != 0) parts.push_back({PartKind::other_process, 0, {}, 0, rest, {}, {}});
+}
+
+}  // namespace
+
+Oom oom_breakdown(const ledger::Ledger& book, const std::vector<Graph>& graphs, const OomFigures& in) {
+    const std::uint64_t driver_used = in.driver_used, pool_reserved = in.pool_reserved, pool_used = in.pool_used,
+                        graph_memory = in.graph_memory;
+    const int device = in.device;
     std::vector<OomPart> parts;
     using Key = std::pair<ledger::OwnerId, ledger::Kind>;
     std::map<Key, std::uint64_t> leaked_of, leaked_rest;
@@ -18,31 +39,33 @@ Oom oom_breakdown(const ledger::Ledger& book, const std::vector<Graph>& graphs, 
         leaked_of[{row.site.owner, row.kind}] += row.bytes;
         leaked += row.bytes;
         if (with_site++ < kLeakSitesKept)
-            parts.push_back({PartKind::leaked, row.site.owner, row.kind, 0, row.bytes, row.site});
+            parts.push_back({PartKind::leaked, row.site.owner, row.kind, 0, row.bytes, row.site, {}});
         else
             leaked_rest[{row.site.owner, row.kind}] += row.bytes;
     }
-    for (const auto& [key, bytes] : leaked_rest) parts.push_back({PartKind::leaked, key.first, key.second, 0, bytes, {}});
+    for (const auto& [key, bytes] : leaked_rest) parts.push_back({PartKind::leaked, key.first, key.second, 0, bytes, {}, {}});
     for (const ledger::OwnerRow& o : device >= 0 ? book.owners_on_device(device) : book.owners_now()) {
         for (int k = 0; k < static_cast<int>(ledger::Kind::count); ++k) {
             const auto kind = static_cast<ledger::Kind>(k);
             if (!ledger::counts_on_device(kind)) continue;
             const auto it = leaked_of.find({o.owner, kind});
             const std::uint64_t held = o.live_by_kind[k] - std::min(o.live_by_kind[k], it == leaked_of.end() ? 0 : it->second);
-            if (held != 0) parts.push_back({PartKind::live, o.owner, kind, 0, held, {}});
+            if (held != 0) parts.push_back({PartKind::live, o.owner, kind, 0, held, {}, {}});
         }
     }
     for (const Graph& g : graphs)
         if (g.held_instantiate_bytes > 0)
-            parts.push_back({PartKind::graph, 0, {}, g.id, static_cast<std::uint64_t>(g.held_instantiate_bytes), {}});
-    if (pool_reserved > pool_used) parts.push_back({PartKind::async_pool_idle, 0, {}, 0, pool_reserved - pool_used, {}});
-    if (graph_memory != 0) parts.push_back({PartKind::graph_memory, 0, {}, 0, graph_memory, {}});
+            parts.push_back({PartKind::graph, 0, {}, g.id, static_cast<std::uint64_t>(g.held_instantiate_bytes), {}, {}});
+    if (pool_reserved > pool_used) parts.push_back({PartKind::async_pool_idle, 0, {}, 0, pool_reserved - pool_used, {}, {}});
+    if (graph_memory != 0) parts.push_back({PartKind::graph_memory, 0, {}, 0, graph_memory, {}, {}});
+    add_other_processes(parts, in.other_processes);
     const std::uint64_t named = std::accumulate(parts.begin(), parts.end(), std::uint64_t{0},
                                                 [](std::uint64_t s, const OomPart& p) { return s + p.bytes; });
-    // Context, modules, memory of other processes: what no wrapped call named. Zero when the named parts
-    // exceed driver-used memory (memory freed between the failing call and the question).
+    // Context, modules, kernel stacks (and other processes' memory when NVML could not list them): what no
+    // wrapped call named. Zero when the named parts exceed driver-used memory (memory freed between the
+    // failing call and the question).
     const std::uint64_t rest = driver_used > named ? driver_used - named : 0;
-    if (rest != 0) parts.push_back({PartKind::unattributed, 0, {}, 0, rest, {}});
+    if (rest != 0) parts.push_back({PartKind::unattributed, 0, {}, 0, rest, {}, {}});
     std::stable_sort(parts.begin(), parts.end(), [](const OomPart& a, const OomPart& b) { return a.bytes > b.bytes; });
 
     Oom oom;
@@ -50,6 +73,7 @@ Oom oom_breakdown(const ledger::Ledger& book, const std::vector<Graph>& graphs, 
     oom.leaked_bytes = leaked;
     oom.unattributed_bytes = rest;
     oom.driver_used_bytes = driver_used;
+    oom.processes_listed = in.processes_listed;
     return oom;
 }
 

@@ -15,9 +15,17 @@ namespace cumemaudit::history {
 
 inline constexpr std::size_t kLeakSitesKept = 8;
 
-// `device` >= 0: only what is on that device (a process that drives several, whose driver-used figure is
-// the failing device's). Fills parts, leaked_bytes, unattributed_bytes and driver_used_bytes.
-Oom oom_breakdown(const ledger::Ledger&, const std::vector<Graph>& graphs, std::uint64_t driver_used,
-                  std::uint64_t pool_reserved, std::uint64_t pool_used, std::uint64_t graph_memory = 0, int device = -1);
+// What the driver and the pools said at the moment.
+struct OomFigures {
+    std::uint64_t driver_used = 0;
+    std::uint64_t pool_reserved = 0, pool_used = 0;  // the device's stream-ordered pools
+    std::uint64_t graph_memory = 0;
+    int device = -1;  // >= 0: only what is on that device (a process that drives several)
+    bool processes_listed = false;  // NVML listed the device's processes (none but this one is a list too)
+    std::vector<OtherProcess> other_processes;  // every process but this one, any order
+};
+
+// Fills parts, leaked_bytes, unattributed_bytes, driver_used_bytes and processes_listed.
+Oom oom_breakdown(const ledger::Ledger&, const std::vector<Graph>& graphs, const OomFigures&);
 
 }  // namespace cumemaudit::history

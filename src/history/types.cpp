@@ -11,6 +11,7 @@ const char* to_string(PartKind k) {
         case PartKind::graph: return "graph";
         case PartKind::async_pool_idle: return "async_pool_idle";
         case PartKind::graph_memory: return "graph_memory";
+        case PartKind::other_process: return "other_process";
         case PartKind::unattributed: return "unattributed";
     }
     return "";

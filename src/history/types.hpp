@@ -22,6 +22,16 @@ struct TorchPool {
     std::uint64_t allocated_bytes = 0, reserved_bytes = 0;
 };
 
+// Another process's memory on the device, as NVML lists it: its pid and, where /proc shows it, its
+// command name ("" in another pid namespace).
+struct OtherProcess {
+    std::uint32_t pid = 0;
+    std::string name;
+    std::uint64_t bytes = 0;
+};
+// The largest others an out-of-memory record names one by one; the rest are one part.
+inline constexpr std::size_t kOtherProcessesKept = 8;
+
 // What the driver said of the device at a moment (known = false: it could not say).
 struct DeviceFigures {
     bool known = false;
@@ -29,6 +39,8 @@ struct DeviceFigures {
     std::uint64_t used = 0, total = 0;
     std::uint64_t process_used = 0;                 // this process alone (NVML); 0: unknown
     std::uint64_t graph_used = 0, graph_reserved = 0;  // the device's graph memory
+    bool processes_listed = false;                  // NVML listed the device's processes
+    std::uint64_t other_processes_bytes = 0;        // theirs, every process but this one
 };
 
 // What a mark brings besides the ledger: the program's step and label, PyTorch's figures, the driver's.
@@ -124,7 +136,7 @@ struct Pool {
 inline constexpr std::size_t kPoolsKept = 256;
 
 // One share of driver-used memory at an out-of-memory moment (they add up to it).
-enum class PartKind : std::uint8_t { live, leaked, graph, async_pool_idle, graph_memory, unattributed };
+enum class PartKind : std::uint8_t { live, leaked, graph, async_pool_idle, graph_memory, other_process, unattributed };
 const char* to_string(PartKind);
 struct OomPart {
     PartKind what = PartKind::live;
@@ -133,6 +145,7 @@ struct OomPart {
     std::uint64_t graph = 0;    // graph: its id
     std::uint64_t bytes = 0;
     ledger::Site site;          // leaked: the call that created it (api "" when none)
+    OtherProcess process;       // other_process: pid 0 for the smaller ones together
 };
 
 struct Oom {
@@ -144,6 +157,7 @@ struct Oom {
     std::int64_t device = -1;
     std::uint64_t driver_free_bytes = 0, driver_total_bytes = 0, driver_used_bytes = 0;
     std::uint64_t leaked_bytes = 0, unattributed_bytes = 0;
+    bool processes_listed = false;  // other processes were named: unattributed memory is this process's
     std::vector<OomPart> parts;  // largest first
     bool recovered = false;
     std::uint64_t recovered_time_ns = 0;

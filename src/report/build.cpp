@@ -86,6 +86,7 @@ Step step_of(const history::Step& s, Names& names) {
     out.graph_mem_used_bytes = s.driver.graph_used;
     out.graph_mem_reserved_bytes = s.driver.graph_reserved;
     out.unattributed_bytes = s.unattributed_bytes;
+    out.other_processes_bytes = s.driver.other_processes_bytes;
     out.pytorch_allocated_bytes = s.torch_allocated;
     out.pytorch_reserved_bytes = s.torch_reserved;
     out.pytorch_pools = torch_pools(s.torch_pools);
@@ -123,7 +124,7 @@ void add_graphs(Report& r, const history::History& h, Names& names) {
 OomPart part_of(const history::OomPart& p, Names& names) {
     const bool owned = p.what == history::PartKind::live || p.what == history::PartKind::leaked;
     return OomPart{history::to_string(p.what), owned ? names.owner(p.owner) : "", owned ? ledger::to_string(p.kind) : "",
-                   p.graph, p.bytes, names.site_if_any(p.site)};
+                   p.graph, p.bytes, names.site_if_any(p.site), p.process.pid, p.process.name};
 }
 
 void add_ooms(Report& r, const history::History& h, Names& names) {
@@ -141,6 +142,7 @@ void add_ooms(Report& r, const history::History& h, Names& names) {
         out.driver_used_bytes = o.driver_used_bytes;
         out.leaked_bytes = o.leaked_bytes;
         out.unattributed_bytes = o.unattributed_bytes;
+        out.processes_listed = o.processes_listed;
         for (const history::OomPart& p : o.parts) out.parts.push_back(part_of(p, names));
         out.recovered = o.recovered;
         out.device = o.device;

@@ -7,7 +7,7 @@
 
 namespace cumemaudit::report {
 
-std::string part_label(const OomPart& p) {
+std::string part_label(const OomPart& p, const Oom& o) {
     if (p.what == "graph") return fmt::format("graph {} (instantiate)", p.graph);
     if (p.what == "live") return fmt::format("{} {}", p.owner, p.kind);
     if (p.what == "leaked") {
@@ -18,7 +18,14 @@ std::string part_label(const OomPart& p) {
     }
     if (p.what == "async_pool_idle") return "async pools, reserved but unused";
     if (p.what == "graph_memory") return "graph memory (committed at graph launches)";
-    if (p.what == "unattributed") return "unattributed (context, modules, other processes)";
+    // With NVML's list every other process is a part of its own, so what is left is this process's.
+    if (p.what == "unattributed")
+        return o.processes_listed ? "unattributed (this process: context, modules, kernel stacks)"
+                                  : "unattributed (context, modules, other processes)";
+    if (p.what == "other_process") {
+        if (p.pid == 0) return "other processes, the smaller ones";
+        return p.process.empty() ? fmt::format("other process {}", p.pid) : fmt::format("other process {} ({})", p.pid, p.process);
+    }
     return p.what;
 }
 
@@ -45,7 +52,7 @@ std::string oom_text(const Oom& o, int max_parts) {
         }
         ++shown;
         const double pct = o.driver_used_bytes ? 100.0 * static_cast<double>(p.bytes) / o.driver_used_bytes : 0.0;
-        fmt::format_to(it, "  {:>10} {:5.1f}%  {}\n", human_bytes(p.bytes), pct, part_label(p));
+        fmt::format_to(it, "  {:>10} {:5.1f}%  {}\n", human_bytes(p.bytes), pct, part_label(p, o));
     }
     if (rest_parts) fmt::format_to(it, "  {:>10}         ... {} more parts\n", human_bytes(rest), rest_parts);
     for (const TorchPool& p : o.pytorch_pools)

@@ -13,7 +13,8 @@ namespace cumemaudit::report {
 // line), the leaked total, PyTorch's pools when known, and the failing call's top frame.
 std::string oom_text(const Oom&, int max_parts = 8);
 
-// The label of one part, e.g. "leaked vmm_physical (deepep) at cuMemCreate" or "graph 3 (instantiate)".
-std::string part_label(const OomPart&);
+// The label of one part of `o`, e.g. "LEAKED deepep vmm_physical from cuMemCreate at fabric.cu:118 (grow)",
+// "graph 3 (instantiate)" or "other process 4242 (python3)".
+std::string part_label(const OomPart&, const Oom& o);
 
 }  // namespace cumemaudit::report

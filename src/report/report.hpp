@@ -105,6 +105,9 @@ struct Step {
     // The highest tracked bytes (every owner) since the previous mark, this one included: a peak that came
     // and went between two marks, which the marks' own figures never show. 0: not recorded.
     std::uint64_t peak_tracked_bytes = 0;
+    // Every other process's memory on the device, as NVML listed it; counted against driver-used memory, so
+    // unattributed_bytes is this process's alone. 0 also when NVML could not list them.
+    std::uint64_t other_processes_bytes = 0;
 };
 
 // Older marks of a long job, folded (history/step_history.hpp): `marks` consecutive marks from first_step to
@@ -201,12 +204,17 @@ inline constexpr std::size_t kReturnsKept = 64;  // the summary counts every one
 // memory per site that created it, each graph's instantiate cost, idle async-pool memory, graph memory, and
 // the rest.
 struct OomPart {
-    std::string what;        // "live" | "leaked" | "graph" | "async_pool_idle" | "graph_memory" | "unattributed"
+    std::string what;        // "live" | "leaked" | "graph" | "async_pool_idle" | "graph_memory" | "other_process"
+                             // | "unattributed"
     std::string owner;       // live, leaked
     std::string kind;        // live, leaked: the ledger kind, e.g. "vmm_physical"
     std::uint64_t graph = 0; // graph: its id in `graphs`
     std::uint64_t bytes = 0;
     Site site;               // leaked: the call that created the memory
+    // additions to v1: other_process: its pid (0 for the smaller ones together) and its command name as /proc
+    // shows it ("" when it does not)
+    std::int64_t pid = 0;
+    std::string process;
 };
 
 // A wrapped allocation entry point answered CUDA_ERROR_OUT_OF_MEMORY: the request, who held the device at
@@ -226,6 +234,9 @@ struct Oom {
     std::int64_t device = -1;              // the refusing device (its context's; -1: not known)
     std::uint64_t recovered_time_ns = 0;
     std::vector<TorchPool> pytorch_pools;  // PyTorch's view at its OutOfMemoryError (the helper's observer)
+    // Addition to v1: NVML listed the device's processes, so other processes are parts of their own and
+    // unattributed memory is this process's (its context, modules, kernel stacks).
+    bool processes_listed = false;
 };
 
 // A shareable handle this process exported, or imported from another process. `key` is the same text in

@@ -84,6 +84,7 @@ template <class V> void fields(V& v, Step& s) {
     v.opt("leaked_bytes", s.leaked_bytes);
     v.opt("leaked_by_owner", s.leaked_by_owner);
     v.opt("peak_tracked_bytes", s.peak_tracked_bytes);
+    v.opt("other_processes_bytes", s.other_processes_bytes);
 }
 template <class V> void fields(V& v, StepWindow& w) {
     v.req("first_step", w.first_step);
@@ -104,6 +105,8 @@ template <class V> void fields(V& v, OomPart& p) {
     v.opt("graph", p.graph);
     v.req("bytes", p.bytes);
     v.opt("site", p.site);
+    v.opt("pid", p.pid);
+    v.opt("process", p.process);
 }
 template <class V> void fields(V& v, Oom& o) {
     v.req("time_ns", o.time_ns);
@@ -123,6 +126,7 @@ template <class V> void fields(V& v, Oom& o) {
     v.opt("recovered_time_ns", o.recovered_time_ns);
     v.opt("pytorch_pools", o.pytorch_pools);
     v.opt("device", o.device);
+    v.opt("processes_listed", o.processes_listed);
 }
 template <class V> void fields(V& v, Teardown& t) {
     v.req("api", t.api);

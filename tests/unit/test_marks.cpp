@@ -27,7 +27,7 @@ history::MarkInput step(std::uint64_t n, std::uint64_t used = 0) {
     history::MarkInput m;
     m.step = n;
     m.time_ns = n * 1000;
-    if (used != 0) m.driver = {true, 0, used, 1024 * MiB, 0, 0, 0};
+    if (used != 0) m.driver = {.known = true, .device = 0, .used = used, .total = 1024 * MiB};
     return m;
 }
 
@@ -70,6 +70,19 @@ TEST_CASE("a step holds live bytes per owner and kind, the driver's figures and 
     CHECK(s.torch_allocated == 90 * MiB);
     CHECK(s.peak_tracked_bytes == 148 * MiB);
     CHECK(h.steps_marked == 1);
+
+    SECTION("memory other processes hold, as NVML listed it, is theirs, not unattributed") {
+        history::MarkInput next = m;
+        next.step = 2;
+        next.driver.processes_listed = true;
+        next.driver.other_processes_bytes = 400 * MiB;
+        marks.mark(next, Clock::now());
+        history::History after;
+        marks.copy_to(after);
+        REQUIRE(after.steps.size() == 2);
+        CHECK(after.steps[1].unattributed_bytes == 80 * MiB);
+        CHECK(after.steps[1].driver.other_processes_bytes == 400 * MiB);
+    }
 }
 
 TEST_CASE("without the driver's figures a step names nothing unattributed") {

@@ -63,7 +63,7 @@ TEST_CASE("the breakdown splits driver-used memory into leaked, live, graphs, id
     graphs[1].instantiate_cost_bytes = 4 * MiB;
 
     const std::uint64_t used = 256 * MiB + 64 * MiB + 100 * MiB + 4 * MiB + 16 * MiB + 500 * MiB;
-    const history::Oom in = history::oom_breakdown(l, graphs, used, 48 * MiB, 32 * MiB);
+    const history::Oom in = history::oom_breakdown(l, graphs, {.driver_used = used, .pool_reserved = 48 * MiB, .pool_used = 32 * MiB, .other_processes = {}});
     std::vector<std::tuple<std::string, std::string, std::string, std::uint64_t>> got;
     for (const history::OomPart& p : in.parts) got.push_back(named(l, p));
     CHECK(got == decltype(got){{"unattributed", "", "", 500 * MiB},
@@ -81,10 +81,37 @@ TEST_CASE("the breakdown splits driver-used memory into leaked, live, graphs, id
     CHECK(in.parts[5].graph == 1);
 
     SECTION("named parts above driver-used memory leave nothing unattributed, and are not cut") {
-        const history::Oom over = history::oom_breakdown(l, {}, 300 * MiB, 0, 0);
+        const history::Oom over = history::oom_breakdown(l, {}, {.driver_used = 300 * MiB, .other_processes = {}});
         CHECK(over.unattributed_bytes == 0);
         CHECK(sum(over.parts) == 256 * MiB + 100 * MiB + 64 * MiB);
     }
+}
+
+TEST_CASE("other processes on the device are parts of their own: the largest by pid and name, the rest together") {
+    ledger::Ledger l;
+    l.allocated(0x1000, 100 * MiB, ledger::Kind::classic, site("cuMemAlloc", 1, l.owner_id("cupy")));
+    history::OomFigures at{.driver_used = 100 * MiB + 600 * MiB + 40 * MiB + 20 * MiB, .processes_listed = true,
+                           .other_processes = {}};
+    at.other_processes.push_back({4242, "python3", 600 * MiB});
+    for (std::uint32_t i = 0; i < history::kOtherProcessesKept - 1; ++i)  // with 4242, eight named
+        at.other_processes.push_back({100 + i, "worker", 5 * MiB});
+    at.other_processes.push_back({200, "worker", 5 * MiB});  // the ninth: one part with any further ones
+    at.other_processes.push_back({99, "", 0});  // NVML lists a process with no memory yet: no part
+    const history::Oom in = history::oom_breakdown(l, {}, at);
+    REQUIRE(in.parts.size() == 1 + 1 + 1 + 7 + 1);
+    CHECK(in.parts[0].what == history::PartKind::other_process);
+    CHECK((in.parts[0].process.pid == 4242 && in.parts[0].process.name == "python3" && in.parts[0].bytes == 600 * MiB));
+    CHECK((in.parts[1].what == history::PartKind::live && in.parts[1].bytes == 100 * MiB));
+    CHECK(in.parts[2].bytes == 20 * MiB);  // what nothing named: this process's context, modules, stacks
+    CHECK(in.parts[2].what == history::PartKind::unattributed);
+    for (std::size_t i = 3; i < 10; ++i)  // equal sizes keep NVML's order, the rest part last
+        CHECK((in.parts[i].what == history::PartKind::other_process && in.parts[i].process.pid == 97 + i &&
+               in.parts[i].process.name == "worker" && in.parts[i].bytes == 5 * MiB));
+    CHECK((in.parts[10].what == history::PartKind::other_process && in.parts[10].process.pid == 0 &&
+           in.parts[10].bytes == 5 * MiB));
+    CHECK(sum(in.parts) == at.driver_used);
+    CHECK(in.unattributed_bytes == 20 * MiB);
+    CHECK(in.processes_listed);
 }
 
 TEST_CASE("an allocation leaked with two references counts once, under its creating site") {
@@ -94,7 +121,7 @@ TEST_CASE("an allocation leaked with two references counts once, under its creat
     l.mapped(0x7f0000000000, 128 * MiB, 0x10, true, "CUDA_SUCCESS", site("cuMemMap", 2, owner));
     l.retained(0x10, 0x7f0000000000, site("cuMemRetainAllocationHandle", 3, owner));
     l.unmapped(0x7f0000000000, 128 * MiB, true, "CUDA_SUCCESS", site("cuMemUnmap", 4, owner));
-    const history::Oom in = history::oom_breakdown(l, {}, 128 * MiB, 0, 0);
+    const history::Oom in = history::oom_breakdown(l, {}, {.driver_used = 128 * MiB, .other_processes = {}});
     REQUIRE(in.parts.size() == 1);
     CHECK(in.parts[0].what == history::PartKind::leaked);
     CHECK(in.parts[0].bytes == 128 * MiB);
@@ -160,7 +187,7 @@ TEST_CASE("an oom record and per-pool step figures survive the JSON form") {
     o.driver_total_bytes = 3;
     o.driver_used_bytes = 2;
     o.leaked_bytes = 1;
-    o.parts = {{"leaked", "deepep", "vmm_physical", 0, 1, {"cuMemCreate", {}}}, {"graph", "", "", 4, 1, {}}};
+    o.parts = {{"leaked", "deepep", "vmm_physical", 0, 1, {"cuMemCreate", {}}, 0, ""}, {"graph", "", "", 4, 1, {}, 0, ""}};
     o.recovered = true;
     o.recovered_time_ns = 12;
     o.pytorch_pools = {{"graph (1, 2)", 5, 9, 4}};

@@ -96,6 +96,7 @@ Bytes step_totals(const report::Step& s) {
         m["pytorch reserved"] = s.pytorch_reserved_bytes;
     }
     if (s.graph_mem_reserved_bytes) m["graph memory reserved"] = s.graph_mem_reserved_bytes;
+    if (s.other_processes_bytes) m["other processes"] = s.other_processes_bytes;
     return m;
 }
 

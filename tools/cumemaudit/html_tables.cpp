@@ -145,7 +145,7 @@ std::string oom_table(const report::Report& r) {
                          report::human_bytes(o.leaked_bytes));
         std::string rows;
         for (const report::OomPart& p : o.parts)
-            rows += "<tr>" + text_cell(report::part_label(p)) + bytes_cell(p.bytes) + frames_cell(p.site) + "</tr>\n";
+            rows += "<tr>" + text_cell(report::part_label(p, o)) + bytes_cell(p.bytes) + frames_cell(p.site) + "</tr>\n";
         s += table("oom", {"held by", "bytes", "site"}, rows, "");
         std::string pools;
         for (const report::TorchPool& p : o.pytorch_pools)
@@ -161,7 +161,8 @@ std::string oom_table(const report::Report& r) {
 std::string steps_table(const report::Timeline& t) {
     std::vector<std::string> head{"step"};
     for (const std::string& o : t.owners) head.push_back(o);
-    for (const char* h : {"unattributed", "driver used", "this process (NVML)", "PyTorch allocated", "PyTorch reserved", "graph memory reserved"})
+    for (const char* h : {"unattributed", "driver used", "this process (NVML)", "other processes (NVML)", "PyTorch allocated",
+                          "PyTorch reserved", "graph memory reserved"})
         head.push_back(h);
     std::string rows;
     for (const report::TimelinePoint& p : t.points) {
@@ -169,7 +170,7 @@ std::string steps_table(const report::Timeline& t) {
         for (const std::uint64_t b : p.owner_bytes) rows += bytes_cell(b);
         const report::Step& s = *p.step;
         rows += bytes_cell(s.unattributed_bytes) + bytes_cell(s.driver_used_bytes) + bytes_cell(s.process_used_bytes) +
-                bytes_cell(s.pytorch_allocated_bytes) +
+                bytes_cell(s.other_processes_bytes) + bytes_cell(s.pytorch_allocated_bytes) +
                 bytes_cell(s.pytorch_reserved_bytes) + bytes_cell(s.graph_mem_reserved_bytes) + "</tr>\n";
     }
     return table("steps", head, rows, "No steps recorded.");

@@ -63,6 +63,7 @@ void add_report(const report::Report& r, int pid, std::uint64_t origin, json& li
         ev.counter("unattributed", s.time_ns, s.unattributed_bytes);
         if (s.leaked_bytes != 0) ev.counter("leaked so far", s.time_ns, s.leaked_bytes);
         if (s.process_used_bytes != 0) ev.counter("process used (NVML)", s.time_ns, s.process_used_bytes);
+        if (s.other_processes_bytes != 0) ev.counter("other processes (NVML)", s.time_ns, s.other_processes_bytes);
         json args = {{"tracked_bytes", p.tracked_bytes}, {"driver_used_bytes", s.driver_used_bytes},
                      {"unattributed_bytes", s.unattributed_bytes}, {"leaked_bytes", s.leaked_bytes}};
         if (s.pytorch_reserved_bytes) {
@@ -82,7 +83,7 @@ void add_report(const report::Report& r, int pid, std::uint64_t origin, json& li
     }
     for (const report::Oom& o : r.oom) {
         json parts = json::object();
-        for (const report::OomPart& p : o.parts) parts[report::part_label(p)] = p.bytes;
+        for (const report::OomPart& p : o.parts) parts[report::part_label(p, o)] = p.bytes;
         json pools = json::object();
         for (const report::TorchPool& p : o.pytorch_pools)
             pools[p.pool] = {{"allocated_bytes", p.allocated_bytes}, {"reserved_bytes", p.reserved_bytes},

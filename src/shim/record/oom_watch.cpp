@@ -26,7 +26,8 @@ void taken_back(Recorder& a, const char* what, const char* api, int device, std:
 
 // The moment itself: the driver's figures first (closest to the refusal), then the ledger's.
 history::Oom take_moment(Recorder& a, const char* api, const char* result, std::uint64_t bytes, const ledger::Site& site) {
-    const DriverMemory m = driver_memory();
+    // NVML's list too: the memory another process holds is often the whole answer.
+    DriverMemory m = driver_memory(nullptr, WithNvml::processes);
     // Exported fds the program closed since are learnt first: memory whose last pin was one is free, and
     // memory they no longer pin is unreachable.
     a.ledger().forget_closed_exports([](int fd, const ledger::ExportKey& key) { return fd_still_open(fd, key); });
@@ -38,8 +39,14 @@ history::Oom take_moment(Recorder& a, const char* api, const char* result, std::
     // And the graph memory no launch held (measured): what the last mark saw and is gone now.
     const std::uint64_t graph_before = a.timeline().last_graph_reserved();
     if (m.known && graph_before > m.graph_reserved) taken_back(a, "graph_memory", api, m.device, graph_before - m.graph_reserved, site);
-    history::Oom oom = history::oom_breakdown(a.ledger(), a.timeline().graphs(), m.known ? m.used : 0, pools.reserved,
-                                              pools.used, m.graph_reserved, a.several_devices() ? m.device : -1);
+    history::Oom oom = history::oom_breakdown(a.ledger(), a.timeline().graphs(),
+                                              {.driver_used = m.known ? m.used : 0,
+                                               .pool_reserved = pools.reserved,
+                                               .pool_used = pools.used,
+                                               .graph_memory = m.graph_reserved,
+                                               .device = a.several_devices() ? m.device : -1,
+                                               .processes_listed = m.processes_listed,
+                                               .other_processes = std::move(m.other_processes)});
     oom.device = m.device;
     oom.time_ns = wall_clock_ns();
     oom.step = a.timeline().last_step();

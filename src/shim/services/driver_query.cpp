@@ -115,7 +115,13 @@ DriverMemory driver_memory(CUcontext fallback, WithNvml nvml) {
         if (graph_attr(dev, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &v) == CUDA_SUCCESS) m.graph_used = v;
         if (graph_attr(dev, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &v) == CUDA_SUCCESS) m.graph_reserved = v;
     }
-    if (nvml == WithNvml::yes) m.process_used = nvml_process_used(dev);
+    if (nvml != WithNvml::no) {
+        DeviceProcesses on_device = nvml_processes(dev, nvml == WithNvml::processes);
+        m.processes_listed = on_device.listed;
+        m.process_used = on_device.self;
+        for (const history::OtherProcess& p : on_device.others) m.other_processes_bytes += p.bytes;
+        if (nvml == WithNvml::processes) m.other_processes = std::move(on_device.others);
+    }
     return m;
 }
 

@@ -3,6 +3,7 @@
 // the current context. They go straight to the real entry points, past our own wrappers.
 #pragma once
 
+#include "history/types.hpp"
 #include "shim/services/cuda_api.hpp"
 
 #include <cstdint>
@@ -17,12 +18,16 @@ struct DriverMemory {
     std::uint64_t graph_used = 0, graph_reserved = 0;  // cuDeviceGetGraphMemAttribute, where the driver has it
     std::uint64_t process_used = 0;                    // NVML's figure for this process (0: unknown)
     int device = -1;                                   // the current context's device (-1: unknown)
+    bool processes_listed = false;                     // NVML listed the device's processes
+    std::uint64_t other_processes_bytes = 0;           // every other process's, as NVML charges them
+    std::vector<history::OtherProcess> other_processes;  // with WithNvml::processes only
 };
 
 // Needs a current context on this thread; `fallback` is made current first when none is (a sampler
 // thread of our own borrows the program's context for the question).
-// With `nvml`, also this process's own figure from NVML (marks only: the first asks loads NVML).
-enum class WithNvml : bool { no, yes };
+// With `nvml`, also NVML's figures (marks and out-of-memory moments only: the first question loads NVML):
+// `sums` this process's and the others' bytes, `processes` each other process by pid and command name.
+enum class WithNvml : std::uint8_t { no, sums, processes };
 DriverMemory driver_memory(CUcontext fallback = nullptr, WithNvml nvml = WithNvml::no);
 
 // A stream-ordered pool's reserved, used and peak reserved bytes (cuMemPoolGetAttribute); not known when the

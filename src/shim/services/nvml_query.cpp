@@ -4,7 +4,11 @@
 #include "shim/services/log.hpp"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <cstdio>
+#include <string>
 
 #include <mutex>
 #include <vector>
@@ -56,22 +60,38 @@ Nvml load() {
     return n;
 }
 
+// A process's command name (/proc/PID/comm), "" when /proc does not show it (another pid namespace, gone).
+std::string command_name(unsigned int pid) {
+    char path[32];
+    std::snprintf(path, sizeof path, "/proc/%u/comm", pid);
+    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return {};
+    char buf[64];
+    const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    if (n <= 0) return {};
+    std::string name(buf, static_cast<std::size_t>(n));
+    while (!name.empty() && name.back() == '\n') name.pop_back();
+    return name;
+}
+
 }  // namespace
 
 // Called inside driver_memory()'s DriverScope: nothing asked here counts as the program's call.
-std::uint64_t nvml_process_used(CUdevice device) {
+DeviceProcesses nvml_processes(CUdevice device, bool names) {
     static std::once_flag once;
     static Nvml nvml;
     std::call_once(once, [] { nvml = load(); });
-    if (!nvml.ready) return 0;
+    DeviceProcesses out;
+    if (!nvml.ready) return out;
 
     // CUDA ordinals and NVML indices differ under CUDA_VISIBLE_DEVICES; the PCI bus id names one device.
     static const auto bus_id_of =
         reinterpret_cast<CUresult(CUDAAPI*)(char*, int, CUdevice)>(driver_symbol("cuDeviceGetPCIBusId"));
     char bus[64] = {};
-    if (bus_id_of == nullptr || bus_id_of(bus, sizeof bus, device) != CUDA_SUCCESS) return 0;
+    if (bus_id_of == nullptr || bus_id_of(bus, sizeof bus, device) != CUDA_SUCCESS) return out;
     NvmlDevice dev = nullptr;
-    if (nvml.by_bus_id(bus, &dev) != kNvmlSuccess) return 0;
+    if (nvml.by_bus_id(bus, &dev) != kNvmlSuccess) return out;
 
     std::vector<NvmlProcessInfo> infos(16);
     for (int attempt = 0; attempt < 4; ++attempt) {
@@ -81,13 +101,25 @@ std::uint64_t nvml_process_used(CUdevice device) {
             infos.resize(count + 16);  // processes came and went between the two questions
             continue;
         }
-        if (r != kNvmlSuccess) return 0;
+        if (r != kNvmlSuccess) return out;
         const auto self = static_cast<unsigned int>(::getpid());
-        for (unsigned int i = 0; i < count; ++i)
-            if (infos[i].pid == self && infos[i].usedGpuMemory != kNvmlValueNotAvailable) return infos[i].usedGpuMemory;
-        return 0;
+        for (unsigned int i = 0; i < count; ++i) {
+            if (infos[i].usedGpuMemory == kNvmlValueNotAvailable) continue;
+            if (infos[i].pid == self) {
+                out.self = infos[i].usedGpuMemory;
+            } else {
+                out.others.push_back({infos[i].pid, {}, infos[i].usedGpuMemory});
+            }
+        }
+        // NVML's pids are the host's. Without this process among them a pid namespace lies between us and the
+        // driver: any entry could be this process itself, or name another program here, so none is used.
+        if (out.self == 0) return {};
+        if (names)
+            for (history::OtherProcess& p : out.others) p.name = command_name(p.pid);
+        out.listed = true;
+        return out;
     }
-    return 0;
+    return out;
 }
 
 }  // namespace cumemaudit::shim

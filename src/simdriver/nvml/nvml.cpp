@@ -5,6 +5,8 @@
 #include <dlfcn.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 namespace {
@@ -66,6 +68,10 @@ Device* device_of(void* handle) {
 extern "C" {
 
 __attribute__((visibility("default"))) int nvmlInit_v2() {
+    // CUMEMAUDIT_SIM_NVML=0: a machine whose NVML cannot start (a container that mounts the library but not
+    // the driver's), so the driver's figures come without NVML's per-process list.
+    if (const char* on = std::getenv("CUMEMAUDIT_SIM_NVML"); on != nullptr && std::strcmp(on, "0") == 0)
+        return kLibraryNotFound;
     std::lock_guard lock(g_mu);
     if (g_inits == 0) {
         if (const int r = load_driver(); r != kSuccess) return r;

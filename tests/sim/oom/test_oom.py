@@ -16,6 +16,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "support"))
 from cases import Failure, expect, main, named_cases  # noqa: E402
 from report_dir import ReportDir  # noqa: E402
+from sim_neighbour import neighbour  # noqa: E402
 
 CLI = os.environ["CLI"]
 PROGRAM = os.environ["OOM_SCENARIOS"]
@@ -165,6 +166,34 @@ def case_rate_limit(tmp):
     expect(len(re.findall(r"cumemaudit:\nOut of memory", proc.stderr)) == 5, f"five blocks:\n{proc.stderr}")
     for oom in rep["oom"]:
         expect_adds_up(oom, figures(proc.stdout)["used"])
+
+
+def case_neighbour(tmp):
+    """Another process holds 800 MiB of the 1 GiB device, as a test worker beside this one did: this process
+    holds 160 MiB and its 128 MiB request is refused. The record names the neighbour by pid and command name,
+    and what is left unattributed is this process's own (none on the simulated driver)."""
+    node = f"oom-{os.getpid()}"
+    with neighbour(node, 800 * MiB, env={"CUMEMAUDIT_SIM_MEMORY": "1GiB"}) as holder:
+        proc = run([PROGRAM, "alloc-recover"], tmp, "1GiB", env={"CUMEMAUDIT_SIM_NODE": node}, rc=0)
+        name = open(f"/proc/{holder.pid}/comm").read().strip()
+    seen = figures(proc.stdout)
+    oom, = only_report(tmp)["oom"]
+    expect_adds_up(oom, seen["used"])
+    expect(seen["used"] == 960 * MiB and oom["processes_listed"] is True, f"the driver saw {seen}; {oom}")
+    expect([(p["what"], p["pid"], p["process"], p["bytes"]) for p in oom["parts"]] ==
+           [("other_process", holder.pid, name, 800 * MiB), ("live", 0, "", 160 * MiB)], f"parts: {oom['parts']}")
+    block = proc.stderr
+    expect(re.search(rf"800\.0 MiB\s+83\.3%\s+other process {holder.pid} \({re.escape(name)}\)\n", block),
+           f"the stderr block names the neighbour:\n{block}")
+    # Without NVML's list the same memory is unattributed, and the block says it may be another process's.
+    tmp2 = os.path.join(tmp, "no-nvml")
+    os.makedirs(tmp2)
+    with neighbour(node, 800 * MiB, env={"CUMEMAUDIT_SIM_MEMORY": "1GiB"}):
+        proc = run([PROGRAM, "alloc-recover"], tmp2, "1GiB", env={"CUMEMAUDIT_SIM_NODE": node, "CUMEMAUDIT_SIM_NVML": "0"},
+                   rc=0)
+    oom, = only_report(tmp2)["oom"]
+    expect(oom["processes_listed"] is False and oom["unattributed_bytes"] == 800 * MiB, f"without NVML: {oom}")
+    expect("unattributed (context, modules, other processes)" in proc.stderr, f"without NVML:\n{proc.stderr}")
 
 
 def case_torch_observer(tmp):

@@ -14,6 +14,7 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "support"))
 from cases import Failure, expect, main, named_cases  # noqa: E402
+from sim_neighbour import neighbour  # noqa: E402
 
 CLI = os.environ["CLI"]
 JOB = os.environ["OWNERS_JOB"]
@@ -168,40 +169,23 @@ def case_graph(tmp):
     expect(g["instantiate_cost_bytes"] == 0, "the simulated driver charges nothing to instantiate")
 
 
-HOLDER = """
-import ctypes, sys
-
-cu = ctypes.CDLL(sys.argv[1])
-dev, ctx, ptr = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_uint64()
-assert cu.cuInit(0) == 0 and cu.cuDeviceGet(ctypes.byref(dev), 0) == 0
-assert cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0 and cu.cuCtxSetCurrent(ctx) == 0
-assert cu.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(int(sys.argv[2]))) == 0
-print("holding", flush=True)
-sys.stdin.read()
-"""
-
-
 def case_process_figure(tmp):
     """Another process on the same simulated node holds 256 MiB: cuMemGetInfo counts it, NVML's per-process
     figure does not, so a step tells this process's memory from its neighbours'."""
     node = f"owners-{os.getpid()}"
-    env = dict(os.environ, CUMEMAUDIT_SIM_NODE=node)
-    driver = os.path.join(os.environ["CUMEMAUDIT_SIM_DIR"], "libcuda.so.1")
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, driver, str(256 * MiB)], env=env, text=True,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    try:
-        expect(holder.stdout.readline().strip() == "holding", "the neighbour allocated")
+    with neighbour(node, 256 * MiB):
         os.environ["CUMEMAUDIT_SIM_NODE"] = node
-        rep, _ = job(tmp, "steady")
-    finally:
-        os.environ.pop("CUMEMAUDIT_SIM_NODE", None)
-        holder.communicate("", timeout=30)
-        if os.path.exists(f"/dev/shm/cumemaudit-sim-{node}"):
-            os.unlink(f"/dev/shm/cumemaudit-sim-{node}")
+        try:
+            rep, _ = job(tmp, "steady")
+        finally:
+            os.environ.pop("CUMEMAUDIT_SIM_NODE", None)
     for n, s in numbered(rep).items():
         tracked = sum(s["by_owner"].values())
         expect(s["process_used_bytes"] == tracked, f"step {n}: NVML's figure is this process's alone: {s}")
         expect(s["driver_used_bytes"] == tracked + 256 * MiB, f"step {n}: cuMemGetInfo sees the neighbour: {s}")
+        # The neighbour's memory is named as such, so nothing is left unattributed.
+        expect(s["other_processes_bytes"] == 256 * MiB and s["unattributed_bytes"] == 0,
+               f"step {n}: the neighbour named: {s['other_processes_bytes']} other, {s['unattributed_bytes']} unattributed")
 
 
 def case_owner_rules(tmp):
