@@ -1,4 +1,5 @@
 #include "job_reduce.hpp"
+#include "job_ends.hpp"
 #include "saturating.hpp"
 
 #include <fmt/format.h>
@@ -21,6 +22,7 @@ JobRank rank_row(const std::string& file, const Report& r) {
     row.leaked_allocations = r.summary.leaked_allocations;
     row.held_at_exit_bytes = r.summary.unfreed_bytes + r.summary.mapped_at_exit_bytes;
     rank_steps(r, row);
+    row.end = rank_end(r);
     return row;
 }
 
@@ -133,6 +135,7 @@ JobReport JobReduce::finish() {
     out.worst_ranks = worst_ranks();
     out.steps = steps_.finish();
     out.problems = problems_;
+    out.rank_ends = unclean_ends(out.ranks);
     return out;
 }
 
