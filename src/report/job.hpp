@@ -121,6 +121,8 @@ struct JobTextDetail {
 };
 // What `cumemaudit merge` prints, ending in a SUMMARY: line.
 std::string text_summary(const JobReport&, const JobTextDetail& = {});
+// "world size 64", or words where no report named one: never the -1 that stands for it in the model.
+std::string world_size_words(std::int64_t world_size);
 // The one-line place of each of the job's sites (report::distinct_wheres: two sites never read the same).
 std::vector<std::string> job_site_wheres(const JobReport&);
 std::string write_atomic(const std::string& path, const JobReport&, unsigned mode = 0600) noexcept;  // as for a Report
