@@ -66,7 +66,8 @@ void JobReduce::add(const std::string& file, Report&& r) {
     check_world_size(file, r.process);
     JobRank row = rank_row(file, r);
     if (row.checkpoint)
-        problem(file, rank, "only a checkpoint: the process did not exit (killed, or still running)");
+        problem(file, rank, r.process.signal.empty() ? "only a checkpoint: the process did not exit (killed, or still running)"
+                                                     : "only a checkpoint, written as " + r.process.signal + " ended the process");
     const std::size_t index = ranks_.size();
     if (rank >= 0 && !earlier_image) index_of_rank_[rank] = index;
 
