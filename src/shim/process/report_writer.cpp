@@ -75,7 +75,7 @@ ReportWriter::ReportWriter(Recorder& rec)
 report::ProcessFacts ReportWriter::facts(ledger::Moment moment, const int* exit_code) {
     const ProcessIdentity& id = identity();
     report::ProcessFacts f;
-    f.process = {getpid(), id.rank, id.world_size, id.host, id.argv, std::nullopt, id.local_rank};
+    f.process = {getpid(), id.rank, id.world_size, id.host, id.argv, std::nullopt, id.local_rank, {}, {}};
     if (exit_code != nullptr) f.process.exit_code = *exit_code;
     f.process.replaced_by_exec = replaced_by_exec_;
     if (const int sig = ending_signal_.load(); sig != 0) f.process.signal = sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "signal " + std::to_string(sig);
