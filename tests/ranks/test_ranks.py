@@ -612,6 +612,12 @@ def case_oom_job(tmp, node):
     expect("ran out of memory</text>" in page and "or died here</text>" in page, "the ✕ is not in the chart's legend")
     expect("world size 4;" in page and "world size -1" not in page, "world size")
 
+    trace_path = os.path.join(tmp, "trace.json")
+    cli_ok("trace", job_path, "-o", trace_path)
+    trace_ends = sorted((e["pid"], e["name"]) for e in json.load(open(trace_path))["traceEvents"] if e.get("cat") == "end")
+    expect(trace_ends == [(1, "end: " + want[1][len("  rank 1 "):]), (2, "end: exited with code 3 after step 40"),
+                          (3, "end: was killed by SIGTERM after step 45")], f"trace ends {trace_ends}")
+
 
 CASES = named_cases(globals())
 
