@@ -27,6 +27,24 @@ struct JobRankStep {
     std::uint64_t step = 0, time_ns = 0, live_bytes = 0, leaked_bytes = 0;
 };
 
+// How a rank ended, read once from its report (job_ends.hpp): the one thing a person asks first of a
+// rank whose chart line stops (addition to v1).
+struct JobRankEnd {
+    // "" in a job.json from before the field (not known); "clean" (exit 0), "exit" (a non-zero exit code), "signal" (SIGTERM or SIGINT ended it), "out_of_memory"
+    // (an allocation refused and never retried with success, and the rank did not end cleanly),
+    // "no_exit_report" (only a checkpoint: it died without a word, SIGKILL or the OOM killer), "exec"
+    // (an exec replaced the image; the program that followed is another row).
+    std::string how;
+    std::optional<int> exit_code;  // the process's own code where it exited
+    std::string signal;            // "SIGTERM" where a signal ended it
+    std::int64_t step = -1;        // where it ended: the refusal's step for out_of_memory, else its last numbered step; -1: none
+    // out_of_memory: the refused call, its request, and driver-used memory then with what of it was leaked.
+    std::string api;
+    std::uint64_t requested_bytes = 0, used_bytes = 0, leaked_bytes = 0;
+    std::optional<Site> site;
+    std::string replaced_by_exec;  // exec: the program that followed
+};
+
 struct JobRank {
     std::int64_t rank = -1, pid = 0;
     std::string host, file;
@@ -40,6 +58,7 @@ struct JobRank {
     std::uint64_t held_at_exit_bytes = 0;  // unfreed + mapped at exit: held, never leaked
     std::vector<JobRankStep> steps{};   // numbered steps, at most kJobRankSteps (evenly sampled, first leak kept)
     std::string replaced_by_exec;       // an image an exec replaced: the program that followed (its report is the rank's)
+    JobRankEnd end{};
 };
 
 // A leak site across ranks: the process report's leak row and the ranks that have it. Its bytes and
@@ -70,6 +89,12 @@ struct JobProblem {
     std::optional<std::int64_t> rank;  // left out of the JSON when unknown
 };
 
+// A rank that did not end cleanly: its JobRank::end, flat, with who it was.
+struct JobEndRow {
+    std::int64_t rank = -1, pid = 0;
+    JobRankEnd end;
+};
+
 struct JobReport {
     std::string schema = kJobSchema;
     std::int64_t world_size = -1;  // -1: no report said
@@ -82,6 +107,8 @@ struct JobReport {
     std::uint64_t pinning_pairs = 0;
     std::vector<JobStep> steps;
     std::vector<JobProblem> problems;
+    // addition to v1: the ranks that did not end cleanly, by rank; every rank's end is in `ranks`
+    std::vector<JobEndRow> rank_ends;
 };
 
 nlohmann::json to_json(const JobReport&);
@@ -94,6 +121,8 @@ struct JobTextDetail {
 };
 // What `cumemaudit merge` prints, ending in a SUMMARY: line.
 std::string text_summary(const JobReport&, const JobTextDetail& = {});
+// "world size 64", or words where no report named one: never the -1 that stands for it in the model.
+std::string world_size_words(std::int64_t world_size);
 // The one-line place of each of the job's sites (report::distinct_wheres: two sites never read the same).
 std::vector<std::string> job_site_wheres(const JobReport&);
 std::string write_atomic(const std::string& path, const JobReport&, unsigned mode = 0600) noexcept;  // as for a Report

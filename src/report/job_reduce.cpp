@@ -1,4 +1,5 @@
 #include "job_reduce.hpp"
+#include "job_ends.hpp"
 #include "saturating.hpp"
 
 #include <fmt/format.h>
@@ -21,6 +22,7 @@ JobRank rank_row(const std::string& file, const Report& r) {
     row.leaked_allocations = r.summary.leaked_allocations;
     row.held_at_exit_bytes = r.summary.unfreed_bytes + r.summary.mapped_at_exit_bytes;
     rank_steps(r, row);
+    row.end = rank_end(r);
     return row;
 }
 
@@ -64,7 +66,8 @@ void JobReduce::add(const std::string& file, Report&& r) {
     check_world_size(file, r.process);
     JobRank row = rank_row(file, r);
     if (row.checkpoint)
-        problem(file, rank, "only a checkpoint: the process did not exit (killed, or still running)");
+        problem(file, rank, r.process.signal.empty() ? "only a checkpoint: the process did not exit (killed, or still running)"
+                                                     : "only a checkpoint, written as " + r.process.signal + " ended the process");
     const std::size_t index = ranks_.size();
     if (rank >= 0 && !earlier_image) index_of_rank_[rank] = index;
 
@@ -133,6 +136,7 @@ JobReport JobReduce::finish() {
     out.worst_ranks = worst_ranks();
     out.steps = steps_.finish();
     out.problems = problems_;
+    out.rank_ends = unclean_ends(out.ranks);
     return out;
 }
 

@@ -1,6 +1,8 @@
 // The text of a job report, as `cumemaudit merge` prints it; see job.hpp. Concise by default, as LSan's
 // summary is: a 1024-rank job reads in one screen, and JobTextDetail asks for every row of a part.
 #include "job.hpp"
+#include "job_end_text.hpp"
+#include "job_ends.hpp"
 #include "site_naming.hpp"
 #include "text.hpp"
 
@@ -67,6 +69,17 @@ void ranks_part(std::string& t, const JobReport& j, bool all) {
         t += fmt::format("  … {} more leaking ranks (--all-ranks)\n", leaking.size() - kTextRanks);
 }
 
+// The ranks that did not end cleanly, each in one line: a rank whose chart line stops is named with why.
+void ends_part(std::string& t, const JobReport& j, bool all) {
+    if (j.rank_ends.empty()) return;
+    t += fmt::format("ranks that did not end cleanly: {} of {}\n", j.rank_ends.size(), j.ranks.size());
+    const std::size_t shown = all ? j.rank_ends.size() : std::min(j.rank_ends.size(), kTextRanks);
+    for (std::size_t i = 0; i < shown; ++i)
+        t += fmt::format("  {} {}\n", rank_name(j.rank_ends[i].rank), end_phrase(j.rank_ends[i].end));
+    if (shown < j.rank_ends.size())
+        t += fmt::format("  … {} more ranks that did not end cleanly (--all-ranks)\n", j.rank_ends.size() - shown);
+}
+
 void sites_part(std::string& t, const JobReport& j, bool all) {
     if (j.sites.empty()) return;
     t += fmt::format("leak sites: {} across ranks, largest first (each allocation counted once):\n", j.sites.size());
@@ -118,6 +131,8 @@ void steps_part(std::string& t, const JobReport& j, bool all) {
 
 }  // namespace
 
+std::string world_size_words(std::int64_t w) { return w > 0 ? fmt::format("world size {}", w) : "world size not given by any report"; }
+
 std::vector<std::string> job_site_wheres(const JobReport& j) {
     std::vector<const Site*> sites;
     for (const JobSite& s : j.sites) sites.push_back(&s.leak.site);
@@ -126,9 +141,10 @@ std::vector<std::string> job_site_wheres(const JobReport& j) {
 
 std::string text_summary(const JobReport& j, const JobTextDetail& detail) {
     const Summary& sum = j.summary.process;
-    std::string t = fmt::format("cumemaudit merge: {} rank reports, world size {}\n", j.reports, j.world_size);
+    std::string t = fmt::format("cumemaudit merge: {} rank reports, {}\n", j.reports, world_size_words(j.world_size));
     t += fmt::format("job: {} ({} bytes) leaked in {} allocations, each counted once across ranks\n",
                      human_bytes(sum.leaked_bytes), sum.leaked_bytes, sum.leaked_allocations);
+    ends_part(t, j, detail.all_ranks);
     ranks_part(t, j, detail.all_ranks);
     sites_part(t, j, detail.all_sites);
     const std::uint64_t held = sum.unfreed_bytes + sum.mapped_at_exit_bytes;

@@ -271,6 +271,9 @@ struct ProcessInfo {
     // Addition to v1: the program an exec replaced this image with (the process went on as that program,
     // whose report is another file); empty when the image ended otherwise, or has not ended.
     std::string replaced_by_exec;
+    // Addition to v1: the signal ("SIGTERM", "SIGINT") whose default disposition ended the process right
+    // after this report was written (a checkpoint then); empty otherwise.
+    std::string signal;
 };
 
 struct DriverInfo {

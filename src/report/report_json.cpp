@@ -218,6 +218,7 @@ template <class V> void fields(V& v, ProcessInfo& p) {
     v.req("exit_code", p.exit_code);
     v.opt("local_rank", p.local_rank);
     v.opt("replaced_by_exec", p.replaced_by_exec);
+    v.opt("signal", p.signal);
 }
 template <class V> void fields(V& v, DriverInfo& d) {
     v.req("version", d.version);
@@ -289,6 +290,23 @@ template <class V> void fields(V& v, JobRankStep& s) {
     v.req("live_bytes", s.live_bytes);
     v.req("leaked_bytes", s.leaked_bytes);
 }
+template <class V> void fields(V& v, JobRankEnd& e) {
+    v.req("how", e.how);
+    v.present("exit_code", e.exit_code);
+    v.opt("signal", e.signal);
+    v.opt("step", e.step);
+    v.opt("api", e.api);
+    v.opt("requested_bytes", e.requested_bytes);
+    v.opt("used_bytes", e.used_bytes);
+    v.opt("leaked_bytes", e.leaked_bytes);
+    v.present("site", e.site);
+    v.opt("replaced_by_exec", e.replaced_by_exec);
+}
+template <class V> void fields(V& v, JobEndRow& r) {
+    v.req("rank", r.rank);
+    v.req("pid", r.pid);
+    fields(v, r.end);  // flat: the rank's end, with who it was
+}
 template <class V> void fields(V& v, JobRank& r) {
     v.req("rank", r.rank);
     v.req("pid", r.pid);
@@ -307,6 +325,7 @@ template <class V> void fields(V& v, JobRank& r) {
     v.opt("replaced_by_exec", r.replaced_by_exec);
     v.opt("held_at_exit_bytes", r.held_at_exit_bytes);
     v.opt("steps", r.steps);
+    v.opt("end", r.end);
 }
 template <class V> void fields(V& v, JobSite& s) {
     fields(v, s.leak);  // flat: the process report's leak row, plus the ranks
@@ -344,6 +363,7 @@ template <class V> void fields(V& v, JobReport& j) {
     v.req("pinning_pairs", j.pinning_pairs);
     v.req("steps", j.steps);
     v.req("problems", j.problems);
+    v.opt("rank_ends", j.rank_ends);
 }
 
 std::string hex(std::uint64_t x) {

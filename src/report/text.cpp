@@ -81,7 +81,9 @@ std::string text_summary(const Report& r, const TextDetail& detail) {
     auto it = std::back_inserter(out);
     fmt::format_to(it, "=={}== cumemaudit: {} (host {}", r.process.pid,
                    r.process.argv.empty() ? std::string("?") : r.process.argv.front(), r.process.host);
-    if (r.process.rank >= 0) fmt::format_to(it, ", rank {} of {}", r.process.rank, r.process.world_size);
+    // A rank whose launcher gave no world size is "rank 3", never "rank 3 of -1".
+    if (r.process.rank >= 0 && r.process.world_size > 0) fmt::format_to(it, ", rank {} of {}", r.process.rank, r.process.world_size);
+    else if (r.process.rank >= 0) fmt::format_to(it, ", rank {}", r.process.rank);
     fmt::format_to(it, "{})\n", r.checkpoint ? ", checkpoint" : "");
     // Only what fails the gate is a "leak"; memory merely still held at exit (a workspace, a mapping never
     // torn down) is folded into one line unless asked for, as valgrind folds "still reachable".

@@ -103,6 +103,8 @@ def signal_summary(tmp, sig):
     expect(lines(err, "SUMMARY:") == [summary_line(rep["summary"])], f"one SUMMARY line, the report's:\n{err}")
     expect(lines(err, "cumemaudit: report:") == [f"cumemaudit: report: {path}"], f"the report's path:\n{err}")
     expect(err.index("SUMMARY:") < err.index("cumemaudit: report:"), f"the path comes last, as at exit:\n{err}")
+    # The report names the signal that ended the process, so a job's merge says it was killed by it.
+    expect(rep["process"].get("signal") == signal.Signals(sig).name and rep["checkpoint"], f"{rep['process']}")
 
 
 def case_sigterm_summary(tmp):
@@ -130,6 +132,8 @@ def case_sigterm_own_exit(tmp):
     expect(rc == 7, f"the program's handler exits 7: exit {rc}\n{err}")
     path, rep = only_report(tmp)
     expect(rep["process"]["exit_code"] == 7 and not rep["checkpoint"], f"the exit report: {rep['process']}")
+    # Its handler, not the signal, ended it: the exit report names no signal.
+    expect(rep["process"].get("signal", "") == "", f"the exit report: {rep['process']}")
     expect(lines(err, "SUMMARY:") == [summary_line(rep["summary"])], f"one SUMMARY line:\n{err}")
     expect(lines(err, "cumemaudit: report:") == [f"cumemaudit: report: {path}"], f"{err}")
 

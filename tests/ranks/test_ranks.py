@@ -198,6 +198,8 @@ def case_killed(tmp, node):
     named = [p for p in job["problems"] if p.get("rank") == victim]
     expect(len(named) == 1 and "checkpoint" in named[0]["what"], f"problems {job['problems']}")
     expect(f"rank {victim}" in text and "checkpoint only" in text, f"text:\n{text}")
+    expect(f"  rank {victim} left no exit report, only a checkpoint: it died without a word" in text.splitlines(), f"text:\n{text}")
+    expect([(e["rank"], e["how"]) for e in job["rank_ends"]] == [(victim, "no_exit_report")], f"rank_ends {job['rank_ends']}")
     expect(job["summary"]["leaked_bytes"] == WORLD * OWN, f"job leaked {job['summary']['leaked_bytes']}")
 
 
@@ -530,6 +532,91 @@ def case_job_64(tmp, node):
     d = cli_ok("diff", holder, glob.glob(os.path.join(reports, "cumemaudit.*.r42.json"))[0])
     row = [l for l in d.splitlines() if l.startswith("leaked  ")]
     expect(row == [f"leaked                            0 B      30.0 MiB  +30.0 MiB (+{leaked[42]})"], f"diff:\n{d}")
+
+
+OOM_JOB = os.path.join(os.environ.get("SOURCE_ROOT", ""), "tests", "ranks", "oom_job.py")
+OOM_WORLD = 4
+
+
+def case_oom_job(tmp, node):
+    """4 ranks of a small Python job, each a real run on a simulated device of 64 MiB: rank 1 leaks 2 MiB a step
+    from step 12 until the 16 MiB workspace asked at step 34 is refused and it exits 1; rank 2 exits 3 after
+    step 40; rank 3 is sent SIGTERM after step 45; rank 0 ends cleanly. merge's text, job.json's rank_ends and
+    the job page say how each ended, with the refusal's step, call, request and what of the used memory was
+    leaked."""
+    del node  # a device of its own per rank: no shared node
+    reports = os.path.join(tmp, "reports")
+    env = {**os.environ, "WORLD_SIZE": str(OOM_WORLD), "CUMEMAUDIT_SIM_MEMORY": "64MiB", "PYTHONDONTWRITEBYTECODE": "1",
+           "PYTHONPATH": os.pathsep.join([os.path.join(os.environ["SOURCE_ROOT"], "tools", "python"),
+                                          os.path.join(os.environ["SOURCE_ROOT"], "tests", "pyframes")])}
+    env.pop("CUMEMAUDIT_OPTIONS", None)
+    env.pop("CUMEMAUDIT_SIM_NODE", None)
+    procs = [subprocess.Popen([CLI, "run", "--sim", "--report-dir", reports, "--", "/usr/bin/python3", OOM_JOB],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env={**env, "RANK": str(r), "LOCAL_RANK": str(r)}) for r in range(OOM_WORLD)]
+    results = finish(procs, timeout=120)
+    codes = [rc for rc, _, _ in results]
+    expect(codes == [0, 1, 3, -signal.SIGTERM], f"exit codes {codes}\n" + "\n".join(err for _, _, err in results))
+    expect("CUDA error 2" in results[1][2], f"rank 1 stderr:\n{results[1][2]}")
+    reps = rank_reports(tmp)
+    expect(sorted(reps) == list(range(OOM_WORLD)), f"ranks reported: {sorted(reps)}")
+    expect(reps[3]["process"].get("signal") == "SIGTERM" and reps[3]["checkpoint"] and reps[3]["process"]["exit_code"] is None,
+           f"rank 3: {reps[3]['process']}")
+    expect(all(reps[r]["process"].get("signal", "") == "" for r in range(3)), "a rank no signal ended names one")
+    workspace_line = line_of(OOM_JOB, "# WORKSPACE")
+    where = f"oom_job.py:{workspace_line} (eval_workspace)"
+
+    job_path = os.path.join(tmp, "job.json")
+    proc = subprocess.run([CLI, "merge", reports, "-o", job_path], capture_output=True, text=True, timeout=120)
+    expect(proc.returncode == 0, f"merge exit {proc.returncode}\n{proc.stderr}")
+    lines = proc.stdout.splitlines()
+    expect(lines[0] == "cumemaudit merge: 4 rank reports, world size 4", f"first line: {lines[0]}")
+    want = ["ranks that did not end cleanly: 3 of 4",
+            f"  rank 1 ran out of memory at step 34: cuMemCreate 16.0 MiB at {where}, 44.0 MiB of 58.0 MiB used was "
+            "leaked; exit code 1",
+            "  rank 2 exited with code 3 after step 40",
+            "  rank 3 was killed by SIGTERM after step 45"]
+    expect(lines[2:6] == want, "merge's ends:\n" + "\n".join(lines[2:6]) + "\n\nall:\n" + proc.stdout)
+
+    job = json.load(open(job_path))
+    ends = job["rank_ends"]
+    expect([(e["rank"], e["how"]) for e in ends] == [(1, "out_of_memory"), (2, "exit"), (3, "signal")], f"rank_ends {ends}")
+    oom = ends[0]
+    expect((oom["step"], oom["api"], oom["requested_bytes"], oom["leaked_bytes"], oom["used_bytes"], oom["exit_code"])
+           == (34, "cuMemCreate", 16 * MiB, 44 * MiB, 58 * MiB, 1), f"rank 1's end {oom}")
+    expect(oom["pid"] == reps[1]["process"]["pid"], f"rank 1's pid {oom['pid']}")
+    frame = oom["site"]["python_frames"][oom["site"]["user_frame"]]
+    expect(os.path.basename(frame["file"]) == "oom_job.py" and frame["line"] == workspace_line, f"rank 1's site {frame}")
+    expect((ends[1]["step"], ends[1]["exit_code"]) == (40, 3), f"rank 2's end {ends[1]}")
+    expect((ends[2]["step"], ends[2]["signal"]) == (45, "SIGTERM") and "exit_code" not in ends[2], f"rank 3's end {ends[2]}")
+    ranks = {x["rank"]: x for x in job["ranks"]}
+    expect(ranks[0]["end"] == {"how": "clean", "exit_code": 0, "signal": "", "step": 49, "api": "", "requested_bytes": 0,
+                               "used_bytes": 0, "leaked_bytes": 0, "replaced_by_exec": ""}, f"rank 0's end {ranks[0]['end']}")
+    expect({k: v for k, v in ranks[1]["end"].items()} == {k: v for k, v in oom.items() if k not in ("rank", "pid")},
+           f"rank 1's end in ranks {ranks[1]['end']}")
+    # Marked as each step begins: the leak of step 12 is first seen at the mark of step 13.
+    expect(ranks[1]["leaked_bytes"] == 44 * MiB and ranks[1]["first_leak_step"] == 13, f"rank 1 {ranks[1]}")
+    expect(cli_ok("report", job_path) == proc.stdout, "report of the job differs from merge")
+
+    page_path = os.path.join(tmp, "job.html")
+    cli_ok("html", job_path, "-o", page_path)
+    page = open(page_path).read()
+    expect("<p class=\"rank-ends\"><b>3 of 4 ranks did not end cleanly</b>:</p>" in page, "the verdict does not name the ends")
+    expect(f"<li data-rank=\"1\"><b>rank 1</b> ran out of memory at step 34: cuMemCreate 16.0 MiB at {where}, 44.0 MiB "
+           "of 58.0 MiB used was leaked; exit code 1</li>" in page, "the verdict does not name rank 1's end")
+    cards = re.findall(r'<div class="card bad rank-end" data-rank="(\d+)" data-end="(\w+)">rank \d+<b>([^<]*)</b>', page)
+    expect(cards == [("1", "out_of_memory", "out of memory at step 34"), ("2", "exit", "exit code 3"),
+                     ("3", "signal", "killed by SIGTERM")], f"end cards {cards}")
+    marks = re.findall(r'<path class="rank-end" data-rank="(\d+)" data-end="(\w+)"', page)
+    expect(marks == [("1", "out_of_memory"), ("2", "exit"), ("3", "signal")], f"chart end marks {marks}")
+    expect("ran out of memory</text>" in page and "or died here</text>" in page, "the ✕ is not in the chart's legend")
+    expect("world size 4;" in page and "world size -1" not in page, "world size")
+
+    trace_path = os.path.join(tmp, "trace.json")
+    cli_ok("trace", job_path, "-o", trace_path)
+    trace_ends = sorted((e["pid"], e["name"]) for e in json.load(open(trace_path))["traceEvents"] if e.get("cat") == "end")
+    expect(trace_ends == [(1, "end: " + want[1][len("  rank 1 "):]), (2, "end: exited with code 3 after step 40"),
+                          (3, "end: was killed by SIGTERM after step 45")], f"trace ends {trace_ends}")
 
 
 CASES = named_cases(globals())

@@ -573,3 +573,29 @@ TEST_CASE("terminal_safe shows every control byte a terminal would act on, and n
     CHECK(terminal_safe("\xff\xfe") == "\xff\xfe");  // not UTF-8, not a control: as it is
     CHECK(terminal_safe("") == "");
 }
+
+TEST_CASE("the summary's header names a rank's world size only where a launcher gave one") {
+    Report r;
+    r.process.pid = 7;
+    r.process.argv = {"train"};
+    r.process.host = "h";
+    r.process.rank = 3;
+    r.process.world_size = 8;
+    CHECK_THAT(text_summary(r), Catch::StartsWith("==7== cumemaudit: train (host h, rank 3 of 8)\n"));
+    r.process.world_size = -1;
+    CHECK_THAT(text_summary(r), Catch::StartsWith("==7== cumemaudit: train (host h, rank 3)\n"));
+    r.process.world_size = 0;
+    CHECK_THAT(text_summary(r), Catch::StartsWith("==7== cumemaudit: train (host h, rank 3)\n"));
+}
+
+TEST_CASE("the signal that ended a process is a report field, read back") {
+    Report r;
+    r.process.signal = "SIGTERM";
+    r.checkpoint = true;
+    const nlohmann::json j = to_json(r);
+    CHECK(j["process"]["signal"] == "SIGTERM");
+    CHECK(from_json(j).process.signal == "SIGTERM");
+    nlohmann::json older = j;
+    older["process"].erase("signal");
+    CHECK(from_json(older).process.signal == "");
+}

@@ -89,9 +89,28 @@ document.body.dataset.lines = JSON.stringify(lines);
 const heat = document.querySelector("#job-heatmap").getBoundingClientRect();
 document.body.dataset.heat = JSON.stringify([document.querySelectorAll("#job-heatmap rect").length,
                                              Math.round(heat.width), Math.round(heat.height)]);
+const box = q => { const e = document.querySelector(q); if (!e) return null; const b = e.getBBox();
+                   return [Math.round(b.x), Math.round(b.y), Math.round(b.width), Math.round(b.height)]; };
+document.body.dataset.ends = JSON.stringify({chart: box('#job-leak-chart path.rank-end[data-rank="7"]'),
+                                             legend: box("#job-leak-chart .legend-end"),
+                                             heat: box('#job-heatmap path.rank-end[data-rank="7"]'),
+                                             heatmarks: document.querySelectorAll("#job-heatmap path.rank-end").length});
 </script>"""
 JOB_RANKS = 12
 JOB_LEAKERS = (3, 7)
+OOM_RANK = 7  # a leaking rank that runs out of memory at its last step and exits 1
+
+
+def out_of_memory(rep):
+    """The rank's last step ends in a refusal of 1 GiB it does not get past."""
+    last = max(st["step"] for st in rep["steps"] if not st.get("label"))
+    rep["process"]["exit_code"] = 1
+    rep["summary"]["oom_events"] = 1
+    rep["oom"] = [{"time_ns": 0, "step": last, "api": "cuMemCreate", "result": "CUDA_ERROR_OUT_OF_MEMORY",
+                   "requested_bytes": 1 << 30, "owner": "deepep", "site": rep["leaks"][0]["site"],
+                   "driver_free_bytes": 1 << 29, "driver_total_bytes": 80 << 30, "driver_used_bytes": (80 << 30) - (1 << 29),
+                   "leaked_bytes": rep["summary"]["leaked_bytes"], "unattributed_bytes": 0, "parts": [], "recovered": False}]
+    return last
 
 
 def job_page(browser, tmp, sample):
@@ -108,6 +127,8 @@ def job_page(browser, tmp, sample):
             rep["summary"].update(leaked_bytes=0, leaked_allocations=0, leaked_references=0)
             for st in rep["steps"]:
                 st["leaked_bytes"] = 0
+        if r == OOM_RANK:
+            oom_step = out_of_memory(rep)
         with open(os.path.join(ranks, f"cumemaudit.h.{1000 + r}.r{r}.json"), "w") as f:
             json.dump(rep, f)
     page = os.path.join(tmp, "job.html")
@@ -130,6 +151,19 @@ def job_page(browser, tmp, sample):
     steps = len({st["step"] for st in sample["steps"] if not st.get("label")})
     expect(len(heat) == 3 and heat[0] == JOB_RANKS * steps and heat[1] > 600 and heat[2] > 100, f"heatmap: {heat}")
     expect(f"{leaked * 2} bytes" in dom.replace("(", " ").replace(")", " "), "the job's leaked bytes are not on the page")
+    # Rank 7's end: named in the verdict, on a card of its own, a ✕ where its line stops (in the legend) and
+    # over its heatmap row's last cell.
+    expect(f'<li data-rank="{OOM_RANK}"><b>rank {OOM_RANK}</b> ran out of memory at step {oom_step}: cuMemCreate 1.0 GiB at '
+           in dom and "<p class=\"rank-ends\"><b>1 of 12 ranks did not end cleanly</b>:</p>" in dom,
+           "the verdict does not name the rank that ran out of memory")
+    expect(f'data-rank="{OOM_RANK}" data-end="out_of_memory">rank {OOM_RANK}<b>out of memory at step {oom_step}</b>' in dom,
+           "no card of the rank's end")
+    ends = json.loads(attrs.get("ends", "{}").replace("&quot;", '"'))
+    chart_x, heat_x = (ends.get("chart") or [0])[0], (ends.get("heat") or [0])[0]
+    expect(ends.get("chart") and ends["chart"][2] >= 10 and ends["chart"][3] >= 10 and chart_x > 700,
+           f"the chart's end mark is not at the right end of the plot: {ends}")
+    expect(ends.get("legend") and ends["legend"][2] > 50 and ends["legend"][0] > 780, f"the end mark's legend entry: {ends}")
+    expect(ends.get("heat") and ends["heat"][2] > 0 and heat_x > 800 and ends.get("heatmarks") == 1, f"the heatmap's end mark: {ends}")
     shot = os.path.join(tmp, "job.png")
     browse(browser, page, os.path.join(tmp, "profile6"), "--hide-scrollbars", f"--screenshot={shot}")
     with open(shot, "rb") as f:

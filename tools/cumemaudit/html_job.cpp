@@ -3,6 +3,8 @@
 #include "html_escape.hpp"
 #include "html_job_chart.hpp"
 #include "html_page.hpp"
+#include "report/job_end_text.hpp"
+#include "report/job_ends.hpp"
 #include "report/site_naming.hpp"
 #include "report/text.hpp"
 
@@ -16,6 +18,9 @@ namespace {
 constexpr std::size_t kRanksDrawn = 8;       // lines one chart tells apart; beyond, the heatmap shows every rank
 constexpr std::size_t kPinningShown = 20;
 constexpr std::size_t kLeakingShown = 16;
+constexpr std::size_t kEndsNamed = 8;        // ranks the verdict names one by one
+constexpr std::size_t kEndCards = 16;        // a card each; the rest are in every rank's table
+constexpr std::size_t kEndsDrawn = 4;        // ranks that died drawn besides the leaking ones
 
 using report::human_bytes;
 
@@ -24,6 +29,14 @@ std::string bytes_cell(std::uint64_t b) {
 }
 std::string num_cell(std::int64_t v) { return fmt::format("<td class=\"num\" data-sort=\"{0}\">{0}</td>", v); }
 std::string text_cell(const std::string& t) { return "<td>" + html_escape(t) + "</td>"; }
+// A rank, or a dash for "no rank" (-1 in the model): never the sentinel itself.
+std::string rank_cell(std::int64_t r) { return r >= 0 ? num_cell(r) : "<td class=\"num\" data-sort=\"-1\">—</td>"; }
+std::string end_cell(const report::JobRank& r) {
+    const std::string label = report::end_label(r.end);
+    if (label.empty()) return text_cell("—");
+    return fmt::format("<td class=\"end{}\" title=\"{}\">{}</td>", report::ended_badly(r.end) ? " bad" : "",
+                       html_escape(report::end_phrase(r.end)), html_escape(label));
+}
 std::string rank_name(const report::JobRank& r) { return r.rank >= 0 ? fmt::format("rank {}", r.rank) : fmt::format("pid {}", r.pid); }
 
 const report::JobSite* top_site(const report::JobReport& j, const report::JobRank& r) {
@@ -43,10 +56,27 @@ std::vector<std::size_t> leaking_ranks(const report::JobReport& j) {
 
 std::size_t site_index(const report::JobReport& j, const report::JobSite* site) { return static_cast<std::size_t>(site - j.sites.data()); }
 
+// The ranks that did not end cleanly, named one by one: a rank whose line stops is said to have died, and how.
+std::string ends_verdict(const report::JobReport& j) {
+    if (j.rank_ends.empty()) return {};
+    std::string v = fmt::format("<p class=\"rank-ends\"><b>{} of {} ranks did not end cleanly</b>:</p>\n<ul class=\"rank-ends\">",
+                                j.rank_ends.size(), j.ranks.size());
+    for (std::size_t i = 0; i < j.rank_ends.size() && i < kEndsNamed; ++i) {
+        const report::JobEndRow& e = j.rank_ends[i];
+        v += fmt::format("<li data-rank=\"{}\"><b>{}</b> {}</li>", e.rank,
+                         e.rank >= 0 ? fmt::format("rank {}", e.rank) : fmt::format("pid {}", e.pid),
+                         html_escape(report::end_phrase(e.end)));
+    }
+    if (j.rank_ends.size() > kEndsNamed)
+        v += fmt::format("<li>… {} more (Every rank, below)</li>", j.rank_ends.size() - kEndsNamed);
+    return v + "</ul>\n";
+}
+
 std::string verdict(const report::JobReport& j, const std::vector<std::size_t>& leaking) {
     const report::Summary& s = j.summary.process;
     if (leaking.empty())
-        return fmt::format("<div class=\"verdict\" id=\"verdict\"><p><b>No rank leaks</b> ({} rank reports).</p></div>\n", j.reports);
+        return fmt::format("<div class=\"verdict{}\" id=\"verdict\"><p><b>No rank leaks</b> ({} rank reports).</p>\n{}</div>\n",
+                           j.rank_ends.empty() ? "" : " bad", j.reports, ends_verdict(j));
     const report::JobRank& worst = j.ranks[leaking.front()];
     std::string v = fmt::format("<div class=\"verdict bad\" id=\"verdict\"><p><b>{} of {} ranks leak</b>: {} ({} bytes) in "
                                 "{} allocations, each counted once across ranks.</p>\n",
@@ -62,22 +92,22 @@ std::string verdict(const report::JobReport& j, const std::vector<std::size_t>& 
         v += fmt::format("<p>Top site: <code>{}</code> ({}), {} on {} ranks.</p>\n", html_escape(wheres.front()),
                          html_escape(t.leak.site.api), human_bytes(t.leak.bytes), t.ranks);
     }
-    return v + "</div>\n";
+    return v + ends_verdict(j) + "</div>\n";
 }
 
 // The leaking ranks from `from` to `to` (positions in `leaking`), in a table of class `cls`.
 std::string leaking_rows(const report::JobReport& j, const std::vector<std::size_t>& leaking, std::size_t from,
                          std::size_t to, const char* cls) {
     std::string s = fmt::format("<table class=\"{}\"><thead><tr><th>rank</th><th>leaked (held)</th><th>own</th><th>since</th>"
-                                "<th>top site</th><th>host · pid</th></tr></thead><tbody>\n", cls);
+                                "<th>top site</th><th>end</th><th>host · pid</th></tr></thead><tbody>\n", cls);
     const std::vector<std::string> wheres = report::job_site_wheres(j);
     for (std::size_t n = from; n < to; ++n) {
         const std::size_t i = leaking[n];
         const report::JobRank& r = j.ranks[i];
         const report::JobSite* site = top_site(j, r);
-        s += "<tr>" + num_cell(r.rank) + bytes_cell(r.leaked_bytes) + bytes_cell(r.own_leaked_bytes) + text_cell(since(r)) +
+        s += "<tr>" + rank_cell(r.rank) + bytes_cell(r.leaked_bytes) + bytes_cell(r.own_leaked_bytes) + text_cell(since(r)) +
              (site ? "<td><code>" + html_escape(wheres[site_index(j, site)]) + "</code> " + html_escape(site->leak.site.api) + "</td>"
-                   : text_cell("—")) +
+                   : text_cell("—")) + end_cell(r) +
              text_cell(fmt::format("{} · {}{}", r.host, r.pid, r.checkpoint ? " (checkpoint only)" : "")) + "</tr>\n";
     }
     return s + "</tbody></table>\n";
@@ -127,7 +157,7 @@ std::string pinning_part(const report::JobReport& j) {
     s += "<table class=\"pinning\"><thead><tr><th>importer</th><th>pins</th><th>of exporter</th><th>imports</th></tr></thead><tbody>\n";
     for (std::size_t i = 0; i < j.pinning.size() && i < kPinningShown; ++i) {
         const report::JobPinning& p = j.pinning[i];
-        s += "<tr>" + num_cell(p.importer_rank) + bytes_cell(p.bytes) + num_cell(p.exporter_rank) +
+        s += "<tr>" + rank_cell(p.importer_rank) + bytes_cell(p.bytes) + rank_cell(p.exporter_rank) +
              num_cell(static_cast<std::int64_t>(p.imports)) + "</tr>\n";
     }
     return s + "</tbody></table>\n";
@@ -139,14 +169,30 @@ std::string exit_text(const report::JobRank& r) {
     return r.exit_code ? std::to_string(*r.exit_code) : "—";
 }
 
+// A card for each rank that did not end cleanly, its end in a few words and in full.
+std::string end_cards(const report::JobReport& j) {
+    if (j.rank_ends.empty()) return {};
+    std::string s = "<div class=\"cards rank-end-cards\">";
+    for (std::size_t i = 0; i < j.rank_ends.size() && i < kEndCards; ++i) {
+        const report::JobEndRow& e = j.rank_ends[i];
+        s += fmt::format("<div class=\"card bad rank-end\" data-rank=\"{}\" data-end=\"{}\">{}<b>{}</b><span class=\"end-phrase\">{}</span></div>",
+                         e.rank, html_escape(e.end.how), e.rank >= 0 ? fmt::format("rank {}", e.rank) : fmt::format("pid {}", e.pid),
+                         html_escape(report::end_label(e.end)), html_escape(report::end_phrase(e.end)));
+    }
+    s += "</div>\n";
+    if (j.rank_ends.size() > kEndCards)
+        s += fmt::format("<p>… {} more ranks that did not end cleanly: their end is in Every rank, below.</p>\n", j.rank_ends.size() - kEndCards);
+    return s;
+}
+
 std::string ranks_table(const report::JobReport& j) {
     std::string s = "<table class=\"ranks\"><thead><tr><th>rank</th><th>leaked (held)</th><th>own</th><th>since</th>"
-                    "<th>held at exit (not leaked)</th><th>pins peers</th><th>pinned by peers</th><th>exit</th><th>file</th>"
+                    "<th>held at exit (not leaked)</th><th>pins peers</th><th>pinned by peers</th><th>exit</th><th>end</th><th>file</th>"
                     "</tr></thead><tbody>\n";
     for (const report::JobRank& r : j.ranks)
-        s += "<tr>" + num_cell(r.rank) + bytes_cell(r.leaked_bytes) + bytes_cell(r.own_leaked_bytes) + text_cell(since(r)) +
+        s += "<tr>" + rank_cell(r.rank) + bytes_cell(r.leaked_bytes) + bytes_cell(r.own_leaked_bytes) + text_cell(since(r)) +
              bytes_cell(r.held_at_exit_bytes) + bytes_cell(r.pins_peers_bytes) + bytes_cell(r.pinned_by_peers_bytes) +
-             text_cell(exit_text(r)) + text_cell(r.file) + "</tr>\n";
+             text_cell(exit_text(r)) + end_cell(r) + text_cell(r.file) + "</tr>\n";
     return s + "</tbody></table>\n";
 }
 
@@ -155,18 +201,27 @@ std::string ranks_table(const report::JobReport& j) {
 std::string html_job_page(const report::JobReport& j) {
     const report::Summary& m = j.summary.process;
     const std::vector<std::size_t> leaking = leaking_ranks(j);
-    std::string s = fmt::format("<p class=\"meta\">{} rank reports, world size {}; bytes in KiB/MiB/GiB (1 GiB = 2<sup>30</sup> "
-                                "bytes), exact figures on hover.</p>\n", j.reports, j.world_size);
+    std::string s = fmt::format("<p class=\"meta\">{} rank reports, {}; bytes in KiB/MiB/GiB (1 GiB = 2<sup>30</sup> "
+                                "bytes), exact figures on hover.</p>\n", j.reports, report::world_size_words(j.world_size));
     s += verdict(j, leaking);
     s += "<div class=\"cards\">" + html_card("leaked", human_bytes(m.leaked_bytes), m.leaked_bytes != 0) +
          html_card("leaking ranks", fmt::format("{} of {}", leaking.size(), j.ranks.size()), !leaking.empty()) +
          html_card("leak sites", std::to_string(j.sites.size()), !j.sites.empty()) +
          html_card("held at exit, not leaks", human_bytes(m.unfreed_bytes + m.mapped_at_exit_bytes)) +
          html_card("pinned by peers", human_bytes(j.summary.pinned_by_peers_bytes), j.summary.pinned_by_peers_bytes != 0) +
+         html_card("did not end cleanly", fmt::format("{} of {}", j.rank_ends.size(), j.ranks.size()), !j.rank_ends.empty()) +
          html_card("problems", std::to_string(j.problems.size()), !j.problems.empty()) + "</div>\n";
+    s += end_cards(j);
     s += "<h2>Leaking ranks</h2>\n" + leaking_table(j, leaking);
     s += "<h2>Leaked bytes over steps</h2>\n";
     std::vector<std::size_t> drawn(leaking.begin(), leaking.begin() + static_cast<std::ptrdiff_t>(std::min(leaking.size(), kRanksDrawn)));
+    // A rank that died is drawn with its end marked, leaking or not: its line stopping is the news.
+    std::size_t died_drawn = 0;
+    for (std::size_t i = 0; i < j.ranks.size() && died_drawn < kEndsDrawn; ++i)
+        if (report::ended_badly(j.ranks[i].end) && std::find(drawn.begin(), drawn.end(), i) == drawn.end()) {
+            drawn.push_back(i);
+            ++died_drawn;
+        }
     const std::string lines = job_leak_chart_svg(j, drawn);
     if (lines.empty())
         s += "<p class=\"none\">No leaked bytes at any step: nothing leaked, or no steps marked (cumemaudit_step(), or the "
@@ -175,7 +230,8 @@ std::string html_job_page(const report::JobReport& j) {
         s += (leaking.size() > kRanksDrawn ? fmt::format("<p>The {} ranks that leak most, one line each.</p>\n", kRanksDrawn) : "") + lines;
     if (j.ranks.size() > kRanksDrawn || leaking.size() > kRanksDrawn) {
         const std::string heat = job_heatmap_svg(j);
-        if (!heat.empty()) s += "<h3>Every rank by step</h3>\n<p>Red where a rank had leaked by that step, darker with more bytes.</p>\n" + heat;
+        if (!heat.empty()) s += "<h3>Every rank by step</h3>\n<p>Red where a rank had leaked by that step, darker with more bytes" +
+                                   std::string(j.rank_ends.empty() ? "" : "; ✕ where a rank ran out of memory or died") + ".</p>\n" + heat;
     }
     s += "<h2>Leak sites across ranks</h2>\n" + sites_table(j);
     s += "<h2>Cross-rank pinning</h2>\n" + pinning_part(j);

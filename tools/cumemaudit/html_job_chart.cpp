@@ -2,6 +2,8 @@
 
 #include "html_axis.hpp"
 #include "html_escape.hpp"
+#include "report/job_end_text.hpp"
+#include "report/job_ends.hpp"
 #include "report/text.hpp"
 
 #include <fmt/format.h>
@@ -33,6 +35,23 @@ std::vector<std::uint64_t> job_step_numbers(const report::JobReport& job) {
 
 std::string rank_label(const report::JobRank& r) { return r.rank >= 0 ? fmt::format("rank {}", r.rank) : fmt::format("pid {}", r.pid); }
 
+// A rank that died at a step, drawn where it ended: the step the merge kept at or before its end.
+const report::JobRankStep* end_point(const report::JobRank& r) {
+    if (!report::ended_badly(r.end) || r.end.step < 0) return nullptr;
+    const report::JobRankStep* at = nullptr;
+    for (const report::JobRankStep& s : r.steps)
+        if (static_cast<std::int64_t>(s.step) <= r.end.step) at = &s;
+    return at;
+}
+
+// ✕ centred on (x, y), `half` wide each way: a path, not a glyph, so it reads the same in every font.
+std::string cross(double x, double y, double half) {
+    return fmt::format("M{:.1f},{:.1f}L{:.1f},{:.1f}M{:.1f},{:.1f}L{:.1f},{:.1f}", x - half, y - half, x + half, y + half,
+                       x - half, y + half, x + half, y - half);
+}
+
+std::string end_title(const report::JobRank& r) { return html_escape(rank_label(r) + " " + report::end_phrase(r.end)); }
+
 }  // namespace
 
 std::string job_leak_chart_svg(const report::JobReport& job, const std::vector<std::size_t>& drawn) {
@@ -63,6 +82,7 @@ std::string job_leak_chart_svg(const report::JobReport& job, const std::vector<s
                          x(steps[i]), kTop + kPlotH + 16, x(steps[i]), kTop + kPlotH + 16, steps[i]);
     s += fmt::format("<line class=\"axis\" x1=\"{0}\" x2=\"{0}\" y1=\"{1}\" y2=\"{2}\"/><line class=\"axis\" x1=\"{0}\" "
                      "x2=\"{3}\" y1=\"{2}\" y2=\"{2}\"/>\n", kLeft, kTop, kTop + kPlotH, kLeft + kPlotW);
+    std::size_t ends = 0;
     for (std::size_t n = 0; n < drawn.size(); ++n) {
         const report::JobRank& r = job.ranks[drawn[n]];
         const std::string colour = owner_colour(n);
@@ -77,10 +97,25 @@ std::string job_leak_chart_svg(const report::JobReport& job, const std::vector<s
                 s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.5\" fill=\"{}\"><title>{} · step {}: {} leaked ({} bytes)"
                                  "</title></circle>\n", x(st.step), y(static_cast<double>(st.leaked_bytes)), colour,
                                  html_escape(rank_label(r)), st.step, report::human_bytes(st.leaked_bytes), st.leaked_bytes);
+        const report::JobRankStep* end = end_point(r);
+        if (end != nullptr) {
+            ++ends;
+            s += fmt::format("<path class=\"rank-end\" data-rank=\"{}\" data-end=\"{}\" stroke=\"{}\" d=\"{}\"><title>{}</title></path>\n",
+                             r.rank, html_escape(r.end.how), colour,
+                             cross(x(end->step), y(static_cast<double>(end->leaked_bytes)), 6), end_title(r));
+        }
         const double ly = kTop + 14 + 18.0 * static_cast<double>(n);
         s += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"12\" height=\"3\" fill=\"{}\"/><text class=\"legend\" "
-                         "x=\"{:.1f}\" y=\"{:.1f}\">{} · {}</text>\n", kLeft + kPlotW + 14, ly - 4, colour,
-                         kLeft + kPlotW + 32, ly, html_escape(rank_label(r)), report::human_bytes(r.leaked_bytes));
+                         "x=\"{:.1f}\" y=\"{:.1f}\">{} · {}{}</text>\n", kLeft + kPlotW + 14, ly - 4, colour,
+                         kLeft + kPlotW + 32, ly, html_escape(rank_label(r)), report::human_bytes(r.leaked_bytes),
+                         end != nullptr ? fmt::format(" ✕<title>{}</title>", end_title(r)) : "");
+    }
+    if (ends > 0) {  // what the ✕ means, under the ranks
+        const double ly = kTop + 14 + 18.0 * static_cast<double>(drawn.size()) + 8;
+        s += fmt::format("<g class=\"legend-end\"><path class=\"rank-end\" stroke=\"#c62828\" d=\"{}\"/><text class=\"legend\" "
+                         "x=\"{:.1f}\" y=\"{:.1f}\">ran out of memory</text><text class=\"legend\" x=\"{:.1f}\" y=\"{:.1f}\">"
+                         "or died here</text></g>\n", cross(kLeft + kPlotW + 20, ly - 4, 5), kLeft + kPlotW + 32, ly,
+                         kLeft + kPlotW + 32, ly + 14);
     }
     return s + "</svg>\n";
 }
@@ -151,6 +186,11 @@ std::string job_heatmap_svg(const report::JobReport& job) {
             s += titles ? fmt::format("><title>{} · step {}: {} leaked ({} bytes)</title></rect>\n", html_escape(rank_label(rank)),
                                       steps[c * steps.size() / cols], report::human_bytes(b), b)
                         : "/>\n";
+        }
+        if (const report::JobRankStep* end = end_point(rank)) {  // over the cell where it ended; its row is empty after
+            const double cx = left + w * (static_cast<double>(column(end->step)) + 0.5);
+            s += fmt::format("<path class=\"rank-end\" data-rank=\"{}\" data-end=\"{}\" d=\"{}\"><title>{}</title></path>\n", rank.rank,
+                             html_escape(rank.end.how), cross(cx, ry + h / 2, std::min(w, h) * 0.4 + 1), end_title(rank));
         }
     }
     const std::size_t xlabel_every = std::max<std::size_t>(1, (cols + 11) / 12);

@@ -34,6 +34,9 @@ svg .oom line{stroke:#6a1b9a;stroke-width:3}
 .verdict{border-left:5px solid #2e7d32;background:#f1f8f1;padding:8px 14px;margin:12px 0;font-size:15px}
 .verdict.bad{border-left-color:#c62828;background:#fdf1f1}.verdict p{margin:4px 0}
 svg.heatmap .ylabel{font-size:9px}svg .ylabel.leaking{fill:#c62828;font-weight:bold}
+.card .end-phrase{display:block;font-size:12px;max-width:460px;color:#444}td.end.bad{color:#c62828;font-weight:bold}
+ul.rank-ends{margin:2px 0 4px;padding-left:22px}svg .rank-end{fill:none;stroke-width:2.5;stroke-linecap:round}
+svg.heatmap .rank-end{stroke:#111;stroke-width:1.5}
 )";
 
 // Sorting by a click on a column head; the last line tells a test (and a person) the script ran to the end.

@@ -1,6 +1,8 @@
 #include "trace_cmd.hpp"
 
 #include "load_all.hpp"
+#include "report/job_end_text.hpp"
+#include "report/job_ends.hpp"
 #include "report/site_naming.hpp"
 #include "report/gate.hpp"
 #include "report/graph_cost.hpp"
@@ -116,8 +118,8 @@ void add_report(const report::Report& r, int pid, std::uint64_t origin, json& li
     }
 }
 
-// A job: one process per rank with its live and leaked bytes over the steps the merge kept, and an instant
-// at the step its leak began, naming the line of its largest leak site.
+// A job: one process per rank with its live and leaked bytes over the steps the merge kept, an instant at
+// the step its leak began, naming the line of its largest leak site, and one where it died.
 void add_job_rank(const report::JobReport& job, const report::JobRank& r, int pid, std::uint64_t origin, json& list) {
     Events ev{list, pid, origin};
     const std::string name = (r.rank >= 0 ? "rank " + std::to_string(r.rank) + " " : "") + "pid " + std::to_string(r.pid) +
@@ -137,6 +139,10 @@ void add_job_rank(const report::JobReport& job, const report::JobRank& r, int pi
     if (r.leaked_bytes != 0 && !r.steps.empty())
         ev.instant("leaked at exit: " + report::human_bytes(r.leaked_bytes), "leak", r.steps.back().time_ns,
                    {{"leaked_bytes", r.leaked_bytes}, {"own_leaked_bytes", r.own_leaked_bytes}, {"site", top}});
+    // A rank that did not end cleanly says how, where its counters stop.
+    if (report::ended_badly(r.end) && !r.steps.empty())
+        ev.instant("end: " + report::end_phrase(r.end), "end", r.steps.back().time_ns,
+                   {{"how", r.end.how}, {"step", r.end.step}});
 }
 
 }  // namespace

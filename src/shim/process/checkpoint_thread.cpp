@@ -57,9 +57,10 @@ void CheckpointThread::request_mark() {
     wakeup_.notify();
 }
 
-void CheckpointThread::request_report(bool summary, int wait_ms) {
+void CheckpointThread::request_report(bool summary, int wait_ms, int signal) {
     if (!started_.load()) return;  // nobody to write it: the program's own disposition follows at once
-    // The flag is set before the request is counted: a request counted in `asked` shows it.
+    // The flags are set before the request is counted: a request counted in `asked` shows them.
+    if (signal != 0) ending_signal_.store(signal);
     if (summary) summary_asked_.store(true);
     const std::uint64_t mine = requests_.fetch_add(1) + 1;
     wakeup_.notify();
@@ -122,6 +123,7 @@ void CheckpointThread::loop() {
         const std::uint64_t asked = requests_.load();
         if (asked != served_.load() || !outside.empty() || (options_.checkpoint_s > 0 && now >= next_report)) {
             const bool summary = asked != served_.load() && summary_asked_.exchange(false);
+            if (summary) writer_.name_ending_signal(ending_signal_.load());
             if (!outside.empty()) log_info("report written (asked by process {})", outside.front().sender);
             const ReportWriter::Saved saved = writer_.write_here(ledger::Moment::checkpoint, nullptr,
                                                             summary ? ReportWriter::Then::summary : ReportWriter::Then::nothing);

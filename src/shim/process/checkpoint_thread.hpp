@@ -27,9 +27,9 @@ public:
 
     // Async-signal-safe. A mark (SIGUSR2): the thread takes it; the caller goes on.
     void request_mark();
-    // A report, with the summary after it when `summary` (the process ends next): returns once it is
-    // written or `wait_ms` passed.
-    void request_report(bool summary, int wait_ms);
+    // A report, with the summary after it when `summary` (the process ends next, of `signal` where one
+    // ends it): returns once it is written or `wait_ms` passed.
+    void request_report(bool summary, int wait_ms, int signal = 0);
     // Async-signal-safe. exit(status) from a signal handler that interrupted the shim or the driver on the
     // calling thread: the exit report, its summary and the gate's verdict, written here. Returns the code the
     // process is to end with, or -1 when no thread runs or `wait_ms` passed first.
@@ -49,6 +49,7 @@ private:
     std::atomic<std::uint64_t> requests_{0}, served_{0};
     // Set by a request whose process ends next: the report it asks for prints the summary.
     std::atomic<bool> summary_asked_{false};
+    std::atomic<int> ending_signal_{0};  // the signal that ends the process next, for the report to name
     // The one exit report asked from a signal handler: its status, then the verdict (-1 until written).
     std::atomic<bool> exit_asked_{false};
     std::atomic<int> exit_status_{0}, exit_verdict_{-1};

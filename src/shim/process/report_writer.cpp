@@ -16,6 +16,7 @@
 #include "report/text.hpp"
 #include "report/text_file.hpp"
 
+#include <csignal>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -74,9 +75,11 @@ ReportWriter::ReportWriter(Recorder& rec)
 report::ProcessFacts ReportWriter::facts(ledger::Moment moment, const int* exit_code) {
     const ProcessIdentity& id = identity();
     report::ProcessFacts f;
-    f.process = {getpid(), id.rank, id.world_size, id.host, id.argv, std::nullopt, id.local_rank, {}};
+    f.process = {getpid(), id.rank, id.world_size, id.host, id.argv, std::nullopt, id.local_rank, {}, {}};
     if (exit_code != nullptr) f.process.exit_code = *exit_code;
     f.process.replaced_by_exec = replaced_by_exec_;
+    if (const int sig = ending_signal_.load(); sig != 0)
+        f.process.signal = sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "signal " + std::to_string(sig);
     f.driver = {driver_version_, simulated_driver_version() != nullptr};
     f.intercepted_calls = calls_so_far();
     f.options = options::option_values(options_);

@@ -12,6 +12,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -48,6 +49,10 @@ public:
     // closed gate's when no report was written); that thread alone flushes stdio and ends the process.
     int exit_verdict(int status);
 
+    // The signal (SIGTERM, SIGINT) whose default disposition ends the process once the report asked now is
+    // written: that report names it, so a job's view tells a killed rank from one that left a checkpoint.
+    void name_ending_signal(int sig) { ending_signal_.store(sig); }
+
     // At exit without a report: the gate fails closed where the program would pass, with a warning.
     void fail_closed(const int* exit_code);
     // The code a gate with no report to check ends with: the program's own, unless it would pass.
@@ -81,6 +86,7 @@ private:
     std::mutex mu_;            // one report at a time (checkpoint thread, exit, C API)
     std::optional<ProcessIdentity> identity_;  // fixed at the first report (under mu_)
     std::string path_;                         // likewise
+    std::atomic<int> ending_signal_{0};
     std::string replaced_by_exec_;             // the program an exec is about to run (under mu_)
 };
 

@@ -40,7 +40,8 @@ void on_signal(int sig, siginfo_t* info, void* context) {
     struct sigaction& old = sig == SIGTERM ? g_old_term : g_old_int;
     // Where the default disposition ends the process next, no exit summary will come: the report prints it.
     // A handler of the program's own may exit() (that summary comes then) or carry on.
-    if (thread != nullptr) thread->request_report(!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL, kSignalWaitMs);
+    const bool ends = !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL;
+    if (thread != nullptr) thread->request_report(ends, kSignalWaitMs, ends ? sig : 0);
     const struct sigaction chained = old;
     if (old.sa_flags & SA_RESETHAND) {  // the program asked for a one-shot handler: the next one is default
         struct sigaction dfl {};
