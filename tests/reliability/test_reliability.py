@@ -515,6 +515,12 @@ def case_report_unwritable(tmp):
     # A leak the process knew of is still the gate's 23, report or not.
     proc = run([HOSTILE, "leaky"], env, rc=23)
     expect("cumemaudit: report not written" in proc.stderr.decode(errors="replace"), proc.stderr)
+    # Through `cumemaudit run`, the same directory is refused before the program starts.
+    proc = subprocess.run([CLI, "run", "--sim", "--report-dir", "/dev/null/sub", "--", HOSTILE, "clean"],
+                          env={**sim_env(), "CUMEMAUDIT_SHIM": SHIM, "CUMEMAUDIT_SIM_DIR": SIM}, capture_output=True, timeout=60)
+    expect((proc.returncode, proc.stdout, proc.stderr.decode()) ==
+           (2, b"", "cumemaudit run: report_dir /dev/null/sub: cannot make it (/dev/null/sub: Not a directory); "
+                    "the program was not started\n"), f"run: exit {proc.returncode} {proc.stdout!r} {proc.stderr!r}")
 
 
 def case_cancel_in_checkpoint(tmp):

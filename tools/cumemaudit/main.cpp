@@ -13,6 +13,7 @@
 #include "reports_cmd.hpp"
 #include "run_env.hpp"
 #include "run_flags.hpp"
+#include "run_preflight.hpp"
 #include "snapshot_cmd.hpp"
 #include "symbolize_cmd.hpp"
 #include "trace_cmd.hpp"
@@ -61,10 +62,17 @@ int run_command(const RunArgs& a) {
         }
         sim_dir = sim.path;
     }
+    const cumemaudit::options::Options effective = cumemaudit::options::parse_options(options).options;
+    try {
+        preflight(effective);
+    } catch (const UsageError& e) {
+        std::fprintf(stderr, "cumemaudit run: %s\n", e.what());
+        return 2;
+    }
     ::setenv("CUMEMAUDIT_OPTIONS", options.c_str(), 1);
     // Preloaded for every backend: with cupti the wrappers stand by, ready if another tool holds CUPTI.
     ::setenv("LD_PRELOAD", prepend_path(shim.path, std::getenv("LD_PRELOAD")).c_str(), 1);
-    if (cumemaudit::options::parse_options(options).options.backend != cumemaudit::options::Backend::preload)
+    if (effective.backend != cumemaudit::options::Backend::preload)
         ::setenv("CUDA_INJECTION64_PATH", shim.path.c_str(), 1);
     if (a.sim) ::setenv("LD_LIBRARY_PATH", prepend_path(sim_dir, std::getenv("LD_LIBRARY_PATH")).c_str(), 1);
     std::fflush(nullptr);
