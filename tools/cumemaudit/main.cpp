@@ -1,7 +1,8 @@
 // cumemaudit: the command line. `run` audits a program under the preload library, `report` prints report
 // files as text, `check` gates CI on them, `merge` joins the ranks of a job; `trace`, `html` and `diff` are
-// views of reports already written. Exit codes: the program's own for `run`; 0/1 for pass/fail; 2 for bad
-// arguments or unusable reports; 126/127 for a program that cannot run, like a shell.
+// views of reports already written. Exit codes: the program's own for `run` (or the shim's gate: 23 for a
+// leak, 125 for no report); 0/1 for pass/fail; 2 for bad arguments or unusable reports, and for what `run`
+// refuses before the program starts; 126/127 for a program that cannot run, like a shell.
 #include "check_cmd.hpp"
 #include "command_line.hpp"
 #include "diff_cmd.hpp"
@@ -9,7 +10,6 @@
 #include "html_cmd.hpp"
 #include "locate.hpp"
 #include "merge_cmd.hpp"
-#include "common/nearest_name.hpp"
 #include "common/options.hpp"
 #include "reports_cmd.hpp"
 #include "run_env.hpp"
