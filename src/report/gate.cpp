@@ -56,6 +56,11 @@ int exit_code_after_gate(int program_exit_code, bool gate_failed, int exitcode) 
     return gate_failed ? exitcode : program_exit_code;
 }
 
+int exit_code_without_report(int program_exit_code, bool no_gate, std::optional<bool> gate_failed, int exitcode) {
+    if (exit_status_failed(program_exit_code) || no_gate) return program_exit_code;
+    return gate_failed.value_or(false) ? exitcode : kExitNoReport;
+}
+
 bool exit_status_failed(int program_exit_code) { return (program_exit_code & 0xff) != 0; }
 
 }  // namespace cumemaudit::report

@@ -46,6 +46,17 @@ std::vector<FailingRow> failing_rows(const Report&, const FailOn&, std::optional
 // The exit code a gated process ends with: a program that failed keeps its own code; a clean exit becomes
 // `exitcode` (option, default 23 like LSan) when the gate fails.
 int exit_code_after_gate(int program_exit_code, bool gate_failed, int exitcode);
+
+// A clean exit with no report on disk: the audit failed, not the program, and nothing a CI job could check
+// was left. Its own code, so a log never reads a full disk or a bad report_dir as a leak (23); 125 as
+// `env`, `timeout` and `git bisect run` use it: the tool itself could not do its job.
+constexpr int kExitNoReport = 125;
+
+// The exit code when no report could be written. A program that failed keeps its own code, and fail_on=none
+// changes nothing (no gate); a gate that failed on what the process knew in memory keeps `exitcode` (the
+// leak is real, only its file is missing); otherwise kExitNoReport. `gate_failed` is empty where no report
+// could even be built.
+int exit_code_without_report(int program_exit_code, bool no_gate, std::optional<bool> gate_failed, int exitcode);
 // What the parent sees is the status's low byte: exit(256) reads as success, and must not hide a failed gate.
 bool exit_status_failed(int program_exit_code);
 

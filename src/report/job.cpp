@@ -23,18 +23,22 @@ AnyReport load_any(const std::string& path) {
     });
 }
 
-Report load_for_gate(const std::string& path) {
-    AnyReport any = load_any(path);
-    if (any.process) return std::move(*any.process);
+Report job_as_process(const JobReport& job) {
     // The job seen as one process: its summary is read by the very fields() a process summary has.
     Report view;
     view.process.rank = -1;
-    view.process.world_size = any.job->world_size;
+    view.process.world_size = job.world_size;
     view.process.argv = {"job"};
-    view.summary = any.job->summary.process;
-    // Its leak sites are the view's rows: the FAIL line's top site and a baseline read them.
-    for (const JobSite& s : any.job->sites) view.leaks.push_back(s.leak);
+    view.summary = job.summary.process;
+    // Its leak sites are the view's rows: the FAIL line's top site, a baseline and diff read them.
+    for (const JobSite& s : job.sites) view.leaks.push_back(s.leak);
     return view;
+}
+
+Report load_for_gate(const std::string& path) {
+    AnyReport any = load_any(path);
+    if (any.process) return std::move(*any.process);
+    return job_as_process(*any.job);
 }
 
 }  // namespace cumemaudit::report

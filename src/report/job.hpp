@@ -138,5 +138,7 @@ AnyReport load_any(const std::string& path);
 // A process report as load() reads it, or a job report seen as one process whose summary is the job's
 // (process.argv = {"job"}, process.rank = -1). Throws ReportError "<path>: <problem>".
 Report load_for_gate(const std::string& path);
+// A job as load_for_gate sees it: its summary, and its sites as leak rows.
+Report job_as_process(const JobReport&);
 
 }  // namespace cumemaudit::report

@@ -156,14 +156,14 @@ class Sizes(Base):
         # MB is refused by the one size grammar (the options table's): tools disagree on what it means.
         for size in ("lots", "-1", "5x", "", "4MB", "1e30", "inf", "4 mib"):
             rc, out, err = run("check", "--max-leaked-bytes", size, path)
-            self.assertEqual((rc, out, err), (2, "", f"cumemaudit: --max-leaked-bytes: '{size}' is not a size such as "
+            self.assertEqual((rc, out, err), (2, "", f"cumemaudit check: --max-leaked-bytes: '{size}' is not a size such as "
                                                      "4096, 500MiB or 1.5GiB\n"), size)
         for tolerance in ("ten", "-5%", "%", "5x"):
             rc, out, err = run("check", "--baseline", path, "--tolerance", tolerance, path)
-            self.assertEqual((rc, out, err), (2, "", f"cumemaudit: --tolerance: '{tolerance}' is neither a percentage "
+            self.assertEqual((rc, out, err), (2, "", f"cumemaudit check: --tolerance: '{tolerance}' is neither a percentage "
                                                      "(such as 10%) nor a size (such as 1MiB)\n"), tolerance)
         rc, out, err = run("check", "--tolerance", "5%", path)
-        self.assertEqual((rc, out, err), (2, "", "--tolerance requires --baseline\nRun with --help for more information.\n"))
+        self.assertEqual((rc, out, err), (2, "", "cumemaudit check: --tolerance requires --baseline (cumemaudit check --help)\n"))
 
 
 class Junit(Base):
@@ -227,7 +227,7 @@ class Junit(Base):
         self.assertEqual([(c.get("name"), len(list(c))) for c in suite.findall("testcase")], [(clean, 0)])
         missing_dir = os.path.join(self.dir, "no", "junit.xml")
         rc, out, err = run("check", "--junit", missing_dir, clean)
-        self.assertEqual((rc, err), (2, f"cumemaudit: cannot write {missing_dir}: No such file or directory\n"))
+        self.assertEqual((rc, err), (2, f"cumemaudit check: cannot write {missing_dir}: No such file or directory\n"))
         self.assertEqual(out, f"PASS {clean}: {summary(report([]))}\n")
 
 
@@ -287,16 +287,16 @@ class Baseline(Base):
         new = self.write("cumemaudit.h.2.json", report([row(MiB, SITE_A)]))
         missing = os.path.join(self.dir, "absent.json")
         self.assertEqual(run("check", "--baseline", missing, new),
-                         (2, "", f"cumemaudit: --baseline: {missing}: cannot read: No such file or directory\n"))
+                         (2, "", f"cumemaudit check: --baseline: {missing}: cannot read: No such file or directory\n"))
         bad = report([])
         del bad["summary"]["leaked_bytes"]
         malformed = self.write("malformed.json", bad)
         self.assertEqual(run("check", "--baseline", malformed, new),
-                         (2, "", f"cumemaudit: --baseline: {malformed}: missing field 'summary.leaked_bytes'\n"))
+                         (2, "", f"cumemaudit check: --baseline: {malformed}: missing field 'summary.leaked_bytes'\n"))
         empty = os.path.join(self.dir, "empty")
         os.mkdir(empty)
         self.assertEqual(run("check", "--baseline", empty, new),
-                         (2, "", f"cumemaudit: --baseline {empty}: no cumemaudit.*.json reports in this directory\n"))
+                         (2, "", f"cumemaudit check: --baseline {empty}: no cumemaudit.*.json reports in this directory\n"))
 
 
 class MergedJob(Base):

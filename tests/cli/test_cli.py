@@ -65,11 +65,11 @@ class ReportFiles(unittest.TestCase):
         missing = os.path.join(self.dir, "absent.json")
         rc, out, err = run("report", missing)
         self.assertEqual(rc, 2)
-        self.assertEqual(err, f"cumemaudit: {missing}: cannot read: No such file or directory\n")
+        self.assertEqual(err, f"cumemaudit report: {missing}: cannot read: No such file or directory\n")
         junk = self.write("junk.json", "not json at all")
         rc, _, err = run("report", junk)
         self.assertEqual(rc, 2)
-        self.assertTrue(err.startswith(f"cumemaudit: {junk}: not JSON: "), err)
+        self.assertTrue(err.startswith(f"cumemaudit report: {junk}: not JSON: "), err)
 
     def test_check_pass_and_fail(self):
         clean = self.write("cumemaudit.h.1.json", report())
@@ -106,23 +106,23 @@ class ReportFiles(unittest.TestCase):
         rc, out, err = run("check", clean, truncated)
         self.assertEqual(rc, 2)
         self.assertIn(f"PASS {clean}", out)
-        self.assertTrue(err.startswith(f"cumemaudit: {truncated}: truncated JSON (ends early): "), err)
+        self.assertTrue(err.startswith(f"cumemaudit check: {truncated}: truncated JSON (ends early): "), err)
         bad = report()
         del bad["summary"]["leaked_bytes"]
         malformed = self.write("malformed.json", bad)
         rc, _, err = run("check", malformed)
-        self.assertEqual((rc, err), (2, f"cumemaudit: {malformed}: missing field 'summary.leaked_bytes'\n"))
+        self.assertEqual((rc, err), (2, f"cumemaudit check: {malformed}: missing field 'summary.leaked_bytes'\n"))
         wrong = dict(report(), schema="someone/else")
         wrong_schema = self.write("wrong.json", wrong)
         rc, _, err = run("check", wrong_schema)
-        self.assertEqual((rc, err), (2, f"cumemaudit: {wrong_schema}: schema is \"someone/else\", "
+        self.assertEqual((rc, err), (2, f"cumemaudit check: {wrong_schema}: schema is \"someone/else\", "
                                         "expected \"cumemaudit/report/v1\"\n"))
         missing = os.path.join(self.dir, "absent.json")
         self.assertEqual(run("check", missing)[0], 2)
         empty_dir = os.path.join(self.dir, "empty")
         os.mkdir(empty_dir)
         rc, _, err = run("check", empty_dir)
-        self.assertEqual((rc, err), (2, f"cumemaudit: {empty_dir}: no cumemaudit.*.json reports in this directory\n"))
+        self.assertEqual((rc, err), (2, f"cumemaudit check: {empty_dir}: no cumemaudit.*.json reports in this directory\n"))
         rc, _, err = run("check", "--fail-on", "leak", clean)
         self.assertEqual(rc, 2)
         self.assertIn("unknown word 'leak'", err)
@@ -247,7 +247,7 @@ class Arguments(unittest.TestCase):
         self.assertIn("    value: audit or enforce; default: audit\n", out)
         rc, _, err = run("run", "--option", "stack_dpeth=4", "--", "true")
         self.assertEqual(rc, 2)
-        self.assertIn("cumemaudit: --option stack_dpeth=4: unknown option 'stack_dpeth' (did you mean stack_depth?) (known: report_dir, ", err)
+        self.assertIn("cumemaudit run: --option stack_dpeth=4: unknown option 'stack_dpeth' (did you mean stack_depth?) (known: report_dir, ", err)
 
 
 class Run(unittest.TestCase):
@@ -305,7 +305,7 @@ class Run(unittest.TestCase):
 
     def test_missing_program_shim_or_sim(self):
         rc, _, err = run("run", "--", "no-such-program-xyz", env={"CUMEMAUDIT_SHIM": self.shim})
-        self.assertEqual((rc, err), (127, "cumemaudit: no-such-program-xyz: command not found\n"))
+        self.assertEqual((rc, err), (127, "cumemaudit run: no-such-program-xyz: command not found\n"))
         rc, _, err = run("run", "--", "true", env={"CUMEMAUDIT_SHIM": "/nonexistent/libcumemaudit.so"})
         self.assertEqual(rc, 2)
         self.assertIn("cannot find libcumemaudit.so", err)

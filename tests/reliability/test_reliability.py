@@ -222,7 +222,8 @@ def case_suppressions_fifo(tmp):
         proc = subprocess.run([HOSTILE, "transient-handles"], env=shim_env(d), capture_output=True, timeout=60)
         err = proc.stderr.decode()
         expect("writable by others" in err and "failed closed" in err, f"no refusal named:\n{err}")
-        expect(proc.returncode == 23, f"clean program, no report possible: exit {proc.returncode}, expected 23")
+        # 125, not 23: nothing leaked that the process knew of; no report is the audit's failure, not a leak.
+        expect(proc.returncode == 125, f"clean program, no report possible: exit {proc.returncode}, expected 125")
         expect(report_files(d) == [], "a report was written into a foreign world-writable directory")
 
 
@@ -495,19 +496,31 @@ def case_file_size_limit(tmp):
     expect(proc.returncode == 23, f"leaky under ulimit -f: exit {proc.returncode}\n{err}")
     expect("report not written" in err, f"no word that the report was not written:\n{err}")
     expect(not [f for f in os.listdir(tmp) if f.endswith(".tmp")], f"temp files left: {os.listdir(tmp)}")
-    # A clean program whose report cannot be written fails the gate closed rather than pass unchecked.
+    # A clean program whose report cannot be written fails the gate closed rather than pass unchecked, with
+    # the code of a missing report (125), never the leak gate's 23.
     proc = subprocess.run([HOSTILE, "clean"], env=shim_env(tmp), capture_output=True, timeout=60,
                           preexec_fn=limited(512))
-    expect(proc.returncode == 23, f"clean under ulimit -f: exit {proc.returncode}")
+    expect(proc.returncode == 125, f"clean under ulimit -f: exit {proc.returncode}")
 
 
 def case_report_unwritable(tmp):
     # Before: a report that could not be written at exit (report_dir under /dev/null) let a clean program
     # exit 0, and the summary printed `report: PATH` for a file that did not exist.
+    # 125 since the exit code of a missing report is its own: 23 would read as a leak.
     env = shim_env("/dev/null/sub", "summary=1")
-    proc = run([HOSTILE, "clean"], env, rc=23)
+    proc = run([HOSTILE, "clean"], env, rc=125)
     err = proc.stderr.decode(errors="replace")
     expect("cumemaudit: report not written" in err and "cumemaudit: report: /dev/null" not in err, err)
+    expect("the leak gate failed closed (no report to check): exit 125" in err, err)
+    # A leak the process knew of is still the gate's 23, report or not.
+    proc = run([HOSTILE, "leaky"], env, rc=23)
+    expect("cumemaudit: report not written" in proc.stderr.decode(errors="replace"), proc.stderr)
+    # Through `cumemaudit run`, the same directory is refused before the program starts.
+    proc = subprocess.run([CLI, "run", "--sim", "--report-dir", "/dev/null/sub", "--", HOSTILE, "clean"],
+                          env={**sim_env(), "CUMEMAUDIT_SHIM": SHIM, "CUMEMAUDIT_SIM_DIR": SIM}, capture_output=True, timeout=60)
+    expect((proc.returncode, proc.stdout, proc.stderr.decode()) ==
+           (2, b"", "cumemaudit run: report_dir /dev/null/sub: cannot make it (/dev/null/sub: Not a directory); "
+                    "the program was not started\n"), f"run: exit {proc.returncode} {proc.stdout!r} {proc.stderr!r}")
 
 
 def case_cancel_in_checkpoint(tmp):

@@ -544,6 +544,15 @@ TEST_CASE("gate: fail_on words, combinations and the byte budget") {
     CHECK(exit_code_after_gate(256, false, 23) == 256);
     CHECK(exit_code_after_gate(257, true, 23) == 257);
 
+    // No report on disk: a clean run is the audit's failure (125), never read as a leak (23).
+    CHECK(exit_code_without_report(0, false, std::nullopt, 23) == kExitNoReport);
+    CHECK(exit_code_without_report(0, false, false, 23) == 125);
+    CHECK(exit_code_without_report(0, false, true, 23) == 23);  // the leak was known in memory
+    CHECK(exit_code_without_report(0, false, true, 9) == 9);
+    CHECK(exit_code_without_report(3, false, std::nullopt, 23) == 3);
+    CHECK(exit_code_without_report(256, false, std::nullopt, 23) == 125);
+    CHECK(exit_code_without_report(0, true, true, 23) == 0);  // fail_on=none: no gate, nothing changes
+
     Report unfreed_only;
     unfreed_only.summary.unfreed_bytes = 1;
     CHECK_FALSE(gate_fails(unfreed_only, FailOn{}, std::nullopt));

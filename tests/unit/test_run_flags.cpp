@@ -48,9 +48,12 @@ TEST_CASE("every row is a flag carrying its help, bounds and default") {
     }
     CHECK(flag_of("stack_depth") == "--stack-depth");
     CHECK(flag_of("report_dir") == "--report-dir");
-    const auto with_value = flags_with_value();
-    CHECK(with_value.size() == option_table().size() + 1);
-    CHECK(with_value.back() == "--option");
+    const auto switches = run_switches();
+    CHECK(std::find(switches.begin(), switches.end(), "--metrics") != switches.end());
+    CHECK(std::find(switches.begin(), switches.end(), "--stack-depth") == switches.end());
+    CHECK(switch_value_ok("--metrics", "yes"));
+    CHECK_FALSE(switch_value_ok("--metrics", "python"));
+    CHECK_FALSE(switch_value_ok("--stack-depth", "x"));
 }
 
 TEST_CASE("flag values are judged by the table's parser and bounds") {
@@ -104,9 +107,14 @@ TEST_CASE("--help-options lists every row with its flag, help, values and defaul
     const std::string text = help_options_text();
     for (const auto& row : option_table()) {
         INFO(row.name);
-        CHECK(text.find(std::string(row.name) + " (" + flag_of(row.name) + ")\n    " + std::string(row.help) +
+        // A duration's default carries its unit: "60 s", "0 ms".
+        const std::string name(row.name);
+        const std::string unit = name.ends_with("_ms") ? " ms" : name.ends_with("_s") ? " s" : "";
+        CHECK(text.find(name + " (" + flag_of(row.name) + ")\n    " + std::string(row.help) +
                         "\n    value: " + row.expected + "; default: " +
-                        (row.default_value.empty() ? "none" : row.default_value) + "\n") != std::string::npos);
+                        (row.default_value.empty() ? "none" : row.default_value + unit) + "\n") != std::string::npos);
     }
+    CHECK(text.find("checkpoint_s (--checkpoint-s)\n") != std::string::npos);
+    CHECK(text.find("; default: 60 s\n") != std::string::npos);
     CHECK(parse({"--help-options"}).help_options);
 }

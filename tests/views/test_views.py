@@ -18,12 +18,12 @@ CLI = os.environ["CLI"]
 GiB = 1 << 30
 
 
-def run(*args, env=None):
+def run(*args, env=None, cwd=None):
     full = dict(os.environ)
     for k in ("CUMEMAUDIT_OPTIONS", "LD_PRELOAD"):
         full.pop(k, None)
     full.update(env or {})
-    p = subprocess.run([CLI, *args], capture_output=True, text=True, env=full, timeout=60)
+    p = subprocess.run([CLI, *args], capture_output=True, text=True, env=full, timeout=60, cwd=cwd)
     return p.returncode, p.stdout, p.stderr
 
 
@@ -199,14 +199,14 @@ class Diff(Base):
         missing = os.path.join(self.dir, "absent.json")
         rc, out, err = run("diff", SAMPLE, missing)
         self.assertEqual((rc, out), (2, ""))
-        self.assertEqual(err, f"cumemaudit: {missing}: cannot read: No such file or directory\n")
+        self.assertEqual(err, f"cumemaudit diff: {missing}: cannot read: No such file or directory\n")
         junk = self.write("junk.json", "{")
         rc, _, err = run("diff", junk, SAMPLE)
         self.assertEqual(rc, 2)
-        self.assertTrue(err.startswith(f"cumemaudit: {junk}: truncated JSON"), err)
+        self.assertTrue(err.startswith(f"cumemaudit diff: {junk}: truncated JSON"), err)
         rc, _, err = run("diff", "--steps", "10", "999", SAMPLE)
         self.assertEqual(rc, 2)
-        self.assertEqual(err, f"cumemaudit: {SAMPLE}: no step or mark '999' (the report has 42 steps)\n")
+        self.assertEqual(err, f"cumemaudit diff: {SAMPLE}: no step or mark '999' (the report has 42 steps)\n")
         rc, _, err = run("diff", SAMPLE)
         self.assertEqual(rc, 2)
         self.assertIn("two reports", err)
@@ -221,14 +221,27 @@ class BadInput(Base):
             out = os.path.join(self.dir, cmd + ".out")
             rc, _, err = run(cmd, SAMPLE, junk, "-o", out)
             self.assertEqual(rc, 2, cmd)
-            self.assertTrue(err.startswith(f"cumemaudit: {junk}: not JSON"), err)
+            self.assertTrue(err.startswith(f"cumemaudit {cmd}: {junk}: not JSON"), err)
             self.assertFalse(os.path.exists(out), cmd)
             rc, _, err = run(cmd, SAMPLE, "-o", os.path.join(self.dir, "no", "such", "dir", "x"))
             self.assertEqual(rc, 2, cmd)
             self.assertIn("cannot write", err)
-            rc, _, err = run(cmd, SAMPLE)
-            self.assertEqual(rc, 2, cmd)
-            self.assertIn("--output", err)
+
+    def test_trace_and_html_without_output_name_what_they_wrote(self):
+        # Without -o (once a usage error): a name after the input, in the current directory, said on stdout.
+        for cmd, name in (("trace", "sample_report.trace.json"), ("html", "sample_report.html")):
+            rc, out, err = run(cmd, SAMPLE, cwd=self.dir)
+            self.assertEqual((rc, out, err), (0, f"cumemaudit {cmd}: wrote {name}\n", ""), cmd)
+            self.assertGreater(os.path.getsize(os.path.join(self.dir, name)), 0, cmd)
+        reports = os.path.join(self.dir, "audit")
+        os.mkdir(reports)
+        with open(SAMPLE) as f, open(os.path.join(reports, "cumemaudit.h.1.r0.json"), "w") as g:
+            g.write(f.read())
+        rc, out, err = run("html", reports + "/", cwd=self.dir)
+        self.assertEqual((rc, out, err), (0, "cumemaudit html: wrote audit.html\n", ""))
+        self.assertEqual(sorted(os.listdir(reports)), ["cumemaudit.h.1.r0.json"])  # nothing written among the reports
+        rc, out, err = run("trace", SAMPLE, SAMPLE, cwd=self.dir)
+        self.assertEqual((rc, out, err), (0, "cumemaudit trace: wrote cumemaudit.trace.json\n", ""))
 
 
 @unittest.skipUnless(os.environ.get("DEEPEP"), "DEEPEP not set")

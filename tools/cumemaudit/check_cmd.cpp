@@ -87,7 +87,7 @@ int check_command(const CheckArgs& a) {
     try {
         fail_on = report::parse_fail_on(a.fail_on);
     } catch (const report::GateError& e) {
-        cli::say(stderr, "cumemaudit: --fail-on: {}\n", e.what());
+        cli::error("--fail-on: {}\n", e.what());
         return 2;
     }
     const auto budget = size_flag("--max-leaked-bytes", a.max_leaked);
@@ -100,10 +100,10 @@ int check_command(const CheckArgs& a) {
     std::vector<JunitCase> cases;
     ReportFiles files = expand_reports(a.paths);
     for (const auto& [f, uid] : files.foreign)
-        cli::say(stderr, "cumemaudit: warning: {} belongs to uid {}, not to you: another user may have put it there\n", f, uid);
+        cli::error("warning: {} belongs to uid {}, not to you: another user may have put it there\n", f, uid);
     for (const std::string& d : files.empty_dirs) {  // an empty directory is an error, as a missing file is
         const std::string problem = fmt::format("{}: no cumemaudit.*.json reports in this directory", d);
-        cli::say(stderr, "cumemaudit: {}\n", problem);
+        cli::error("{}\n", problem);
         cases.push_back({d, Outcome::error, problem, "unusable report", problem});
         bad = true;
     }
@@ -126,7 +126,7 @@ int check_command(const CheckArgs& a) {
                              body + report::summary_line(r.summary) + "\n"});
             failed = true;
         } catch (const report::ReportError& e) {
-            cli::say(stderr, "cumemaudit: {}\n", e.what());
+            cli::error("{}\n", e.what());
             cases.push_back({f, Outcome::error, e.what(), "unusable report", e.what()});
             bad = true;
         }

@@ -1,5 +1,6 @@
 #include "diff_cmd.hpp"
 #include "report/gate.hpp"
+#include "report/job.hpp"
 #include "terminal_out.hpp"
 
 #include "load_all.hpp"
@@ -142,13 +143,37 @@ std::string diff_text(const Diff& d) {
     return out;
 }
 
+namespace {
+
+// One side of a diff, read as every view reads its paths (load_view_input): a report file, a merged job, or
+// a directory of rank reports merged in memory; a job is seen as one process, its sites as leak rows.
+std::optional<report::Report> side(const std::string& path, bool needs_steps) {
+    ViewInput in;
+    if (!load_view_input({path}, in)) return std::nullopt;
+    if (!in.job) return std::move(in.reports.front());
+    if (needs_steps) {
+        cli::error("{}: --steps compares two steps of one process report, and this is a job (its ranks' steps "
+                   "are in `cumemaudit html`)\n", path);
+        return std::nullopt;
+    }
+    return report::job_as_process(*in.job);
+}
+
+}  // namespace
+
 int diff_command(const std::vector<std::string>& files, const std::vector<std::string>& steps, bool match_lines) {
     if (steps.empty() ? files.size() != 2 : files.size() != 1) {
-        std::fprintf(stderr, "cumemaudit: diff takes two reports (diff A.json B.json), or one with --steps N M\n");
+        cli::error("takes two reports (diff A B: report files, merged jobs or directories of reports), or one with --steps N M\n");
         return 2;
     }
     std::vector<report::Report> reports;
-    if (!load_all(files, reports)) return 2;
+    bool ok = true;
+    for (const std::string& f : files) {
+        std::optional<report::Report> r = side(f, !steps.empty());
+        if (r) reports.push_back(std::move(*r));
+        ok = ok && r.has_value();
+    }
+    if (!ok) return 2;
     if (steps.empty()) {
         cli::print_safe(stdout, diff_text(diff_reports(reports[0], reports[1], files[0], files[1],
                                                                match_lines ? report::SiteKeyLines::match : report::SiteKeyLines::ignore)));
@@ -157,7 +182,7 @@ int diff_command(const std::vector<std::string>& files, const std::vector<std::s
     const report::Step* ab[2] = {report::find_step(reports[0], steps[0]), report::find_step(reports[0], steps[1])};
     for (int i = 0; i < 2; ++i) {
         if (ab[i] == nullptr) {
-            cli::say(stderr, "cumemaudit: {}: no step or mark '{}' (the report has {} steps)\n", files[0],
+            cli::error("{}: no step or mark '{}' (the report has {} steps)\n", files[0],
                          steps[i].c_str(), reports[0].steps.size());
             return 2;
         }

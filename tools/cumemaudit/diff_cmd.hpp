@@ -36,7 +36,8 @@ Diff diff_steps(const report::Step& a, const report::Step& b);
 
 std::string diff_text(const Diff&);
 
-// `files` is A B, or one report with `steps` = {N, M} (step numbers or mark labels). 0, or 2 on bad input.
+// `files` is A B (each a report file, a merged job or a directory of rank reports, as every view takes
+// them), or one report with `steps` = {N, M} (step numbers or mark labels). 0, or 2 on bad input.
 // `match_lines`: sites differ by their lines too.
 int diff_command(const std::vector<std::string>& files, const std::vector<std::string>& steps, bool match_lines);
 

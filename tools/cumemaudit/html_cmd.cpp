@@ -7,6 +7,8 @@
 #include "html_page.hpp"
 #include "html_tables.hpp"
 #include "load_all.hpp"
+#include "output_name.hpp"
+#include "terminal_out.hpp"
 #include "report/text.hpp"
 #include "report/timeline.hpp"
 
@@ -75,8 +77,11 @@ std::string reports_page(const std::vector<report::Report>& reports, const std::
 
 int html_command(const std::vector<std::string>& files, const std::string& out) {
     ViewInput in;
-    if (!load_view_input(files, "html", in)) return 2;
-    return write_text(out, in.job ? html_job_page(*in.job) : reports_page(in.reports, in.names)) ? 0 : 2;
+    if (!load_view_input(files, in)) return 2;
+    const std::string path = out.empty() ? default_output(files, ".html") : out;
+    if (!write_text(path, in.job ? html_job_page(*in.job) : reports_page(in.reports, in.names))) return 2;
+    if (out.empty()) say(stdout, "cumemaudit html: wrote {}\n", path);  // a name it chose: say which
+    return 0;
 }
 
 }  // namespace cumemaudit::cli

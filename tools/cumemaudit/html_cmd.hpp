@@ -7,7 +7,9 @@
 
 namespace cumemaudit::cli {
 
-// Writes the page of `files` (reports; a merged job, or directories of rank reports: the job page) to `out`. 0, or 2 when a report cannot be read or `out` cannot be written.
+// Writes the page of `files` (reports; a merged job, or directories of rank reports: the job page) to `out`,
+// or, when empty, to default_output(files, ".html"), named on stdout. 0, or 2 when a report cannot be read or
+// the page cannot be written.
 int html_command(const std::vector<std::string>& files, const std::string& out);
 
 }  // namespace cumemaudit::cli

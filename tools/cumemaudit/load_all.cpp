@@ -13,25 +13,12 @@
 
 namespace cumemaudit::cli {
 
-bool load_all(const std::vector<std::string>& files, std::vector<report::Report>& out) {
-    bool ok = true;
-    for (const std::string& f : files) {
-        try {
-            out.push_back(report::load(f));
-        } catch (const report::ReportError& e) {
-            cli::say(stderr, "cumemaudit: {}\n", e.what());
-            ok = false;
-        }
-    }
-    return ok;
-}
-
-bool load_view_input(const std::vector<std::string>& paths, const char* command, ViewInput& out) {
+bool load_view_input(const std::vector<std::string>& paths, ViewInput& out) {
     std::error_code ec;
     const bool directory = std::any_of(paths.begin(), paths.end(),
                                        [&](const std::string& p) { return std::filesystem::is_directory(p, ec); });
     if (directory) {
-        out.job = merge_job(paths, command);
+        out.job = merge_job(paths);
         return out.job.has_value();
     }
     bool ok = true;
@@ -39,7 +26,7 @@ bool load_view_input(const std::vector<std::string>& paths, const char* command,
         try {
             report::AnyReport any = report::load_any(f);
             if (any.job && paths.size() != 1) {
-                cli::say(stderr, "cumemaudit: {}: a merged job report is drawn alone, not beside other reports\n", f);
+                cli::error("{}: a merged job report is drawn alone, not beside other reports\n", f);
                 ok = false;
             } else if (any.job) {
                 out.job = std::move(any.job);
@@ -48,7 +35,7 @@ bool load_view_input(const std::vector<std::string>& paths, const char* command,
                 out.names.push_back(f);
             }
         } catch (const report::ReportError& e) {
-            cli::say(stderr, "cumemaudit: {}\n", e.what());
+            cli::error("{}\n", e.what());
             ok = false;
         }
     }
@@ -62,7 +49,7 @@ bool write_text(const std::string& path, const std::string& text) {
     const std::string tmp = path + ".tmp" + std::to_string(::getpid());
     std::FILE* f = std::fopen(tmp.c_str(), "wx");
     if (f == nullptr) {
-        cli::say(stderr, "cumemaudit: cannot write {}: {}\n", path, std::strerror(errno));
+        cli::error("cannot write {}: {}\n", path, std::strerror(errno));
         return false;
     }
     const bool wrote = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0;
@@ -70,7 +57,7 @@ bool write_text(const std::string& path, const std::string& text) {
     if (std::fclose(f) != 0 || !wrote || std::rename(tmp.c_str(), path.c_str()) != 0) {
         const int e = !wrote ? write_errno : errno;
         std::remove(tmp.c_str());
-        cli::say(stderr, "cumemaudit: cannot write {}: {}\n", path, std::strerror(e));
+        cli::error("cannot write {}: {}\n", path, std::strerror(e));
         return false;
     }
     return true;

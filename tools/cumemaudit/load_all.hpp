@@ -11,7 +11,7 @@
 
 namespace cumemaudit::cli {
 
-// What a view (html, report, trace) draws: process reports, or one job.
+// What a view (html, report, trace, each side of diff) draws: process reports, or one job.
 struct ViewInput {
     std::vector<report::Report> reports;
     std::vector<std::string> names;  // the files the reports came from
@@ -21,11 +21,8 @@ struct ViewInput {
 // A merged job report (`merge -o`) given alone is the job; directories of rank reports (with any rank
 // reports given beside them) are merged in memory exactly as `merge` merges them; anything else is process
 // reports. False after printing "cumemaudit: <file>: <problem>" for each that failed, or why the arguments
-// cannot be drawn together.
-bool load_view_input(const std::vector<std::string>& paths, const char* command, ViewInput& out);
-
-// Every file loaded, or false after printing "cumemaudit: <file>: <problem>" for each that failed.
-bool load_all(const std::vector<std::string>& files, std::vector<report::Report>& out);
+// cannot be drawn together (the prefix is the command's, terminal_out.hpp).
+bool load_view_input(const std::vector<std::string>& paths, ViewInput& out);
 
 // Writes `text` to `path` ("-" is stdout); false after printing why not.
 bool write_text(const std::string& path, const std::string& text);

@@ -52,24 +52,24 @@ void reduce_files(const std::vector<std::string>& files, report::JobReduce& job)
 
 }  // namespace
 
-std::optional<report::JobReport> merge_job(const std::vector<std::string>& paths, const char* command) {
+std::optional<report::JobReport> merge_job(const std::vector<std::string>& paths) {
     report::JobReduce job;
     reduce_files(expand(paths, job), job);
     if (job.empty()) {
-        for (const report::JobProblem& p : job.problems()) cli::say(stderr, "cumemaudit: {}: {}\n", command, p.what);
-        std::fprintf(stderr, "cumemaudit: %s: no rank report could be read\n", command);
+        for (const report::JobProblem& p : job.problems()) cli::error("{}\n", p.what);
+        cli::error("no rank report could be read\n");
         return std::nullopt;
     }
     return job.finish();
 }
 
 int merge_command(const std::vector<std::string>& paths, const std::string& out_path, const report::JobTextDetail& detail) {
-    const std::optional<report::JobReport> merged = merge_job(paths, "merge");
+    const std::optional<report::JobReport> merged = merge_job(paths);
     if (!merged) return 2;
     const report::JobReport& job = *merged;
     if (!out_path.empty()) {
         if (const std::string err = report::write_atomic(out_path, job); !err.empty()) {
-            cli::say(stderr, "cumemaudit: merge: {}\n", err);
+            cli::error("{}\n", err);
             return 2;
         }
     }

@@ -12,9 +12,9 @@
 namespace cumemaudit::cli {
 
 // The job of `paths` (rank reports, or directories of them), problems listed in it; nullopt after printing
-// "cumemaudit: <command>: ..." when no report could be read. `merge` and the views that take a directory
-// (html, report, trace) all merge through it.
-std::optional<report::JobReport> merge_job(const std::vector<std::string>& paths, const char* command);
+// them when no report could be read. `merge` and the views that take a directory (html, report, trace,
+// diff) all merge through it.
+std::optional<report::JobReport> merge_job(const std::vector<std::string>& paths);
 
 // Writes the job report to `out` (when not empty) and the text summary (`detail`: what it shows in full) to
 // stdout. 0 when merged (problems are reported, not fatal), 2 when nothing could be merged or `out` cannot

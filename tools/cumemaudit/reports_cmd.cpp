@@ -15,7 +15,7 @@ namespace cumemaudit::cli {
 int report_command(const std::vector<std::string>& files, const report::TextDetail& detail) {
     std::error_code ec;
     if (std::any_of(files.begin(), files.end(), [&](const std::string& p) { return std::filesystem::is_directory(p, ec); })) {
-        const std::optional<report::JobReport> job = merge_job(files, "report");  // the rank reports as one job
+        const std::optional<report::JobReport> job = merge_job(files);  // the rank reports as one job
         if (!job) return 2;
         cli::print_safe(stdout, report::text_summary(*job));
         return 0;
@@ -26,7 +26,7 @@ int report_command(const std::vector<std::string>& files, const report::TextDeta
             const report::AnyReport r = report::load_any(f);  // a process report, or a merged job
             cli::print_safe(stdout, r.job ? report::text_summary(*r.job) : report::text_summary(*r.process, detail));
         } catch (const report::ReportError& e) {
-            cli::say(stderr, "cumemaudit: {}\n", e.what());
+            cli::error("{}\n", e.what());
             rc = 2;
         }
     }

@@ -29,10 +29,10 @@ int exec_program(const std::vector<std::string>& argv) {
     ::execvp(args[0], args.data());
     const int err = errno;
     if (err == ENOENT) {
-        std::fprintf(stderr, "cumemaudit: %s: command not found\n", argv[0].c_str());
+        std::fprintf(stderr, "cumemaudit run: %s: command not found\n", argv[0].c_str());
         return 127;
     }
-    std::fprintf(stderr, "cumemaudit: cannot execute %s: %s\n", argv[0].c_str(), std::strerror(err));
+    std::fprintf(stderr, "cumemaudit run: cannot execute %s: %s\n", argv[0].c_str(), std::strerror(err));
     return 126;
 }
 

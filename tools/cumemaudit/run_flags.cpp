@@ -28,6 +28,36 @@ std::string as_given(const OptionInfo& row, const std::string& value) {
     return fs::absolute(value).lexically_normal().string();
 }
 
+// One metavar style across commands: an upper-case word for what the value is, durations by their unit.
+std::string metavar(const OptionInfo& row) {
+    const std::string_view name = row.name, type = row.type;
+    if (type == "bool") return "0|1";
+    if (type == "int" && name.size() > 2 && name.substr(name.size() - 2) == "_s") return "SECONDS";
+    if (type == "int" && name.size() > 3 && name.substr(name.size() - 3) == "_ms") return "MS";
+    if (type == "int") return "N";
+    if (type == "Bytes") return "SIZE";
+    if (type == "Path") return "DIR";
+    if (type == "InputFile") return "FILE";
+    return "VALUE";
+}
+
+// A default as help shows it: a duration with its unit ("60 s", not "60").
+std::string shown_default(const OptionInfo& row) {
+    if (row.default_value.empty()) return "none";
+    const std::string_view name = row.name;
+    if (row.type == "int" && name.size() > 2 && name.substr(name.size() - 2) == "_s") return row.default_value + " s";
+    if (row.type == "int" && name.size() > 3 && name.substr(name.size() - 3) == "_ms") return row.default_value + " ms";
+    return row.default_value;
+}
+
+// `run`'s usage names the program it runs, which CLI11 never sees (command_line.hpp).
+class RunFormatter : public CLI::Formatter {
+public:
+    std::string make_usage(const CLI::App*, std::string name) const override {
+        return "Usage: " + name + " [OPTIONS] [--] PROG [ARGS...]\n";
+    }
+};
+
 }  // namespace
 
 std::string flag_of(std::string_view option) {
@@ -42,21 +72,27 @@ void add_run_flags(CLI::App& run, RunFlags& flags) {
     for (std::size_t i = 0; i < table.size(); ++i) {
         const OptionInfo& row = table[i];
         CLI::Option* o = run.add_option(flag_of(row.name), flags.given[i],
-                                        fmt::format("{} [{}; default {}]", row.help, row.expected,
-                                                    row.default_value.empty() ? "none" : row.default_value));
-        o->type_name("VALUE");
+                                        fmt::format("{} [{}; default {}]", row.help, row.expected, shown_default(row)));
+        o->type_name(metavar(row));
         o->check(CLI::Validator([&row](std::string& v) { return problem(row, v); }, ""));
-        if (row.must_exist) o->check(CLI::ExistingFile);
+        if (row.must_exist) o->check(CLI::Validator(CLI::ExistingFile).description(""));  // FILE says it once
     }
-    run.add_option("--option", flags.pairs, "Any CUMEMAUDIT_OPTIONS key, as KEY=VALUE (repeatable)");
+    run.add_option("--option", flags.pairs, "Any CUMEMAUDIT_OPTIONS key, as KEY=VALUE (repeatable)")->type_name("KEY=VALUE");
     run.add_flag("--help-options", flags.help_options, "Print every option with its values and default, and exit");
+    run.formatter(std::make_shared<RunFormatter>());
 }
 
-std::vector<std::string> flags_with_value() {
+std::vector<std::string> run_switches() {
     std::vector<std::string> out;
-    for (const OptionInfo& row : options::option_table()) out.push_back(flag_of(row.name));
-    out.push_back("--option");
+    for (const OptionInfo& row : options::option_table())
+        if (row.type == "bool") out.push_back(flag_of(row.name));
     return out;
+}
+
+bool switch_value_ok(std::string_view flag, std::string_view word) {
+    for (const OptionInfo& row : options::option_table())
+        if (flag_of(row.name) == flag) return problem(row, std::string(word)).empty();
+    return false;
 }
 
 OptionList option_overrides(const RunFlags& flags) {
@@ -103,7 +139,7 @@ std::string help_options_text() {
     for (const OptionInfo& row : options::option_table()) {
         out += fmt::format("{} ({})\n", row.name, flag_of(row.name));
         out += fmt::format("    {}\n", row.help);
-        out += fmt::format("    value: {}; default: {}\n", row.expected, row.default_value.empty() ? "none" : row.default_value);
+        out += fmt::format("    value: {}; default: {}\n", row.expected, shown_default(row));
     }
     return out;
 }

@@ -26,8 +26,10 @@ std::string flag_of(std::string_view option);
 
 void add_run_flags(CLI::App& run, RunFlags& flags);
 
-// Every flag of `run` that takes a value (the table's flags and --option), for cutting the command line.
-std::vector<std::string> flags_with_value();
+// The flags of the table's 0/1 options (--metrics, --summary): alone they mean 1.
+std::vector<std::string> run_switches();
+// Whether `word` is a value the 0/1 option behind `flag` takes (1, no, true, …).
+bool switch_value_ok(std::string_view flag, std::string_view word);
 
 // What `run` appends to CUMEMAUDIT_OPTIONS: the --option pairs first, then the flags in table order, paths
 // made absolute. Throws UsageError naming an unknown key or a bad value.

@@ -194,7 +194,7 @@ int snapshot_command(long pid, double timeout_s) {
         say(stdout, "{}\n", answer(pid, number, timeout_s));
         return snapshot_written;
     } catch (const Failed& f) {
-        say(stderr, "cumemaudit snapshot: {}\n", f.message);
+        error("{}\n", f.message);  // "cumemaudit snapshot: " as every command's errors
         return f.code;
     }
 }

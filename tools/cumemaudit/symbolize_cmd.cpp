@@ -1,4 +1,5 @@
 #include "symbolize_cmd.hpp"
+#include "report_files.hpp"
 #include "terminal_out.hpp"
 
 #include <sys/stat.h>
@@ -19,16 +20,21 @@ int symbolize_command(const std::vector<std::string>& files, const std::vector<s
                       const std::vector<std::string>& debug_dirs) {
     report::OfflineSymbolizer symbolizer(search_dirs, debug_dirs);
     if (!symbolizer.available()) {
-        std::fprintf(stderr, "cumemaudit: symbolize needs libdw.so.1 (elfutils), which cannot be loaded here\n");
+        cli::error("needs libdw.so.1 (elfutils), which cannot be loaded here\n");
         return 3;
     }
     int rc = 0;
-    for (const std::string& path : files) {
+    const ReportFiles expanded = expand_reports(files);  // directories as every command takes them
+    for (const std::string& d : expanded.empty_dirs) {
+        cli::error("{}: no cumemaudit.*.json reports in this directory\n", d);
+        rc = 2;
+    }
+    for (const std::string& path : expanded.files) {
         report::Report r;
         try {
             r = report::load(path);
         } catch (const report::ReportError& e) {
-            cli::say(stderr, "cumemaudit: {}\n", e.what());
+            cli::error("{}\n", e.what());
             rc = 2;
             continue;
         }
@@ -52,13 +58,13 @@ int symbolize_command(const std::vector<std::string>& files, const std::vector<s
         struct stat st {};
         const unsigned mode = ::stat(target.c_str(), &st) == 0 ? (st.st_mode & 07777) : 0600;
         if (const std::string err = report::write_atomic(target, r, mode); !err.empty()) {
-            cli::say(stderr, "cumemaudit: symbolize: {}\n", err);
+            cli::error("{}\n", err);
             rc = 2;
             continue;
         }
-        cli::say(stdout, "cumemaudit: symbolize: {}: {} of {} frames gained a symbol or line\n", path, gained, frames);
+        cli::say(stdout, "cumemaudit symbolize: {}: {} of {} frames gained a symbol or line\n", path, gained, frames);
         for (const auto& [object, n] : unmatched)
-            cli::say(stdout, "cumemaudit: symbolize:   no local file with debug info matches {}: {} frames unchanged\n",
+            cli::say(stdout, "cumemaudit symbolize:   no local file with debug info matches {}: {} frames unchanged\n",
                      object.empty() ? "(unknown object)" : object, n);
     }
     return rc;

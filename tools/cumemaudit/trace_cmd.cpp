@@ -3,6 +3,8 @@
 #include "load_all.hpp"
 #include "report/job_end_text.hpp"
 #include "report/job_ends.hpp"
+#include "output_name.hpp"
+#include "terminal_out.hpp"
 #include "report/site_naming.hpp"
 #include "report/gate.hpp"
 #include "report/graph_cost.hpp"
@@ -168,8 +170,11 @@ json trace_json(const std::vector<report::Report>& reports) {
 
 int trace_command(const std::vector<std::string>& files, const std::string& out) {
     ViewInput in;
-    if (!load_view_input(files, "trace", in)) return 2;
-    return write_text(out, (in.job ? trace_job_json(*in.job) : trace_json(in.reports)).dump(1) + "\n") ? 0 : 2;
+    if (!load_view_input(files, in)) return 2;
+    const std::string path = out.empty() ? default_output(files, ".trace.json") : out;
+    if (!write_text(path, (in.job ? trace_job_json(*in.job) : trace_json(in.reports)).dump(1) + "\n")) return 2;
+    if (out.empty()) say(stdout, "cumemaudit trace: wrote {}\n", path);  // a name it chose: say which
+    return 0;
 }
 
 }  // namespace cumemaudit::cli

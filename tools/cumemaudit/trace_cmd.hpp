@@ -22,7 +22,9 @@ nlohmann::json trace_json(const std::vector<report::Report>&);
 // (with the line of its largest leak site) and one with what it leaked at the end.
 nlohmann::json trace_job_json(const report::JobReport&);
 
-// Writes the trace of `files` (reports, a merged job, or directories of rank reports) to `out`. 0, or 2 when a report cannot be read or `out` cannot be written.
+// Writes the trace of `files` (reports, a merged job, or directories of rank reports) to `out`, or, when
+// empty, to default_output(files, ".trace.json"), named on stdout. 0, or 2 when a report cannot be read or
+// the trace cannot be written.
 int trace_command(const std::vector<std::string>& files, const std::string& out);
 
 }  // namespace cumemaudit::cli

@@ -199,7 +199,7 @@ void ReportWriter::print_summary(const report::Report& rep, const Saved& saved, 
 // be written fails the gate closed: nothing a CI job could check is on disk.
 void ReportWriter::gate(const report::Report& rep, const Saved& saved, const int* exit_code) {
     if (exit_code == nullptr) return;
-    if (saved.path.empty()) fail_closed(exit_code);
+    if (saved.path.empty()) fail_closed(exit_code, &rep);
     const int code = report::exit_code_after_gate(*exit_code, report::gate_fails(rep, options_.fail_on, std::nullopt),
                                                   options_.exitcode);
     if (code != *exit_code) {
@@ -292,24 +292,28 @@ int ReportWriter::exit_verdict(int status) {
     const Written w = build_and_save(ledger::Moment::exit, &status, Then::summary_and_gate);
     if (w.built) print_summary(w.report, w.saved, false);
     if (!w.built || w.saved.path.empty()) {
-        const int code = closed_code(status);
+        const int code = closed_code(status, w.built ? &w.report : nullptr);
         if (code != status) log_warning("the leak gate failed closed (no report to check): exit {}", code);
         return code;
     }
     return report::exit_code_after_gate(status, report::gate_fails(w.report, options_.fail_on, std::nullopt), options_.exitcode);
 }
 
-int ReportWriter::closed_code(int status) const {
-    // No report, so no verdict: a program that exited 0 must not pass a gate nobody could check.
-    if (report::exit_status_failed(status) || options_.fail_on == options::FailOn{false, false, false}) return status;
-    return options_.exitcode;
+int ReportWriter::closed_code(int status, const report::Report* rep) const {
+    // No report, so no verdict a CI job could check: a program that exited 0 must not pass unchecked.
+    std::optional<bool> failed;
+    if (rep != nullptr) failed = report::gate_fails(*rep, options_.fail_on, std::nullopt);
+    return report::exit_code_without_report(status, options_.fail_on == options::FailOn{false, false, false}, failed,
+                                            options_.exitcode);
 }
 
-void ReportWriter::fail_closed(const int* exit_code) {
-    if (exit_code == nullptr || closed_code(*exit_code) == *exit_code) return;
-    log_warning("the leak gate failed closed (no report to check): exit {}", options_.exitcode);
+void ReportWriter::fail_closed(const int* exit_code, const report::Report* rep) {
+    if (exit_code == nullptr) return;
+    const int code = closed_code(*exit_code, rep);
+    if (code == *exit_code) return;
+    log_warning("the leak gate failed closed (no report to check): exit {}", code);
     std::fflush(nullptr);
-    _exit(options_.exitcode);
+    _exit(code);
 }
 
 mode_t ReportWriter::mode() const {

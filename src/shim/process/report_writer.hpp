@@ -54,9 +54,10 @@ public:
     void name_ending_signal(int sig) { ending_signal_.store(sig); }
 
     // At exit without a report: the gate fails closed where the program would pass, with a warning.
-    void fail_closed(const int* exit_code);
-    // The code a gate with no report to check ends with: the program's own, unless it would pass.
-    int closed_code(int status) const;
+    // `rep`, where one was built but not saved, tells a leak (exitcode) from a clean run (kExitNoReport).
+    void fail_closed(const int* exit_code, const report::Report* rep = nullptr);
+    // The code a gate with no report on disk ends with (report::exit_code_without_report).
+    int closed_code(int status, const report::Report* rep = nullptr) const;
 
 private:
     struct Written {
