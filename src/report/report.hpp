@@ -105,6 +105,9 @@ struct Step {
     // The highest tracked bytes (every owner) since the previous mark, this one included: a peak that came
     // and went between two marks, which the marks' own figures never show. 0: not recorded.
     std::uint64_t peak_tracked_bytes = 0;
+    // VMM memory whose references are held and that was never mapped yet (a handle made ahead of its map): no
+    // leak at a mark, since the program may map or release it later; a leak at exit if still held.
+    std::uint64_t held_unmapped_bytes = 0;
 };
 
 // Older marks of a long job, folded (history/step_history.hpp): `marks` consecutive marks from first_step to
