@@ -61,6 +61,11 @@ int cumemaudit_parse_size(const char* text, uint64_t* bytes);
 /* Writes `bytes` NUL-terminated as every text view shows a size ("4.0 MiB", below 1 KiB "512 B") into
  * `text`. Returns 0, or -1 when text_size is too small (16 always suffices). Needs no CUDA. */
 int cumemaudit_format_size(uint64_t bytes, char* text, size_t text_size);
+/* Checks CUMEMAUDIT_OPTIONS text (key=value pairs separated by ':') as the shim and the CLI read it, against
+ * the one options table: returns how many problems it has (0: none), and writes them NUL-terminated, one a
+ * line, into `problems` as far as they fit (a misspelt key names the nearest one: "did you mean ...?").
+ * Needs no CUDA; starts nothing. */
+int cumemaudit_check_options(const char* text, char* problems, size_t problems_size);
 /* PyTorch's own view of one memory pool ("default", or a CUDA graph pool), staged for the next
  * cumemaudit_torch_step or cumemaudit_torch_oom: bytes in live tensors and bytes the pool reserved. */
 void cumemaudit_torch_pool(const char* pool, uint64_t allocated_bytes, uint64_t reserved_bytes);

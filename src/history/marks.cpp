@@ -1,12 +1,30 @@
 #include "history/marks.hpp"
 
 #include <algorithm>
+#include <optional>
 
 namespace cumemaudit::history {
 namespace {
 
 // The owner whose growth is PyTorch's own business (its allocator stats see it), not an alarm.
 constexpr std::string_view kPyTorch = "pytorch";
+
+// The site whose leaked bytes grew most since the last quiet point (the largest now, among equals), or none.
+// The largest site overall may be an old leak that stood still while another one grew.
+std::optional<ledger::Site> site_that_grew(const std::vector<std::pair<ledger::Site, std::uint64_t>>& sites,
+                                           const std::map<SiteKey, std::uint64_t>& before) {
+    std::optional<ledger::Site> best;
+    std::uint64_t most = 0;
+    for (const auto& [site, bytes] : sites) {
+        const auto was = before.find(site_key(site));
+        const std::uint64_t growth = bytes - std::min(bytes, was == before.end() ? 0 : was->second);
+        if (growth > most) {
+            most = growth;
+            best = site;
+        }
+    }
+    return best;
+}
 
 }  // namespace
 
@@ -89,23 +107,26 @@ void Marks::check_leaks(Step& s, std::chrono::steady_clock::time_point now, std:
     if (s.label == "sample") {
         s.leaked_bytes = last_unreachable_;
         s.leaked_by_owner = last_leaked_by_owner_;
+        s.held_unmapped_bytes = last_held_unmapped_;
         return;
     }
-    std::uint64_t unreachable = 0;
-    std::vector<std::uint64_t> by_owner;
-    const auto sites = ledger_.unreachable_sites(&unreachable, &by_owner);
+    const ledger::Ledger::MarkLeaks leaks = ledger_.leaks_at_mark();
     last_leaked_by_owner_.clear();
-    for (std::size_t o = 0; o < by_owner.size(); ++o)
-        if (by_owner[o] != 0) last_leaked_by_owner_[static_cast<ledger::OwnerId>(o)] = by_owner[o];
-    s.leaked_bytes = unreachable;
+    for (std::size_t o = 0; o < leaks.leaked_by_owner.size(); ++o)
+        if (leaks.leaked_by_owner[o] != 0) last_leaked_by_owner_[static_cast<ledger::OwnerId>(o)] = leaks.leaked_by_owner[o];
+    s.leaked_bytes = leaks.leaked_bytes;
     s.leaked_by_owner = last_leaked_by_owner_;
-    if (unreachable > last_unreachable_ && !sites.empty()) {
-        const ledger::Site& site = sites.front().first;
-        const std::uint64_t growth = unreachable - last_unreachable_;
-        Alarm a{AlarmKind::leak, site.owner, s.step, s.time_ns, growth, unreachable, 1, s.step, s.time_ns, site};
-        if (auto kept = alarms_.raise(a, now)) out.push_back({*kept, s.step, growth, unreachable, true});
+    s.held_unmapped_bytes = leaks.held_unmapped_bytes;
+    const std::optional<ledger::Site> grew = site_that_grew(leaks.sites, last_leaked_by_site_);
+    if (leaks.leaked_bytes > last_unreachable_ && grew) {
+        const std::uint64_t growth = leaks.leaked_bytes - last_unreachable_;
+        Alarm a{AlarmKind::leak, grew->owner, s.step, s.time_ns, growth, leaks.leaked_bytes, 1, s.step, s.time_ns, *grew};
+        if (auto kept = alarms_.raise(a, now)) out.push_back({*kept, s.step, growth, leaks.leaked_bytes, true});
     }
-    last_unreachable_ = unreachable;
+    last_unreachable_ = leaks.leaked_bytes;
+    last_held_unmapped_ = leaks.held_unmapped_bytes;
+    last_leaked_by_site_.clear();
+    for (const auto& [site, bytes] : leaks.sites) last_leaked_by_site_[site_key(site)] = bytes;
 }
 
 void Marks::copy_to(History& h) const {

@@ -1,7 +1,9 @@
 // marks: what each mark adds to the history. A mark (cumemaudit_step, a phase, SIGUSR2, a periodic sample)
 // takes live bytes per owner and kind from the ledger (O(owners)) beside the driver's figures; memory
 // outside PyTorch that grew past growth_alarm over one step raises a growth alarm naming the owner and the
-// site that grew; unreachable VMM memory that grew raises a leak alarm. Steps are kept bounded
+// site that grew; leaked VMM memory (held, and lost its last mapping) that grew raises a leak alarm naming
+// the site whose leaked bytes grew. Memory held and never mapped yet is a step figure of its own, no leak
+// before exit. Steps are kept bounded
 // (step_history.hpp), alarms too (alarm_book.hpp). Pure: the caller locks, gives the time, and logs the
 // alarms a mark returns.
 #pragma once
@@ -15,6 +17,8 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <string_view>
+#include <tuple>
 #include <vector>
 
 namespace cumemaudit::history {
@@ -35,6 +39,10 @@ struct Raised {
     std::uint64_t now_bytes = 0;  // the owner's device bytes (a leak: every unreachable byte) now
     bool site_known = false;
 };
+
+// A site as the ledger groups its bytes (the api is a static string).
+using SiteKey = std::tuple<std::string_view, ledger::TraceId, ledger::OwnerId>;
+inline SiteKey site_key(const ledger::Site& s) { return {std::string_view(s.api), s.trace, s.owner}; }
 
 class Marks {
 public:
@@ -59,6 +67,8 @@ private:
     std::map<ledger::OwnerId, std::uint64_t> last_live_;
     std::uint64_t last_unreachable_ = 0;
     std::map<ledger::OwnerId, std::uint64_t> last_leaked_by_owner_;  // at the last quiet point
+    std::map<SiteKey, std::uint64_t> last_leaked_by_site_;           // at the last quiet point
+    std::uint64_t last_held_unmapped_ = 0;                           // at the last quiet point
     std::uint32_t since_epoch_ = 0;
     std::uint64_t marks_ = 0;
     std::uint64_t last_step_ = 0;

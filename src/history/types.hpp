@@ -69,6 +69,7 @@ struct Step {
     std::uint64_t leaked_bytes = 0;
     std::map<ledger::OwnerId, std::uint64_t> leaked_by_owner;  // nonzero only
     std::uint64_t peak_tracked_bytes = 0;
+    std::uint64_t held_unmapped_bytes = 0;  // VMM memory whose references are held, never mapped yet
 };
 
 // Older steps folded: `marks` consecutive marks, of which `steps` keeps the first, lowest, highest and last.

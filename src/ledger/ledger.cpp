@@ -238,21 +238,24 @@ std::vector<std::pair<Site, std::uint64_t>> Ledger::growth_sites(OwnerId owner, 
     return by_site(std::move(items));
 }
 
-std::vector<std::pair<Site, std::uint64_t>> Ledger::unreachable_sites(std::uint64_t* total_bytes,
-                                                                       std::vector<std::uint64_t>* by_owner) const {
+Ledger::MarkLeaks Ledger::leaks_at_mark() const {
+    MarkLeaks out;
     std::vector<std::pair<Site, std::uint64_t>> items;
-    std::uint64_t total = 0;
-    if (by_owner != nullptr) by_owner->assign(kMaxOwners, 0);
+    out.leaked_by_owner.assign(kMaxOwners, 0);
     state_->vmm.for_each_live([&](const Site& origin, std::uint64_t size, std::uint32_t, std::size_t refs,
                                   std::uint32_t mappings, std::size_t fds, const std::vector<Site>& ref_sites, Kind kind,
-                                  Location) {
+                                  Location, bool ever_mapped) {
         if (refs == 0 || mappings != 0 || fds != 0 || kind == Kind::multicast) return;  // memory only
-        total += size;
-        if (by_owner != nullptr) (*by_owner)[origin.owner] += size;
+        if (!ever_mapped) {
+            out.held_unmapped_bytes += size;
+            return;
+        }
+        out.leaked_bytes += size;
+        out.leaked_by_owner[origin.owner] += size;
         for (const Site& s : ref_sites) items.emplace_back(s, size);
     });
-    if (total_bytes != nullptr) *total_bytes = total;
-    return by_site(std::move(items));
+    out.sites = by_site(std::move(items));
+    return out;
 }
 
 Ledger::Held Ledger::held_since(std::uint32_t since) const {
@@ -260,7 +263,7 @@ Ledger::Held Ledger::held_since(std::uint32_t since) const {
     std::vector<std::pair<Site, std::uint64_t>> items;
     state_->vmm.for_each_live([&](const Site&, std::uint64_t size, std::uint32_t epoch, std::size_t refs,
                                   std::uint32_t mappings, std::size_t fds, const std::vector<Site>& ref_sites, Kind kind,
-                                  Location) {
+                                  Location, bool) {
         if (epoch < since || refs == 0 || mappings != 0 || fds != 0) return;
         held.leaked_references += refs;
         if (kind == Kind::multicast) return;  // a leaked handle, but no memory of its own
@@ -295,7 +298,7 @@ std::vector<OwnerRow> Ledger::owners_on_device(int device) const {
         if (r.device == device) add(r.owner, r.kind, r.size);
     });
     state_->vmm.for_each_live([&](const Site& origin, std::uint64_t size, std::uint32_t, std::size_t, std::uint32_t,
-                                  std::size_t, const std::vector<Site>&, Kind kind, Location where) {
+                                  std::size_t, const std::vector<Site>&, Kind kind, Location where, bool) {
         if (where.type == Location::Type::device && where.id == device) add(origin.owner, kind, size);
     });
     return rows;
@@ -311,7 +314,7 @@ std::vector<Ledger::OriginBytes> Ledger::unreachable_by_origin(int device) const
     std::vector<OriginBytes> out;
     state_->vmm.for_each_live([&](const Site& origin, std::uint64_t size, std::uint32_t, std::size_t refs,
                                   std::uint32_t mappings, std::size_t fds, const std::vector<Site>&, Kind kind,
-                                  Location where) {
+                                  Location where, bool) {
         if (refs == 0 || mappings != 0 || fds != 0) return;
         if (device >= 0 && !(where.type == Location::Type::device && where.id == device)) return;
         out.push_back({origin, kind, size});

@@ -104,12 +104,17 @@ public:
     // the allocations: for growth alarms, which are rare, never for step samples.
     std::vector<std::pair<Site, std::uint64_t>> growth_sites(OwnerId owner, std::uint32_t since) const;
 
-    // Unreachable VMM memory (references held, nothing mapped, no export fd) by reference site, largest
-    // first, and its total. Scans the VMM allocations only (each at least one 2 MiB granule).
-    // by_owner, when given (kMaxOwners entries), gets each unreachable allocation's bytes at the owner that
-    // created it, as the exit's leaked bytes by owner count them.
-    std::vector<std::pair<Site, std::uint64_t>> unreachable_sites(std::uint64_t* total_bytes,
-                                                                  std::vector<std::uint64_t>* by_owner = nullptr) const;
+    // What a step mark calls leaked so far: VMM memory whose references are held that lost its last mapping
+    // (nothing mapped now, no export fd), by reference site, largest first, and by the owner that created
+    // it, as the exit's leaked bytes by owner count it. Memory held but never mapped yet (a handle made ahead
+    // of its map, a pool's reserve) is counted apart: a mark cannot tell it from a leak, and exit can.
+    // Scans the VMM allocations only (each at least one 2 MiB granule).
+    struct MarkLeaks {
+        std::uint64_t leaked_bytes = 0, held_unmapped_bytes = 0;
+        std::vector<std::uint64_t> leaked_by_owner;             // kMaxOwners entries
+        std::vector<std::pair<Site, std::uint64_t>> sites;      // leaked bytes by reference site, largest first
+    };
+    MarkLeaks leaks_at_mark() const;
 
     // What allocations made in epoch `since` or later still hold now: per-test accounting (the C API's
     // cumemaudit_held_since). Leaked as at a checkpoint: references held, nothing mapped, no export fd.

@@ -215,7 +215,10 @@ std::string VmmModel::multicast_bound(std::uint64_t mc, std::uint64_t mc_offset,
     if (!ok) return {};  // out of multicast resources, or none on this system: NCCL goes on without
     become_multicast(*object);  // bound without an add seen first
     object->binds.push_back(Bind{mc_offset, size, memory != nullptr ? memory->id : 0, memory != nullptr ? memory->location : Location{}});
-    if (memory != nullptr) ++memory->mappings;
+    if (memory != nullptr) {
+        ++memory->mappings;
+        memory->ever_mapped = true;
+    }
     return {};
 }
 
@@ -333,6 +336,7 @@ void VmmModel::mapped(std::uint64_t va, std::uint64_t size, std::uint64_t handle
     if (a == nullptr) return;
     learn_size(*a, size);
     ++a->mappings;
+    a->ever_mapped = true;
     const Mapping now{size, a->id};
     auto m = mappings_.lower_bound(va);
     if (m == mappings_.end() || m->first != va) {

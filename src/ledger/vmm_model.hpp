@@ -68,12 +68,13 @@ public:
     void collect(Moment, LeakRows& rows, Summary& summary, std::vector<std::uint64_t>& leaked_by_owner) const;
 
     // Visits every live allocation (origin site, size, epoch, references, mappings, open fds, reference
-    // sites, kind, location) under the model's lock.
+    // sites, kind, location, whether it was ever mapped) under the model's lock.
     template <class F>
     void for_each_live(F&& f) const {
         std::lock_guard lock(mu_);
         for (const Allocation* a : allocs_.in_creation_order())
-            f(a->origin, a->size, a->epoch, a->refs.size(), a->mappings, a->fds.size(), a->refs, a->kind, a->location);
+            f(a->origin, a->size, a->epoch, a->refs.size(), a->mappings, a->fds.size(), a->refs, a->kind, a->location,
+              a->ever_mapped);
     }
 
     // Exports of live allocations and imports of other processes' allocations (see Snapshot).
@@ -107,6 +108,9 @@ private:
         std::uint32_t epoch = 0;      // the step it was made in
         std::vector<Site> refs;       // outstanding references, oldest first; release pops the back (LIFO)
         std::uint32_t mappings = 0;   // mappings of it, and binds of it to multicast objects
+        // A handle made ahead of its use (a pool's reserve, a buffer mapped at its first growth) is held, not
+        // lost: only memory that had a mapping and lost its last one is a leak before exit.
+        bool ever_mapped = false;
         Location location;            // where the memory lives (unknown for imports and multicast objects)
         std::vector<Bind> binds;      // a multicast object: memory bound to it, in bind order
         std::vector<ExportFd> fds;    // exported POSIX fds not yet seen closed

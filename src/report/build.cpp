@@ -96,6 +96,7 @@ Step step_of(const history::Step& s, Names& names) {
     out.leaked_bytes = s.leaked_bytes;
     out.leaked_by_owner = names.by_owner(s.leaked_by_owner);
     out.peak_tracked_bytes = s.peak_tracked_bytes;
+    out.held_unmapped_bytes = s.held_unmapped_bytes;
     return out;
 }
 

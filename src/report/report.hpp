@@ -108,6 +108,9 @@ struct Step {
     // Every other process's memory on the device, as NVML listed it; counted against driver-used memory, so
     // unattributed_bytes is this process's alone. 0 also when NVML could not list them.
     std::uint64_t other_processes_bytes = 0;
+    // VMM memory whose references are held and that was never mapped yet (a handle made ahead of its map): no
+    // leak at a mark, since the program may map or release it later; a leak at exit if still held.
+    std::uint64_t held_unmapped_bytes = 0;
 };
 
 // Older marks of a long job, folded (history/step_history.hpp): `marks` consecutive marks from first_step to

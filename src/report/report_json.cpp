@@ -85,6 +85,7 @@ template <class V> void fields(V& v, Step& s) {
     v.opt("leaked_by_owner", s.leaked_by_owner);
     v.opt("peak_tracked_bytes", s.peak_tracked_bytes);
     v.opt("other_processes_bytes", s.other_processes_bytes);
+    v.opt("held_unmapped_bytes", s.held_unmapped_bytes);
 }
 template <class V> void fields(V& v, StepWindow& w) {
     v.req("first_step", w.first_step);

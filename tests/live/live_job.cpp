@@ -3,18 +3,23 @@
 //   leak        one more leaked allocation; prints "leaked BYTES" (all leaked so far)
 //   handled     prints "handled N": how many times its own handler (--own-handler) ran
 //   exit CODE   returns CODE from main
+//   signal SIG  kill(getpid(), SIG), the disposition left as it is; prints "signalled SIG" if it goes on
+//   kill SIG    sets SIG to its default and kill(getpid(), SIG), as Python's exit after Ctrl-C does
+//   raise SIG   sets SIG to its default and raise(SIG)
 //   queue N     blocks SIGRTMIN+6, queues it N times to itself (values 1..N) and takes them with
 //               sigtimedwait; prints "queued K of N" (K: taken with the values sent)
 //   timer N     a POSIX timer on SIGRTMIN+6 every 10 ms, taken with sigtimedwait until N expirations (its
 //               overruns counted); prints "timer K of N"
 // --own-handler SIG installs a handler of its own for signal SIG (counted); --exit-on-term CODE installs a
-// SIGTERM handler that calls exit(CODE), as a job with its own shutdown does.
+// SIGTERM handler that calls exit(CODE), as a job with its own shutdown does; --reraise-on-term 1 installs a
+// SIGTERM handler that sets the default and raises it again, as a job that cleans up and then dies of it does.
 #include "support/driver_checks.hpp"
 #include "support/program.hpp"
 
 #include <cuda.h>
 
 #include <time.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <cstdio>
@@ -89,11 +94,16 @@ int timer_expirations(int n) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc < 2) cumemaudit::program::die("usage: live_job LEAKS [--own-handler SIG] [--exit-on-term CODE]");
+    if (argc < 2) cumemaudit::program::die("usage: live_job LEAKS [--own-handler SIG] [--exit-on-term CODE] [--reraise-on-term 1]");
     const int leaks = std::atoi(argv[1]);
     for (int i = 2; i + 1 < argc; i += 2) {
         if (std::strcmp(argv[i], "--own-handler") == 0) {
             install(std::atoi(argv[i + 1]), [](int) { g_handled = g_handled + 1; });
+        } else if (std::strcmp(argv[i], "--reraise-on-term") == 0) {
+            install(SIGTERM, [](int sig) {
+                std::signal(sig, SIG_DFL);
+                std::raise(sig);  // blocked until this handler returns, then fatal
+            });
         } else if (std::strcmp(argv[i], "--exit-on-term") == 0) {
             g_exit_on_term = std::atoi(argv[i + 1]);
             install(SIGTERM, [](int) { std::exit(g_exit_on_term); });
@@ -118,6 +128,17 @@ int main(int argc, char** argv) {
         } else if (std::strncmp(line, "timer ", 6) == 0) {
             const int n = std::atoi(line + 6);
             std::printf("timer %d of %d\n", timer_expirations(n), n);
+        } else if (std::strncmp(line, "signal ", 7) == 0) {
+            kill(getpid(), std::atoi(line + 7));
+            std::printf("signalled %d\n", std::atoi(line + 7));
+        } else if (std::strncmp(line, "kill ", 5) == 0) {
+            const int sig = std::atoi(line + 5);
+            std::signal(sig, SIG_DFL);
+            kill(getpid(), sig);
+        } else if (std::strncmp(line, "raise ", 6) == 0) {
+            const int sig = std::atoi(line + 6);
+            std::signal(sig, SIG_DFL);
+            std::raise(sig);
         } else if (std::strncmp(line, "exit ", 5) == 0) {
             return std::atoi(line + 5);
         }

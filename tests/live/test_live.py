@@ -138,6 +138,81 @@ def case_sigterm_own_exit(tmp):
     expect(lines(err, "cumemaudit: report:") == [f"cumemaudit: report: {path}"], f"{err}")
 
 
+def self_signal_summary(tmp, rc, err, sig):
+    """A job that ended itself with `sig` at its default: the summary and the path once, the report's."""
+    expect(rc == -sig, f"the signal still ends the job: exit {rc}, expected {-sig}\n{err}")
+    path, rep = only_report(tmp)
+    expect(rep["summary"]["leaked_bytes"] == LEAK, f"{rep['summary']}")
+    expect(lines(err, "SUMMARY:") == [summary_line(rep["summary"])], f"one SUMMARY line, the report's:\n{err}")
+    expect(lines(err, "cumemaudit: report:") == [f"cumemaudit: report: {path}"], f"the report's path:\n{err}")
+    expect(err.index("SUMMARY:") < err.index("cumemaudit: report:"), f"the path comes last, as at exit:\n{err}")
+    return path, rep
+
+
+def case_reraise_after_own_handler(tmp):
+    # The program's SIGTERM handler sets the default and raises it again: the process dies of it past every
+    # exit handler, and the summary comes once, before.
+    job = Job(tmp, 1, args=["--reraise-on-term", "1"])
+    rc, err = job.finish(sig=signal.SIGTERM)
+    self_signal_summary(tmp, rc, err, signal.SIGTERM)
+
+
+def case_kill_self_default(tmp):
+    job = Job(tmp, 1)
+    rc, err = job.finish(line=f"kill {int(signal.SIGINT)}")
+    self_signal_summary(tmp, rc, err, signal.SIGINT)
+
+
+def case_raise_self_default(tmp):
+    job = Job(tmp, 1)
+    rc, err = job.finish(line=f"raise {int(signal.SIGTERM)}")
+    self_signal_summary(tmp, rc, err, signal.SIGTERM)
+
+
+def case_signal_self_handled(tmp):
+    # A signal to itself that the program's own handler takes ends nothing: no summary until the exit.
+    job = Job(tmp, 1, args=["--own-handler", str(int(signal.SIGUSR1))])
+    expect(job.say(f"signal {int(signal.SIGUSR1)}") == f"signalled {int(signal.SIGUSR1)}", "the job went on")
+    expect(job.say("handled") == "handled 1", "the program's handler ran once")
+    rc, err = job.finish(line="exit 0")
+    expect(rc == 23, f"the gate fails the leak at exit: exit {rc}\n{err}")
+    path, rep = only_report(tmp)
+    expect(rep["process"]["exit_code"] == 0 and not rep["checkpoint"], f"the exit report: {rep['process']}")
+    expect(lines(err, "SUMMARY:") == [summary_line(rep["summary"])], f"one SUMMARY line, at exit:\n{err}")
+
+
+def case_python_ctrl_c(tmp):
+    # Python takes SIGINT itself (KeyboardInterrupt), prints its traceback, and ends by kill(getpid(), SIGINT)
+    # at the default disposition: the summary and the path come after the traceback, the status stays 130.
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ctrl_c.py")
+    pyframes = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pyframes")
+    env = {**os.environ, "PYTHONPATH": pyframes, "PYTHONDONTWRITEBYTECODE": "1"}
+    env.pop("CUMEMAUDIT_OPTIONS", None)
+    proc = subprocess.Popen([CLI, "run", "--sim", "--report-dir", tmp, "--", "/usr/bin/python3", script],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    pid = proc.pid  # `run` execs the script: the pid is Python's
+    expect(proc.stdout.readline().strip() == "ready", "the script did not start")
+    os.kill(pid, signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise Failure("the script still runs 60 s after SIGINT")
+    # Died of SIGINT: a shell's status 130 (128 + 2).
+    status = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
+    expect(proc.returncode == -signal.SIGINT and status == 130, f"exit status {status}, expected 130\n{err}")
+    path, rep = only_report(tmp)
+    expect(rep["summary"]["leaked_bytes"] == LEAK and rep["summary"]["leaked_allocations"] == 1, f"{rep['summary']}")
+    expect(rep["leaks"][0]["site"]["api"] == "cuMemCreate", f"{rep['leaks']}")
+    expect(err.startswith("Traceback (most recent call last):\n"), f"Python's traceback first:\n{err}")
+    expect("\nKeyboardInterrupt\n" in err, f"KeyboardInterrupt:\n{err}")
+    expect("cumemaudit" in err and err.index("\nKeyboardInterrupt\n") < err.index("cumemaudit"),
+           f"the audit's lines after the traceback:\n{err}")
+    expect(lines(err, "SUMMARY:") == [summary_line(rep["summary"])], f"one SUMMARY line, the report's:\n{err}")
+    expect(lines(err, "cumemaudit: report:") == [f"cumemaudit: report: {path}"], f"the report's path:\n{err}")
+    expect(err.endswith(f"cumemaudit: report: {path}\n"), f"the path comes last:\n{err}")
+
+
 # ---- cumemaudit snapshot --------------------------------------------------------------------------------
 
 ANSWERS = f"/tmp/cumemaudit-{os.geteuid()}"

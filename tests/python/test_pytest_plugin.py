@@ -120,6 +120,72 @@ class Plugin(unittest.TestCase):
         self.assertIn("a ':' separates CUMEMAUDIT_OPTIONS' entries", p.stderr)
         self.assertFalse(os.path.exists(os.path.join(self.dir, "audit-10")))
 
+    def suggested_check(self, stdout):
+        """The session's line naming its reports, and the `cumemaudit check` command it suggests (as argv)."""
+        lines = [l for l in stdout.splitlines() if l.startswith("cumemaudit: reports in ")]
+        self.assertEqual(len(lines), 1, stdout)
+        m = re.fullmatch(r"cumemaudit: reports in (\S+) \((cumemaudit check .*)\)", lines[0])
+        self.assertIsNotNone(m, lines[0])
+        return m.group(1), m.group(2).split()
+
+    def test_each_session_has_its_own_report_dir_and_latest_names_it(self):
+        base = os.path.join(self.dir, "reports")
+        sessions = []
+        for _ in range(2):
+            p = self.pytest("leaky_session.py", "-k", "test_one_site")
+            self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+            session, _ = self.suggested_check(p.stdout)
+            self.assertRegex(session, "^" + re.escape(base) + r"/session-\d{8}-\d{6}-\d+(-\d+)?$")
+            self.assertEqual(len(glob.glob(os.path.join(session, "cumemaudit.*.json"))), 1, session)
+            self.assertEqual(os.readlink(os.path.join(base, "latest")), os.path.basename(session))
+            sessions.append(session)
+        self.assertNotEqual(sessions[0], sessions[1])
+        self.assertEqual(sorted(os.listdir(base)), sorted(["latest"] + [os.path.basename(s) for s in sessions]))
+
+    def test_the_session_prints_no_summary_of_its_own(self):
+        # The failures say what leaked; the process's LSan-style block would say it again on stderr.
+        p = self.pytest("leaky_session.py", "-k", "test_one_site")
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("test_one_site", failures(p.stdout))
+        for text in ("SUMMARY:", "cumemaudit: report:", "Leak of "):
+            self.assertNotIn(text, p.stderr + p.stdout)
+        (report,) = glob.glob(os.path.join(self.dir, "reports", "latest", "cumemaudit.*.json"))
+        with open(report) as f:
+            rep = json.load(f)
+        self.assertEqual(rep["summary"]["leaked_bytes"], 4 * MiB)
+        self.assertEqual(rep["options"]["summary"], "0")
+
+    def test_a_misspelt_option_is_a_usage_error_naming_the_nearest(self):
+        p = self.pytest("leaky_session.py", options="stack_depht=4:fail_on=leaks")
+        self.assertEqual(p.returncode, 4, p.stdout + p.stderr)
+        self.assertIn("ERROR: unknown option 'stack_depht' in CUMEMAUDIT_OPTIONS (did you mean stack_depth?) (known: ",
+                      p.stderr)
+        self.assertNotIn("passed", p.stdout)
+        self.assertEqual(glob.glob(os.path.join(self.dir, "reports", "latest", "cumemaudit.*.json")), [])
+        p = self.pytest("leaky_session.py", options="stack_depth=many")
+        self.assertEqual(p.returncode, 4, p.stdout + p.stderr)
+        self.assertIn("ERROR: option stack_depth='many' in CUMEMAUDIT_OPTIONS is not an integer", p.stderr)
+
+    def test_the_suggested_check_agrees_with_the_markers(self):
+        # Four tests leak within their markers' limits (4 + 6 + 4 + 4 MiB): the session passes, and so does the
+        # check it suggests, which a plain `check` would fail.
+        p = self.pytest("leaky_session.py", "-k", "test_within or test_unfreed_alone")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        session, argv = self.suggested_check(p.stdout)
+        self.assertEqual(argv, ["cumemaudit", "check", session, "--fail-on", "leaks,misuse", "--max-leaked-bytes",
+                                str(18 * MiB)])
+        check = subprocess.run([CLI, *argv[1:]], capture_output=True, text=True, timeout=60)
+        self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
+        self.assertEqual(subprocess.run([CLI, "check", session], capture_output=True, timeout=60).returncode, 1)
+        # One test over its limit beside them: the session fails, and so does its check.
+        p = self.pytest("leaky_session.py", "-k", "test_within or test_one_site")
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        session, argv = self.suggested_check(p.stdout)
+        self.assertEqual(argv[-1], str(18 * MiB))
+        check = subprocess.run([CLI, *argv[1:]], capture_output=True, text=True, timeout=60)
+        self.assertEqual(check.returncode, 1, check.stdout + check.stderr)
+        self.assertIn(f"{22 * MiB} bytes leaked in 5 allocations, more than the allowed {18 * MiB} (18.0 MiB)", check.stdout)
+
     def test_failures_name_bytes_limit_and_each_site_from_the_test_line(self):
         p = self.pytest("leaky_session.py")
         self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
@@ -184,7 +250,7 @@ class Plugin(unittest.TestCase):
     def test_without_python_frames_a_few_native_frames_and_the_count_of_the_rest(self):
         p = self.pytest("leaky_session.py", "-k", "test_one_site", options="python_frames=none")
         self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
-        (report,) = glob.glob(os.path.join(self.dir, "reports", "cumemaudit.*.json"))
+        (report,) = glob.glob(os.path.join(self.dir, "reports", "latest", "cumemaudit.*.json"))
         with open(report) as f:
             (leak,) = json.load(f)["leaks"]
         frames = leak["site"]["frames"]

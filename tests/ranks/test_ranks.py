@@ -619,6 +619,70 @@ def case_oom_job(tmp, node):
                           (3, "end: was killed by SIGTERM after step 45")], f"trace ends {trace_ends}")
 
 
+HELD_JOB = os.path.join(os.environ.get("SOURCE_ROOT", ""), "tests", "ranks", "held_job.py")
+HELD_STEPS = 6
+HELD_LEAK_FROM = 3  # rank 1 leaks 2 MiB a step from this step on; rank 0 only makes handles ahead of their use
+
+
+def case_held_unmapped(tmp, node):
+    """Two ranks make VMM handles ahead of their maps and release them before exit; rank 1 also leaks from step
+    3. At a mark, a handle held and never mapped is held_unmapped_bytes, never leaked: rank 0 has no leak alarm,
+    no "since step", no "leak begins" and passes check; rank 1's leak is reported at step 3 at its own line."""
+    env = {**os.environ, "CUMEMAUDIT_SIM_NODE": node, "WORLD_SIZE": "2", "PYTHONDONTWRITEBYTECODE": "1",
+           "PYTHONPATH": os.pathsep.join([os.path.join(os.environ["SOURCE_ROOT"], "tools", "python"),
+                                          os.path.join(os.environ["SOURCE_ROOT"], "tests", "pyframes")])}
+    env.pop("CUMEMAUDIT_OPTIONS", None)
+    reports = os.path.join(tmp, "reports")
+    runs = {}
+    for r, extra in ((0, []), (1, ["--leak-from", str(HELD_LEAK_FROM)])):
+        cmd = [CLI, "run", "--sim", "--report-dir", reports, "--", "/usr/bin/python3", HELD_JOB,
+               "--steps", str(HELD_STEPS), *extra]
+        runs[r] = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+                                 env={**env, "RANK": str(r), "LOCAL_RANK": str(r)})
+    expect(runs[0].returncode == 0, f"rank 0: exit {runs[0].returncode}\n{runs[0].stderr}")
+    expect(runs[1].returncode == 23, f"rank 1: exit {runs[1].returncode}\n{runs[1].stderr}")
+    expect("a leak" not in runs[0].stderr and "warning" not in runs[0].stderr, f"rank 0 stderr:\n{runs[0].stderr}")
+    leak_line = line_of(HELD_JOB, "# LEAK")
+    alarm_lines = [l for l in runs[1].stderr.splitlines() if "a leak" in l]
+    expect(len(alarm_lines) == 1 and "step 3: unreachable VMM memory grew by 2.0 MiB (now 2.0 MiB): a leak" in alarm_lines[0]
+           and f"held_job.py:{leak_line}" in alarm_lines[0], f"rank 1 alarms: {alarm_lines}\n{runs[1].stderr}")
+
+    reps = rank_reports(tmp)
+    expect(sorted(reps) == [0, 1], f"ranks reported: {sorted(reps)}")
+    # 8 MiB ahead of its map (steps 0-1), 4 MiB never mapped until its release after the last mark.
+    want_held = [12 * MiB, 12 * MiB, 4 * MiB, 4 * MiB, 4 * MiB, 4 * MiB]
+    for r, rep in reps.items():
+        steps = [s for s in rep["steps"] if not s.get("label")]
+        expect([s["step"] for s in steps] == list(range(HELD_STEPS)), f"rank {r} steps {steps}")
+        expect([s.get("held_unmapped_bytes", 0) for s in steps] == want_held, f"rank {r} held {steps}")
+        want_leaked = [max(0, n - HELD_LEAK_FROM + 1) * 2 * MiB if r == 1 else 0 for n in range(HELD_STEPS)]
+        expect([s.get("leaked_bytes", 0) for s in steps] == want_leaked, f"rank {r} leaked {steps}")
+    expect(reps[0]["summary"]["leaked_bytes"] == 0 and reps[0].get("alarms", []) == [], f"rank 0: {reps[0]['summary']}")
+    expect(reps[1]["summary"]["leaked_bytes"] == (HELD_STEPS - HELD_LEAK_FROM) * 2 * MiB, f"rank 1: {reps[1]['summary']}")
+    alarms = reps[1]["alarms"]
+    expect(len(alarms) == 1 and alarms[0]["what"] == "leak" and alarms[0]["step"] == HELD_LEAK_FROM
+           and alarms[0]["last_step"] == HELD_STEPS - 1 and alarms[0]["count"] == HELD_STEPS - HELD_LEAK_FROM
+           and alarms[0]["bytes"] == (HELD_STEPS - HELD_LEAK_FROM) * 2 * MiB, f"rank 1 alarms {alarms}")
+    py = alarms[0]["site"]["python_frames"][alarms[0]["site"]["user_frame"]]
+    expect(py["file"].endswith("held_job.py") and py["line"] == leak_line, f"rank 1 alarm site {alarms[0]['site']}")
+
+    job, text = merge(tmp)
+    ranks = {x["rank"]: x for x in job["ranks"]}
+    expect(ranks[0]["first_leak_step"] == -1 and ranks[1]["first_leak_step"] == HELD_LEAK_FROM, f"{job['ranks']}")
+    expect("since step 0" not in text and f"since step {HELD_LEAK_FROM}" in text, f"merge:\n{text}")
+    p = subprocess.run([CLI, "check", reports], capture_output=True, text=True, timeout=120)
+    lines = p.stdout.splitlines()
+    expect(p.returncode == 1 and len(lines) == 2, f"check: exit {p.returncode}\n{p.stdout}{p.stderr}")
+    expect(any(l.startswith("PASS ") and ".r0.json" in l for l in lines), f"check:\n{p.stdout}")
+    expect(any(l.startswith("FAIL ") and ".r1.json" in l and f"held_job.py:{leak_line}" in l for l in lines), f"check:\n{p.stdout}")
+    out = os.path.join(tmp, "trace.json")
+    cli_ok("trace", reports, "-o", out)
+    events = json.load(open(out))["traceEvents"]
+    begins = [(e["pid"], e["name"]) for e in events if e["name"].startswith("leak begins")]
+    expect(len(begins) == 1 and begins[0][0] == 1 and begins[0][1].startswith(f"leak begins: step {HELD_LEAK_FROM} at held_job.py:{leak_line}"),
+           f"trace: {begins}")
+
+
 CASES = named_cases(globals())
 
 

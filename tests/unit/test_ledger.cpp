@@ -854,3 +854,54 @@ TEST_CASE("a mark's peak is the highest tracked total since the previous mark, e
     CHECK(l.take_peak_since_mark() == 11 * MiB);  // what was live at the last mark counts in this interval
     CHECK(l.take_peak_since_mark() == 1 * MiB);
 }
+
+TEST_CASE("at a mark, memory held and never mapped is held, not leaked; it leaks once it lost its last mapping") {
+    Ledger l;
+    const std::uint64_t va = 0x7f0000000000;
+    // Made ahead of its map, as a buffer mapped at its first growth is.
+    l.created(1, 4 * MiB, HandleType::none, site("cuMemCreate", 1));
+    // Mapped and unmapped, its release forgotten: lost.
+    l.created(2, 2 * MiB, HandleType::none, site("cuMemCreate", 2));
+    l.reserved(va, 8 * MiB, site("cuMemAddressReserve", 3));
+    l.mapped(va, 2 * MiB, 2, true, "CUDA_SUCCESS", site("cuMemMap", 4));
+    l.unmapped(va, 2 * MiB, true, "CUDA_SUCCESS", site("cuMemUnmap", 5));
+    Ledger::MarkLeaks m = l.leaks_at_mark();
+    CHECK(m.leaked_bytes == 2 * MiB);
+    CHECK(m.held_unmapped_bytes == 4 * MiB);
+    REQUIRE(m.sites.size() == 1);
+    CHECK(m.sites[0].first.trace == 2);
+    CHECK(m.sites[0].second == 2 * MiB);
+
+    // Mapped now: in use, neither held unmapped nor leaked.
+    l.mapped(va + 2 * MiB, 4 * MiB, 1, true, "CUDA_SUCCESS", site("cuMemMap", 4));
+    m = l.leaks_at_mark();
+    CHECK(m.leaked_bytes == 2 * MiB);
+    CHECK(m.held_unmapped_bytes == 0);
+    // Its last mapping gone with its reference still held: a leak.
+    l.unmapped(va + 2 * MiB, 4 * MiB, true, "CUDA_SUCCESS", site("cuMemUnmap", 5));
+    m = l.leaks_at_mark();
+    CHECK(m.leaked_bytes == 6 * MiB);
+    CHECK(m.held_unmapped_bytes == 0);
+
+    // A handle released before exit, never mapped, was only ever held; at exit one still held is a leak.
+    l.created(3, 8 * MiB, HandleType::none, site("cuMemCreate", 6));
+    CHECK(l.leaks_at_mark().held_unmapped_bytes == 8 * MiB);
+    l.released(3, true, "CUDA_SUCCESS", site("cuMemRelease", 7));
+    CHECK(l.leaks_at_mark().held_unmapped_bytes == 0);
+    l.created(4, 2 * MiB, HandleType::none, site("cuMemCreate", 8));
+    CHECK(l.leaks_at_mark().leaked_bytes == 6 * MiB);
+    CHECK(l.snapshot(Moment::exit, kAllOpen).summary.leaked_bytes == 8 * MiB);
+}
+
+TEST_CASE("a handle value reused after its release starts never mapped again") {
+    Ledger l;
+    const std::uint64_t va = 0x7f0000000000;
+    l.created(1, 2 * MiB, HandleType::none, site("cuMemCreate", 1));
+    l.mapped(va, 2 * MiB, 1, true, "CUDA_SUCCESS", site("cuMemMap", 2));
+    l.unmapped(va, 2 * MiB, true, "CUDA_SUCCESS", site("cuMemUnmap", 3));
+    l.released(1, true, "CUDA_SUCCESS", site("cuMemRelease", 4));
+    l.created(1, 2 * MiB, HandleType::none, site("cuMemCreate", 1));  // the same value, a new allocation
+    const Ledger::MarkLeaks m = l.leaks_at_mark();
+    CHECK(m.leaked_bytes == 0);
+    CHECK(m.held_unmapped_bytes == 2 * MiB);
+}

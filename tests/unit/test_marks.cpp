@@ -200,3 +200,69 @@ TEST_CASE("alarms of new sites past max_alarms are counted, not kept") {
     CHECK(h.alarms.size() == 2);
     CHECK(h.alarms_dropped == 3);
 }
+
+TEST_CASE("a handle held and not yet mapped at a mark is held_unmapped_bytes, no leak and no alarm") {
+    ledger::Ledger l;
+    const auto deepep = l.owner_id("deepep");
+    history::Marks marks(l, limits());
+    const Clock::time_point t0{};
+    const std::uint64_t va = 0x7f0000000000;
+    l.created(0x10, 8 * MiB, ledger::HandleType::none, {"cuMemCreate", 5, deepep});  // mapped at step 2; below growth_alarm
+    CHECK(marks.mark(step(0), t0).empty());
+    CHECK(marks.mark(step(1), t0).empty());
+    l.mapped(va, 8 * MiB, 0x10, true, "CUDA_SUCCESS", {"cuMemMap", 6, deepep});
+    CHECK(marks.mark(step(2), t0).empty());
+    const ledger::Site unmap{"cuMemUnmap", 7, deepep};
+    l.unmapped(va, 8 * MiB, true, "CUDA_SUCCESS", unmap);
+    l.released(0x10, true, "CUDA_SUCCESS", {"cuMemRelease", 8, deepep});
+    CHECK(marks.mark(step(3), t0).empty());
+    history::History h;
+    marks.copy_to(h);
+    REQUIRE(h.steps.size() == 4);
+    const std::uint64_t held[] = {8 * MiB, 8 * MiB, 0, 0};
+    for (std::size_t i = 0; i < 4; ++i) {
+        CHECK(h.steps[i].held_unmapped_bytes == held[i]);
+        CHECK(h.steps[i].leaked_bytes == 0);
+        CHECK(h.steps[i].leaked_by_owner.empty());
+    }
+    CHECK(h.alarms.empty());
+}
+
+TEST_CASE("the leak alarm names the site whose leaked bytes grew, not the largest leak so far") {
+    ledger::Ledger l;
+    const auto deepep = l.owner_id("deepep"), nccl = l.owner_id("nccl");
+    history::Marks marks(l, limits());
+    const Clock::time_point t0{};
+    leak_vmm(l, 0x10, 8 * MiB, {"cuMemCreate", 5, deepep});  // sizes below growth_alarm: leak alarms only
+    auto raised = marks.mark(step(1), t0);
+    REQUIRE(raised.size() == 1);
+    CHECK(raised[0].alarm.site.trace == 5);
+    leak_vmm(l, 0x20, 2 * MiB, {"cuMemCreate", 9, nccl});
+    raised = marks.mark(step(2), t0);
+    REQUIRE(raised.size() == 1);
+    CHECK(raised[0].alarm.what == history::AlarmKind::leak);
+    CHECK(raised[0].alarm.owner == nccl);
+    CHECK(raised[0].alarm.site.trace == 9);
+    CHECK(raised[0].alarm.step == 2);
+    CHECK(raised[0].growth == 2 * MiB);
+    CHECK(raised[0].now_bytes == 10 * MiB);
+    // A handle made ahead of its map beside a real leak: only the leak counts, and only its site is named.
+    l.created(0x30, 8 * MiB, ledger::HandleType::none, {"cuMemCreate", 11, deepep});
+    leak_vmm(l, 0x40, 4 * MiB, {"cuMemCreate", 9, nccl});
+    raised = marks.mark(step(3), t0 + std::chrono::minutes(2));  // past alarm_interval: logged again
+    REQUIRE(raised.size() == 1);
+    CHECK(raised[0].alarm.site.trace == 9);
+    CHECK(raised[0].alarm.count == 2);
+    CHECK(raised[0].growth == 4 * MiB);
+    history::History h;
+    marks.copy_to(h);
+    REQUIRE(h.steps.size() == 3);
+    CHECK(h.steps[2].leaked_bytes == 14 * MiB);
+    CHECK(h.steps[2].leaked_by_owner.at(nccl) == 6 * MiB);
+    CHECK(h.steps[2].held_unmapped_bytes == 8 * MiB);
+    REQUIRE(h.alarms.size() == 2);
+    CHECK(h.alarms[1].site.trace == 9);
+    CHECK(h.alarms[1].step == 2);
+    CHECK(h.alarms[1].last_step == 3);
+    CHECK(h.alarms[1].bytes == 6 * MiB);
+}

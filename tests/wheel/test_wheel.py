@@ -170,7 +170,8 @@ class Wheel(unittest.TestCase):
         p = self.venv_run("python", "-m", "pytest", "-p", "no:cacheprovider", "--cumemaudit", "--cumemaudit-sim",
                           "--cumemaudit-dir", out, "session_sample.py")
         self.check_session_output(p, failed=1, passed=3)
-        self.assertEqual(p.stdout.count(f"cumemaudit: reports in {out} "), 1)  # one re-exec, one session
+        self.assertEqual(p.stdout.count(f"cumemaudit: reports in {out}/session-"), 1)  # one re-exec, one session
+        out = os.path.join(out, "latest")  # the session's own directory
         (rep,) = reports(out)
         # The process report keeps everything the session left: 4 MiB (test), 2 MiB (warm-up), 2 MiB (allowed).
         self.assertEqual(rep["summary"]["leaked_bytes"], 8 * MiB)
@@ -205,7 +206,7 @@ class Wheel(unittest.TestCase):
         p = self.venv_run("python", "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "--dist", "each",
                           "--cumemaudit", "--cumemaudit-sim", "--cumemaudit-dir", out, "session_sample.py")
         self.check_session_output(p, failed=2, passed=6)  # --dist each: every worker runs the four tests
-        reps = reports(out)
+        reps = reports(os.path.join(out, "latest"))
         self.assertEqual(len(reps), 2, [r["process"]["pid"] for r in reps])  # the controller touched nothing
         self.assertEqual(len({r["process"]["pid"] for r in reps}), 2)
         self.assertEqual([r["summary"]["leaked_bytes"] for r in reps], [8 * MiB, 8 * MiB])

@@ -10,12 +10,14 @@
 #include "shim/record/oom_watch.hpp"
 #include "shim/record/site_line.hpp"
 #include "common/option_types.hpp"
+#include "common/options.hpp"
 #include "report/build.hpp"
 #include "report/human_bytes.hpp"
 #include "report/report.hpp"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstring>
 
 using cumemaudit::shim::Auditor;
@@ -136,6 +138,25 @@ __attribute__((visibility("default"))) int cumemaudit_parse_size(const char* tex
         }
     });
     return answer;
+}
+
+__attribute__((visibility("default"))) int cumemaudit_check_options(const char* text, char* problems,
+                                                                   size_t problems_size) {
+    if (problems != nullptr && problems_size != 0) problems[0] = '\0';
+    if (text == nullptr) return 0;
+    int count = -1;
+    guarded("cumemaudit_check_options", [&] {
+        const auto parsed = cumemaudit::options::parse_options(text);
+        std::string lines;
+        for (const std::string& w : parsed.warnings) lines += (lines.empty() ? "" : "\n") + w;
+        if (problems != nullptr && problems_size != 0) {
+            const std::size_t n = std::min(lines.size(), problems_size - 1);
+            std::memcpy(problems, lines.data(), n);
+            problems[n] = '\0';
+        }
+        count = static_cast<int>(parsed.warnings.size());
+    });
+    return count;
 }
 
 __attribute__((visibility("default"))) int cumemaudit_format_size(uint64_t bytes, char* text, size_t text_size) {

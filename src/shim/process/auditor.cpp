@@ -94,7 +94,8 @@ void Auditor::start_background() {
 
 CheckpointThread* Auditor::checkpoint_thread() {
     Auditor* a = g_auditor;
-    return a != nullptr && !g_forked.load() ? &a->checkpoint_ : nullptr;
+    // A vfork child shares the parent's memory, and its signals are not the parent's.
+    return a != nullptr && !g_forked.load() && a->pid_ == getpid() ? &a->checkpoint_ : nullptr;
 }
 
 void Auditor::note_fork_child() { g_forked.store(g_state.load() == running); }

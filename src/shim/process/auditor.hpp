@@ -76,6 +76,9 @@ private:
 
 // Installs the SIGTERM/SIGINT/SIGUSR2 handlers (signals.cpp).
 void install_signal_handlers();
+// The process is about to send `sig` to itself (boundary/kill_doors.cpp): where that ends it at the signal's
+// default, past every exit handler, the report and the summary are written first (signals.cpp).
+void before_signal_to_self(int sig);
 
 // The recorder a call made now on this thread records into, or null: not while the shim or the driver is
 // already on this thread's stack (programs_call()), not when auditing failed to start, not from a wrapper

@@ -32,6 +32,7 @@ _SIGNATURES = {
     "held_sites": ([ctypes.POINTER(leak_mark_t), ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t], ctypes.c_int64),
     "parse_size": ([ctypes.c_char_p, ctypes.POINTER(_u64)], ctypes.c_int),
     "format_size": ([_u64, ctypes.c_char_p, ctypes.c_size_t], ctypes.c_int),
+    "check_options": ([ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t], ctypes.c_int),
     "torch_pool": ([ctypes.c_char_p, _u64, _u64], None),
     "torch_oom": ([_u64], None),
 }

@@ -13,18 +13,27 @@ a marker the plugin cannot read is an error collecting its file, naming the test
 
 ``warmups`` calls the test that many times before the measured call (caches filled once are not leaks);
 ``fail_on`` takes leaks, unfreed (classic allocations still live, counted with the leaked bytes), misuse, or
-none. The session's reports — one per process, so each pytest-xdist worker writes its own — land in
---cumemaudit-dir, which ``cumemaudit check`` and ``cumemaudit merge`` read. The process's exit gate is off
-(fail_on=none) in a session the plugin started: the tests are the gate."""
+none. The session's reports — one per process, so each pytest-xdist worker writes its own — land in a
+directory of the session's own under --cumemaudit-dir (``latest`` names the newest), which ``cumemaudit
+check`` and ``cumemaudit merge`` read. The process's exit gate and its stderr summary are off (fail_on=none,
+summary=0) in a session the plugin started: the tests are the gate, and their failures say what leaked."""
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
-from . import _layout, accounting, leak_message, sizes
+from . import _layout, accounting, leak_message, option_check, sizes
 
-_REEXECUTED = "CUMEMAUDIT_PYTEST_REEXEC"  # set in the re-executed session, so it happens exactly once
+# Set in the re-executed session, so it happens exactly once; its value is the session's report directory.
+_REEXECUTED = "CUMEMAUDIT_PYTEST_REEXEC"
+_LATEST = "latest"
+# The leaked bytes the markers let this process's tests leave (their limits, fail_on without leaks, warm-up
+# calls): the report holds them too, so the `check` the session suggests allows them. A test's share travels
+# in its report's user_properties, so under pytest-xdist the controller sums the workers' tests.
+_ALLOWED = "cumemaudit_allowed_bytes"
+_allowed_total = [0]
 _FAIL_ON_WORDS = {"leaks", "unfreed", "misuse", "none"}
 _NOT_A_SIZE = (f"not a size: write a byte count or a number and one of {sizes.UNITS} (powers of 1024), "
                "such as 4194304, '4MiB' or '1.5 GiB'; MB and GB are refused, as tools disagree on what they mean")
@@ -51,6 +60,12 @@ def pytest_configure(config):
     if config.getoption("cumemaudit") and not accounting.available():
         _reexec_under_shim(config)
     if config.getoption("cumemaudit"):
+        _allowed_total[0] = 0
+        # Before anything runs: a misspelt key would otherwise be one warning on stderr once a test touches
+        # CUDA, its setting silently left at the default.
+        bad = option_check.problems(os.environ.get("CUMEMAUDIT_OPTIONS", ""))
+        if bad:
+            raise pytest.UsageError("\n".join(bad))
         text = config.getoption("cumemaudit_max_leaked_bytes")
         if sizes.parse(text) is None:
             raise pytest.UsageError(f"--cumemaudit-max-leaked-bytes={text!r}: {_NOT_A_SIZE}")
@@ -70,16 +85,19 @@ def _reexec_under_shim(config):
     if shim is None:
         raise pytest.UsageError("--cumemaudit: no libcumemaudit.so came with this cumemaudit package; set "
                                 "CUMEMAUDIT_SHIM or run pytest under `cumemaudit run`")
-    report_dir = os.path.abspath(os.path.join(str(config.invocation_params.dir), config.getoption("cumemaudit_dir")))
-    if ":" in report_dir:
+    base = os.path.abspath(os.path.join(str(config.invocation_params.dir), config.getoption("cumemaudit_dir")))
+    if ":" in base:
         raise pytest.UsageError(f"--cumemaudit-dir={config.getoption('cumemaudit_dir')!r}: a ':' separates "
                                 "CUMEMAUDIT_OPTIONS' entries; choose a directory whose path has none")
+    report_dir = _session_dir(base)
     env = dict(os.environ)
-    env[_REEXECUTED] = "1"
+    env[_REEXECUTED] = report_dir
     env["LD_PRELOAD"] = ":".join([shim] + [p for p in _entries(env.get("LD_PRELOAD")) if p != shim])
     # The user's own CUMEMAUDIT_OPTIONS come last, so they win. python_depth: the test's own frame is found
     # under a deep library (a model's forward, an allocator's wrappers), not cut off.
-    ours = f"report_dir={report_dir}:fail_on=none:stack_depth=16:python_depth=32"
+    # summary=0: the tests' failures say what leaked; an LSan-style block per process after pytest's own
+    # summary would say it again, for every pytest-xdist worker.
+    ours = f"report_dir={report_dir}:fail_on=none:summary=0:stack_depth=16:python_depth=32"
     env["CUMEMAUDIT_OPTIONS"] = ":".join(filter(None, [ours, env.get("CUMEMAUDIT_OPTIONS")]))
     if config.getoption("cumemaudit_sim"):
         sim = _layout.sim_dir()
@@ -97,6 +115,35 @@ def _reexec_under_shim(config):
     # pytest.main() from a program: the session runs in a child, and this one ends with its exit code.
     code = subprocess.run(argv, cwd=str(config.invocation_params.dir), env=env).returncode
     pytest.exit(f"cumemaudit: the session ran under the shim in a child process (exit {code})", returncode=code)
+
+
+def _session_dir(base):
+    """A directory of this session's own under `base`, made now, and `base`/latest pointing at it: the
+    reports of one session are never mixed with an earlier one's."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for n in range(1, 100):
+        name = f"session-{stamp}-{os.getpid()}" + (f"-{n}" if n > 1 else "")
+        path = os.path.join(base, name)
+        try:
+            os.makedirs(path)
+            break
+        except FileExistsError:
+            continue
+        except OSError as e:
+            raise pytest.UsageError(f"--cumemaudit-dir: cannot make {path}: {e.strerror}") from None
+    else:
+        raise pytest.UsageError(f"--cumemaudit-dir: no free session directory name in {base}")
+    # Relative, so the directory can be moved or copied whole; replaced atomically (a concurrent session
+    # sees the old link or the new one).
+    temporary = os.path.join(base, f".{_LATEST}.{os.getpid()}")
+    try:
+        if os.path.lexists(temporary):
+            os.unlink(temporary)
+        os.symlink(name, temporary)
+        os.replace(temporary, os.path.join(base, _LATEST))
+    except OSError as e:
+        sys.stderr.write(f"cumemaudit: could not point {os.path.join(base, _LATEST)} at {name}: {e.strerror}\n")
+    return path
 
 
 def _started_as_pytest():
@@ -196,8 +243,10 @@ def pytest_pyfunc_call(pyfuncitem):
         except MarkerError as e:
             pytest.fail(str(e), pytrace=False)
     args = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
+    warm = accounting.leak_mark() if limits["warmups"] else None
     for _ in range(limits["warmups"]):
         pyfuncitem.obj(**args)
+    warm_held = accounting.held_since(warm) if warm is not None else None
     mark = accounting.leak_mark()
     outcome = yield
     if outcome.excinfo is not None:
@@ -210,9 +259,29 @@ def pytest_pyfunc_call(pyfuncitem):
                                         root=str(pyfuncitem.config.rootpath))
     if message:
         pytest.fail(message, pytrace=False)
+    # Passed: what its marker let it leave (the warm-up calls' leaks too) is allowed in the process's report.
+    excused = held.leaked_bytes + (warm_held.leaked_bytes if warm_held is not None else 0)
+    if excused:
+        pyfuncitem.user_properties.append((_ALLOWED, excused))
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "call":
+        _allowed_total[0] += sum(v for k, v in report.user_properties if k == _ALLOWED)
+
+
+def check_command(report_dir, fail_on_words, allowed_bytes):
+    """The `cumemaudit check` that judges the session's reports as its markers judged its tests: the session's
+    fail_on (but unfreed, which the markers count against a test's limit and check cannot budget), and the
+    leaked bytes the markers allowed: a session whose tests passed their markers passes it, unless memory leaked
+    outside any test's call (a fixture, an import)."""
+    words = sorted(fail_on_words - {"unfreed"}) or ["none"]
+    return f"cumemaudit check {report_dir} --fail-on {','.join(words)} --max-leaked-bytes {allowed_bytes}"
 
 
 def pytest_terminal_summary(terminalreporter, config):
-    if config.getoption("cumemaudit") and os.environ.get(_REEXECUTED):
-        report_dir = os.path.abspath(config.getoption("cumemaudit_dir"))
-        terminalreporter.write_line(f"cumemaudit: reports in {report_dir} (cumemaudit check {report_dir})")
+    report_dir = os.environ.get(_REEXECUTED)
+    if config.getoption("cumemaudit") and report_dir:
+        words = _fail_on_words(config.getoption("cumemaudit_fail_on")) or {"leaks", "misuse"}
+        terminalreporter.write_line(f"cumemaudit: reports in {report_dir} "
+                                    f"({check_command(report_dir, words, _allowed_total[0])})")
