@@ -99,6 +99,7 @@ def part_audit(s):
     env = {"AUDIT_DRIVER": "real", "CLI": s.cli,
            "SCENARIOS": f"{b}/tests/sim/audit/audit_scenarios", "DEEPEP": s.deepep,
            "RUNTIME_USER": f"{b}/tests/sim/audit/runtime_user", "NCCL": f"{b}/tests/sim/nccl_pattern",
+           "CUMEMAUDIT_SHIM": f"{b}/src/shim/libcumemaudit.so",
            "EXPANDABLE": f"{b}/tests/sim/expandable_segments", "SOURCE_ROOT": ROOT,
            "DEEPBIND_LIB": f"{b}/tests/sim/audit/libdeepbind_lib.so",
            "HYBRID_EP": f"{b}/tests/sim/hybrid_ep_job", "VLLM_SLEEP": f"{b}/tests/sim/vllm_sleep"}
@@ -410,6 +411,53 @@ def part_oom(s):
     s.check("oom: the OOM block reached stderr", "Out of memory:" in err, tail=err[-600:])
 
 
+def part_neighbour(s):
+    """Another process holds 70% of the GPU; the audited one fills the rest until a 2 MiB request is refused.
+    The OOM record and the step name the neighbour by pid and command name at NVML's figure for it, and what
+    is left unattributed is this process's own (its context: well under 1 GiB)."""
+    d = tempfile.mkdtemp()
+    workload = f"{HERE}/neighbour_workload.py"
+    holder = subprocess.Popen([sys.executable, workload, "hold", "0.7"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        words = holder.stdout.readline().split()
+        if len(words) != 3 or words[0] != "holding":
+            s.check("neighbour: the holder took 70% of the GPU", False, said=words)
+            return
+        pid, held = int(words[1]), int(words[2])
+        rc, out, err = s.audited([sys.executable, workload, "fill"], d, env={"PYTHONPATH": f"{ROOT}/tools/python"},
+                                 flags=["--fail-on", "none"], timeout=300)
+    finally:
+        holder.communicate("", timeout=60)
+    reps = s.report(d)
+    if rc != 0 or not reps or not reps[0].get("oom"):
+        s.check("neighbour: the filler was refused and the report has oom records", False, rc=rc, err=err[-1500:])
+        return
+    rep = reps[0]
+    o = rep["oom"][-1]
+    others = [p for p in o["parts"] if p["what"] == "other_process"]
+    step2 = [x for x in rep["steps"] if x["step"] == 2 and not x.get("label")]
+    s.facts["neighbour"] = {"holder_pid": pid, "holder_alloc": held, "oom_requested": o["requested_bytes"],
+                            "oom_parts": [(p["what"], p.get("owner", ""), p.get("pid", 0), p.get("process", ""), p["bytes"])
+                                          for p in o["parts"]],
+                            "oom_unattributed": o["unattributed_bytes"], "driver_used": o["driver_used_bytes"],
+                            "step2": {k: step2[0].get(k) for k in ("driver_used_bytes", "other_processes_bytes",
+                                                                     "process_used_bytes", "unattributed_bytes")} if step2 else None}
+    s.say("neighbour:", json.dumps(s.facts["neighbour"]))
+    s.check("neighbour: the last refusal is a 2 MiB request", o["requested_bytes"] == 2 * MiB, requested=o["requested_bytes"])
+    s.check("neighbour: the OOM record names the holder by pid and command name, at least its allocation and within "
+            "1 GiB of it (its context)", o.get("processes_listed") is True and len(others) == 1 and others[0]["pid"] == pid
+            and others[0]["process"].startswith("python") and held <= others[0]["bytes"] <= held + 1024 * MiB, others=others)
+    s.check("neighbour: unattributed is this process's own, under 1 GiB; the parts add up to driver-used",
+            o["unattributed_bytes"] < 1024 * MiB and sum(p["bytes"] for p in o["parts"]) == o["driver_used_bytes"],
+            unattributed=o["unattributed_bytes"])
+    s.check("neighbour: step 2 names the holder's bytes as other processes' and leaves under 1 GiB unattributed",
+            bool(step2) and bool(others) and step2[0].get("other_processes_bytes") == others[0]["bytes"]
+            and step2[0]["unattributed_bytes"] < 1024 * MiB,
+            step=step2[0] if step2 else None)
+    s.check("neighbour: the stderr block names the other process", f"other process {pid} (" in err, tail=err[-800:])
+
+
 def part_ranks(s):
     """Ranks on the GPU: two processes, a POSIX fd over a Unix socket; the importer's unreleased import
     pins the exporter's memory, and the merge says so, matching cuMemGetInfo."""
@@ -517,6 +565,7 @@ def part_cupti(s):
     env = {"AUDIT_DRIVER": "real", "AUDIT_BACKEND": "cupti", "CLI": s.cli,
            "SCENARIOS": f"{b}/tests/sim/audit/audit_scenarios", "DEEPEP": s.deepep,
            "RUNTIME_USER": f"{b}/tests/sim/audit/runtime_user", "NCCL": f"{b}/tests/sim/nccl_pattern",
+           "CUMEMAUDIT_SHIM": f"{b}/src/shim/libcumemaudit.so",
            "EXPANDABLE": f"{b}/tests/sim/expandable_segments", "SOURCE_ROOT": ROOT,
            "DEEPBIND_LIB": f"{b}/tests/sim/audit/libdeepbind_lib.so"}
     for case in CUPTI_CASES:

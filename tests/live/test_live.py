@@ -204,6 +204,8 @@ def case_python_ctrl_c(tmp):
     path, rep = only_report(tmp)
     expect(rep["summary"]["leaked_bytes"] == LEAK and rep["summary"]["leaked_allocations"] == 1, f"{rep['summary']}")
     expect(rep["leaks"][0]["site"]["api"] == "cuMemCreate", f"{rep['leaks']}")
+    # The report says what ended it, so a job view reads "killed by SIGINT", not "died without a word".
+    expect(rep["process"].get("signal") == "SIGINT", f"the report's process: {rep['process']}")
     expect(err.startswith("Traceback (most recent call last):\n"), f"Python's traceback first:\n{err}")
     expect("\nKeyboardInterrupt\n" in err, f"KeyboardInterrupt:\n{err}")
     expect("cumemaudit" in err and err.index("\nKeyboardInterrupt\n") < err.index("cumemaudit"),

@@ -125,7 +125,7 @@ void before_signal_to_self(int sig) {
     const bool fatal = sigaction(sig, nullptr, &now) == 0 && !(now.sa_flags & SA_SIGINFO) && now.sa_handler == SIG_DFL &&
                        pthread_sigmask(SIG_BLOCK, nullptr, &blocked) == 0 &&
                        (!sigismember(&blocked, sig) || t_chaining_signal == sig);
-    if (fatal) thread->request_report(true, kSignalWaitMs);
+    if (fatal) thread->request_report(true, kSignalWaitMs, sig);  // the report names the signal
     errno = saved_errno;
 }
 

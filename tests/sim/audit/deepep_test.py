@@ -78,8 +78,18 @@ def case_suppressions(tmp):
     with open(bad, "w") as f:
         f.write("leak:ok\nthis is not a rule\n")
     d = tempfile.mkdtemp(dir=tmp)
-    proc = run([DEEPEP, "--handle", HANDLE], d, flags=["--suppressions", bad], rc=23)
-    expect("bad.txt:2" in proc.stderr, f"malformed suppression named with its line:\n{proc.stderr}")
+    # Under `run` the file is read before the program starts: exit 2, the line named, nothing run.
+    proc = run([DEEPEP, "--handle", HANDLE], d, flags=["--suppressions", bad], rc=2)
+    expect("bad.txt:2" in proc.stderr and "the program was not started" in proc.stderr and not os.listdir(d),
+           f"malformed suppression refused before the program:\n{proc.stderr}\n{os.listdir(d)}")
+    # Preloaded without `run`, the shim reads it: the line named, the audit goes on, the leak fails the gate.
+    d = tempfile.mkdtemp(dir=tmp)
+    env = dict(os.environ, LD_PRELOAD=os.environ["CUMEMAUDIT_SHIM"], CUMEMAUDIT_OPTIONS=f"report_dir={d}:suppressions={bad}")
+    if not REAL:
+        env["LD_LIBRARY_PATH"] = ":".join(filter(None, [os.environ["CUMEMAUDIT_SIM_DIR"], env.get("LD_LIBRARY_PATH")]))
+    proc = subprocess.run([DEEPEP, "--handle", HANDLE], capture_output=True, text=True, env=env, timeout=120)
+    expect(proc.returncode == 23 and "bad.txt:2" in proc.stderr and len(os.listdir(d)) == 1,
+           f"preloaded: exit {proc.returncode}, malformed suppression named with its line:\n{proc.stderr}")
 
 
 def case_deep_stacks(tmp):

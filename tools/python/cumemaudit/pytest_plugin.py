@@ -106,7 +106,12 @@ def _reexec_under_shim(config):
         env["LD_LIBRARY_PATH"] = ":".join([sim] + _entries(env.get("LD_LIBRARY_PATH")))
     # The session again, from its own arguments and directory: never the host program's command line,
     # which may be a script on stdin (nothing to run again) or a program whose side effects would repeat.
-    argv = [sys.executable, "-m", "pytest", *config.invocation_params.args]
+    args = list(config.invocation_params.args)
+    # The same root as this session's: pytest finds it from the arguments that name existing paths, and the
+    # report directory made above is one now, which would move the root and the test paths shown.
+    if not any(a == "--rootdir" or a.startswith("--rootdir=") for a in args):
+        args.append(f"--rootdir={config.rootpath}")
+    argv = [sys.executable, "-m", "pytest", *args]
     sys.stdout.flush()
     sys.stderr.flush()
     if _started_as_pytest():
