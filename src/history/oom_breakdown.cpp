@@ -26,15 +26,12 @@ void add_other_processes(std::vector<OomPart>& parts, std::vector<OtherProcess> 
 }  // namespace
 
 Oom oom_breakdown(const ledger::Ledger& book, const std::vector<Graph>& graphs, const OomFigures& in) {
-    const std::uint64_t driver_used = in.driver_used, pool_reserved = in.pool_reserved, pool_used = in.pool_used,
-                        graph_memory = in.graph_memory;
-    const int device = in.device;
     std::vector<OomPart> parts;
     using Key = std::pair<ledger::OwnerId, ledger::Kind>;
     std::map<Key, std::uint64_t> leaked_of, leaked_rest;
     std::uint64_t leaked = 0;
     std::size_t with_site = 0;
-    for (const ledger::Ledger::OriginBytes& row : book.unreachable_by_origin(device)) {
+    for (const ledger::Ledger::OriginBytes& row : book.unreachable_by_origin(in.device)) {
         if (!ledger::counts_on_device(row.kind)) continue;
         leaked_of[{row.site.owner, row.kind}] += row.bytes;
         leaked += row.bytes;
@@ -44,7 +41,7 @@ Oom oom_breakdown(const ledger::Ledger& book, const std::vector<Graph>& graphs, 
             leaked_rest[{row.site.owner, row.kind}] += row.bytes;
     }
     for (const auto& [key, bytes] : leaked_rest) parts.push_back({PartKind::leaked, key.first, key.second, 0, bytes, {}, {}});
-    for (const ledger::OwnerRow& o : device >= 0 ? book.owners_on_device(device) : book.owners_now()) {
+    for (const ledger::OwnerRow& o : in.device >= 0 ? book.owners_on_device(in.device) : book.owners_now()) {
         for (int k = 0; k < static_cast<int>(ledger::Kind::count); ++k) {
             const auto kind = static_cast<ledger::Kind>(k);
             if (!ledger::counts_on_device(kind)) continue;
@@ -56,15 +53,16 @@ Oom oom_breakdown(const ledger::Ledger& book, const std::vector<Graph>& graphs, 
     for (const Graph& g : graphs)
         if (g.held_instantiate_bytes > 0)
             parts.push_back({PartKind::graph, 0, {}, g.id, static_cast<std::uint64_t>(g.held_instantiate_bytes), {}, {}});
-    if (pool_reserved > pool_used) parts.push_back({PartKind::async_pool_idle, 0, {}, 0, pool_reserved - pool_used, {}, {}});
-    if (graph_memory != 0) parts.push_back({PartKind::graph_memory, 0, {}, 0, graph_memory, {}, {}});
+    if (in.pool_reserved > in.pool_used)
+        parts.push_back({PartKind::async_pool_idle, 0, {}, 0, in.pool_reserved - in.pool_used, {}, {}});
+    if (in.graph_memory != 0) parts.push_back({PartKind::graph_memory, 0, {}, 0, in.graph_memory, {}, {}});
     add_other_processes(parts, in.other_processes);
     const std::uint64_t named = std::accumulate(parts.begin(), parts.end(), std::uint64_t{0},
                                                 [](std::uint64_t s, const OomPart& p) { return s + p.bytes; });
     // Context, modules, kernel stacks (and other processes' memory when NVML could not list them): what no
     // wrapped call named. Zero when the named parts exceed driver-used memory (memory freed between the
     // failing call and the question).
-    const std::uint64_t rest = driver_used > named ? driver_used - named : 0;
+    const std::uint64_t rest = in.driver_used > named ? in.driver_used - named : 0;
     if (rest != 0) parts.push_back({PartKind::unattributed, 0, {}, 0, rest, {}, {}});
     std::stable_sort(parts.begin(), parts.end(), [](const OomPart& a, const OomPart& b) { return a.bytes > b.bytes; });
 
@@ -72,7 +70,7 @@ Oom oom_breakdown(const ledger::Ledger& book, const std::vector<Graph>& graphs, 
     oom.parts = std::move(parts);
     oom.leaked_bytes = leaked;
     oom.unattributed_bytes = rest;
-    oom.driver_used_bytes = driver_used;
+    oom.driver_used_bytes = in.driver_used;
     oom.processes_listed = in.processes_listed;
     return oom;
 }

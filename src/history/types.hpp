@@ -39,8 +39,7 @@ struct DeviceFigures {
     std::uint64_t used = 0, total = 0;
     std::uint64_t process_used = 0;                 // this process alone (NVML); 0: unknown
     std::uint64_t graph_used = 0, graph_reserved = 0;  // the device's graph memory
-    bool processes_listed = false;                  // NVML listed the device's processes
-    std::uint64_t other_processes_bytes = 0;        // theirs, every process but this one
+    std::uint64_t other_processes_bytes = 0;        // every other process's, as NVML listed them (0: not listed)
 };
 
 // What a mark brings besides the ledger: the program's step and label, PyTorch's figures, the driver's.

@@ -74,7 +74,6 @@ TEST_CASE("a step holds live bytes per owner and kind, the driver's figures and 
     SECTION("memory other processes hold, as NVML listed it, is theirs, not unattributed") {
         history::MarkInput next = m;
         next.step = 2;
-        next.driver.processes_listed = true;
         next.driver.other_processes_bytes = 400 * MiB;
         marks.mark(next, Clock::now());
         history::History after;
