@@ -4,6 +4,7 @@ directory that takes no file (a regular file, /sys/kernel, a directory this user
 suppression file it would drop (a malformed line, a FIFO). Each case runs a program that would leave a
 marker file, and checks the exact exit code and message, and that the marker is absent."""
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -25,11 +26,11 @@ class Preflight(unittest.TestCase):
     def tearDown(self):
         self.tmp.cleanup()
 
-    def run_cli(self, *args, env=None, preexec_fn=None):
+    def run_cli(self, *args, env=None, preexec_fn=None, cli=None):
         full_env = {k: v for k, v in os.environ.items()
                     if k not in ("CUMEMAUDIT_OPTIONS", "LD_PRELOAD", "LD_LIBRARY_PATH", "CUMEMAUDIT_SIM_DIR")}
         full_env.update({"CUMEMAUDIT_SHIM": self.shim, **(env or {})})
-        p = subprocess.run([CLI, "run", *args, "--", "sh", "-c", f"touch {self.marker}"], capture_output=True,
+        p = subprocess.run([cli or CLI, "run", *args, "--", "sh", "-c", f"touch {self.marker}"], capture_output=True,
                            text=True, env=full_env, timeout=60, preexec_fn=preexec_fn)
         return p.returncode, p.stderr
 
@@ -61,13 +62,16 @@ class Preflight(unittest.TestCase):
     def test_report_dir_this_user_may_not_write(self):
         ro = os.path.join(self.dir, "ro")
         os.mkdir(ro, 0o555)
-        drop = None
+        drop, cli = None, CLI
         if os.geteuid() == 0:  # root writes anywhere: run as nobody, whom 0555 stops
             def drop():
                 os.setgid(65534)
                 os.setuid(65534)
+            # A copy nobody can reach: the build may lie under a directory only root may enter (a CI
+            # checkout in a 0700 temporary directory).
+            cli = shutil.copy(CLI, os.path.join(self.dir, "cumemaudit"))
         self.refused(f"cumemaudit run: report_dir {ro}: cannot write a file there (Permission denied){NOT_STARTED}",
-                     "--report-dir", ro, preexec_fn=drop)
+                     "--report-dir", ro, preexec_fn=drop, cli=cli)
 
     def test_missing_report_dir_is_made_and_left_clean(self):
         d = os.path.join(self.dir, "a", "b")
