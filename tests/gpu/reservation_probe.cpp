@@ -1,0 +1,364 @@
+// What the driver reserves on its own, with no allocation call behind it: a context's fixed cost, the kernel
+// stack reservation (CU_LIMIT_STACK_SIZE × the threads the device can hold) and how a launch and
+// cuCtxSetLimit move it, a launch refused for want of stack, the other limits' defaults. One fact per forked
+// child, printed as "fact <name> key=value ...", values being CUresult names, bytes, or MiB of the device's
+// used memory (cuMemGetInfo; NVML's device figure where no context exists yet) moved since the fact began.
+// Run on the H200 and on the simulated driver; docs/DRIVER.md keeps the real answers and
+// tests/gpu/test_reservations.py holds the simulated driver to them.
+//   reservation_probe [FACT...]   (all facts without arguments)
+#include <cuda.h>
+
+#include <dlfcn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr size_t kMiB = size_t{1} << 20;
+const char* g_fact = "";
+
+#define MUST(call)                                                                  \
+    do {                                                                            \
+        if ((call) != CUDA_SUCCESS) {                                               \
+            std::printf("fact %s setup-failed-at-line-%d\n", g_fact, __LINE__);     \
+            std::fflush(stdout);                                                    \
+            _exit(1);                                                               \
+        }                                                                           \
+    } while (0)
+
+// Two kernels as nvcc 13.0 writes them for sm_90 (from: a loop over `volatile int buf[8192]`, 32 KiB of
+// local memory per thread; and one that writes its thread index). PTX, so the driver compiles it and the
+// simulated driver can read each kernel's local depot.
+const char* kPtx = R"PTX(.version 9.0
+.target sm_90
+.address_size 64
+.visible .entry local_heavy(
+	.param .u64 local_heavy_param_0,
+	.param .u32 local_heavy_param_1
+)
+{
+	.local .align 16 .b8 	__local_depot0[32768];
+	.reg .b64 	%SP;
+	.reg .b64 	%SPL;
+	.reg .pred 	%p<6>;
+	.reg .b32 	%r<39>;
+	.reg .b64 	%rd<25>;
+	mov.u64 	%SPL, __local_depot0;
+	ld.param.u64 	%rd2, [local_heavy_param_0];
+	ld.param.u32 	%r18, [local_heavy_param_1];
+	add.u64 	%rd1, %SPL, 0;
+	mov.u32 	%r1, %tid.x;
+	setp.lt.s32 	%p1, %r18, 1;
+	@%p1 bra 	$L__BB0_7;
+	add.s32 	%r20, %r18, -1;
+	and.b32  	%r38, %r18, 3;
+	setp.lt.u32 	%p2, %r20, 3;
+	mov.u32 	%r35, 0;
+	@%p2 bra 	$L__BB0_4;
+	add.s32 	%r33, %r1, 3;
+	sub.s32 	%r4, %r38, %r18;
+	mov.u32 	%r35, 0;
+$L__BB0_3:
+	shl.b32 	%r22, %r33, 2;
+	add.s32 	%r23, %r22, -12;
+	cvt.u64.u32 	%rd4, %r23;
+	and.b64  	%rd5, %rd4, 32764;
+	add.s64 	%rd6, %rd1, %rd5;
+	st.local.u32 	[%rd6], %r35;
+	add.s32 	%r24, %r22, -8;
+	cvt.u64.u32 	%rd7, %r24;
+	and.b64  	%rd8, %rd7, 32764;
+	add.s64 	%rd9, %rd1, %rd8;
+	add.s32 	%r25, %r35, 1;
+	st.local.u32 	[%rd9], %r25;
+	add.s32 	%r26, %r22, -4;
+	cvt.u64.u32 	%rd10, %r26;
+	and.b64  	%rd11, %rd10, 32764;
+	add.s64 	%rd12, %rd1, %rd11;
+	add.s32 	%r27, %r35, 2;
+	st.local.u32 	[%rd12], %r27;
+	cvt.u64.u32 	%rd13, %r22;
+	and.b64  	%rd14, %rd13, 32764;
+	add.s64 	%rd15, %rd1, %rd14;
+	add.s32 	%r28, %r35, 3;
+	st.local.u32 	[%rd15], %r28;
+	add.s32 	%r33, %r33, 4;
+	add.s32 	%r35, %r35, 4;
+	add.s32 	%r29, %r4, %r35;
+	setp.ne.s32 	%p3, %r29, 0;
+	@%p3 bra 	$L__BB0_3;
+$L__BB0_4:
+	setp.eq.s32 	%p4, %r38, 0;
+	@%p4 bra 	$L__BB0_7;
+	add.s32 	%r36, %r1, %r35;
+$L__BB0_6:
+	.pragma "nounroll";
+	shl.b32 	%r30, %r36, 2;
+	cvt.u64.u32 	%rd16, %r30;
+	and.b64  	%rd17, %rd16, 32764;
+	add.s64 	%rd18, %rd1, %rd17;
+	st.local.u32 	[%rd18], %r35;
+	add.s32 	%r35, %r35, 1;
+	add.s32 	%r36, %r36, 1;
+	add.s32 	%r38, %r38, -1;
+	setp.ne.s32 	%p5, %r38, 0;
+	@%p5 bra 	$L__BB0_6;
+$L__BB0_7:
+	mul.lo.s32 	%r31, %r1, 28;
+	cvt.u64.u32 	%rd19, %r31;
+	and.b64  	%rd20, %rd19, 32764;
+	add.s64 	%rd21, %rd1, %rd20;
+	ld.local.u32 	%r32, [%rd21];
+	cvta.to.global.u64 	%rd22, %rd2;
+	mul.wide.u32 	%rd23, %r1, 4;
+	add.s64 	%rd24, %rd22, %rd23;
+	st.global.u32 	[%rd24], %r32;
+	ret;
+}
+.visible .entry plain(
+	.param .u64 plain_param_0
+)
+{
+	.reg .b32 	%r<2>;
+	.reg .b64 	%rd<5>;
+	ld.param.u64 	%rd1, [plain_param_0];
+	cvta.to.global.u64 	%rd2, %rd1;
+	mov.u32 	%r1, %tid.x;
+	mul.wide.u32 	%rd3, %r1, 4;
+	add.s64 	%rd4, %rd2, %rd3;
+	st.global.u32 	[%rd4], %r1;
+	ret;
+}
+)PTX";
+
+std::string name_of(CUresult r) {
+    const char* n = nullptr;
+    cuGetErrorName(r, &n);
+    return n != nullptr ? n : "CUresult-" + std::to_string(static_cast<int>(r));
+}
+
+long long used_mib() {
+    size_t free = 0, total = 0;
+    MUST(cuMemGetInfo(&free, &total));
+    return static_cast<long long>((total - free) / kMiB);
+}
+
+// NVML's device-wide used memory, for the moments before a context exists (-1: no NVML).
+long long nvml_used_mib() {
+    struct Memory { unsigned long long total, free, used; };
+    static void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW);
+    if (lib == nullptr) return -1;
+    using Init = int (*)();
+    using ByIndex = int (*)(unsigned, void**);
+    using Info = int (*)(void*, Memory*);
+    auto init = reinterpret_cast<Init>(dlsym(lib, "nvmlInit_v2"));
+    auto by_index = reinterpret_cast<ByIndex>(dlsym(lib, "nvmlDeviceGetHandleByIndex_v2"));
+    auto info = reinterpret_cast<Info>(dlsym(lib, "nvmlDeviceGetMemoryInfo"));
+    void* dev = nullptr;
+    Memory m{};
+    if (init == nullptr || by_index == nullptr || info == nullptr || init() != 0 || by_index(0, &dev) != 0 || info(dev, &m) != 0)
+        return -1;
+    return static_cast<long long>(m.used / kMiB);
+}
+
+CUcontext primary() {
+    CUcontext ctx = nullptr;
+    MUST(cuDevicePrimaryCtxRetain(&ctx, 0));
+    MUST(cuCtxSetCurrent(ctx));
+    return ctx;
+}
+
+struct Kernels {
+    CUmodule module = nullptr;
+    CUfunction heavy = nullptr, plain = nullptr;
+};
+Kernels load() {
+    Kernels k;
+    MUST(cuModuleLoadData(&k.module, kPtx));
+    MUST(cuModuleGetFunction(&k.heavy, k.module, "local_heavy"));
+    MUST(cuModuleGetFunction(&k.plain, k.module, "plain"));
+    return k;
+}
+
+CUresult launch(CUfunction f, CUdeviceptr out, int n) {
+    void* args[] = {&out, &n};
+    return cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr);
+}
+
+std::size_t limit(CUlimit which) {
+    std::size_t v = 0;
+    MUST(cuCtxGetLimit(&v, which));
+    return v;
+}
+
+void fact_context_primary() {
+    MUST(cuInit(0));
+    const long long n0 = nvml_used_mib();
+    CUcontext ctx = nullptr;
+    MUST(cuDevicePrimaryCtxRetain(&ctx, 0));
+    const long long n1 = nvml_used_mib();
+    MUST(cuCtxSetCurrent(ctx));
+    const long long u1 = used_mib();
+    Kernels k = load();
+    const long long u2 = used_mib();
+    CUdeviceptr out = 0;
+    MUST(cuMemAlloc(&out, 4096));
+    MUST(launch(k.plain, out, 0));
+    MUST(cuCtxSynchronize());
+    const long long u3 = used_mib();
+    int sms = 0, threads = 0;
+    MUST(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0));
+    MUST(cuDeviceGetAttribute(&threads, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, 0));
+    std::printf("fact context_primary nvml_retain_mib=%lld load_mib=%lld launch_mib=%lld sms=%d threads_per_sm=%d "
+                "stack=%zu malloc_heap=%zu printf_fifo=%zu\n",
+                (n0 < 0 || n1 < 0) ? -1 : n1 - n0, u2 - u1, u3 - u2, sms, threads, limit(CU_LIMIT_STACK_SIZE),
+                limit(CU_LIMIT_MALLOC_HEAP_SIZE), limit(CU_LIMIT_PRINTF_FIFO_SIZE));
+}
+
+// Each cuCtxCreate variant a caller can be given (cuGetProcAddress at the version CUDA 12 and 13 callers ask
+// for): what a context costs, and what its destruction gives back.
+void fact_context_create() {
+    MUST(cuInit(0));
+    primary();
+    struct Variant { const char* name; int version; };
+    std::string line = "fact context_create";
+    for (Variant v : {Variant{"v2", 3020}, Variant{"v3", 11040}, Variant{"v4", 12050}}) {
+        void* fn = nullptr;
+        CUdriverProcAddressQueryResult found{};
+        MUST(cuGetProcAddress("cuCtxCreate", &fn, v.version, CU_GET_PROC_ADDRESS_DEFAULT, &found));
+        const long long u0 = used_mib();
+        CUcontext ctx = nullptr;
+        CUresult r = CUDA_ERROR_UNKNOWN;
+        if (v.version == 3020) r = reinterpret_cast<CUresult (*)(CUcontext*, unsigned, CUdevice)>(fn)(&ctx, 0, 0);
+        if (v.version == 11040)
+            r = reinterpret_cast<CUresult (*)(CUcontext*, CUexecAffinityParam*, int, unsigned, CUdevice)>(fn)(&ctx, nullptr, 0, 0, 0);
+        if (v.version == 12050)
+            r = reinterpret_cast<CUresult (*)(CUcontext*, CUctxCreateParams*, unsigned, CUdevice)>(fn)(&ctx, nullptr, 0, 0);
+        const long long u1 = used_mib();
+        const std::size_t stack = r == CUDA_SUCCESS ? limit(CU_LIMIT_STACK_SIZE) : 0;
+        const CUresult d = r == CUDA_SUCCESS ? cuCtxDestroy(ctx) : CUDA_ERROR_INVALID_CONTEXT;
+        const long long u2 = used_mib();
+        line += std::string(" ") + v.name + "=" + name_of(r) + " " + v.name + "_mib=" + std::to_string(u1 - u0) + " " +
+                v.name + "_stack=" + std::to_string(stack) + " " + v.name + "_destroy=" + name_of(d) + " " + v.name +
+                "_destroy_mib=" + std::to_string(u2 - u1);
+    }
+    std::printf("%s\n", line.c_str());
+}
+
+// The stack reservation: raised at a launch that needs more, kept after it, lowered or raised at once by
+// cuCtxSetLimit.
+void fact_stack() {
+    MUST(cuInit(0));
+    primary();
+    Kernels k = load();
+    CUdeviceptr out = 0;
+    MUST(cuMemAlloc(&out, 4096));
+    MUST(launch(k.plain, out, 0));
+    MUST(cuCtxSynchronize());
+    int local = 0;
+    MUST(cuFuncGetAttribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, k.heavy));
+    const long long u0 = used_mib();
+    const CUresult r = launch(k.heavy, out, 64);
+    MUST(cuCtxSynchronize());
+    const long long u1 = used_mib();
+    const std::size_t after_launch = limit(CU_LIMIT_STACK_SIZE);
+    const CUresult lower = cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 1024);
+    const long long u2 = used_mib();
+    const CUresult raise = cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 8192);
+    const long long u3 = used_mib();
+    const std::size_t after_set = limit(CU_LIMIT_STACK_SIZE);
+    const CUresult odd = cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 1000);
+    const std::size_t after_odd = limit(CU_LIMIT_STACK_SIZE);
+    const long long u4 = used_mib();
+    std::printf("fact stack local_size=%d launch=%s launch_mib=%lld limit_after_launch=%zu lower=%s lower_mib=%lld "
+                "raise=%s raise_mib=%lld limit_after_set=%zu set_1000=%s limit_after_1000=%zu set_1000_mib=%lld\n",
+                local, name_of(r).c_str(), u1 - u0, after_launch, name_of(lower).c_str(), u2 - u1, name_of(raise).c_str(),
+                u3 - u2, after_set, name_of(odd).c_str(), after_odd, u4 - u3);
+}
+
+// A launch that needs more stack than the device has free, and a limit that cannot be reserved.
+void fact_stack_oom() {
+    MUST(cuInit(0));
+    primary();
+    Kernels k = load();
+    CUdeviceptr out = 0;
+    MUST(cuMemAlloc(&out, 4096));
+    MUST(launch(k.plain, out, 0));
+    MUST(cuCtxSynchronize());
+    size_t free = 0, total = 0;
+    MUST(cuMemGetInfo(&free, &total));
+    CUdeviceptr hog = 0;
+    MUST(cuMemAlloc(&hog, free - 2048 * kMiB));  // 2 GiB left: the 32 KiB kernel needs about 8 GiB of stack
+    const long long u0 = used_mib();
+    const CUresult r = launch(k.heavy, out, 64);
+    const CUresult sync = cuCtxSynchronize();
+    const long long u1 = used_mib();
+    const std::size_t after = limit(CU_LIMIT_STACK_SIZE);
+    const CUresult set = cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 32768);
+    const long long u2 = used_mib();
+    const CUresult again = launch(k.plain, out, 0);
+    const CUresult sync2 = cuCtxSynchronize();
+    std::printf("fact stack_oom launch=%s sync=%s launch_mib=%lld limit_after=%zu set_32768=%s set_mib=%lld "
+                "limit_after_set=%zu plain_after=%s sync_after=%s\n",
+                name_of(r).c_str(), name_of(sync).c_str(), u1 - u0, after, name_of(set).c_str(), u2 - u1,
+                limit(CU_LIMIT_STACK_SIZE), name_of(again).c_str(), name_of(sync2).c_str());
+}
+
+// Modules: what a load costs, and whether an unload gives it back.
+void fact_modules() {
+    MUST(cuInit(0));
+    primary();
+    Kernels first = load();
+    (void)first;
+    const long long u0 = used_mib();
+    std::vector<CUmodule> mods;
+    for (int i = 0; i < 300; ++i) mods.push_back(load().module);
+    const long long u1 = used_mib();
+    for (CUmodule m : mods) MUST(cuModuleUnload(m));
+    const long long u2 = used_mib();
+    std::printf("fact modules load_300_mib=%lld unload_300_mib=%lld\n", u1 - u0, u2 - u1);
+}
+
+struct Fact {
+    const char* name;
+    void (*run)();
+};
+const Fact kFacts[] = {
+    {"context_primary", fact_context_primary},
+    {"context_create", fact_context_create},
+    {"stack", fact_stack},
+    {"stack_oom", fact_stack_oom},
+    {"modules", fact_modules},
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::vector<std::string> wanted(argv + 1, argv + argc);
+    int failed = 0;
+    for (const Fact& f : kFacts) {
+        if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), f.name) == wanted.end()) continue;
+        std::fflush(stdout);
+        const pid_t pid = fork();
+        if (pid == 0) {
+            g_fact = f.name;
+            f.run();
+            std::fflush(stdout);
+            _exit(0);
+        }
+        int status = 0;
+        waitpid(pid, &status, 0);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            std::printf("fact %s child-failed status=%d\n", f.name, status);
+            ++failed;
+        }
+    }
+    return failed == 0 ? 0 : 1;
+}
