@@ -27,6 +27,7 @@ struct History {
     std::vector<Pool> pools;
     std::uint64_t untracked_pools = 0;
     std::vector<Reclaim> reclaimed;
+    std::vector<Context> contexts;      // alive at the snapshot, the first kContextsKept
 };
 
 // One snapshot of a recorder: the ledger's state and the history. `book` names the snapshot's ids (owners,

@@ -55,11 +55,12 @@ Step Marks::figures(const MarkInput& m, const std::vector<ledger::OwnerRow>& own
     }
     if (m.driver.known) {
         s.driver = m.driver;
-        // Context, modules, kernel stacks, graph executables (and other processes, when NVML did not list
-        // them): what no call named. A pool's idle memory is named (the pool holds it), graph memory too, and
-        // so are the other processes NVML listed.
+        // Modules, graph executables, a context's unmeasured fixed part (and other processes, when NVML did not
+        // list them): what no call named. A pool's idle memory is named (the pool holds it), graph memory
+        // too, the contexts' measured parts and kernel stacks, and the other processes NVML listed.
         const std::uint64_t named = tracked_on_device + (m.pool_reserved - std::min(m.pool_reserved, m.pool_used)) +
-                                    m.driver.graph_reserved + m.driver.other_processes_bytes;
+                                    m.driver.graph_reserved + m.driver.other_processes_bytes + m.driver.context_bytes +
+                                    m.driver.local_memory_bytes;
         s.unattributed_bytes = m.driver.used > named ? m.driver.used - named : 0;
     }
     return s;

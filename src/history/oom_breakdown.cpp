@@ -56,11 +56,13 @@ Oom oom_breakdown(const ledger::Ledger& book, const std::vector<Graph>& graphs, 
     if (in.pool_reserved > in.pool_used)
         parts.push_back({PartKind::async_pool_idle, 0, {}, 0, in.pool_reserved - in.pool_used, {}, {}});
     if (in.graph_memory != 0) parts.push_back({PartKind::graph_memory, 0, {}, 0, in.graph_memory, {}, {}});
+    if (in.context != 0) parts.push_back({PartKind::context, 0, {}, 0, in.context, {}, {}});
+    if (in.local_memory != 0) parts.push_back({PartKind::local_memory, 0, {}, 0, in.local_memory, {}, {}});
     add_other_processes(parts, in.other_processes);
     const std::uint64_t named = std::accumulate(parts.begin(), parts.end(), std::uint64_t{0},
                                                 [](std::uint64_t s, const OomPart& p) { return s + p.bytes; });
-    // Context, modules, kernel stacks (and other processes' memory when NVML could not list them): what no
-    // wrapped call named. Zero when the named parts exceed driver-used memory (memory freed between the
+    // Modules, a context's fixed part that was not measured (and other processes' memory when NVML could
+    // not list them): what no wrapped call named. Zero when the named parts exceed driver-used memory (memory freed between the
     // failing call and the question).
     const std::uint64_t rest = in.driver_used > named ? in.driver_used - named : 0;
     if (rest != 0) parts.push_back({PartKind::unattributed, 0, {}, 0, rest, {}, {}});

@@ -1,8 +1,8 @@
 // oom_breakdown: who held the device at an out-of-memory moment — driver-used memory split into parts,
 // largest first, that add up to it exactly: live memory per owner and kind (less what is leaked), leaked
 // VMM memory per site that created it (the largest kLeakSitesKept with their site, the rest per owner and
-// kind), each graph's instantiate cost, idle pool memory, graph memory, and what nothing named. Pure over
-// its inputs.
+// kind), each graph's instantiate cost, idle pool memory, graph memory, the contexts' fixed parts and
+// kernel stacks, other processes, and what nothing named. Pure over its inputs.
 #pragma once
 
 #include "history/types.hpp"
@@ -20,6 +20,7 @@ struct OomFigures {
     std::uint64_t driver_used = 0;
     std::uint64_t pool_reserved = 0, pool_used = 0;  // the device's stream-ordered pools
     std::uint64_t graph_memory = 0;
+    std::uint64_t context = 0, local_memory = 0;  // what the device's contexts reserve (DeviceFigures)
     int device = -1;  // >= 0: only what is on that device (a process that drives several)
     bool processes_listed = false;  // NVML listed the device's processes (none but this one is a list too)
     std::vector<OtherProcess> other_processes;  // every process but this one, any order

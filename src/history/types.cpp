@@ -13,6 +13,8 @@ const char* to_string(PartKind k) {
         case PartKind::graph_memory: return "graph_memory";
         case PartKind::other_process: return "other_process";
         case PartKind::unattributed: return "unattributed";
+        case PartKind::context: return "context";
+        case PartKind::local_memory: return "local_memory";
     }
     return "";
 }

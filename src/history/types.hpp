@@ -40,6 +40,10 @@ struct DeviceFigures {
     std::uint64_t process_used = 0;                 // this process alone (NVML); 0: unknown
     std::uint64_t graph_used = 0, graph_reserved = 0;  // the device's graph memory
     std::uint64_t other_processes_bytes = 0;        // every other process's, as NVML listed them (0: not listed)
+    // What the device's contexts reserve besides allocations (context_book.hpp): their fixed parts, measured
+    // at creation (0: not measured), and their kernel stacks (limit × the threads the device holds).
+    std::uint64_t context_bytes = 0, local_memory_bytes = 0;
+    std::uint64_t stack_bytes_per_thread = 0;       // the largest stack limit among them
 };
 
 // What a mark brings besides the ledger: the program's step and label, PyTorch's figures, the driver's.
@@ -135,8 +139,24 @@ struct Pool {
 };
 inline constexpr std::size_t kPoolsKept = 256;
 
+// A context the program made, alive at the snapshot: what it reserves on its device besides allocations.
+struct Context {
+    std::int64_t device = -1;
+    bool primary = false;
+    bool measured = false;                  // its fixed part was measured at creation (NVML listed the process)
+    std::uint64_t fixed_bytes = 0;          // its creation's cost less the stack reservation it began with
+    std::uint64_t stack_bytes_per_thread = 0, local_memory_bytes = 0;  // at the snapshot
+    std::uint64_t step = 0, time_ns = 0;    // made
+    ledger::Site site;                      // the call that made it
+    std::uint64_t stack_set_bytes_per_thread = 0;  // the last cuCtxSetLimit(STACK) through us (0: none)
+    ledger::Site stack_set_site;
+};
+inline constexpr std::size_t kContextsKept = 64;
+
 // One share of driver-used memory at an out-of-memory moment (they add up to it).
-enum class PartKind : std::uint8_t { live, leaked, graph, async_pool_idle, graph_memory, other_process, unattributed };
+enum class PartKind : std::uint8_t {
+    live, leaked, graph, async_pool_idle, graph_memory, other_process, unattributed, context, local_memory
+};
 const char* to_string(PartKind);
 struct OomPart {
     PartKind what = PartKind::live;
@@ -158,6 +178,8 @@ struct Oom {
     std::uint64_t driver_free_bytes = 0, driver_total_bytes = 0, driver_used_bytes = 0;
     std::uint64_t leaked_bytes = 0, unattributed_bytes = 0;
     bool processes_listed = false;  // other processes were named: unattributed memory is this process's
+    std::string kernel;             // a launch refused: the kernel's name ("" when the driver cannot say)
+    std::int64_t kernel_local_bytes_per_thread = -1;  // and the local memory it needs per thread (-1: unknown)
     std::vector<OomPart> parts;  // largest first
     bool recovered = false;
     std::uint64_t recovered_time_ns = 0;

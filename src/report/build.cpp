@@ -97,6 +97,9 @@ Step step_of(const history::Step& s, Names& names) {
     out.leaked_by_owner = names.by_owner(s.leaked_by_owner);
     out.peak_tracked_bytes = s.peak_tracked_bytes;
     out.held_unmapped_bytes = s.held_unmapped_bytes;
+    out.context_bytes = s.driver.context_bytes;
+    out.local_memory_bytes = s.driver.local_memory_bytes;
+    out.stack_bytes_per_thread = s.driver.stack_bytes_per_thread;
     return out;
 }
 
@@ -144,6 +147,9 @@ void add_ooms(Report& r, const history::History& h, Names& names) {
         out.leaked_bytes = o.leaked_bytes;
         out.unattributed_bytes = o.unattributed_bytes;
         out.processes_listed = o.processes_listed;
+        out.kernel = o.kernel;
+        if (o.kernel_local_bytes_per_thread >= 0)
+            out.kernel_local_bytes_per_thread = static_cast<std::uint64_t>(o.kernel_local_bytes_per_thread);
         for (const history::OomPart& p : o.parts) out.parts.push_back(part_of(p, names));
         out.recovered = o.recovered;
         out.device = o.device;
@@ -151,6 +157,13 @@ void add_ooms(Report& r, const history::History& h, Names& names) {
         out.pytorch_pools = torch_pools(o.torch_pools);
     }
     r.summary.oom_events = h.oom_events;
+}
+
+void add_contexts(Report& r, const history::History& h, Names& names) {
+    for (const history::Context& c : h.contexts)
+        r.contexts.push_back(Context{c.device, c.primary, c.measured, c.fixed_bytes, c.stack_bytes_per_thread,
+                                     c.local_memory_bytes, c.step, c.time_ns, names.site(c.site),
+                                     c.stack_set_bytes_per_thread, names.site_if_any(c.stack_set_site)});
 }
 
 void add_teardowns(Report& r, const history::History& h, Names& names) {
@@ -306,6 +319,7 @@ Report build(const history::Recording& rec, const ProcessFacts& facts, Symbolize
     add_alarms(r, rec.history, names);
     add_ooms(r, rec.history, names);
     add_teardowns(r, rec.history, names);
+    add_contexts(r, rec.history, names);
     add_pools(r, rec.history, names);
     add_returns(r, rec.history, names);
     add_leaks(r, rec.ledger, names, supp);

@@ -18,10 +18,12 @@ std::string part_label(const OomPart& p, const Oom& o) {
     }
     if (p.what == "async_pool_idle") return "async pools, reserved but unused";
     if (p.what == "graph_memory") return "graph memory (committed at graph launches)";
+    if (p.what == "context") return "contexts (each one's own reservation, measured at its creation)";
+    if (p.what == "local_memory") return "kernel stacks (the stack limit × the threads the device holds)";
     // With NVML's list every other process is a part of its own, so what is left is this process's.
     if (p.what == "unattributed")
-        return o.processes_listed ? "unattributed (this process: context, modules, kernel stacks)"
-                                  : "unattributed (context, modules, other processes)";
+        return o.processes_listed ? "unattributed (this process: modules, a context not measured, the heap)"
+                                  : "unattributed (modules, a context not measured, other processes)";
     if (p.what == "other_process") {
         if (p.pid == 0) return "other processes, the smaller ones";
         return p.process.empty() ? fmt::format("other process {}", p.pid) : fmt::format("other process {} ({})", p.pid, p.process);
@@ -38,6 +40,9 @@ std::string oom_text(const Oom& o, int max_parts) {
     // The place a person names (report/site_naming.hpp): from Python, past the binding and the program's
     // own thin wrapper; the native frame under Python is libffi's or Cython's.
     if (!o.site.python_frames.empty() || !o.site.frames.empty()) fmt::format_to(it, "    at {}\n", where(o.site));
+    if (o.kernel_local_bytes_per_thread)
+        fmt::format_to(it, "  kernel {} needs {} of local memory per thread: the kernel stack could not grow to it\n",
+                       o.kernel.empty() ? "(name unknown)" : o.kernel, human_bytes(*o.kernel_local_bytes_per_thread));
     fmt::format_to(it, "  driver: {} used of {}, {} free; {} of it leaked (unreachable VMM memory)\n",
                    human_bytes(o.driver_used_bytes), human_bytes(o.driver_total_bytes), human_bytes(o.driver_free_bytes),
                    human_bytes(o.leaked_bytes));

@@ -111,6 +111,10 @@ struct Step {
     // VMM memory whose references are held and that was never mapped yet (a handle made ahead of its map): no
     // leak at a mark, since the program may map or release it later; a leak at exit if still held.
     std::uint64_t held_unmapped_bytes = 0;
+    // What the device's contexts reserve besides allocations, named against driver-used memory: their fixed
+    // parts as measured at their creation (0 where NVML could not say), and their kernel stacks (each
+    // context's stack limit × the threads the device holds), with the largest stack limit per thread.
+    std::uint64_t context_bytes = 0, local_memory_bytes = 0, stack_bytes_per_thread = 0;
 };
 
 // Older marks of a long job, folded (history/step_history.hpp): `marks` consecutive marks from first_step to
@@ -169,6 +173,23 @@ struct Teardown {
     std::vector<Leak> freed;                   // largest first, at most kTeardownRows
 };
 inline constexpr std::size_t kTeardownRows = 16;
+
+// CU_LIMIT_STACK_SIZE of a new context (docs/DRIVER.md): a stack above it was raised by the program.
+inline constexpr std::uint64_t kDefaultStackBytesPerThread = 1024;
+
+// A context alive when the report was written, and what it reserves on its device besides allocations.
+struct Context {
+    std::int64_t device = -1;
+    bool primary = false;             // the device's primary context (cudart's), or one cuCtxCreate made
+    bool measured = false;            // fixed_bytes was measured at its creation (NVML listed this process)
+    std::uint64_t fixed_bytes = 0;    // what its creation cost, less the kernel stack it began with
+    std::uint64_t stack_bytes_per_thread = 0;   // CU_LIMIT_STACK_SIZE now
+    std::uint64_t local_memory_bytes = 0;       // the stack reservation: that × the threads the device holds
+    std::uint64_t step = 0, time_ns = 0;        // made
+    Site site;                                  // the call that made it
+    std::uint64_t stack_set_bytes_per_thread = 0;  // the last cuCtxSetLimit(STACK) (0: none through the audit)
+    Site stack_set_site;
+};
 inline constexpr std::size_t kTeardownsKept = 64;  // the summary counts every one
 
 // A stream-ordered pool: a device's default pool or one the program created, as the driver described it at
@@ -240,6 +261,9 @@ struct Oom {
     // Addition to v1: NVML listed the device's processes, so other processes are parts of their own and
     // unattributed memory is this process's (its context, modules, kernel stacks).
     bool processes_listed = false;
+    // A launch refused (its kernel's stack could not grow): the kernel and its local memory per thread.
+    std::string kernel;                                             // "": not a launch, or not known
+    std::optional<std::uint64_t> kernel_local_bytes_per_thread;     // absent: not a launch, or not known
 };
 
 // A shareable handle this process exported, or imported from another process. `key` is the same text in
@@ -335,6 +359,7 @@ struct Report {
     std::vector<Teardown> teardowns;             // contexts that ended, oldest first (the first kTeardownsKept)
     std::vector<Pool> pools;                     // stream-ordered pools, in the order first seen
     std::vector<MemoryReturn> returns;           // memory the driver took back, oldest first (the first kReturnsKept)
+    std::vector<Context> contexts;               // alive when written
     bool checkpoint = false;                     // written while running, not at exit
     std::uint64_t time_ns = 0;                   // CLOCK_REALTIME when written
 };

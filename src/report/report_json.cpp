@@ -86,6 +86,9 @@ template <class V> void fields(V& v, Step& s) {
     v.opt("peak_tracked_bytes", s.peak_tracked_bytes);
     v.opt("other_processes_bytes", s.other_processes_bytes);
     v.opt("held_unmapped_bytes", s.held_unmapped_bytes);
+    v.opt("context_bytes", s.context_bytes);
+    v.opt("local_memory_bytes", s.local_memory_bytes);
+    v.opt("stack_bytes_per_thread", s.stack_bytes_per_thread);
 }
 template <class V> void fields(V& v, StepWindow& w) {
     v.req("first_step", w.first_step);
@@ -128,6 +131,21 @@ template <class V> void fields(V& v, Oom& o) {
     v.opt("pytorch_pools", o.pytorch_pools);
     v.opt("device", o.device);
     v.opt("processes_listed", o.processes_listed);
+    v.opt("kernel", o.kernel);
+    v.present("kernel_local_bytes_per_thread", o.kernel_local_bytes_per_thread);
+}
+template <class V> void fields(V& v, Context& c) {
+    v.req("device", c.device);
+    v.req("primary", c.primary);
+    v.req("measured", c.measured);
+    v.req("fixed_bytes", c.fixed_bytes);
+    v.req("stack_bytes_per_thread", c.stack_bytes_per_thread);
+    v.req("local_memory_bytes", c.local_memory_bytes);
+    v.req("step", c.step);
+    v.req("time_ns", c.time_ns);
+    v.req("site", c.site);
+    v.opt("stack_set_bytes_per_thread", c.stack_set_bytes_per_thread);
+    v.opt("stack_set_site", c.stack_set_site);
 }
 template <class V> void fields(V& v, Teardown& t) {
     v.req("api", t.api);
@@ -276,6 +294,7 @@ template <class V> void fields(V& v, Report& r) {
     v.opt("teardowns", r.teardowns);
     v.opt("pools", r.pools);
     v.opt("returns", r.returns);
+    v.opt("contexts", r.contexts);
     v.opt("checkpoint", r.checkpoint);
     v.opt("time_ns", r.time_ns);
 }

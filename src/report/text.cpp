@@ -141,6 +141,18 @@ std::string text_summary(const Report& r, const TextDetail& detail) {
     if (r.teardowns.size() == kTeardownsKept)
         fmt::format_to(it, "  (at most the first {} context ends are listed; all of them freed {} bytes)\n", kTeardownsKept,
                        r.summary.teardown_freed_bytes);
+    // A kernel stack above the driver's default: memory no allocation names, kept until the limit is lowered.
+    for (const Context& c : r.contexts) {
+        if (c.stack_bytes_per_thread <= kDefaultStackBytesPerThread) continue;
+        fmt::format_to(it, "\nKernel stacks of {}{}: {} ({} per thread{}){}\n",
+                       c.primary ? "the primary context" : "a context",
+                       c.device >= 0 ? fmt::format(" on device {}", c.device) : "", human_bytes(c.local_memory_bytes),
+                       human_bytes(c.stack_bytes_per_thread),
+                       c.stack_set_bytes_per_thread == c.stack_bytes_per_thread ? ", the limit set"
+                                                                                : ", raised by a launch of a kernel with that much local memory",
+                       c.stack_set_bytes_per_thread == c.stack_bytes_per_thread ? " at:" : "");
+        if (c.stack_set_bytes_per_thread == c.stack_bytes_per_thread) frames(out, c.stack_set_site, detail);
+    }
     // Pools with memory, and the program's own: idle memory is device memory no owner's figures hold.
     for (const Pool& p : r.pools) {
         if (p.origin == "default" && p.reserved_bytes == 0) continue;

@@ -98,6 +98,8 @@ Bytes step_totals(const report::Step& s) {
     }
     if (s.graph_mem_reserved_bytes) m["graph memory reserved"] = s.graph_mem_reserved_bytes;
     if (s.other_processes_bytes) m["other processes"] = s.other_processes_bytes;
+    if (s.context_bytes) m["contexts"] = s.context_bytes;
+    if (s.local_memory_bytes) m["kernel stacks"] = s.local_memory_bytes;
     return m;
 }
 

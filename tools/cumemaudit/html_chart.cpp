@@ -199,6 +199,8 @@ std::string hover_tip(const report::Timeline& t, const report::TimelinePoint& p)
     if (p.step->peak_tracked_bytes > p.tracked_bytes)
         tip += "\npeak since the previous mark: " + report::human_bytes(p.step->peak_tracked_bytes);
     if (p.step->other_processes_bytes) tip += "\nother processes: " + report::human_bytes(p.step->other_processes_bytes);
+    if (p.step->context_bytes) tip += "\ncontexts: " + report::human_bytes(p.step->context_bytes);
+    if (p.step->local_memory_bytes) tip += "\nkernel stacks: " + report::human_bytes(p.step->local_memory_bytes);
     tip += "\nunattributed: " + report::human_bytes(p.step->unattributed_bytes);
     tip += "\ndriver used: " + report::human_bytes(p.step->driver_used_bytes);
     return tip;

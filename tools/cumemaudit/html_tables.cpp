@@ -161,8 +161,8 @@ std::string oom_table(const report::Report& r) {
 std::string steps_table(const report::Timeline& t) {
     std::vector<std::string> head{"step"};
     for (const std::string& o : t.owners) head.push_back(o);
-    for (const char* h : {"unattributed", "driver used", "this process (NVML)", "other processes (NVML)", "PyTorch allocated",
-                          "PyTorch reserved", "graph memory reserved"})
+    for (const char* h : {"unattributed", "driver used", "this process (NVML)", "other processes (NVML)", "contexts",
+                          "kernel stacks", "PyTorch allocated", "PyTorch reserved", "graph memory reserved"})
         head.push_back(h);
     std::string rows;
     for (const report::TimelinePoint& p : t.points) {
@@ -170,7 +170,8 @@ std::string steps_table(const report::Timeline& t) {
         for (const std::uint64_t b : p.owner_bytes) rows += bytes_cell(b);
         const report::Step& s = *p.step;
         rows += bytes_cell(s.unattributed_bytes) + bytes_cell(s.driver_used_bytes) + bytes_cell(s.process_used_bytes) +
-                bytes_cell(s.other_processes_bytes) + bytes_cell(s.pytorch_allocated_bytes) +
+                bytes_cell(s.other_processes_bytes) + bytes_cell(s.context_bytes) + bytes_cell(s.local_memory_bytes) +
+                bytes_cell(s.pytorch_allocated_bytes) +
                 bytes_cell(s.pytorch_reserved_bytes) + bytes_cell(s.graph_mem_reserved_bytes) + "</tr>\n";
     }
     return table("steps", head, rows, "No steps recorded.");

@@ -68,6 +68,8 @@ void add_report(const report::Report& r, int pid, std::uint64_t origin, json& li
         if (s.leaked_bytes != 0) ev.counter("leaked so far", s.time_ns, s.leaked_bytes);
         if (s.process_used_bytes != 0) ev.counter("process used (NVML)", s.time_ns, s.process_used_bytes);
         if (s.other_processes_bytes != 0) ev.counter("other processes (NVML)", s.time_ns, s.other_processes_bytes);
+        if (s.context_bytes != 0) ev.counter("contexts", s.time_ns, s.context_bytes);
+        if (s.local_memory_bytes != 0) ev.counter("kernel stacks", s.time_ns, s.local_memory_bytes);
         json args = {{"tracked_bytes", p.tracked_bytes}, {"driver_used_bytes", s.driver_used_bytes},
                      {"unattributed_bytes", s.unattributed_bytes}, {"leaked_bytes", s.leaked_bytes}};
         if (s.pytorch_reserved_bytes) {

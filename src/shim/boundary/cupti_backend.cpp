@@ -84,15 +84,23 @@ void prepare_from_cupti(Recorder* target, const char* api, A... a) {
 #define CUMA_FIELDS_4(p, a, ...) p->a, CUMA_FIELDS_3(p, __VA_ARGS__)
 #define CUMA_FIELDS_5(p, a, ...) p->a, CUMA_FIELDS_4(p, __VA_ARGS__)
 #define CUMA_FIELDS_6(p, a, ...) p->a, CUMA_FIELDS_5(p, __VA_ARGS__)
-#define CUMA_PICK(_1, _2, _3, _4, _5, _6, name, ...) name
-#define CUMA_FIELDS_N(p, ...) \
-    CUMA_PICK(__VA_ARGS__, CUMA_FIELDS_6, CUMA_FIELDS_5, CUMA_FIELDS_4, CUMA_FIELDS_3, CUMA_FIELDS_2, CUMA_FIELDS_1)(p, __VA_ARGS__)
+#define CUMA_FIELDS_7(p, a, ...) p->a, CUMA_FIELDS_6(p, __VA_ARGS__)
+#define CUMA_FIELDS_8(p, a, ...) p->a, CUMA_FIELDS_7(p, __VA_ARGS__)
+#define CUMA_FIELDS_9(p, a, ...) p->a, CUMA_FIELDS_8(p, __VA_ARGS__)
+#define CUMA_FIELDS_10(p, a, ...) p->a, CUMA_FIELDS_9(p, __VA_ARGS__)
+#define CUMA_FIELDS_11(p, a, ...) p->a, CUMA_FIELDS_10(p, __VA_ARGS__)
+#define CUMA_PICK(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, name, ...) name
+#define CUMA_FIELDS_N(p, ...) CUMA_PICK(__VA_ARGS__, CUMA_FIELDS_11, CUMA_FIELDS_10, CUMA_FIELDS_9, CUMA_FIELDS_8, CUMA_FIELDS_7, CUMA_FIELDS_6, CUMA_FIELDS_5, CUMA_FIELDS_4, CUMA_FIELDS_3, CUMA_FIELDS_2, CUMA_FIELDS_1)(p, __VA_ARGS__)
 #define CUMA_FIELDS(p, args) CUMA_FIELDS_N(p, CUMA_UNPAREN args)
 #define CUMA_UNPAREN(...) __VA_ARGS__
 
 // The driver-API callback ids the hook table covers.
+// Watched rows (kernel launches) are left out: a CUPTI callback on every launch costs what their wrappers
+// avoid, so under CUPTI a refused launch makes no OOM record.
 constexpr CUpti_CallbackId kCallbacks[] = {
-#define DRIVER_HOOK(symbol, event, api, params, args) CUPTI_DRIVER_TRACE_CBID_##symbol,
+#define DRIVER_HOOK(symbol, event, api, params, args)                                                      \
+    ev::event::declared.call_class == CallClass::watched ? CUPTI_DRIVER_TRACE_CBID_INVALID                   \
+                                                        : CUPTI_DRIVER_TRACE_CBID_##symbol,
 #define RUNTIME_HOOK(symbol, api, params, args)
 #define DOOR_HOOK(symbol)
 #include "shim/boundary/hooks.inc"
@@ -211,7 +219,8 @@ int initialize_injection() {
                     why != nullptr ? why : "subscribe failed");
         return 1;
     }
-    for (CUpti_CallbackId id : kCallbacks) enable(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
+    for (CUpti_CallbackId id : kCallbacks)
+        if (id != CUPTI_DRIVER_TRACE_CBID_INVALID) enable(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
     Auditor::cupti_subscribed(true);
     log_info("backend={}: subscribed to CUPTI's driver-API callbacks", cumemaudit::options::name_of(current_options().backend));
     return 1;

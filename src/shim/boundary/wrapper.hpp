@@ -30,6 +30,13 @@ struct DriverHook<Id, Event, CUresult(A...)> {
         // No driver loaded, or it could not be looked up: what a missing libcuda gives.
         if (!guarded(api, [&] { real = reinterpret_cast<Real>(real_fn(Id)); }) || real == nullptr)
             return CUDA_ERROR_NOT_INITIALIZED;
+        if constexpr (Row::d.call_class == CallClass::watched) {
+            // One compare on the way back: only a refusal for lack of memory is the shim's business.
+            const CUresult r = real(a...);
+            if (r != CUDA_ERROR_OUT_OF_MEMORY) [[likely]] return r;
+            refused(api, caller, r, a...);
+            return r;
+        }
         Recorder* rec = nullptr;
         if (!guarded(api, [&] { rec = recorder_for_call(caller); }) || rec == nullptr) return real(a...);
         Call call(*rec, api, caller, Row::d.call_class);  // allocates nothing, cannot throw
@@ -60,6 +67,15 @@ struct DriverHook<Id, Event, CUresult(A...)> {
             if (prepared && enforce) Row::enforce_last(call, r, a...);
         });
         return r;
+    }
+
+    // A watched call the driver refused for lack of memory: recorded (its OOM record) as any call is.
+    [[gnu::noinline, gnu::cold]] static void refused(const char* api, void* caller, CUresult r, A... a) noexcept {
+        Recorder* rec = nullptr;
+        if (!guarded(api, [&] { rec = recorder_for_call(caller); }) || rec == nullptr) return;
+        Call call(*rec, api, caller, Row::d.call_class);
+        ShimScope busy;
+        guarded(api, [&] { Row::record_answer(call, r, a...); });
     }
 };
 

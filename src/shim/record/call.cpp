@@ -57,7 +57,7 @@ const ledger::Site& Call::site() {
     if (!have_site_) {
         have_site_ = true;
         const Recorder::Hot& o = recorder_.hot();
-        const bool vmm = class_ == CallClass::vmm;
+        const bool vmm = class_ != CallClass::classic;
         site_ = capture_site(vmm, o.python_frames == options::PythonFrames::all ||
                                       (vmm && o.python_frames == options::PythonFrames::vmm));
     }

@@ -10,8 +10,10 @@
 namespace cumemaudit::shim {
 
 // VMM calls are rare and slow, so their sites get the deep native stack and the Python frames by default;
-// classic calls are frequent and cheap, so theirs keep one return address unless asked.
-enum class CallClass : std::uint8_t { classic, vmm };
+// classic calls are frequent and cheap, so theirs keep one return address unless asked. A watched call (a
+// kernel launch) is the most frequent of all: its wrapper compares the driver's answer and nothing else, and
+// only an out-of-memory answer is recorded, with the deep stack.
+enum class CallClass : std::uint8_t { classic, vmm, watched };
 
 // A call's part in the life of the value it names (a pointer, a handle). The driver hands a freed value out
 // again at once, so "A frees p, B allocates p" must reach the ledger in that order (order_stripe.hpp).
@@ -36,6 +38,8 @@ struct Bytes {
         unsized,            // an allocation whose size the call does not name (an IPC import, a graph)
         described,          // the texels of the array descriptor at argument `a`, over the mipmap levels
                             // argument `b` counts (-1: one level)
+        stack_limit,        // a limit set: the stack reservation argument `b` (the value) would add when
+                            // argument `a` (the limit) is CU_LIMIT_STACK_SIZE
     };
     Rule rule = not_an_allocation;
     int a = -1, b = -1;
@@ -66,7 +70,7 @@ struct Declaration {
 
 // The terms rows are written in (events.inc): `begins_out(0)`, `argument(1)`, `reclaims_first | follows_up`.
 namespace declaration_terms {
-inline constexpr CallClass classic = CallClass::classic, vmm = CallClass::vmm;
+inline constexpr CallClass classic = CallClass::classic, vmm = CallClass::vmm, watched = CallClass::watched;
 inline constexpr Order no_order{};
 constexpr Order begins_out(int arg) { return {Order::begins_out, arg}; }
 constexpr Order begins_in(int arg) { return {Order::begins_in, arg}; }
@@ -77,6 +81,7 @@ constexpr Bytes argument(int a) { return {Bytes::argument, a}; }
 constexpr Bytes product(int a, int b) { return {Bytes::product, a, b}; }
 inline constexpr Bytes unsized{Bytes::unsized};
 constexpr Bytes described(int a, int levels = -1) { return {Bytes::described, a, levels}; }
+constexpr Bytes stack_limit(int limit, int value) { return {Bytes::stack_limit, limit, value}; }
 using enum Enforce;
 inline constexpr OomWatch no_watch = OomWatch::none, refusals = OomWatch::refusals;
 inline constexpr bool prepares = true, no_prepare = false, records = true, no_record = false;

@@ -80,8 +80,13 @@ struct Declared {
         else if constexpr (d.requested.rule == Bytes::product) return integral_at<d.requested.a>() && integral_at<d.requested.b>();
         else if constexpr (d.requested.rule == Bytes::described)
             return value_at<d.requested.a>() && (d.requested.b < 0 || integral_at<d.requested.b>());
+        else if constexpr (d.requested.rule == Bytes::stack_limit)
+            return std::is_same_v<Param<d.requested.a>, CUlimit> && integral_at<d.requested.b>();
         else return true;
     }();
+    static_assert(d.call_class != CallClass::watched || (d.order.role == Order::none && d.enforce == no_enforce &&
+                                                         d.oom == OomWatch::none && !d.prepares && d.records),
+                  "events.inc: a watched row records its out-of-memory answers and does nothing else");
     static_assert(bytes_fit, "events.inc: the row's requested bytes name an argument that is not a size");
 
     template <int I>
@@ -129,6 +134,8 @@ struct Declared {
             unsigned levels = 1;
             if constexpr (d.requested.b >= 0) levels = static_cast<unsigned>(value<d.requested.b>(a...));
             return described_bytes(std::get<d.requested.a>(std::forward_as_tuple(a...)), levels);
+        } else if constexpr (d.requested.rule == Bytes::stack_limit) {
+            return stack_growth_bytes(std::get<d.requested.a>(std::forward_as_tuple(a...)), value<d.requested.b>(a...));
         } else return 0;
     }
 

@@ -340,42 +340,6 @@ void record(ev::ArrayDestroy, Call& call, CUresult r, CUmipmappedArray m) {
     freed(call, r, addr(m));
 }
 
-namespace {
-// The driver freed what the ended context owned: the ledger forgets what the driver no longer knows, and
-// the timeline keeps it as one event (never as held at exit).
-// An array is never put to the driver: its handle may name a freed object (array_book.hpp).
-void context_ended(Call& call, int device, CUcontext ctx) {
-    ArrayBook& arrays = call.recorder().arrays();
-    std::vector<ledger::LeakRow> freed = book(call).forget_freed_by_driver([&](std::uint64_t ptr, Kind kind) {
-        return kind == Kind::array ? !arrays.ended_with(ptr, ctx) : driver_knows_pointer(ptr);
-    });
-    if (!freed.empty()) call.recorder().timeline().context_ended(call.site(), device, std::move(freed));
-}
-}  // namespace
-
-void record(ev::CtxRetain, Call& call, CUresult r, CUcontext* ctx, CUdevice dev) {
-    if (r != CUDA_SUCCESS) return;
-    call.recorder().device_seen(dev);
-    if (ctx != nullptr) call.recorder().arrays().primary_context(dev, *ctx);
-}
-
-void record(ev::CtxCreate, Call& call, CUresult r, CUcontext*, CUctxCreateParams*, unsigned int, CUdevice dev) {
-    if (r == CUDA_SUCCESS) call.recorder().device_seen(dev);
-}
-
-void record(ev::CtxReset, Call& call, CUresult r, CUdevice dev) {
-    if (r == CUDA_SUCCESS) context_ended(call, dev, call.recorder().arrays().primary_of(dev));
-}
-
-void record(ev::CtxRelease, Call& call, CUresult r, CUdevice dev) {
-    // Only the last release resets the context; the driver says whether this was it.
-    if (r == CUDA_SUCCESS && !primary_context_active(dev)) context_ended(call, dev, call.recorder().arrays().primary_of(dev));
-}
-
-void record(ev::CtxDestroy, Call& call, CUresult r, CUcontext ctx) {
-    if (r == CUDA_SUCCESS) context_ended(call, -1, ctx);
-}
-
 const char* result_name(CUresult r) {
     const cuda_errors::Row* row = cuda_errors::find(r);
     return row != nullptr ? row->name : "CUDA_ERROR_OTHER";  // a code newer than this build's cuda.h

@@ -27,6 +27,11 @@ void prepare(ev::GraphLaunch, Call&, CUgraphExec, CUstream);
 void prepare(ev::GraphMemTrim, Call&, CUdevice);
 void prepare(ev::PoolDestroy, Call&, CUmemoryPool);
 void prepare(ev::PoolTrim, Call&, CUmemoryPool, size_t);
+// A context's beginning: what NVML charged this process before it (context_events.cpp).
+void prepare(ev::CtxRetain, Call&, CUcontext*, CUdevice);
+void prepare(ev::CtxCreate, Call&, CUcontext*, unsigned int, CUdevice);
+void prepare(ev::CtxCreate, Call&, CUcontext*, CUexecAffinityParam*, int, unsigned int, CUdevice);
+void prepare(ev::CtxCreate, Call&, CUcontext*, CUctxCreateParams*, unsigned int, CUdevice);
 
 // What each event that `records` tells the ledger, the timeline or the graphs, after the driver answered.
 void record(ev::Create, Call&, CUresult, CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*,
@@ -78,7 +83,15 @@ void record(ev::PoolImport, Call&, CUresult, CUmemoryPool*, void*, CUmemAllocati
 void record(ev::PoolExportPtr, Call&, CUresult, CUmemPoolPtrExportData*, CUdeviceptr);
 void record(ev::PoolImportPtr, Call&, CUresult, CUdeviceptr*, CUmemoryPool, CUmemPoolPtrExportData*);
 void record(ev::CtxRetain, Call&, CUresult, CUcontext*, CUdevice);
+void record(ev::CtxCreate, Call&, CUresult, CUcontext*, unsigned int, CUdevice);
+void record(ev::CtxCreate, Call&, CUresult, CUcontext*, CUexecAffinityParam*, int, unsigned int, CUdevice);
 void record(ev::CtxCreate, Call&, CUresult, CUcontext*, CUctxCreateParams*, unsigned int, CUdevice);
+void record(ev::Limit, Call&, CUresult, CUlimit, size_t);
+void record(ev::Launch, Call&, CUresult, CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+            CUstream, void**, void**);
+void record(ev::Launch, Call&, CUresult, const CUlaunchConfig*, CUfunction, void**, void**);
+void record(ev::Launch, Call&, CUresult, CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+            CUstream, void**);
 void record(ev::CtxReset, Call&, CUresult, CUdevice);
 void record(ev::CtxRelease, Call&, CUresult, CUdevice);
 void record(ev::CtxDestroy, Call&, CUresult, CUcontext);
@@ -103,6 +116,10 @@ PoolBook::Sums look_at_pools(Recorder&, int device);
 // OOM record names it.
 std::uint64_t described_bytes(const CUDA_ARRAY_DESCRIPTOR*, unsigned levels);
 std::uint64_t described_bytes(const CUDA_ARRAY3D_DESCRIPTOR*, unsigned levels);
+
+// The stack reservation a cuCtxSetLimit of `value` would add to the current context's (0 for other limits),
+// as its OOM record names it.
+std::uint64_t stack_growth_bytes(CUlimit limit, std::uint64_t value);
 
 // The name of a CUresult without asking the driver.
 const char* result_name(CUresult);

@@ -16,7 +16,11 @@ void mark_now(Recorder& rec, MarkRequest r) {
     in.time_ns = wall_clock_ns();
     in.torch_allocated = r.torch_allocated;
     in.torch_reserved = r.torch_reserved;
-    in.driver = {m.known, m.device, m.used, m.total, m.process_used, m.graph_used, m.graph_reserved, m.other_processes_bytes};
+    const ContextBook::Reserved reserved = rec.contexts().reserved(rec.several_devices() ? m.device : -1);
+    in.driver = {m.known,          m.device,        m.used,
+                 m.total,          m.process_used,  m.graph_used,
+                 m.graph_reserved, m.other_processes_bytes, reserved.context_bytes,
+                 reserved.local_memory_bytes, reserved.stack_bytes_per_thread};
     in.pool_reserved = pools.reserved;
     in.pool_used = pools.used;
     in.torch_pools = std::move(r.torch_pools);

@@ -28,6 +28,7 @@ void taken_back(Recorder& a, const char* what, const char* api, int device, std:
 history::Oom take_moment(Recorder& a, const char* api, const char* result, std::uint64_t bytes, const ledger::Site& site) {
     // NVML's list too: the memory another process holds is often the whole answer.
     DriverMemory m = driver_memory(nullptr, WithNvml::processes);
+    const ContextBook::Reserved reserved = a.contexts().reserved(a.several_devices() ? m.device : -1);
     // Exported fds the program closed since are learnt first: memory whose last pin was one is free, and
     // memory they no longer pin is unreachable.
     a.ledger().forget_closed_exports([](int fd, const ledger::ExportKey& key) { return fd_still_open(fd, key); });
@@ -44,6 +45,8 @@ history::Oom take_moment(Recorder& a, const char* api, const char* result, std::
                                                .pool_reserved = pools.reserved,
                                                .pool_used = pools.used,
                                                .graph_memory = m.graph_reserved,
+                                               .context = reserved.context_bytes,
+                                               .local_memory = reserved.local_memory_bytes,
                                                .device = a.several_devices() ? m.device : -1,
                                                .processes_listed = m.processes_listed,
                                                .other_processes = std::move(m.other_processes)});
@@ -60,13 +63,26 @@ history::Oom take_moment(Recorder& a, const char* api, const char* result, std::
 
 }  // namespace
 
-bool out_of_memory(Call& call, CUresult r, std::uint64_t bytes) {
+namespace {
+history::Oom refused_call(Call& call, CUresult r, std::uint64_t bytes) {
     Recorder& a = call.recorder();
     const ledger::Site site = call.full_site();
     history::Oom oom = take_moment(a, call.api(), result_name(r), bytes, site);
     oom.site = site;
     oom.owner = a.ledger().owner_name(site.owner);
-    return a.oom_log().refused(std::move(oom), a.options().oom_interval_s);
+    return oom;
+}
+}  // namespace
+
+bool out_of_memory(Call& call, CUresult r, std::uint64_t bytes) {
+    return call.recorder().oom_log().refused(refused_call(call, r, bytes), call.recorder().options().oom_interval_s);
+}
+
+bool launch_out_of_memory(Call& call, CUresult r, std::uint64_t bytes, std::string kernel, std::int64_t local_bytes_per_thread) {
+    history::Oom oom = refused_call(call, r, bytes);
+    oom.kernel = std::move(kernel);
+    oom.kernel_local_bytes_per_thread = local_bytes_per_thread;
+    return call.recorder().oom_log().refused(std::move(oom), call.recorder().options().oom_interval_s);
 }
 
 void allocation_succeeded(Call& call, std::uint64_t bytes) {

@@ -12,6 +12,7 @@
 #include "shim/services/cuda_api.hpp"
 
 #include <cstdint>
+#include <string>
 
 namespace cumemaudit::shim {
 
@@ -21,6 +22,10 @@ class Recorder;
 // is due now), or of a successful allocation while records wait
 // for their retry.
 bool out_of_memory(Call&, CUresult, std::uint64_t requested_bytes);
+// A launch refused for lack of memory (its kernel's stack could not grow): the record names the kernel and
+// its local memory per thread. True: the report is due now.
+bool launch_out_of_memory(Call&, CUresult, std::uint64_t requested_bytes, std::string kernel,
+                          std::int64_t local_bytes_per_thread);
 void allocation_succeeded(Call&, std::uint64_t requested_bytes);
 // cumemaudit_torch_oom(): PyTorch's out-of-memory observer fired (the Python helper registers it). True:
 // the report is due now.

@@ -39,6 +39,7 @@ history::Recording Recorder::snapshot(ledger::Moment moment) {
     oom_.copy_to(r.history);
     pools_.copy_to(r.history);
     enforcer_.copy_to(r.history);
+    contexts_.copy_to(r.history.contexts);
     return r;
 }
 

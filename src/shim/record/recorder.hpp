@@ -7,6 +7,7 @@
 #pragma once
 
 #include "shim/record/array_book.hpp"
+#include "shim/record/context_book.hpp"
 #include "shim/record/enforcer.hpp"
 #include "common/user_frame.hpp"
 #include "shim/record/external_book.hpp"
@@ -77,6 +78,7 @@ public:
     Enforcer& enforcer() { return enforcer_; }
     PoolBook& pools() { return pools_; }
     ArrayBook& arrays() { return arrays_; }
+    ContextBook& contexts() { return contexts_; }
     ExternalBook& externals() { return externals_; }
     TorchPoolStage& torch_pools() { return torch_pools_; }
 
@@ -107,6 +109,7 @@ private:
     Enforcer enforcer_;
     PoolBook pools_;
     ArrayBook arrays_;
+    ContextBook contexts_;
     ExternalBook externals_{hot_.external_buffers};
     TorchPoolStage torch_pools_;
     ReportWriter report_writer_ = nullptr;

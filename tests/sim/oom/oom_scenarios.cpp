@@ -3,6 +3,7 @@
 // the driver's answers, and prints `used=` (cuMemGetInfo at the refusal) and `request=` for the test to
 // compare with the report. Sites the tests look for are marked `// site:NAME`.
 #include "support/driver_checks.hpp"
+#include "support/kernels_ptx.hpp"
 
 #include <cuda.h>
 #include <dlfcn.h>
@@ -157,6 +158,42 @@ int storm(int n) {
     return 0;
 }
 
+// What contexts reserve besides allocations, and a launch refused for want of stack. Run with
+// CUMEMAUDIT_SIM_CONTEXT=256MiB and CUMEMAUDIT_SIM_SMS=4 (8192 threads: 8 MiB of stack per KiB per thread):
+// the primary context, a second one made as a CUDA 12-built caller makes it (cuCtxCreate at version 3020), a
+// stack limit set, a kernel with 32 KiB of local memory launched (the stack grows to it and stays), a mark,
+// then a kernel with 64 KiB refused.
+int launch_stack() {
+    init_primary_context();
+    CUcontext primary;
+    OK(cuCtxGetCurrent(&primary));
+    void* create = nullptr;
+    CUdriverProcAddressQueryResult found{};
+    OK(cuGetProcAddress("cuCtxCreate", &create, 3020, CU_GET_PROC_ADDRESS_DEFAULT, &found));
+    CUcontext second;
+    OK(reinterpret_cast<CUresult (*)(CUcontext*, unsigned, CUdevice)>(create)(&second, 0, 0));  // site:second_context
+    OK(cuCtxSetCurrent(primary));
+    CUdeviceptr buffer;
+    OK(cuMemAlloc(&buffer, 64 * kMiB));  // site:buffer
+    CUmodule module;
+    OK(cuModuleLoadData(&module, cumemaudit::program::kLocalMemoryPtx));
+    CUfunction heavy, huge;
+    OK(cuModuleGetFunction(&heavy, module, "local_heavy"));
+    OK(cuModuleGetFunction(&huge, module, "local_huge"));
+    OK(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 4096));  // site:set_limit
+    int n = 64;
+    void* args[] = {&buffer, &n};
+    OK(cuLaunchKernel(heavy, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr));
+    step(1);
+    std::printf("marked used=%zu\n", used_bytes());
+    CUdeviceptr more;
+    OK(cuMemAlloc(&more, 150 * kMiB));  // site:more
+    const size_t used = used_bytes();
+    CHECK(cuLaunchKernel(huge, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr), CUDA_ERROR_OUT_OF_MEMORY);  // site:refused_launch
+    std::printf("request=%zu used=%zu\n", (65536 - 32768) * size_t{8192}, used);
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -165,6 +202,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(cmd, "alloc-recover")) return alloc_recover();
     if (!std::strcmp(cmd, "graph-loop")) return graph_loop();
     if (!std::strcmp(cmd, "storm") && argc > 2) return storm(std::atoi(argv[2]));
-    std::fprintf(stderr, "usage: oom_scenarios deepep-leak|alloc-recover|graph-loop|storm N\n");
+    if (!std::strcmp(cmd, "launch-stack")) return launch_stack();
+    std::fprintf(stderr, "usage: oom_scenarios deepep-leak|alloc-recover|graph-loop|launch-stack|storm N\n");
     return 2;
 }

@@ -193,7 +193,43 @@ def case_neighbour(tmp):
                    rc=0)
     oom, = only_report(tmp2)["oom"]
     expect(oom["processes_listed"] is False and oom["unattributed_bytes"] == 800 * MiB, f"without NVML: {oom}")
-    expect("unattributed (context, modules, other processes)" in proc.stderr, f"without NVML:\n{proc.stderr}")
+    expect("unattributed (modules, a context not measured, other processes)" in proc.stderr, f"without NVML:\n{proc.stderr}")
+
+
+def case_launch_stack(tmp):
+    """Contexts reserve memory no allocation call names: each its own part (256 MiB here) and its kernel stack
+    (the stack limit × the 8192 threads of the simulated device). The audit measures each context's part at
+    its creation, reads each one's stack limit at the mark, and names both: nothing is unattributed. A launch
+    whose kernel needs 64 KiB of local memory per thread, when the stack cannot grow to it, leaves an OOM
+    record naming the kernel, the bytes it needed and every part."""
+    env = {"CUMEMAUDIT_SIM_CONTEXT": "256MiB", "CUMEMAUDIT_SIM_SMS": "4"}
+    proc = run([PROGRAM, "launch-stack"], tmp, "1GiB", env=env)
+    seen = figures(proc.stdout)
+    report = only_report(tmp)
+    step, = [s for s in report["steps"] if s["step"] == 1]
+    # primary: 256 MiB + its stack raised to 32 KiB per thread (256 MiB); the second: 256 MiB + 1 KiB (8 MiB)
+    expect(seen["used"] == 840 * MiB, f"the simulated driver's used memory at the mark: {seen}")
+    expect((step["driver_used_bytes"], step["context_bytes"], step["local_memory_bytes"], step["stack_bytes_per_thread"],
+            step["unattributed_bytes"]) == (840 * MiB, 512 * MiB, 264 * MiB, 32768, 0), f"step 1: {step}")
+    contexts = sorted(report["contexts"], key=lambda c: not c["primary"])
+    expect([(c["primary"], c["measured"], c["fixed_bytes"], c["stack_bytes_per_thread"], c["local_memory_bytes"])
+            for c in contexts] == [(True, True, 256 * MiB, 32768, 256 * MiB), (False, True, 256 * MiB, 1024, 8 * MiB)],
+           f"contexts: {contexts}")
+    expect(contexts[0]["stack_set_bytes_per_thread"] == 4096, f"the limit set: {contexts[0]}")
+    expect_site(contexts[0]["stack_set_site"], "cuCtxSetLimit", "set_limit")
+    expect_site(contexts[1]["site"], "cuCtxCreate", "second_context")
+    oom, = report["oom"]
+    expect_adds_up(oom, seen["used"])
+    expect((oom["api"], oom["result"], oom["requested_bytes"], oom["kernel"], oom["kernel_local_bytes_per_thread"]) ==
+           ("cuLaunchKernel", "CUDA_ERROR_OUT_OF_MEMORY", seen["request"], "local_huge", 65536), f"the record: {oom}")
+    expect_site(oom["site"], "cuLaunchKernel", "refused_launch")
+    expect([(p["what"], p["bytes"]) for p in oom["parts"]] ==
+           [("context", 512 * MiB), ("local_memory", 264 * MiB), ("live", 214 * MiB)], f"parts: {oom['parts']}")
+    block = proc.stderr
+    expect("kernel local_huge needs 64.0 KiB of local memory per thread" in block, f"the stderr block:\n{block}")
+    expect(re.search(r"264\.0 MiB\s+26\.7%\s+kernel stacks", block), f"the stderr block names the stacks:\n{block}")
+    expect(re.search(r"Kernel stacks of the primary context on device 0: 256\.0 MiB \(32\.0 KiB per thread, raised by a "
+                     r"launch of a kernel with that much local memory\)\n", block), f"the summary names the raised stack:\n{block}")
 
 
 def case_torch_observer(tmp):

@@ -1,0 +1,68 @@
+#include "shim/record/context_book.hpp"
+
+#include "shim/services/context_query.hpp"
+
+#include <algorithm>
+
+namespace cumemaudit::shim {
+
+void ContextBook::made(CUcontext ctx, int device, bool primary, bool measured, std::uint64_t charged_before,
+                       std::uint64_t charged_after, history::Context facts) {
+    facts.device = device;
+    facts.primary = primary;
+    facts.measured = measured && charged_after > charged_before;
+    if (facts.measured) {
+        // The creation's cost holds the stack the context began with; the stack is named on its own.
+        const std::uint64_t stack = stack_limit_of(ctx) * device_threads(device);
+        const std::uint64_t cost = charged_after - charged_before;
+        facts.fixed_bytes = cost > stack ? cost - stack : 0;
+    }
+    std::lock_guard lock(mu_);
+    std::erase_if(live_, [&](const Live& l) { return l.ctx == ctx; });
+    if (live_.size() < history::kContextsKept) live_.push_back({ctx, std::move(facts)});
+}
+
+void ContextBook::ended(CUcontext ctx) {
+    std::lock_guard lock(mu_);
+    std::erase_if(live_, [&](const Live& l) { return l.ctx == ctx; });
+}
+
+void ContextBook::stack_set(CUcontext ctx, std::uint64_t bytes_per_thread, const ledger::Site& site) {
+    std::lock_guard lock(mu_);
+    for (Live& l : live_)
+        if (l.ctx == ctx) {
+            l.facts.stack_set_bytes_per_thread = bytes_per_thread;
+            l.facts.stack_set_site = site;
+        }
+}
+
+// Copied under the lock, asked outside it: the driver's answers take their time.
+std::vector<ContextBook::Live> ContextBook::live_now() const {
+    std::vector<Live> out;
+    {
+        std::lock_guard lock(mu_);
+        out = live_;
+    }
+    for (Live& l : out) {
+        l.facts.stack_bytes_per_thread = stack_limit_of(l.ctx);
+        l.facts.local_memory_bytes = l.facts.stack_bytes_per_thread * device_threads(static_cast<int>(l.facts.device));
+    }
+    return out;
+}
+
+ContextBook::Reserved ContextBook::reserved(int device) const {
+    Reserved r;
+    for (const Live& l : live_now()) {
+        if (device >= 0 && l.facts.device != device) continue;
+        r.context_bytes += l.facts.fixed_bytes;
+        r.local_memory_bytes += l.facts.local_memory_bytes;
+        r.stack_bytes_per_thread = std::max(r.stack_bytes_per_thread, l.facts.stack_bytes_per_thread);
+    }
+    return r;
+}
+
+void ContextBook::copy_to(std::vector<history::Context>& out) const {
+    for (Live& l : live_now()) out.push_back(std::move(l.facts));
+}
+
+}  // namespace cumemaudit::shim

@@ -1,0 +1,45 @@
+// context_book: the contexts the program made, and what each reserves on its device besides allocations —
+// the fixed part its creation cost (what NVML charged this process for it, less the kernel stack it began
+// with) and its kernel stack reservation (its CU_LIMIT_STACK_SIZE × the threads the device holds, which a
+// launch raises to what a kernel's local memory needs and keeps: docs/DRIVER.md, "Contexts, kernel stacks
+// and launches"); and who last set a context's stack limit. Asked at marks and out-of-memory moments only.
+#pragma once
+
+#include "history/types.hpp"
+#include "shim/services/cuda_api.hpp"
+
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+namespace cumemaudit::shim {
+
+class ContextBook {
+public:
+    // A context began (a primary context that was inactive, retained; or one created). `charged_before` and
+    // `charged_after` are NVML's figure for this process around the creation; `measured` false when NVML
+    // could not say after it (the fixed part is then left unattributed).
+    void made(CUcontext ctx, int device, bool primary, bool measured, std::uint64_t charged_before,
+              std::uint64_t charged_after, history::Context made);
+    void ended(CUcontext ctx);
+    void stack_set(CUcontext ctx, std::uint64_t bytes_per_thread, const ledger::Site& site);
+
+    // What `device`'s live contexts reserve now (every device's: -1), asking the driver for their stacks.
+    struct Reserved {
+        std::uint64_t context_bytes = 0, local_memory_bytes = 0, stack_bytes_per_thread = 0;
+    };
+    Reserved reserved(int device) const;
+    // The live contexts with their stacks now, for a report.
+    void copy_to(std::vector<history::Context>& out) const;
+
+private:
+    struct Live {
+        CUcontext ctx;
+        history::Context facts;
+    };
+    std::vector<Live> live_now() const;
+    mutable std::mutex mu_;
+    std::vector<Live> live_;  // a program makes a few; bounded by history::kContextsKept
+};
+
+}  // namespace cumemaudit::shim

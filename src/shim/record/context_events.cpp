@@ -1,0 +1,122 @@
+// The events of contexts: their beginning (the primary context retained while inactive, or one created),
+// what the driver frees at their end, and what they reserve besides allocations — the cost measured around
+// their creation, the kernel stack that cuCtxSetLimit sets, and the launches refused for want of stack.
+#include "shim/record/events.hpp"
+
+#include "shim/record/oom_watch.hpp"
+#include "shim/record/recorder.hpp"
+#include "shim/services/context_query.hpp"
+#include "shim/services/driver_query.hpp"
+#include "shim/services/nvml_query.hpp"
+#include "shim/services/wall_clock.hpp"
+
+namespace cumemaudit::shim {
+namespace {
+
+// Before the driver: whether the context begins here, and what NVML charged this process on the device.
+struct Before {
+    bool begins = false;
+    std::uint64_t charged = 0;
+};
+thread_local Before t_before;
+
+void look_before(CUdevice dev, bool begins) {
+    t_before.begins = begins;
+    t_before.charged = begins ? nvml_processes(dev, false).self : 0;
+}
+
+// After it: the context began; its cost is what NVML charges this process more now.
+void began(Call& call, CUcontext ctx, CUdevice dev, bool primary) {
+    Recorder& rec = call.recorder();
+    rec.device_seen(dev);
+    if (!t_before.begins || ctx == nullptr) return;
+    const DeviceProcesses after = nvml_processes(dev, false);
+    history::Context facts;
+    facts.step = rec.timeline().last_step();
+    facts.time_ns = wall_clock_ns();
+    facts.site = call.site();
+    rec.contexts().made(ctx, dev, primary, after.listed, t_before.charged, after.self, std::move(facts));
+}
+
+// The driver freed what the ended context owned: the ledger forgets what the driver no longer knows, and
+// the timeline keeps it as one event (never as held at exit).
+// An array is never put to the driver: its handle may name a freed object (array_book.hpp).
+void context_ended(Call& call, int device, CUcontext ctx) {
+    call.recorder().contexts().ended(ctx);
+    ArrayBook& arrays = call.recorder().arrays();
+    std::vector<ledger::LeakRow> freed = call.recorder().ledger().forget_freed_by_driver([&](std::uint64_t ptr, ledger::Kind kind) {
+        return kind == ledger::Kind::array ? !arrays.ended_with(ptr, ctx) : driver_knows_pointer(ptr);
+    });
+    if (!freed.empty()) call.recorder().timeline().context_ended(call.site(), device, std::move(freed));
+}
+
+// A launch the driver refused for lack of memory: the kernel, and the stack it needed beyond the limit.
+void launch_refused(Call& call, CUresult r, CUfunction f) {
+    if (r != CUDA_ERROR_OUT_OF_MEMORY) return;
+    KernelFacts k = kernel_facts(f);
+    const std::uint64_t limit = stack_limit_of(current_context());
+    const std::uint64_t needs = k.local_bytes_per_thread > 0 ? static_cast<std::uint64_t>(k.local_bytes_per_thread) : 0;
+    const std::uint64_t bytes = needs > limit ? (needs - limit) * device_threads(current_device()) : 0;
+    if (launch_out_of_memory(call, r, bytes, std::move(k.name), k.local_bytes_per_thread)) call.recorder().report_due();
+}
+
+}  // namespace
+
+std::uint64_t stack_growth_bytes(CUlimit limit, std::uint64_t value) {
+    if (limit != CU_LIMIT_STACK_SIZE) return 0;  // the heap and the FIFO are reserved at a later launch
+    const std::uint64_t now = stack_limit_of(current_context());
+    return value > now ? (value - now) * device_threads(current_device()) : 0;
+}
+
+void prepare(ev::CtxRetain, Call&, CUcontext*, CUdevice dev) { look_before(dev, !primary_context_active(dev)); }
+void record(ev::CtxRetain, Call& call, CUresult r, CUcontext* ctx, CUdevice dev) {
+    if (r != CUDA_SUCCESS || ctx == nullptr) return;
+    call.recorder().arrays().primary_context(dev, *ctx);
+    began(call, *ctx, dev, true);
+}
+
+void prepare(ev::CtxCreate, Call&, CUcontext*, unsigned int, CUdevice dev) { look_before(dev, true); }
+void prepare(ev::CtxCreate, Call&, CUcontext*, CUexecAffinityParam*, int, unsigned int, CUdevice dev) { look_before(dev, true); }
+void prepare(ev::CtxCreate, Call&, CUcontext*, CUctxCreateParams*, unsigned int, CUdevice dev) { look_before(dev, true); }
+void record(ev::CtxCreate, Call& call, CUresult r, CUcontext* ctx, unsigned int, CUdevice dev) {
+    if (r == CUDA_SUCCESS && ctx != nullptr) began(call, *ctx, dev, false);
+}
+void record(ev::CtxCreate, Call& call, CUresult r, CUcontext* ctx, CUexecAffinityParam*, int, unsigned int, CUdevice dev) {
+    if (r == CUDA_SUCCESS && ctx != nullptr) began(call, *ctx, dev, false);
+}
+void record(ev::CtxCreate, Call& call, CUresult r, CUcontext* ctx, CUctxCreateParams*, unsigned int, CUdevice dev) {
+    if (r == CUDA_SUCCESS && ctx != nullptr) began(call, *ctx, dev, false);
+}
+
+void record(ev::CtxReset, Call& call, CUresult r, CUdevice dev) {
+    if (r == CUDA_SUCCESS) context_ended(call, dev, call.recorder().arrays().primary_of(dev));
+}
+
+void record(ev::CtxRelease, Call& call, CUresult r, CUdevice dev) {
+    // Only the last release resets the context; the driver says whether this was it.
+    if (r == CUDA_SUCCESS && !primary_context_active(dev)) context_ended(call, dev, call.recorder().arrays().primary_of(dev));
+}
+
+void record(ev::CtxDestroy, Call& call, CUresult r, CUcontext ctx) {
+    if (r == CUDA_SUCCESS) context_ended(call, -1, ctx);
+}
+
+void record(ev::Limit, Call& call, CUresult r, CUlimit limit, size_t) {
+    if (r != CUDA_SUCCESS || limit != CU_LIMIT_STACK_SIZE) return;
+    const CUcontext ctx = current_context();
+    call.recorder().contexts().stack_set(ctx, stack_limit_of(ctx), call.site());  // the driver rounds the value
+}
+
+void record(ev::Launch, Call& call, CUresult r, CUfunction f, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+            unsigned, CUstream, void**, void**) {
+    launch_refused(call, r, f);
+}
+void record(ev::Launch, Call& call, CUresult r, const CUlaunchConfig*, CUfunction f, void**, void**) {
+    launch_refused(call, r, f);
+}
+void record(ev::Launch, Call& call, CUresult r, CUfunction f, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+            unsigned, CUstream, void**) {
+    launch_refused(call, r, f);
+}
+
+}  // namespace cumemaudit::shim
