@@ -14,6 +14,8 @@ constexpr std::size_t kStackStep = 16;  // measured: a stack limit of 1000 reads
 }
 
 CUresult SimState::Impl::begin_context(CUcontext ctx) {
+    // A primary context used after its reset without a retain (a limit set, a launch) may hold stack already.
+    end_context(ctx);
     const std::uint64_t bytes = config.context_bytes + stack_bytes(kDefaultLimits[CU_LIMIT_STACK_SIZE]);
     // Before it refuses, the driver takes back the pools' idle memory, as for any device memory it needs.
     if (bytes != 0 && (!room_for(ctx->device, bytes) || !node->charge_classic(ctx->device, bytes)))

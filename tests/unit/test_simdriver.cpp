@@ -1112,9 +1112,11 @@ TEST_CASE("child: reservations", "[.]") {
     CHECK(memory.used == 0);
     const char* name = nullptr;
     CHECK(cuFuncGetName(&name, k.heavy) == CUDA_ERROR_INVALID_HANDLE);  // its module went with it
+    REQUIRE(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 2048) == CUDA_SUCCESS);  // still current, used before a retain
+    CHECK(free_bytes() == GiB - kStackMiB * MiB);
     REQUIRE(cuDevicePrimaryCtxRetain(&primary, 0) == CUDA_SUCCESS);
     CHECK(stack_limit() == 1024);
-    CHECK(free_bytes() == GiB - 108 * MiB);
+    CHECK(free_bytes() == GiB - 108 * MiB);  // what it held since the reset is in the new reservation
     // The last release does the same.
     for (int i = 0; i < 3; ++i) REQUIRE(cuDevicePrimaryCtxRelease(0) == CUDA_SUCCESS);
     REQUIRE(memory_info(dev, &memory) == 0);
