@@ -1,6 +1,7 @@
 // cuda_decls: cuda.h plus the declarations it hides. Both the simulated driver and the shim define every
 // variant of cuda_catalog.inc they serve, but cuda.h #defines the v1 cuGetProcAddress, cuIpcOpenMemHandle
-// and cuDeviceGetUuid to their successors and declares the _ptsz twins only in per-thread builds. They are
+// and cuDeviceGetUuid to their successors, declares only the latest cuCtxCreate, and declares the _ptsz twins
+// only in per-thread builds. They are
 // declared here from cudaTypedefs.h's PFN typedefs, so a definition with the wrong signature fails to
 // compile.
 #pragma once
@@ -30,4 +31,9 @@ std::remove_pointer_t<PFN_cuGraphInstantiateWithParams_v12000_ptsz> cuGraphInsta
 std::remove_pointer_t<PFN_cuStreamBeginCaptureToGraph_v12030_ptsz> cuStreamBeginCaptureToGraph_ptsz;
 std::remove_pointer_t<PFN_cuGraphUpload_v11010_ptsz> cuGraphUpload_ptsz;
 std::remove_pointer_t<PFN_cuGraphLaunch_v10000_ptsz> cuGraphLaunch_ptsz;
+std::remove_pointer_t<PFN_cuCtxCreate_v3020> cuCtxCreate_v2;
+std::remove_pointer_t<PFN_cuCtxCreate_v11040> cuCtxCreate_v3;
+std::remove_pointer_t<PFN_cuLaunchKernel_v7000_ptsz> cuLaunchKernel_ptsz;
+std::remove_pointer_t<PFN_cuLaunchKernelEx_v11060_ptsz> cuLaunchKernelEx_ptsz;
+std::remove_pointer_t<PFN_cuLaunchCooperativeKernel_v9000_ptsz> cuLaunchCooperativeKernel_ptsz;
 }

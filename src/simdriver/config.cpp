@@ -64,16 +64,33 @@ std::optional<std::uint64_t> parse_size(std::string_view text) {
     return static_cast<std::uint64_t>(std::floor(value));
 }
 
-ConfigResult read_config(const char* memory, const char* devices, const char* graph_exec) {
+namespace {
+// A size that may be "0" (nothing reserved): false, with the error line set, when malformed.
+bool read_reservation(const char* text, const char* variable, std::uint64_t& into, std::string& error) {
+    if (text == nullptr || std::string_view(text) == "0") return true;
+    if (auto v = parse_size(text)) {
+        into = *v;
+        return true;
+    }
+    error = std::string("cumemaudit-sim: ") + variable + "='" + text + "' is not a size (expected e.g. 2MiB, 0 or a byte count)";
+    return false;
+}
+}  // namespace
+
+ConfigResult read_config(const char* memory, const char* devices, const char* graph_exec, const char* context,
+                         const char* sms) {
     ConfigResult out;
-    if (graph_exec != nullptr && std::string_view(graph_exec) != "0") {
-        if (auto v = parse_size(graph_exec)) {
-            out.config.graph_exec_bytes = *v;
-        } else {
-            out.error = std::string("cumemaudit-sim: CUMEMAUDIT_SIM_GRAPH_EXEC='") + graph_exec +
-                        "' is not a size (expected e.g. 2MiB, 0 or a byte count)";
+    if (!read_reservation(graph_exec, "CUMEMAUDIT_SIM_GRAPH_EXEC", out.config.graph_exec_bytes, out.error)) return out;
+    if (!read_reservation(context, "CUMEMAUDIT_SIM_CONTEXT", out.config.context_bytes, out.error)) return out;
+    if (sms != nullptr) {
+        char* end = nullptr;
+        const long n = std::strtol(sms, &end, 10);
+        if (end == sms || *end != '\0' || n < 0 || n > kMaxSms) {
+            out.error = std::string("cumemaudit-sim: CUMEMAUDIT_SIM_SMS='") + sms +
+                        "' is not a multiprocessor count (expected an integer from 0 to " + std::to_string(kMaxSms) + ")";
             return out;
         }
+        out.config.sms = static_cast<int>(n);
     }
     if (memory != nullptr) {
         if (auto v = parse_size(memory)) {

@@ -1,4 +1,5 @@
-// config: the simulated node's shape, read from CUMEMAUDIT_SIM_MEMORY and CUMEMAUDIT_SIM_DEVICES.
+// config: the simulated node's shape, read from CUMEMAUDIT_SIM_MEMORY and CUMEMAUDIT_SIM_DEVICES, and what a
+// process's driver reserves on its own (CUMEMAUDIT_SIM_GRAPH_EXEC, CUMEMAUDIT_SIM_CONTEXT, CUMEMAUDIT_SIM_SMS).
 // Parsing is pure (no I/O) so it can be tested alone; cuInit prints the one error line it produces.
 #pragma once
 
@@ -18,7 +19,16 @@ struct Config {
     // launch descriptors in the real driver). 0 by default, so figures of other tests stay exact; set it to
     // make cuGraphInstantiate cost memory and fail with CUDA_ERROR_OUT_OF_MEMORY when the device is full.
     std::uint64_t graph_exec_bytes = 0;
+    // What a context reserves on its device while it lives (docs/DRIVER.md, "Contexts, kernel stacks and
+    // launches"): a fixed part, and the kernel stack of every thread the device can hold (CU_LIMIT_STACK_SIZE
+    // x sms x kThreadsPerSm). Both 0 by default, so a context costs nothing and other tests' figures stay
+    // exact; docs/SIMULATED_DRIVER.md gives an H200's settings.
+    std::uint64_t context_bytes = 0;
+    int sms = 0;
 };
+
+inline constexpr int kThreadsPerSm = 2048;  // CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR of an H200
+inline constexpr int kH200Sms = 132;        // what the devices report when CUMEMAUDIT_SIM_SMS leaves the stack out
 
 // A byte count: plain digits ("1073741824"), or a number (fraction allowed) followed by a unit:
 // binary KiB/MiB/GiB/TiB (also K/M/G/T), decimal KB/MB/GB/TB, B. Units are case-insensitive.
@@ -31,7 +41,10 @@ struct ConfigResult {
 };
 
 // Reads the environment (null means unset, i.e. the default): CUMEMAUDIT_SIM_MEMORY, CUMEMAUDIT_SIM_DEVICES,
-// CUMEMAUDIT_SIM_GRAPH_EXEC (a size, as for the memory; "0" allowed).
-ConfigResult read_config(const char* memory, const char* devices, const char* graph_exec = nullptr);
+// CUMEMAUDIT_SIM_GRAPH_EXEC and CUMEMAUDIT_SIM_CONTEXT (sizes, as for the memory; "0" allowed),
+// CUMEMAUDIT_SIM_SMS (an integer from 0 to kMaxSms).
+inline constexpr int kMaxSms = 1024;
+ConfigResult read_config(const char* memory, const char* devices, const char* graph_exec = nullptr,
+                         const char* context = nullptr, const char* sms = nullptr);
 
 }  // namespace cumemaudit::sim

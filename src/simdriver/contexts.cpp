@@ -1,18 +1,68 @@
 // Contexts: primary contexts (retained, released, reset), contexts of a program's own (cuCtxCreate,
-// cuCtxDestroy), and what the driver says of a pointer. A context's end frees what it owns (tear_down);
-// the answers follow the H200's (docs/DRIVER.md, "Context teardown").
+// cuCtxDestroy), their limits, and what the driver says of a pointer. A context reserves device memory while
+// it lives (a fixed part and the kernel stack) and its end frees what it owns (tear_down); the answers follow
+// the H200's (docs/DRIVER.md, "Context teardown" and "Contexts, kernel stacks and launches").
 #include "state.hpp"
 #include "state_impl.hpp"
 
+#include <limits>
+
 namespace cumemaudit::sim {
 
+namespace {
+constexpr std::size_t kStackStep = 16;  // measured: a stack limit of 1000 reads back as 1008
+}
+
+CUresult SimState::Impl::begin_context(CUcontext ctx) {
+    // A primary context used after its reset without a retain (a limit set, a launch) may hold stack already.
+    end_context(ctx);
+    const std::uint64_t bytes = config.context_bytes + stack_bytes(kDefaultLimits[CU_LIMIT_STACK_SIZE]);
+    // Before it refuses, the driver takes back the pools' idle memory, as for any device memory it needs.
+    if (bytes != 0 && (!room_for(ctx->device, bytes) || !node->charge_classic(ctx->device, bytes)))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    ctx->reserved = bytes;
+    ctx->limits = kDefaultLimits;
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::Impl::set_stack(CUcontext ctx, std::size_t limit) {
+    if (limit > std::numeric_limits<std::size_t>::max() - kStackStep) return CUDA_ERROR_OUT_OF_MEMORY;
+    limit = round_up(limit, kStackStep);
+    // Beyond what any device holds, checked before the product can overflow.
+    if (config.sms != 0 && limit > config.memory_per_device / (static_cast<std::uint64_t>(config.sms) * kThreadsPerSm))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    const std::uint64_t now = stack_bytes(ctx->limits[CU_LIMIT_STACK_SIZE]), want = stack_bytes(limit);
+    if (want > now) {
+        if (!room_for(ctx->device, want - now) || !node->charge_classic(ctx->device, want - now)) return CUDA_ERROR_OUT_OF_MEMORY;
+        ctx->reserved += want - now;
+    } else {
+        node->uncharge_classic(ctx->device, now - want);
+        ctx->reserved -= now - want;
+    }
+    ctx->limits[CU_LIMIT_STACK_SIZE] = limit;
+    return CUDA_SUCCESS;
+}
+
+void SimState::Impl::end_context(CUcontext ctx) {
+    node->uncharge_classic(ctx->device, ctx->reserved);
+    ctx->reserved = 0;
+    ctx->limits = kDefaultLimits;
+}
+
+// A primary context begins at its first retain, or its first after a reset or last release: it reserves then.
 CUresult SimState::primary_ctx_retain(CUcontext* ctx, CUdevice dev) {
     std::lock_guard lock(impl_->mu);
     Impl& s = *impl_;
     if (CUresult r = s.check_device(dev); r != CUDA_SUCCESS) return r;
-    ++s.ctx_retains[static_cast<std::size_t>(dev)];
-    s.primary_active[static_cast<std::size_t>(dev)] = true;
-    *ctx = s.contexts[static_cast<std::size_t>(dev)].get();
+    const auto d = static_cast<std::size_t>(dev);
+    if (!s.primary_active[d]) {
+        SimNode::Lock node(*s.node);
+        s.reap_all();
+        if (CUresult r = s.begin_context(s.contexts[d].get()); r != CUDA_SUCCESS) return r;
+    }
+    ++s.ctx_retains[d];
+    s.primary_active[d] = true;
+    *ctx = s.contexts[d].get();
     return CUDA_SUCCESS;
 }
 
@@ -25,6 +75,7 @@ CUresult SimState::primary_ctx_release(CUdevice dev) {
     if (--s.ctx_retains[d] == 0) {  // the last release resets the context (the H200 frees its memory)
         SimNode::Lock node(*s.node);
         s.tear_down(s.contexts[d].get());
+        s.end_context(s.contexts[d].get());
         s.primary_active[d] = false;
     }
     return CUDA_SUCCESS;
@@ -38,6 +89,7 @@ CUresult SimState::primary_ctx_reset(CUdevice dev) {
     const auto d = static_cast<std::size_t>(dev);
     SimNode::Lock node(*s.node);
     s.tear_down(s.contexts[d].get());
+    s.end_context(s.contexts[d].get());
     s.primary_active[d] = false;
     return CUDA_SUCCESS;
 }
@@ -55,7 +107,13 @@ CUresult SimState::ctx_create(CUcontext* out, CUdevice dev) {
     std::lock_guard lock(impl_->mu);
     Impl& s = *impl_;
     if (CUresult r = s.check_device(dev); r != CUDA_SUCCESS) return r;
-    s.own_contexts.push_back(std::make_unique<CUctx_st>(CUctx_st{dev, false}));
+    auto made = std::make_unique<CUctx_st>(CUctx_st{dev, false});
+    {
+        SimNode::Lock node(*s.node);
+        s.reap_all();
+        if (CUresult r = s.begin_context(made.get()); r != CUDA_SUCCESS) return r;
+    }
+    s.own_contexts.push_back(std::move(made));
     if (tls_current != nullptr) tls_below.push_back(tls_current);
     tls_current = s.own_contexts.back().get();
     *out = tls_current;
@@ -71,6 +129,7 @@ CUresult SimState::ctx_destroy(CUcontext ctx) {
     {
         SimNode::Lock node(*s.node);
         s.tear_down(ctx);
+        s.end_context(ctx);
     }
     std::erase(tls_below, ctx);
     if (tls_current == ctx) {
@@ -79,6 +138,49 @@ CUresult SimState::ctx_destroy(CUcontext ctx) {
     }
     s.own_contexts.erase(it);
     return CUDA_SUCCESS;
+}
+
+// The current context's limits. The stack's reservation moves at once; the printf FIFO and malloc heap are
+// only remembered (what they reserve is not modelled). cuda.h: the device runtime's sync depth is for devices
+// below compute capability 9.0, and the CIG limits are only read on a context that is not CIG.
+CUresult SimState::ctx_get_limit(std::size_t* value, CUlimit limit) const {
+    std::lock_guard lock(impl_->mu);
+    int dev = 0;
+    if (CUresult r = impl_->current_device(&dev); r != CUDA_SUCCESS) return r;
+    if (static_cast<int>(limit) < 0 || static_cast<int>(limit) >= CU_LIMIT_MAX) return CUDA_ERROR_INVALID_VALUE;
+    if (limit == CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH) return CUDA_ERROR_UNSUPPORTED_LIMIT;
+    *value = tls_current->limits[limit];
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::ctx_set_limit(CUlimit limit, std::size_t value) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    int dev = 0;
+    if (CUresult r = s.current_device(&dev); r != CUDA_SUCCESS) return r;
+    switch (limit) {
+        case CU_LIMIT_STACK_SIZE: {
+            SimNode::Lock node(*s.node);
+            s.reap_all();
+            return s.set_stack(tls_current, value);
+        }
+        case CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH:
+        case CU_LIMIT_SHMEM_SIZE:
+        case CU_LIMIT_CIG_ENABLED:
+            return CUDA_ERROR_UNSUPPORTED_LIMIT;
+        case CU_LIMIT_MAX_L2_FETCH_GRANULARITY:  // a hint from 0 to 128 bytes, clamped
+            tls_current->limits[limit] = std::min<std::size_t>(value, 128);
+            return CUDA_SUCCESS;
+        case CU_LIMIT_PRINTF_FIFO_SIZE:
+        case CU_LIMIT_MALLOC_HEAP_SIZE:
+        case CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT:
+        case CU_LIMIT_PERSISTING_L2_CACHE_SIZE:
+        case CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED:
+            tls_current->limits[limit] = value;
+            return CUDA_SUCCESS;
+        default:
+            return CUDA_ERROR_INVALID_VALUE;
+    }
 }
 
 CUresult SimState::pointer_attribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {

@@ -1,6 +1,7 @@
 // Entry points for initialisation, devices and contexts. The simulated devices look like H200s
 // (compute capability 9.0) that support VMM with POSIX-fd and fabric handles.
 #include "entry_guard.hpp"
+#include "config.hpp"
 #include "state.hpp"
 
 #include <cstdio>
@@ -19,6 +20,8 @@ CUresult check_device(CUdevice dev) {
 
 // Values a program may ask about before allocating; anything else of the enum reads 0.
 int attribute_value(CUdevice_attribute a, CUdevice dev) {
+    // A caller sizing the kernel stack (limit x multiprocessors x threads each) gets what the driver reserves.
+    if (a == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT) return SimState::get().multiprocessors();
     switch (a) {
         case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
         case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED:
@@ -38,9 +41,8 @@ int attribute_value(CUdevice_attribute a, CUdevice dev) {
             return CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR | CU_MEM_HANDLE_TYPE_FABRIC;
         case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: return 9;
         case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: return 0;
-        case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: return 132;
         case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: return 1024;
-        case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: return 2048;
+        case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: return cumemaudit::sim::kThreadsPerSm;
         case CU_DEVICE_ATTRIBUTE_WARP_SIZE: return 32;
         case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: return 48 * 1024;
         case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: return 227 * 1024;
@@ -160,12 +162,31 @@ CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* acti
 }
 
 // Flags (scheduling, map-host) change nothing the simulated driver models; execution-affinity and CIG
-// parameters are not modelled. (cuda.h 13 declares only this variant.)
+// parameters are not modelled. (cuda.h 13 declares only this variant; v2 and v3 are what callers built against
+// older headers get from cuGetProcAddress at 3020 and 11040, and they make the same context.)
 CUresult cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* params, unsigned int, CUdevice dev) {
     return guarded([&] {
         if (params != nullptr && (params->execAffinityParams != nullptr || params->cigParams != nullptr)) return CUDA_ERROR_NOT_SUPPORTED;
         return pctx == nullptr ? CUDA_ERROR_INVALID_VALUE : SimState::get().ctx_create(pctx, dev);
     });
+}
+
+CUresult cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice dev) { return cuCtxCreate_v4(pctx, nullptr, flags, dev); }
+
+CUresult cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* paramsArray, int numParams, unsigned int flags, CUdevice dev) {
+    return guarded([&] {
+        if (numParams < 0 || (numParams > 0 && paramsArray == nullptr)) return CUDA_ERROR_INVALID_VALUE;
+        if (numParams > 0) return CUDA_ERROR_NOT_SUPPORTED;  // execution affinity, as for v4
+        return cuCtxCreate_v4(pctx, nullptr, flags, dev);
+    });
+}
+
+CUresult cuCtxGetLimit(size_t* pvalue, CUlimit limit) {
+    return guarded([&] { return pvalue == nullptr ? CUDA_ERROR_INVALID_VALUE : SimState::get().ctx_get_limit(pvalue, limit); });
+}
+
+CUresult cuCtxSetLimit(CUlimit limit, size_t value) {
+    return guarded([&] { return SimState::get().ctx_set_limit(limit, value); });
 }
 
 CUresult cuCtxDestroy_v2(CUcontext ctx) {

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes the simulated libcuda.so.1's version script from cuda_catalog.inc: every exported symbol and
-per-thread twin of the catalog, plus cumemaudit_sim_driver_version and cumemaudit_sim_processes (the simulated NVML's source); everything else stays local. Generated
+per-thread twin of the catalog, plus cumemaudit_sim_driver_version, cumemaudit_sim_processes and
+cumemaudit_sim_memory (the simulated NVML's sources); everything else stays local. Generated
 so the export list cannot drift from the table the driver implements."""
 import re
 import sys
@@ -18,6 +19,6 @@ if not names:
     sys.exit('gen_version_script: no CU_ENTRY rows in ' + src)
 with open(out, 'w', encoding='utf-8') as f:
     f.write('/* generated from cuda_catalog.inc by gen_version_script.py */\n{\n  global:\n')
-    for n in names + ['cumemaudit_sim_driver_version', 'cumemaudit_sim_processes']:
+    for n in names + ['cumemaudit_sim_driver_version', 'cumemaudit_sim_processes', 'cumemaudit_sim_memory']:
         f.write('    %s;\n' % n)
     f.write('  local:\n    *;\n};\n')

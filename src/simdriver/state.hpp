@@ -30,16 +30,26 @@ public:
     bool initialized() const;
     int device_count() const;
     std::uint64_t capacity() const;  // bytes per device
+    // Multiprocessors per device: CUMEMAUDIT_SIM_SMS, or an H200's 132 when that is 0 (no stack modelled).
+    int multiprocessors() const;
+    // A device's capacity and the bytes used on it, node-wide (the simulated NVML's memory figures); false
+    // before cuInit or for a device that is not there.
+    bool device_memory(int device, std::uint64_t* total, std::uint64_t* used);
 
     // --- contexts (the current context is per thread) ---
-    // A context's end (its destruction, a primary context's reset or last release) frees its classic
-    // allocations, host and managed memory, IPC opens and registrations (docs/DRIVER.md).
+    // A context reserves device memory from its beginning (a primary context's first retain after none or a
+    // reset, cuCtxCreate; CUDA_ERROR_OUT_OF_MEMORY and no context when it does not fit) to its end (its
+    // destruction, a primary context's reset or last release), which also frees its classic allocations, host
+    // and managed memory, IPC opens, registrations and modules (docs/DRIVER.md).
     CUresult primary_ctx_retain(CUcontext* ctx, CUdevice dev);
     CUresult primary_ctx_release(CUdevice dev);
     CUresult primary_ctx_reset(CUdevice dev);
     CUresult primary_ctx_state(CUdevice dev, unsigned* flags, int* active);
     CUresult ctx_create(CUcontext* out, CUdevice dev);  // made current, on top of the thread's stack
     CUresult ctx_destroy(CUcontext ctx);
+    // The current context's limits; setting the stack moves its reservation at once.
+    CUresult ctx_get_limit(std::size_t* value, CUlimit limit) const;
+    CUresult ctx_set_limit(CUlimit limit, std::size_t value);
     // cuPointerGetAttribute for the attributes modelled (context, device ordinal, memory type, range).
     CUresult pointer_attribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr);
     CUcontext current_context() const;
@@ -137,6 +147,16 @@ public:
     CUresult graph_launch(CUgraphExec e, CUstream s);  // cuGraphLaunch and cuGraphUpload
     CUresult graph_mem_trim(CUdevice dev);
     CUresult graph_mem_attribute(CUdevice dev, CUgraphMem_attribute attr, cuuint64_t* value);
+
+    // --- modules and launches (kernels.cpp; docs/DRIVER.md, "Contexts, kernel stacks and launches"): PTX
+    // read for its kernels and their local memory, loaded into the current context; nothing executes ---
+    CUresult module_load(CUmodule* out, const char* image);
+    CUresult module_unload(CUmodule m);
+    CUresult module_function(CUfunction* out, CUmodule m, const char* name);
+    CUresult function_attribute(int* out, CUfunction_attribute attr, CUfunction f);
+    CUresult function_name(const char** out, CUfunction f);
+    // A launch in the current context: a kernel needing more local memory than the stack limit raises it.
+    CUresult launch(CUfunction f, CUstream s, const unsigned grid[3], const unsigned block[3]);
 
     // --- external memory (docs/DRIVER.md, "External memory"): an opaque fd of a VMM export on the node ---
     CUresult external_import(CUexternalMemory* out, const CUDA_EXTERNAL_MEMORY_HANDLE_DESC& desc);

@@ -73,7 +73,8 @@ CUresult SimState::init() {
     Impl& s = *impl_;
     if (s.initialized) return CUDA_SUCCESS;
     const ConfigResult cfg = read_config(std::getenv("CUMEMAUDIT_SIM_MEMORY"), std::getenv("CUMEMAUDIT_SIM_DEVICES"),
-                                             std::getenv("CUMEMAUDIT_SIM_GRAPH_EXEC"));
+                                         std::getenv("CUMEMAUDIT_SIM_GRAPH_EXEC"), std::getenv("CUMEMAUDIT_SIM_CONTEXT"),
+                                         std::getenv("CUMEMAUDIT_SIM_SMS"));
     if (!cfg.error.empty()) {
         if (!s.config_reported) std::fprintf(stderr, "%s\n", cfg.error.c_str());
         s.config_reported = true;
@@ -88,6 +89,8 @@ CUresult SimState::init() {
     }
     s.config = s.node->config();  // a node's first process set its shape
     s.config.graph_exec_bytes = cfg.config.graph_exec_bytes;  // each process's own: its graphs are its own
+    s.config.context_bytes = cfg.config.context_bytes;        // and so are its contexts' reservations
+    s.config.sms = cfg.config.sms;  // read by each process too: a node's segment keeps only capacity and count
     const auto n = static_cast<std::size_t>(s.config.devices);
     for (std::size_t d = 0; d < n; ++d) s.contexts.push_back(std::make_unique<CUctx_st>(CUctx_st{static_cast<int>(d), true}));
     s.ctx_retains.assign(n, 0);
@@ -127,6 +130,22 @@ int SimState::device_count() const {
 std::uint64_t SimState::capacity() const {
     std::lock_guard lock(impl_->mu);
     return impl_->config.memory_per_device;
+}
+
+int SimState::multiprocessors() const {
+    std::lock_guard lock(impl_->mu);
+    return impl_->config.sms != 0 ? impl_->config.sms : kH200Sms;
+}
+
+bool SimState::device_memory(int device, std::uint64_t* total, std::uint64_t* used) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.node || device < 0 || device >= s.config.devices) return false;
+    SimNode::Lock node(*s.node);
+    s.reap_all();
+    *total = s.config.memory_per_device;
+    *used = s.node->used(device);
+    return true;
 }
 
 CUcontext SimState::current_context() const { return tls_current; }

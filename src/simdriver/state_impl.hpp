@@ -1,6 +1,6 @@
 // state_impl: the simulated driver's state itself, shared by the files that implement SimState (state_core.cpp,
-// state_vmm.cpp, state_multicast.cpp, contexts.cpp, shared_classic.cpp). Private to the driver; every member is
-// used with `mu` held.
+// state_vmm.cpp, state_multicast.cpp, contexts.cpp, kernels.cpp, shared_classic.cpp). Private to the driver; every
+// member is used with `mu` held.
 #pragma once
 
 #include "state.hpp"
@@ -12,19 +12,48 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <random>
+#include <string>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 // The opaque handle types of cuda.h are ours to define in the driver.
+
+// A context's limits (cuCtxGetLimit) as a new one has them: the H200's stack, printf FIFO and malloc heap
+// (measured), the pending launch count cuda.h documents, 0 for the rest.
+inline constexpr std::array<std::size_t, CU_LIMIT_MAX> kDefaultLimits = [] {
+    std::array<std::size_t, CU_LIMIT_MAX> l{};
+    l[CU_LIMIT_STACK_SIZE] = 1024;
+    l[CU_LIMIT_PRINTF_FIFO_SIZE] = 8650752;
+    l[CU_LIMIT_MALLOC_HEAP_SIZE] = 8388608;
+    l[CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT] = 2048;
+    return l;
+}();
+
 struct CUctx_st {
     int device;
     bool primary;  // a device's primary context, which lives as long as the driver; else cuCtxCreate's
+    // Device memory it holds while it lives, charged as a classic allocation of its process (NVML charges a
+    // process its contexts): Config::context_bytes and the kernel stack at its current limit.
+    std::uint64_t reserved = 0;
+    std::array<std::size_t, CU_LIMIT_MAX> limits = kDefaultLimits;
+};
+// A module loaded from PTX (nothing is compiled): its kernels, each with the local memory one of its threads
+// needs, which a launch may raise the context's stack to.
+struct CUfunc_st {
+    CUmod_st* module;
+    std::string name;
+    std::uint64_t local_bytes = 0;
+};
+struct CUmod_st {
+    CUcontext ctx;  // the context it was loaded into, which unloads it at its end
+    std::vector<std::unique_ptr<CUfunc_st>> functions;
 };
 struct CUstream_st {
     CUcontext ctx;
@@ -200,6 +229,9 @@ struct SimState::Impl {
     std::unordered_set<CUstream> streams;
     std::unordered_set<CUgraph> graphs;
     std::unordered_set<CUgraphExec> execs;
+
+    std::map<CUmodule, std::unique_ptr<CUmod_st>> modules;  // loaded, until unloaded or their context ends
+    std::unordered_set<CUfunction> functions;               // the kernels of those modules
 
     // ---- helpers; all called with mu held, and the node's lock when they touch the node ----
     CUmemGenericAllocationHandle take_handle_value() {
@@ -396,10 +428,23 @@ struct SimState::Impl {
             if (e->device == dev) e->committed = false;
     }
 
+    // The kernel stack a context reserves at a per-thread limit: one for every thread the device can hold.
+    std::uint64_t stack_bytes(std::size_t limit) const {
+        return static_cast<std::uint64_t>(limit) * static_cast<std::uint64_t>(config.sms) * kThreadsPerSm;
+    }
+
+    // A context's reservation (contexts.cpp): taken as it begins (a primary context's first retain, cuCtxCreate)
+    // or CUDA_ERROR_OUT_OF_MEMORY; its stack limit moved (rounded up to 16) with the difference reserved or
+    // given back at once, or CUDA_ERROR_OUT_OF_MEMORY changing nothing; all given back at its end, its limits
+    // as a new context's again. Both locks held.
+    CUresult begin_context(CUcontext ctx);
+    CUresult set_stack(CUcontext ctx, std::size_t limit);
+    void end_context(CUcontext ctx);
+
     // What a context's end frees (cuCtxDestroy, a primary context's reset): its classic allocations, host
-    // and managed memory included, its IPC opens, its host registrations and its arrays; never stream-ordered or
-    // cuMemCreate memory. Memory a dma-buf fd or another process's IPC open still holds stays charged.
-    // Both locks held.
+    // and managed memory included, its IPC opens, its host registrations, its arrays and its modules; never
+    // stream-ordered or cuMemCreate memory. Memory a dma-buf fd or another process's IPC open still holds stays
+    // charged. Its own reservation is end_context's. Both locks held.
     void tear_down(CUcontext ctx) {
         for (auto it = classic.begin(); it != classic.end();) {
             if (it->second.ctx != ctx) {
@@ -414,6 +459,14 @@ struct SimState::Impl {
             if (a.second.ctx == ctx) node->uncharge_classic(a.second.device, a.second.charged);
             return a.second.ctx == ctx;
         });
+        std::erase_if(modules, [&](const auto& m) {
+            if (m.second->ctx == ctx) forget_functions(*m.second);
+            return m.second->ctx == ctx;
+        });
+    }
+
+    void forget_functions(const CUmod_st& m) {
+        for (const auto& f : m.functions) functions.erase(f.get());
     }
 };
 

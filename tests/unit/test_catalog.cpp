@@ -29,6 +29,11 @@ TEST_CASE("resolve picks the highest version not above the request") {
     CHECK(resolve("cuNoSuchThing", 13000, 0).status == Lookup::not_found);
     CHECK(resolve("cuIpcOpenMemHandle", 4010, 0).symbol == "cuIpcOpenMemHandle");
     CHECK(resolve("cuIpcOpenMemHandle", 11000, 0).symbol == "cuIpcOpenMemHandle_v2");
+    // What the CUDA 12 and 13 callers of cuCtxCreate are given (tests/gpu/reservation_probe.cpp asks so).
+    CHECK(resolve("cuCtxCreate", 3020, 0).symbol == "cuCtxCreate_v2");
+    CHECK(resolve("cuCtxCreate", 11040, 0).symbol == "cuCtxCreate_v3");
+    CHECK(resolve("cuCtxCreate", 12050, 0).symbol == "cuCtxCreate_v4");
+    CHECK(resolve("cuLaunchKernel", 12000, 2).symbol == "cuLaunchKernel_ptsz");
 }
 
 TEST_CASE("every row's symbol has the signature cudaTypedefs.h gives that base and version") {
@@ -150,8 +155,24 @@ TEST_CASE("every row's symbol has the signature cudaTypedefs.h gives that base a
     static_assert(same_signature<PFN_cuImportExternalMemory_v10000>(&cuImportExternalMemory));
     static_assert(same_signature<PFN_cuExternalMemoryGetMappedBuffer_v10000>(&cuExternalMemoryGetMappedBuffer));
     static_assert(same_signature<PFN_cuDestroyExternalMemory_v10000>(&cuDestroyExternalMemory));
-    // 117 checks above: 105 rows plus 12 per-thread twins.
+    static_assert(same_signature<PFN_cuCtxCreate_v3020>(&cuCtxCreate_v2));
+    static_assert(same_signature<PFN_cuCtxCreate_v11040>(&cuCtxCreate_v3));
+    static_assert(same_signature<PFN_cuCtxGetLimit_v3010>(&cuCtxGetLimit));
+    static_assert(same_signature<PFN_cuCtxSetLimit_v3010>(&cuCtxSetLimit));
+    static_assert(same_signature<PFN_cuModuleLoadData_v2000>(&cuModuleLoadData));
+    static_assert(same_signature<PFN_cuModuleLoadDataEx_v2010>(&cuModuleLoadDataEx));
+    static_assert(same_signature<PFN_cuModuleUnload_v2000>(&cuModuleUnload));
+    static_assert(same_signature<PFN_cuModuleGetFunction_v2000>(&cuModuleGetFunction));
+    static_assert(same_signature<PFN_cuFuncGetAttribute_v2020>(&cuFuncGetAttribute));
+    static_assert(same_signature<PFN_cuFuncGetName_v12030>(&cuFuncGetName));
+    static_assert(same_signature<PFN_cuLaunchKernel_v4000>(&cuLaunchKernel));
+    static_assert(same_signature<PFN_cuLaunchKernel_v7000_ptsz>(&cuLaunchKernel_ptsz));
+    static_assert(same_signature<PFN_cuLaunchKernelEx_v11060>(&cuLaunchKernelEx));
+    static_assert(same_signature<PFN_cuLaunchKernelEx_v11060_ptsz>(&cuLaunchKernelEx_ptsz));
+    static_assert(same_signature<PFN_cuLaunchCooperativeKernel_v9000>(&cuLaunchCooperativeKernel));
+    static_assert(same_signature<PFN_cuLaunchCooperativeKernel_v9000_ptsz>(&cuLaunchCooperativeKernel_ptsz));
+    // 133 checks above: 118 rows plus 15 per-thread twins.
     std::size_t twins = 0;
     for (const auto& e : cumemaudit::catalog::entries()) twins += e.per_thread.empty() ? 0 : 1;
-    CHECK(cumemaudit::catalog::entries().size() + twins == 117);
+    CHECK(cumemaudit::catalog::entries().size() + twins == 133);
 }

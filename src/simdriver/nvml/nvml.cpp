@@ -1,4 +1,4 @@
-// The simulated NVML, libnvidia-ml.so.1: the few calls that read per-process device memory, answered from
+// The simulated NVML, libnvidia-ml.so.1: the few calls that read per-process and device memory, answered from
 // the simulated driver's node (so processes of one CUMEMAUDIT_SIM_NODE see each other, as nvidia-smi
 // lists every process on a GPU). Loaded beside the simulated libcuda.so.1; the real NVML's ABI: versioned
 // names, nvmlProcessInfo_v2_t, NVML_ERROR_* codes.
@@ -18,8 +18,18 @@ enum : int {
     kNotFound = 6,
     kInsufficientSize = 7,
     kLibraryNotFound = 12,
+    kArgumentVersionMismatch = 25,
     kUnknown = 999,
 };
+
+struct Memory {  // nvmlMemory_t
+    unsigned long long total, free, used;
+};
+struct MemoryV2 {  // nvmlMemory_v2_t
+    unsigned int version;
+    unsigned long long total, reserved, free, used;
+};
+constexpr unsigned int kMemoryV2 = sizeof(MemoryV2) | (2u << 24);  // nvmlMemory_v2, as NVML_STRUCT_VERSION makes it
 
 struct ProcessInfo {  // nvmlProcessInfo_v2_t
     unsigned int pid;
@@ -36,8 +46,10 @@ struct Device {
 Device g_devices[kMaxDevices];
 
 using Processes = int (*)(int, unsigned int*, int*, unsigned long long*);
+using MemoryOf = int (*)(int, unsigned long long*, unsigned long long*);
 struct Driver {
     Processes processes = nullptr;
+    MemoryOf memory = nullptr;
     int devices = 0;
 };
 std::mutex g_mu;
@@ -48,12 +60,14 @@ int load_driver() {
     void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (lib == nullptr) return kLibraryNotFound;
     auto processes = reinterpret_cast<Processes>(dlsym(lib, "cumemaudit_sim_processes"));
+    auto memory = reinterpret_cast<MemoryOf>(dlsym(lib, "cumemaudit_sim_memory"));
     auto init = reinterpret_cast<int (*)(unsigned)>(dlsym(lib, "cuInit"));
     auto count = reinterpret_cast<int (*)(int*)>(dlsym(lib, "cuDeviceGetCount"));
-    if (processes == nullptr || init == nullptr || count == nullptr) return kLibraryNotFound;  // not the simulated one
+    if (processes == nullptr || memory == nullptr || init == nullptr || count == nullptr)
+        return kLibraryNotFound;  // not the simulated one
     int n = 0;
     if (init(0) != 0 || count(&n) != 0) return kUnknown;
-    g_driver = Driver{processes, n < kMaxDevices ? n : kMaxDevices};
+    g_driver = Driver{processes, memory, n < kMaxDevices ? n : kMaxDevices};
     for (int i = 0; i < kMaxDevices; ++i) g_devices[i].index = i;
     return kSuccess;
 }
@@ -149,6 +163,40 @@ __attribute__((visibility("default"))) int nvmlDeviceGetComputeRunningProcesses_
     if (n != 0 && infos == nullptr) return kInvalidArgument;
     for (unsigned int i = 0; i < n; ++i)
         infos[i] = ProcessInfo{static_cast<unsigned int>(pids[i]), bytes[i], ~0u, ~0u};
+    return kSuccess;
+}
+
+// The device's memory as cuMemGetInfo sees it (used: every process's allocations and contexts on the node);
+// the real NVML's "reserved" part of v2, memory the driver keeps from every process, is not modelled (0).
+namespace {
+int memory_of(void* device, unsigned long long* total, unsigned long long* used) {
+    MemoryOf memory = nullptr;
+    Device* d = nullptr;
+    {
+        std::lock_guard lock(g_mu);
+        if (g_inits == 0) return kUninitialized;
+        d = device_of(device);
+        memory = g_driver.memory;
+    }
+    if (d == nullptr) return kInvalidArgument;
+    return memory(d->index, total, used);
+}
+}  // namespace
+
+__attribute__((visibility("default"))) int nvmlDeviceGetMemoryInfo(void* device, Memory* out) {
+    if (out == nullptr) return kInvalidArgument;
+    unsigned long long total = 0, used = 0;
+    if (const int r = memory_of(device, &total, &used); r != kSuccess) return r;
+    *out = Memory{total, total - used, used};
+    return kSuccess;
+}
+
+__attribute__((visibility("default"))) int nvmlDeviceGetMemoryInfo_v2(void* device, MemoryV2* out) {
+    if (out == nullptr) return kInvalidArgument;
+    if (out->version != kMemoryV2) return kArgumentVersionMismatch;
+    unsigned long long total = 0, used = 0;
+    if (const int r = memory_of(device, &total, &used); r != kSuccess) return r;
+    *out = MemoryV2{kMemoryV2, total, 0, total - used, used};
     return kSuccess;
 }
 

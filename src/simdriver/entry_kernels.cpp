@@ -1,0 +1,104 @@
+// Entry points for modules and launches: PTX loaded for its kernels' names and local memory, launches that
+// may raise the context's stack limit (kernels.cpp). Nothing executes on a simulated device.
+#include "entry_guard.hpp"
+#include "state.hpp"
+
+#include <cstdint>
+
+using cumemaudit::sim::guarded;
+using cumemaudit::sim::SimState;
+
+namespace {
+
+// JIT options ask nothing the simulated driver can answer but for its logs, which stay empty: a caller that
+// prints them after the load reads an empty string and a size of 0.
+CUresult load_ex(CUmodule* module, const void* image, unsigned n, CUjit_option* options, void** values) {
+    if (module == nullptr || image == nullptr || (n != 0 && (options == nullptr || values == nullptr)))
+        return CUDA_ERROR_INVALID_VALUE;
+    const CUresult r = SimState::get().module_load(module, static_cast<const char*>(image));
+    for (unsigned i = 0; i < n; ++i) {
+        if (options[i] != CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES && options[i] != CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES) continue;
+        const CUjit_option buffer = options[i] == CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES ? CU_JIT_INFO_LOG_BUFFER : CU_JIT_ERROR_LOG_BUFFER;
+        const bool room = reinterpret_cast<std::uintptr_t>(values[i]) != 0;  // the size is passed as the value
+        for (unsigned j = 0; j < n; ++j)
+            if (options[j] == buffer && values[j] != nullptr && room) *static_cast<char*>(values[j]) = '\0';
+        values[i] = nullptr;  // bytes of log written: none
+    }
+    return r;
+}
+
+CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, CUstream s) {
+    const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+    return SimState::get().launch(f, s, grid, block);
+}
+
+// Launch attributes (cooperative, cluster shape, priority) change nothing the simulated driver models.
+CUresult launch_ex(const CUlaunchConfig* config, CUfunction f) {
+    if (config == nullptr || (config->numAttrs != 0 && config->attrs == nullptr)) return CUDA_ERROR_INVALID_VALUE;
+    return launch(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX, config->blockDimY,
+                  config->blockDimZ, config->hStream);
+}
+
+}  // namespace
+
+extern "C" {
+
+CUresult cuModuleLoadData(CUmodule* module, const void* image) {
+    return guarded([&] { return load_ex(module, image, 0, nullptr, nullptr); });
+}
+
+CUresult cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned int numOptions, CUjit_option* options,
+                            void** optionValues) {
+    return guarded([&] { return load_ex(module, image, numOptions, options, optionValues); });
+}
+
+CUresult cuModuleUnload(CUmodule hmod) {
+    return guarded([&] { return SimState::get().module_unload(hmod); });
+}
+
+CUresult cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod, const char* name) {
+    return guarded([&] {
+        return hfunc == nullptr || name == nullptr ? CUDA_ERROR_INVALID_VALUE : SimState::get().module_function(hfunc, hmod, name);
+    });
+}
+
+CUresult cuFuncGetAttribute(int* pi, CUfunction_attribute attrib, CUfunction hfunc) {
+    return guarded([&] { return pi == nullptr ? CUDA_ERROR_INVALID_VALUE : SimState::get().function_attribute(pi, attrib, hfunc); });
+}
+
+CUresult cuFuncGetName(const char** name, CUfunction hfunc) {
+    return guarded([&] { return name == nullptr ? CUDA_ERROR_INVALID_VALUE : SimState::get().function_name(name, hfunc); });
+}
+
+// Parameters are not read: nothing runs.
+CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+                        unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int,
+                        CUstream hStream, void**, void**) {
+    return guarded([&] { return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream); });
+}
+CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+                             unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int,
+                             CUstream hStream, void**, void**) {
+    return guarded([&] { return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream); });
+}
+
+CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void**, void**) {
+    return guarded([&] { return launch_ex(config, f); });
+}
+CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void**, void**) {
+    return guarded([&] { return launch_ex(config, f); });
+}
+
+// Whether the grid fits on the device at once (CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE) is not modelled.
+CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+                                   unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int,
+                                   CUstream hStream, void**) {
+    return guarded([&] { return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream); });
+}
+CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+                                        unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+                                        unsigned int, CUstream hStream, void**) {
+    return guarded([&] { return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream); });
+}
+
+}  // extern "C"

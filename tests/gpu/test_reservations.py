@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""The reservation probe on the simulated driver, set up as an H200, against the H200's answers: every key of
+every fact the H200 run printed must read the same on the simulated driver (CUresult names, limits, and MiB of
+used memory moved), but for the few keys listed below as not modelled, each printed with its reason and held
+to the simulated driver's own answer (nothing reserved) so that a change to the model is noticed.
+
+Usage: test_reservations.py RESERVATION_PROBE H200_RESERVATIONS_TXT   (the simulated libcuda.so.1 and its
+NVML first on LD_LIBRARY_PATH)."""
+import os
+import re
+import subprocess
+import sys
+
+# The simulated driver as an H200 (docs/SIMULATED_DRIVER.md): cuMemGetInfo's total there, its multiprocessors,
+# and a context's fixed part. A half MiB, because the probe reads whole MiB before and after, and only a
+# reservation off the MiB boundary rounds to the H200's readings (docs/DRIVER.md, "Contexts, kernel stacks and
+# launches", says which).
+H200 = {"CUMEMAUDIT_SIM_MEMORY": "143771287552", "CUMEMAUDIT_SIM_SMS": "132", "CUMEMAUDIT_SIM_CONTEXT": "259.5MiB"}
+
+# (fact, key): why the simulated driver does not model it. Its answer there must be "0".
+NOT_MODELLED = {
+    ("context_primary", "launch_mib"):
+        "what the H200 took across the context's first small cuMemAlloc and first launch; the simulated driver "
+        "charges the allocation in 512-byte units and a launch within the stack limit nothing",
+    ("stack_oom", "launch_mib"): "what the H200 gave back of its own at the launch it refused for want of stack",
+    ("modules", "load_300_mib"): "what module code takes on the device is not modelled",
+    ("modules", "unload_300_mib"): "what module code takes on the device is not modelled, so neither is its return",
+}
+
+
+def facts(text):
+    return {m[0]: dict(kv.split("=", 1) for kv in m[1].split()) for m in re.findall(r"^fact (\w+)((?: \S+=\S+)*)$", text, re.M)}
+
+
+probe, measured_file = sys.argv[1], sys.argv[2]
+measured = facts(open(measured_file).read())
+env = {k: v for k, v in os.environ.items() if not k.startswith("CUMEMAUDIT_SIM_")}
+env.update(H200)
+proc = subprocess.run([probe], capture_output=True, text=True, timeout=120, env=env)
+simulated = facts(proc.stdout)
+failures = []
+if proc.returncode != 0:
+    failures.append(f"the probe exited {proc.returncode}: {proc.stdout.strip()[-400:]} {proc.stderr.strip()[-400:]}")
+compared = 0
+for fact, answers in measured.items():
+    if fact not in simulated:
+        failures.append(f"{fact}: not printed on the simulated driver ({proc.stdout.strip()[:200]})")
+        continue
+    for key, value in answers.items():
+        got = simulated[fact].get(key)
+        if (fact, key) in NOT_MODELLED:
+            print(f"not modelled: {fact} {key}: the H200 {value}, simulated {got} ({NOT_MODELLED[fact, key]})")
+            if got != "0":
+                failures.append(f"{fact} {key}: not modelled, so the simulated driver should answer 0, not {got}")
+            continue
+        compared += 1
+        if got != value:
+            failures.append(f"{fact} {key}: the simulated driver answers {got}, the H200 {value}")
+failures += [f"{fact}: printed on the simulated driver but not measured in {measured_file}" for fact in simulated
+             if fact not in measured]
+failures += [f"{fact} {key}: listed as not modelled but not measured" for fact, key in NOT_MODELLED
+             if key not in measured.get(fact, {})]
+if not measured:
+    failures.append(f"no facts in {measured_file}")
+print("\n".join(failures) or f"{compared} answers of {len(measured)} facts agree with the H200's")
+sys.exit(1 if failures else 0)
