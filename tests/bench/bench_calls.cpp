@@ -32,6 +32,7 @@
 //        bench_calls --cold [--markdown] [--cold-iters N] [--evict-mib M] [--iters N] [--rounds K]
 // Needs CUMEMAUDIT_SHIM and CUMEMAUDIT_SIM_DIR (meson's benchmark() and tests/bench/run set them).
 #include "bench_common.hpp"
+#include "support/kernels_ptx.hpp"
 
 #include <cuda.h>
 #include <cudaTypedefs.h>
@@ -58,6 +59,8 @@ constexpr std::size_t kVmm = 2u << 20;
 CUcontext g_ctx = nullptr;
 PFN_cuMemAlloc_v3020 g_table_alloc = nullptr;
 PFN_cuMemFree_v3020 g_table_free = nullptr;
+CUfunction g_plain = nullptr;        // a kernel with no local memory: the launch pattern's
+CUdeviceptr g_plain_out = 0;
 
 void init_driver() {
     OK(cuInit(0));
@@ -75,6 +78,10 @@ void init_driver() {
     OK(gpa_v2("cuGetProcAddress", reinterpret_cast<void**>(&gpa), 12000, 0, &st));
     OK(gpa("cuMemAlloc", reinterpret_cast<void**>(&g_table_alloc), 3020, 0, &st));
     OK(gpa("cuMemFree", reinterpret_cast<void**>(&g_table_free), 3020, 0, &st));
+    CUmodule module;
+    OK(cuModuleLoadData(&module, cumemaudit::program::kLocalMemoryPtx));
+    OK(cuModuleGetFunction(&g_plain, module, "plain"));
+    OK(cuMemAlloc_v2(&g_plain_out, 4096));
 }
 
 // The entry points a loop calls: the program's own (what the dynamic linker bound: the shim's when it is
@@ -89,10 +96,11 @@ struct Api {
     PFN_cuMemSetAccess_v10020 set_access = cuMemSetAccess;
     PFN_cuMemUnmap_v10020 unmap = cuMemUnmap;
     PFN_cuMemRelease_v10020 release = cuMemRelease;
+    PFN_cuLaunchKernel_v4000 launch = cuLaunchKernel;
 };
 const Api kLinked{};
 
-enum class Pattern { alloc_free, async, table, vmm, batch };
+enum class Pattern { alloc_free, async, table, vmm, batch, launch };
 constexpr long kBatch = 2000;
 struct PatternInfo {
     Pattern p;
@@ -106,6 +114,7 @@ constexpr PatternInfo kPatterns[] = {
     {Pattern::table, "table", 2, "cudaMalloc-style table call 4KiB"},
     {Pattern::vmm, "vmm", 5, "VMM create+map+access+unmap+release 2MiB"},
     {Pattern::batch, "batch", 2, "cuMemAlloc_v2 4KiB x2000 then cuMemFree_v2 x2000"},
+    {Pattern::launch, "launch", 1, "cuLaunchKernel, a kernel with no local memory (watched: one compare)"},
 };
 
 // Per-thread VMM state: a reserved range and the properties, set up before timing.
@@ -151,6 +160,11 @@ inline void iteration(Pattern p, const Api& api, Vmm& v) {
     }
     case Pattern::batch:
         break;  // no single iteration: loop() and ab_loop() run it
+    case Pattern::launch: {
+        void* args[] = {&g_plain_out};
+        OK(api.launch(g_plain, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr));
+        break;
+    }
     }
 }
 
@@ -484,6 +498,7 @@ int ab_child(long iters, int blocks, int depth, const char* patterns, const std:
     take(direct.set_access, "cuMemSetAccess");
     take(direct.unmap, "cuMemUnmap");
     take(direct.release, "cuMemRelease");
+    take(direct.launch, "cuLaunchKernel");
     // TSC ticks to ns, over the whole child.
     const double ns0 = bench::now_ns();
     const std::uint64_t tick0 = __rdtsc();

@@ -62,12 +62,9 @@ TEST_CASE("every allocation, free and VMM entry point of the catalog is wrapped"
         "cuDeviceGetDefaultMemPool", "cuDeviceGetMemPool", "cuDeviceSetMemPool", "cuGraphCreate",
         "cuDeviceGetGraphMemAttribute", "cuMemPoolExportToShareableHandle", "cuArrayGetDescriptor_v2",
         "cuArray3DGetDescriptor_v2", "cuMipmappedArrayGetLevel",
-        // contexts the shim does not watch (it watches cuCtxCreate_v4, what cuda.h 13 names), limits, modules and
-        // launches: the driver's own reservations are no allocation of the program's
-        "cuCtxCreate_v2", "cuCtxCreate_v3", "cuCtxGetLimit", "cuCtxSetLimit", "cuModuleLoadData", "cuModuleLoadDataEx",
-        "cuModuleUnload", "cuModuleGetFunction", "cuFuncGetAttribute", "cuFuncGetName", "cuLaunchKernel",
-        "cuLaunchKernel_ptsz", "cuLaunchKernelEx", "cuLaunchKernelEx_ptsz", "cuLaunchCooperativeKernel",
-        "cuLaunchCooperativeKernel_ptsz"};
+        // questions, and modules (which reserve nothing a report would name)
+        "cuCtxGetLimit", "cuModuleLoadData", "cuModuleLoadDataEx", "cuModuleUnload", "cuModuleGetFunction",
+        "cuFuncGetAttribute", "cuFuncGetName"};
     for (const auto& e : catalog::entries()) {
         for (auto symbol : {e.symbol, e.per_thread}) {
             if (symbol.empty() || not_wrapped.count(std::string(symbol))) continue;

@@ -18,14 +18,18 @@ Fn driver_fn(const char* name) {
 
 std::uint64_t stack_limit_of(CUcontext ctx) {
     DriverScope in_driver;
-    static const auto push = driver_fn<CUresult(CUDAAPI*)(CUcontext)>("cuCtxPushCurrent_v2");
-    static const auto pop = driver_fn<CUresult(CUDAAPI*)(CUcontext*)>("cuCtxPopCurrent_v2");
+    static const auto get_current = driver_fn<CUresult(CUDAAPI*)(CUcontext*)>("cuCtxGetCurrent");
+    static const auto set_current = driver_fn<CUresult(CUDAAPI*)(CUcontext)>("cuCtxSetCurrent");
     static const auto get = driver_fn<CUresult(CUDAAPI*)(size_t*, CUlimit)>("cuCtxGetLimit");
-    if (ctx == nullptr || push == nullptr || pop == nullptr || get == nullptr || push(ctx) != CUDA_SUCCESS) return 0;
+    CUcontext mine = nullptr;
+    if (ctx == nullptr || get_current == nullptr || set_current == nullptr || get == nullptr ||
+        get_current(&mine) != CUDA_SUCCESS)
+        return 0;
+    // The limit is the current context's: `ctx` stands in for the thread's own for the question.
+    if (mine != ctx && set_current(ctx) != CUDA_SUCCESS) return 0;
     size_t v = 0;
     if (get(&v, CU_LIMIT_STACK_SIZE) != CUDA_SUCCESS) v = 0;
-    CUcontext popped = nullptr;
-    pop(&popped);
+    if (mine != ctx) set_current(mine);
     return v;
 }
 

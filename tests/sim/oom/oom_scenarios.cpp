@@ -185,7 +185,7 @@ int launch_stack() {
     void* args[] = {&buffer, &n};
     OK(cuLaunchKernel(heavy, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr));
     step(1);
-    std::printf("marked used=%zu\n", used_bytes());
+    std::printf("marked=%zu\n", used_bytes());
     CUdeviceptr more;
     OK(cuMemAlloc(&more, 150 * kMiB));  // site:more
     const size_t used = used_bytes();

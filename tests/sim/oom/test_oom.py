@@ -208,7 +208,7 @@ def case_launch_stack(tmp):
     report = only_report(tmp)
     step, = [s for s in report["steps"] if s["step"] == 1]
     # primary: 256 MiB + its stack raised to 32 KiB per thread (256 MiB); the second: 256 MiB + 1 KiB (8 MiB)
-    expect(seen["used"] == 840 * MiB, f"the simulated driver's used memory at the mark: {seen}")
+    expect(seen["marked"] == 840 * MiB, f"the simulated driver's used memory at the mark: {seen}")
     expect((step["driver_used_bytes"], step["context_bytes"], step["local_memory_bytes"], step["stack_bytes_per_thread"],
             step["unattributed_bytes"]) == (840 * MiB, 512 * MiB, 264 * MiB, 32768, 0), f"step 1: {step}")
     contexts = sorted(report["contexts"], key=lambda c: not c["primary"])
