@@ -28,7 +28,6 @@ struct Config {
 };
 
 inline constexpr int kThreadsPerSm = 2048;  // CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR of an H200
-inline constexpr int kH200Sms = 132;        // what the devices report when CUMEMAUDIT_SIM_SMS leaves the stack out
 
 // A byte count: plain digits ("1073741824"), or a number (fraction allowed) followed by a unit:
 // binary KiB/MiB/GiB/TiB (also K/M/G/T), decimal KB/MB/GB/TB, B. Units are case-insensitive.

@@ -134,7 +134,9 @@ std::uint64_t SimState::capacity() const {
 
 int SimState::multiprocessors() const {
     std::lock_guard lock(impl_->mu);
-    return impl_->config.sms != 0 ? impl_->config.sms : kH200Sms;
+    // 0 unless set: a caller computing the stack reservation (limit × multiprocessors × threads each) must get
+    // what the simulated driver reserves, which is nothing without CUMEMAUDIT_SIM_SMS. Nothing executes here.
+    return impl_->config.sms;
 }
 
 bool SimState::device_memory(int device, std::uint64_t* total, std::uint64_t* used) {

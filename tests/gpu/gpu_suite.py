@@ -411,6 +411,56 @@ def part_oom(s):
     s.check("oom: the OOM block reached stderr", "Out of memory:" in err, tail=err[-600:])
 
 
+def part_reservations(s):
+    """What contexts reserve besides allocations, on the real driver (tests/sim/oom's launch-stack scenario,
+    run plain): the primary context and a second one made through cuCtxCreate at version 3020, a stack limit
+    set, a kernel with 32 KiB of local memory launched, a mark; then the device filled and a kernel with
+    64 KiB refused. The step names each context's own part (measured at its creation) and the kernel stacks
+    (the limit × the threads the device holds), so what is left unattributed is small; the OOM record names
+    the kernel and the stack it needed. The driver's own answers (tests/gpu/reservation_probe) go beside."""
+    rc, out, err = s.sh([os.path.join(s.build, "tests", "gpu", "reservation_probe")], timeout=120)
+    with open(os.path.join(s.out, "reservations.txt"), "w") as f:
+        f.write(out)
+    s.check("reservations: the probe ran on the real driver", rc == 0, tail=(out + err)[-800:])
+    d = tempfile.mkdtemp()
+    rc, out, err = s.audited([os.path.join(s.build, "tests", "sim", "oom", "oom_scenarios"), "launch-stack"], d,
+                             flags=["--fail-on", "none"], timeout=180)
+    reps = s.report(d)
+    seen = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", out)}
+    if rc != 0 or not reps or not reps[0].get("oom") or "threads" not in seen:
+        s.check("reservations: the scenario ran, was refused at the launch, and wrote a report", False, rc=rc,
+                out=out[-600:], err=err[-1500:])
+        return
+    rep, threads = reps[0], seen["threads"]
+    step1 = [x for x in rep["steps"] if x["step"] == 1 and not x.get("label")]
+    o = rep["oom"][-1]
+    contexts = sorted(rep.get("contexts", []), key=lambda c: not c["primary"])
+    s.facts["reservations"] = {"threads": threads, "step1": step1[0] if step1 else None,
+                               "contexts": [{k: c[k] for k in ("primary", "measured", "fixed_bytes", "stack_bytes_per_thread",
+                                                                "local_memory_bytes")} for c in contexts],
+                               "oom": {k: o.get(k) for k in ("api", "requested_bytes", "kernel", "kernel_local_bytes_per_thread",
+                                                             "driver_used_bytes", "unattributed_bytes")},
+                               "oom_parts": [(p["what"], p.get("owner", ""), p["bytes"]) for p in o["parts"]]}
+    s.say("reservations:", json.dumps(s.facts["reservations"]))
+    st = step1[0] if step1 else {}
+    allowed = max(64 * MiB, st.get("driver_used_bytes", 0) // 100)
+    s.check("reservations: step 1 names the kernel stacks exactly (32 KiB and 1 KiB per thread × the device's threads)",
+            st.get("local_memory_bytes") == (32768 + 1024) * threads and st.get("stack_bytes_per_thread") == 32768, step=st)
+    s.check("reservations: both contexts' own parts measured at creation, each within 16 MiB of the driver's 259.5 MiB",
+            len(contexts) == 2 and all(c["measured"] and abs(c["fixed_bytes"] - 259.5 * MiB) <= 16 * MiB for c in contexts),
+            contexts=s.facts["reservations"]["contexts"])
+    s.check("reservations: step 1 leaves at most max(64 MiB, 1% of driver-used) unattributed",
+            bool(st) and st["unattributed_bytes"] <= allowed, unattributed=st.get("unattributed_bytes"), allowed=allowed)
+    s.check("reservations: the refused launch's OOM record names the kernel, its local memory and the stack it needed",
+            (o["api"], o.get("kernel"), o.get("kernel_local_bytes_per_thread"), o["requested_bytes"]) ==
+            ("cuLaunchKernel", "local_huge", 65536, seen["request"]), record=s.facts["reservations"]["oom"])
+    s.check("reservations: the OOM record's parts add up to driver-used, at most max(64 MiB, 1%) unattributed",
+            sum(p["bytes"] for p in o["parts"]) == o["driver_used_bytes"]
+            and o["unattributed_bytes"] <= max(64 * MiB, o["driver_used_bytes"] // 100), parts=s.facts["reservations"]["oom_parts"])
+    s.check("reservations: the stderr block names the kernel", "kernel local_huge needs 64.0 KiB of local memory per thread" in err,
+            tail=err[-800:])
+
+
 def part_neighbour(s):
     """Another process holds 70% of the GPU; the audited one fills the rest until a 2 MiB request is refused.
     The OOM record and the step name the neighbour by pid and command name at NVML's figure for it, and what
@@ -442,7 +492,7 @@ def part_neighbour(s):
                                           for p in o["parts"]],
                             "oom_unattributed": o["unattributed_bytes"], "driver_used": o["driver_used_bytes"],
                             "step2": {k: step2[0].get(k) for k in ("driver_used_bytes", "other_processes_bytes",
-                                                                     "process_used_bytes", "unattributed_bytes")} if step2 else None}
+                                                                     "process_used_bytes", "unattributed_bytes", "context_bytes", "local_memory_bytes")} if step2 else None}
     s.say("neighbour:", json.dumps(s.facts["neighbour"]))
     s.check("neighbour: the last refusal is a 2 MiB request", o["requested_bytes"] == 2 * MiB, requested=o["requested_bytes"])
     s.check("neighbour: the OOM record names the holder by pid and command name, at least its allocation and within "
@@ -456,6 +506,9 @@ def part_neighbour(s):
             and step2[0]["unattributed_bytes"] < 1024 * MiB,
             step=step2[0] if step2 else None)
     s.check("neighbour: the stderr block names the other process", f"other process {pid} (" in err, tail=err[-800:])
+    s.check("neighbour: with the context measured, step 2 leaves at most max(64 MiB, 1% of driver-used) unattributed",
+            bool(step2) and step2[0]["unattributed_bytes"] <= max(64 * MiB, step2[0]["driver_used_bytes"] // 100)
+            and step2[0].get("context_bytes", 0) > 0, step=step2[0] if step2 else None)
 
 
 def part_ranks(s):

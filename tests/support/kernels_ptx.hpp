@@ -4,6 +4,7 @@
 //   local_heavy(int* out, int n): a loop over `volatile int buf[8192]`, 32 KiB of local memory per thread
 //   local_huge(int* out, int n):  the same over `volatile int buf[16384]`, 64 KiB
 //   plain(int* out):              out[threadIdx.x] = threadIdx.x, no local memory
+//   empty():                      nothing (written by hand: a launch to time that touches no memory)
 #pragma once
 
 namespace cumemaudit::program {
@@ -189,6 +190,10 @@ $L__BB1_7:
 	mul.wide.u32 	%rd3, %r1, 4;
 	add.s64 	%rd4, %rd2, %rd3;
 	st.global.u32 	[%rd4], %r1;
+	ret;
+}
+.visible .entry empty()
+{
 	ret;
 }
 )PTX";

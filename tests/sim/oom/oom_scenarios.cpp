@@ -158,7 +158,7 @@ int storm(int n) {
     return 0;
 }
 
-// What contexts reserve besides allocations, and a launch refused for want of stack. Run with
+// What contexts reserve besides allocations, and a launch refused for want of stack. Run on a GPU, or with
 // CUMEMAUDIT_SIM_CONTEXT=256MiB and CUMEMAUDIT_SIM_SMS=4 (8192 threads: 8 MiB of stack per KiB per thread):
 // the primary context, a second one made as a CUDA 12-built caller makes it (cuCtxCreate at version 3020), a
 // stack limit set, a kernel with 32 KiB of local memory launched (the stack grows to it and stays), a mark,
@@ -187,10 +187,15 @@ int launch_stack() {
     step(1);
     std::printf("marked=%zu\n", used_bytes());
     CUdeviceptr more;
-    OK(cuMemAlloc(&more, 150 * kMiB));  // site:more
+    size_t free = 0, total = 0;
+    OK(cuMemGetInfo(&free, &total));
+    OK(cuMemAlloc(&more, free - 34 * kMiB));  // site:more (150 MiB on the simulated 1 GiB device)
     const size_t used = used_bytes();
     CHECK(cuLaunchKernel(huge, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr), CUDA_ERROR_OUT_OF_MEMORY);  // site:refused_launch
-    std::printf("request=%zu used=%zu\n", (65536 - 32768) * size_t{8192}, used);
+    int sms = 0, per_sm = 0;
+    OK(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0));
+    OK(cuDeviceGetAttribute(&per_sm, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, 0));
+    std::printf("request=%zu used=%zu threads=%d\n", (65536 - 32768) * size_t(sms) * size_t(per_sm), used, sms * per_sm);
     return 0;
 }
 
