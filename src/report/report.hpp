@@ -183,8 +183,8 @@ struct Context {
     bool primary = false;             // the device's primary context (cudart's), or one cuCtxCreate made
     bool measured = false;            // fixed_bytes was measured at its creation (NVML listed this process)
     std::uint64_t fixed_bytes = 0;    // what its creation cost, less the kernel stack it began with
-    std::uint64_t stack_bytes_per_thread = 0;   // CU_LIMIT_STACK_SIZE now
-    std::uint64_t local_memory_bytes = 0;       // the stack reservation: that × the threads the device holds
+    std::uint64_t stack_bytes_per_thread = 0;   // CU_LIMIT_STACK_SIZE at the last mark or out-of-memory moment
+    std::uint64_t local_memory_bytes = 0;       // the stack reservation then: that × the threads the device holds
     std::uint64_t step = 0, time_ns = 0;        // made
     Site site;                                  // the call that made it
     std::uint64_t stack_set_bytes_per_thread = 0;  // the last cuCtxSetLimit(STACK) (0: none through the audit)

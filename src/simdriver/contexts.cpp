@@ -5,6 +5,7 @@
 #include "state.hpp"
 #include "state_impl.hpp"
 
+#include <algorithm>
 #include <limits>
 
 namespace cumemaudit::sim {
@@ -31,7 +32,8 @@ CUresult SimState::Impl::set_stack(CUcontext ctx, std::size_t limit) {
     // Beyond what any device holds, checked before the product can overflow.
     if (config.sms != 0 && limit > config.memory_per_device / (static_cast<std::uint64_t>(config.sms) * kThreadsPerSm))
         return CUDA_ERROR_OUT_OF_MEMORY;
-    const std::uint64_t now = stack_bytes(ctx->limits[CU_LIMIT_STACK_SIZE]), want = stack_bytes(limit);
+    const std::uint64_t now = ctx->stack_given_back ? 0 : stack_bytes(ctx->limits[CU_LIMIT_STACK_SIZE]);
+    const std::uint64_t want = stack_bytes(limit);
     if (want > now) {
         if (!room_for(ctx->device, want - now) || !node->charge_classic(ctx->device, want - now)) return CUDA_ERROR_OUT_OF_MEMORY;
         ctx->reserved += want - now;
@@ -40,13 +42,29 @@ CUresult SimState::Impl::set_stack(CUcontext ctx, std::size_t limit) {
         ctx->reserved -= now - want;
     }
     ctx->limits[CU_LIMIT_STACK_SIZE] = limit;
+    ctx->stack_given_back = false;
     return CUDA_SUCCESS;
+}
+
+CUresult SimState::Impl::stack_for_launch(CUcontext ctx, std::size_t local) {
+    const std::size_t limit = ctx->limits[CU_LIMIT_STACK_SIZE];
+    if (local <= limit && !ctx->stack_given_back) return CUDA_SUCCESS;
+    const CUresult r = set_stack(ctx, std::max(local, limit));
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && !ctx->stack_given_back) {
+        // Measured on the H200: the refusing context's whole stack is given back; its limit still reads the same.
+        const std::uint64_t held = stack_bytes(limit);
+        node->uncharge_classic(ctx->device, held);
+        ctx->reserved -= held;
+        ctx->stack_given_back = true;
+    }
+    return r;
 }
 
 void SimState::Impl::end_context(CUcontext ctx) {
     node->uncharge_classic(ctx->device, ctx->reserved);
     ctx->reserved = 0;
     ctx->limits = kDefaultLimits;
+    ctx->stack_given_back = false;
 }
 
 // A primary context begins at its first retain, or its first after a reset or last release: it reserves then.

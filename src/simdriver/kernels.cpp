@@ -2,7 +2,8 @@
 // their threads declares (`.local`); nothing is compiled and nothing executes. What a launch does to memory
 // is the kernel stack: a kernel needing more local memory per thread than the context's stack limit raises
 // the limit to it and reserves the difference for every thread the device holds, or is refused with
-// CUDA_ERROR_OUT_OF_MEMORY changing nothing (docs/DRIVER.md, "Contexts, kernel stacks and launches").
+// CUDA_ERROR_OUT_OF_MEMORY after giving the whole stack back (docs/DRIVER.md, "Contexts, kernel stacks and
+// launches").
 #include "state.hpp"
 #include "state_impl.hpp"
 
@@ -233,10 +234,10 @@ CUresult SimState::launch(CUfunction f, CUstream st, const unsigned grid[3], con
         return CUDA_ERROR_INVALID_VALUE;
     // A launch into a capture runs nothing until its graph does, and graphs keep no kernels here.
     if (s.streams.count(st) != 0 && st->capturing) return CUDA_SUCCESS;
-    if (f->local_bytes <= tls_current->limits[CU_LIMIT_STACK_SIZE]) return CUDA_SUCCESS;
+    if (f->local_bytes <= tls_current->limits[CU_LIMIT_STACK_SIZE] && !tls_current->stack_given_back) return CUDA_SUCCESS;
     SimNode::Lock node(*s.node);
     s.reap_all();
-    return s.set_stack(tls_current, f->local_bytes);
+    return s.stack_for_launch(tls_current, f->local_bytes);
 }
 
 }  // namespace cumemaudit::sim

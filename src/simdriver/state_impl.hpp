@@ -43,6 +43,9 @@ struct CUctx_st {
     // process its contexts): Config::context_bytes and the kernel stack at its current limit.
     std::uint64_t reserved = 0;
     std::array<std::size_t, CU_LIMIT_MAX> limits = kDefaultLimits;
+    // A launch refused for want of stack gave the whole stack back (measured); the next launch or stack
+    // limit set reserves it again, at the limit then.
+    bool stack_given_back = false;
 };
 // A module loaded from PTX (nothing is compiled): its kernels, each with the local memory one of its threads
 // needs, which a launch may raise the context's stack to.
@@ -439,6 +442,9 @@ struct SimState::Impl {
     // as a new context's again. Both locks held.
     CUresult begin_context(CUcontext ctx);
     CUresult set_stack(CUcontext ctx, std::size_t limit);
+    // A launch needing `local` bytes per thread: the stack raised to it (or taken again after a refusal); a
+    // refusal gives the whole stack back.
+    CUresult stack_for_launch(CUcontext ctx, std::size_t local);
     void end_context(CUcontext ctx);
 
     // What a context's end frees (cuCtxDestroy, a primary context's reset): its classic allocations, host

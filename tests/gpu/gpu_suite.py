@@ -292,12 +292,14 @@ def part_timeline(s):
         used = x["driver_used_bytes"]
         pt_alloc, pt_reserved = x.get("pytorch_allocated_bytes", 0), x.get("pytorch_reserved_bytes", 0)
         others = sum(v for k, v in x["by_owner"].items() if k != "pytorch")
-        parts = pt_reserved + others + x["unattributed_bytes"]
+        reserved = x.get("context_bytes", 0) + x.get("local_memory_bytes", 0)  # what the contexts reserve
+        parts = pt_reserved + others + reserved + x["unattributed_bytes"]
         err_pct = abs(parts - used) / used * 100 if used else 100.0
         worst = max(worst, err_pct)
         table.append({"step": x["step"], "driver_used": used, "pytorch_allocated": pt_alloc,
                       "pytorch_cached_free": pt_reserved - pt_alloc, "others": others,
                       "unattributed": x["unattributed_bytes"], "tracked_pytorch": x["by_owner"].get("pytorch", 0),
+                      "contexts": x.get("context_bytes", 0), "kernel_stacks": x.get("local_memory_bytes", 0),
                       "process_used": x.get("process_used_bytes", 0), "parts_vs_used_pct": round(err_pct, 3)})
     owners = sorted({o["owner"] for o in rep["owners"]})
     s.facts["timeline_steps"] = table
@@ -310,6 +312,11 @@ def part_timeline(s):
     s.check("training loop: NVML's figure for this process in every step, at most driver-used",
             bool(nvml) and all(0 < p <= u for _, p, u in nvml), first_steps=nvml[:3])
     s.check("training loop: owners pytorch and nccl named", {"pytorch", "nccl"} <= set(owners), owners=owners)
+    loose = [(x["step"], x["unattributed"], x["driver_used"]) for x in table
+             if x["unattributed"] > max(64 * MiB, x["driver_used"] // 100)]
+    s.check("training loop: with contexts and kernel stacks named, every step leaves at most max(64 MiB, 1% of "
+            "driver-used) unattributed", bool(table) and not loose and all(x["contexts"] > 0 for x in table),
+            over=loose[:4], first=table[:1])
     s.check("training loop: the CUDA graph and its instantiate cost listed",
             bool(rep.get("graphs")) and rep["graphs"][0]["instantiations"] >= 1, graphs=rep.get("graphs"))
 
@@ -454,9 +461,13 @@ def part_reservations(s):
     s.check("reservations: the refused launch's OOM record names the kernel, its local memory and the stack it needed",
             (o["api"], o.get("kernel"), o.get("kernel_local_bytes_per_thread"), o["requested_bytes"]) ==
             ("cuLaunchKernel", "local_huge", 65536, seen["request"]), record=s.facts["reservations"]["oom"])
-    s.check("reservations: the OOM record's parts add up to driver-used, at most max(64 MiB, 1%) unattributed",
-            sum(p["bytes"] for p in o["parts"]) == o["driver_used_bytes"]
-            and o["unattributed_bytes"] <= max(64 * MiB, o["driver_used_bytes"] // 100), parts=s.facts["reservations"]["oom_parts"])
+    # The driver gave the refusing context's stack back before refusing, and 150 MiB of its own besides (run k10's
+    # stack_oom): the parts may exceed driver-used by that much.
+    total = sum(p["bytes"] for p in o["parts"])
+    s.check("reservations: the OOM record's parts add up to driver-used within 1%, at most max(64 MiB, 1%) unattributed",
+            abs(total - o["driver_used_bytes"]) <= o["driver_used_bytes"] // 100
+            and o["unattributed_bytes"] <= max(64 * MiB, o["driver_used_bytes"] // 100), parts=s.facts["reservations"]["oom_parts"],
+            total=total, used=o["driver_used_bytes"], before=seen.get("used"), after=seen.get("after"))
     s.check("reservations: the stderr block names the kernel", "kernel local_huge needs 64.0 KiB of local memory per thread" in err,
             tail=err[-800:])
 

@@ -151,16 +151,23 @@ void fact_context_create() {
     std::printf("%s\n", line.c_str());
 }
 
-// The stack reservation: raised at a launch that needs more, kept after it, lowered or raised at once by
-// cuCtxSetLimit.
-void fact_stack() {
+// The primary context current, the kernels loaded and a first launch made (what that costs is a fact of
+// its own): what the stack facts start from.
+Kernels warmed(CUdeviceptr* out) {
     MUST(cuInit(0));
     primary();
     Kernels k = load();
-    CUdeviceptr out = 0;
-    MUST(cuMemAlloc(&out, 4096));
-    MUST(launch(k.plain, out, 0));
+    MUST(cuMemAlloc(out, 4096));
+    MUST(launch(k.plain, *out, 0));
     MUST(cuCtxSynchronize());
+    return k;
+}
+
+// The stack reservation: raised at a launch that needs more, kept after it, lowered or raised at once by
+// cuCtxSetLimit.
+void fact_stack() {
+    CUdeviceptr out = 0;
+    const Kernels k = warmed(&out);
     int local = 0;
     MUST(cuFuncGetAttribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, k.heavy));
     const long long u0 = used_mib();
@@ -184,13 +191,8 @@ void fact_stack() {
 
 // A launch that needs more stack than the device has free, and a limit that cannot be reserved.
 void fact_stack_oom() {
-    MUST(cuInit(0));
-    primary();
-    Kernels k = load();
     CUdeviceptr out = 0;
-    MUST(cuMemAlloc(&out, 4096));
-    MUST(launch(k.plain, out, 0));
-    MUST(cuCtxSynchronize());
+    const Kernels k = warmed(&out);
     size_t free = 0, total = 0;
     MUST(cuMemGetInfo(&free, &total));
     CUdeviceptr hog = 0;
@@ -202,12 +204,14 @@ void fact_stack_oom() {
     const std::size_t after = limit(CU_LIMIT_STACK_SIZE);
     const CUresult set = cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 32768);
     const long long u2 = used_mib();
+    const std::size_t after_set = limit(CU_LIMIT_STACK_SIZE);
     const CUresult again = launch(k.plain, out, 0);
     const CUresult sync2 = cuCtxSynchronize();
+    const long long u3 = used_mib();  // whether the next launch takes the stack again
     std::printf("fact stack_oom launch=%s sync=%s launch_mib=%lld limit_after=%zu set_32768=%s set_mib=%lld "
-                "limit_after_set=%zu plain_after=%s sync_after=%s\n",
-                name_of(r).c_str(), name_of(sync).c_str(), u1 - u0, after, name_of(set).c_str(), u2 - u1,
-                limit(CU_LIMIT_STACK_SIZE), name_of(again).c_str(), name_of(sync2).c_str());
+                "limit_after_set=%zu plain_after=%s sync_after=%s plain_after_mib=%lld\n",
+                name_of(r).c_str(), name_of(sync).c_str(), u1 - u0, after, name_of(set).c_str(), u2 - u1, after_set,
+                name_of(again).c_str(), name_of(sync2).c_str(), u3 - u2);
 }
 
 // Modules: what a load costs, and whether an unload gives it back.

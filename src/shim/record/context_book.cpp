@@ -36,8 +36,9 @@ void ContextBook::stack_set(CUcontext ctx, std::uint64_t bytes_per_thread, const
         }
 }
 
-// Copied under the lock, asked outside it: the driver's answers take their time.
-std::vector<ContextBook::Live> ContextBook::live_now() const {
+// Copied under the lock, asked outside it (the driver's answers take their time); what it said is kept for
+// the report, which asks the driver nothing (it may be written from a signal handler).
+std::vector<ContextBook::Live> ContextBook::live_now() {
     std::vector<Live> out;
     {
         std::lock_guard lock(mu_);
@@ -47,14 +48,22 @@ std::vector<ContextBook::Live> ContextBook::live_now() const {
         l.facts.stack_bytes_per_thread = stack_limit_of(l.ctx);
         l.facts.local_memory_bytes = l.facts.stack_bytes_per_thread * device_threads(static_cast<int>(l.facts.device));
     }
+    std::lock_guard lock(mu_);
+    for (Live& kept : live_)
+        for (const Live& asked : out)
+            if (kept.ctx == asked.ctx) {
+                kept.facts.stack_bytes_per_thread = asked.facts.stack_bytes_per_thread;
+                kept.facts.local_memory_bytes = asked.facts.local_memory_bytes;
+            }
     return out;
 }
 
-ContextBook::Reserved ContextBook::reserved(int device) const {
+ContextBook::Reserved ContextBook::reserved(int device, CUcontext stack_gone) {
     Reserved r;
     for (const Live& l : live_now()) {
         if (device >= 0 && l.facts.device != device) continue;
         r.context_bytes += l.facts.fixed_bytes;
+        if (l.ctx == stack_gone) continue;
         r.local_memory_bytes += l.facts.local_memory_bytes;
         r.stack_bytes_per_thread = std::max(r.stack_bytes_per_thread, l.facts.stack_bytes_per_thread);
     }
@@ -62,7 +71,8 @@ ContextBook::Reserved ContextBook::reserved(int device) const {
 }
 
 void ContextBook::copy_to(std::vector<history::Context>& out) const {
-    for (Live& l : live_now()) out.push_back(std::move(l.facts));
+    std::lock_guard lock(mu_);
+    for (const Live& l : live_) out.push_back(l.facts);
 }
 
 }  // namespace cumemaudit::shim

@@ -24,12 +24,15 @@ public:
     void ended(CUcontext ctx);
     void stack_set(CUcontext ctx, std::uint64_t bytes_per_thread, const ledger::Site& site);
 
-    // What `device`'s live contexts reserve now (every device's: -1), asking the driver for their stacks.
+    // What `device`'s live contexts reserve now (every device's: -1), asking the driver for their stacks
+    // (marks and out-of-memory moments).
     struct Reserved {
         std::uint64_t context_bytes = 0, local_memory_bytes = 0, stack_bytes_per_thread = 0;
     };
-    Reserved reserved(int device) const;
-    // The live contexts with their stacks now, for a report.
+    // `stack_gone`: a context whose stack the driver gave back (it does so when it refuses a launch for want
+    // of stack: docs/DRIVER.md), counted without it.
+    Reserved reserved(int device, CUcontext stack_gone = nullptr);
+    // The live contexts, their stacks as the driver last said (a report asks the driver nothing).
     void copy_to(std::vector<history::Context>& out) const;
 
 private:
@@ -37,7 +40,7 @@ private:
         CUcontext ctx;
         history::Context facts;
     };
-    std::vector<Live> live_now() const;
+    std::vector<Live> live_now();
     mutable std::mutex mu_;
     std::vector<Live> live_;  // a program makes a few; bounded by history::kContextsKept
 };

@@ -25,10 +25,12 @@ void taken_back(Recorder& a, const char* what, const char* api, int device, std:
 }
 
 // The moment itself: the driver's figures first (closest to the refusal), then the ledger's.
-history::Oom take_moment(Recorder& a, const char* api, const char* result, std::uint64_t bytes, const ledger::Site& site) {
+// `stack_gone`: the context of a refused launch, whose stack the driver gave back before it refused.
+history::Oom take_moment(Recorder& a, const char* api, const char* result, std::uint64_t bytes, const ledger::Site& site,
+                         CUcontext stack_gone = nullptr) {
     // NVML's list too: the memory another process holds is often the whole answer.
     DriverMemory m = driver_memory(nullptr, WithNvml::processes);
-    const ContextBook::Reserved reserved = a.contexts().reserved(a.several_devices() ? m.device : -1);
+    const ContextBook::Reserved reserved = a.contexts().reserved(a.several_devices() ? m.device : -1, stack_gone);
     // Exported fds the program closed since are learnt first: memory whose last pin was one is free, and
     // memory they no longer pin is unreachable.
     a.ledger().forget_closed_exports([](int fd, const ledger::ExportKey& key) { return fd_still_open(fd, key); });
@@ -64,10 +66,10 @@ history::Oom take_moment(Recorder& a, const char* api, const char* result, std::
 }  // namespace
 
 namespace {
-history::Oom refused_call(Call& call, CUresult r, std::uint64_t bytes) {
+history::Oom refused_call(Call& call, CUresult r, std::uint64_t bytes, CUcontext stack_gone = nullptr) {
     Recorder& a = call.recorder();
     const ledger::Site site = call.full_site();
-    history::Oom oom = take_moment(a, call.api(), result_name(r), bytes, site);
+    history::Oom oom = take_moment(a, call.api(), result_name(r), bytes, site, stack_gone);
     oom.site = site;
     oom.owner = a.ledger().owner_name(site.owner);
     return oom;
@@ -79,7 +81,7 @@ bool out_of_memory(Call& call, CUresult r, std::uint64_t bytes) {
 }
 
 bool launch_out_of_memory(Call& call, CUresult r, std::uint64_t bytes, std::string kernel, std::int64_t local_bytes_per_thread) {
-    history::Oom oom = refused_call(call, r, bytes);
+    history::Oom oom = refused_call(call, r, bytes, current_context());
     oom.kernel = std::move(kernel);
     oom.kernel_local_bytes_per_thread = local_bytes_per_thread;
     return call.recorder().oom_log().refused(std::move(oom), call.recorder().options().oom_interval_s);

@@ -7,20 +7,14 @@
 #include <atomic>
 
 namespace cumemaudit::shim {
-namespace {
 
-template <typename Fn>
-Fn driver_fn(const char* name) {
-    return reinterpret_cast<Fn>(driver_symbol(name));
-}
-
-}  // namespace
-
+// Each question looks its entry points up anew (they are rare): a program may dlclose libcuda and load it
+// again elsewhere.
 std::uint64_t stack_limit_of(CUcontext ctx) {
     DriverScope in_driver;
-    static const auto get_current = driver_fn<CUresult(CUDAAPI*)(CUcontext*)>("cuCtxGetCurrent");
-    static const auto set_current = driver_fn<CUresult(CUDAAPI*)(CUcontext)>("cuCtxSetCurrent");
-    static const auto get = driver_fn<CUresult(CUDAAPI*)(size_t*, CUlimit)>("cuCtxGetLimit");
+    const auto get_current = driver_function<CUresult(CUDAAPI*)(CUcontext*)>("cuCtxGetCurrent");
+    const auto set_current = driver_function<CUresult(CUDAAPI*)(CUcontext)>("cuCtxSetCurrent");
+    const auto get = driver_function<CUresult(CUDAAPI*)(size_t*, CUlimit)>("cuCtxGetLimit");
     CUcontext mine = nullptr;
     if (ctx == nullptr || get_current == nullptr || set_current == nullptr || get == nullptr ||
         get_current(&mine) != CUDA_SUCCESS)
@@ -39,7 +33,7 @@ std::uint64_t device_threads(int device) {
     if (device < 0 || device >= static_cast<int>(known.size())) return 0;
     if (const std::uint64_t t = known[static_cast<std::size_t>(device)].load(std::memory_order_relaxed); t != 0) return t;
     DriverScope in_driver;
-    static const auto attr = driver_fn<CUresult(CUDAAPI*)(int*, CUdevice_attribute, CUdevice)>("cuDeviceGetAttribute");
+    const auto attr = driver_function<CUresult(CUDAAPI*)(int*, CUdevice_attribute, CUdevice)>("cuDeviceGetAttribute");
     int sms = 0, per_sm = 0;
     if (attr == nullptr || attr(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device) != CUDA_SUCCESS ||
         attr(&per_sm, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, device) != CUDA_SUCCESS || sms < 0 || per_sm < 0)
@@ -51,18 +45,18 @@ std::uint64_t device_threads(int device) {
 
 KernelFacts kernel_facts(CUfunction f) {
     DriverScope in_driver;
-    static const auto attr = driver_fn<CUresult(CUDAAPI*)(int*, CUfunction_attribute, CUfunction)>("cuFuncGetAttribute");
-    static const auto func_name = driver_fn<CUresult(CUDAAPI*)(const char**, CUfunction)>("cuFuncGetName");
-    static const auto kernel_name = driver_fn<CUresult(CUDAAPI*)(const char**, CUkernel)>("cuKernelGetName");
-    static const auto kernel_attr =
-        driver_fn<CUresult(CUDAAPI*)(int*, CUfunction_attribute, CUkernel, CUdevice)>("cuKernelGetAttribute");
+    const auto attr = driver_function<CUresult(CUDAAPI*)(int*, CUfunction_attribute, CUfunction)>("cuFuncGetAttribute");
+    const auto func_name = driver_function<CUresult(CUDAAPI*)(const char**, CUfunction)>("cuFuncGetName");
+    const auto kernel_name = driver_function<CUresult(CUDAAPI*)(const char**, CUkernel)>("cuKernelGetName");
+    const auto kernel_attr =
+        driver_function<CUresult(CUDAAPI*)(int*, CUfunction_attribute, CUkernel, CUdevice)>("cuKernelGetAttribute");
     KernelFacts k;
     int local = 0;
     if (attr != nullptr && attr(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f) == CUDA_SUCCESS) {
         k.local_bytes_per_thread = local;
     } else if (kernel_attr != nullptr) {
         CUdevice dev = 0;
-        static const auto device_of = driver_fn<CUresult(CUDAAPI*)(CUdevice*)>("cuCtxGetDevice");
+        const auto device_of = driver_function<CUresult(CUDAAPI*)(CUdevice*)>("cuCtxGetDevice");
         if (device_of != nullptr && device_of(&dev) == CUDA_SUCCESS &&
             kernel_attr(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, reinterpret_cast<CUkernel>(f), dev) == CUDA_SUCCESS)
             k.local_bytes_per_thread = local;

@@ -7,21 +7,13 @@
 #include "shim/services/nvml_query.hpp"
 
 namespace cumemaudit::shim {
-namespace {
-
-template <typename Fn>
-Fn driver_fn(const char* name) {
-    return reinterpret_cast<Fn>(driver_symbol(name));
-}
-
-}  // namespace
 
 CUcontext current_context() {
     // Asked before the program loaded the driver too (a mark made early): found once it is there.
     using GetCurrent = CUresult(CUDAAPI*)(CUcontext*);
     static std::atomic<GetCurrent> cached{nullptr};
     GetCurrent get = cached.load(std::memory_order_acquire);
-    if (get == nullptr && (get = driver_fn<GetCurrent>("cuCtxGetCurrent")) != nullptr) cached.store(get, std::memory_order_release);
+    if (get == nullptr && (get = driver_function<GetCurrent>("cuCtxGetCurrent")) != nullptr) cached.store(get, std::memory_order_release);
     CUcontext ctx = nullptr;
     if (get == nullptr || get(&ctx) != CUDA_SUCCESS) return nullptr;
     return ctx;
@@ -29,21 +21,23 @@ CUcontext current_context() {
 
 int current_device() {
     DriverScope in_driver;
-    static const auto device_of = driver_fn<CUresult(CUDAAPI*)(CUdevice*)>("cuCtxGetDevice");
+    static const auto device_of = driver_function<CUresult(CUDAAPI*)(CUdevice*)>("cuCtxGetDevice");
     CUdevice dev = -1;
     return device_of != nullptr && device_of(&dev) == CUDA_SUCCESS ? dev : -1;
 }
 
 bool driver_knows_pointer(std::uint64_t ptr) {
     DriverScope in_driver;
-    static const auto attribute = driver_fn<CUresult(CUDAAPI*)(void*, CUpointer_attribute, CUdeviceptr)>("cuPointerGetAttribute");
+    static const auto attribute = driver_function<CUresult(CUDAAPI*)(void*, CUpointer_attribute, CUdeviceptr)>("cuPointerGetAttribute");
     CUcontext ctx = nullptr;
     return attribute == nullptr || attribute(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, ptr) != CUDA_ERROR_INVALID_VALUE;
 }
 
 bool primary_context_active(CUdevice dev) {
     DriverScope in_driver;
-    static const auto state = driver_fn<CUresult(CUDAAPI*)(CUdevice, unsigned*, int*)>("cuDevicePrimaryCtxGetState");
+    // Looked up each time: asked at every primary context retain, which a program may make again after it
+    // dlclosed libcuda and loaded it elsewhere.
+    const auto state = driver_function<CUresult(CUDAAPI*)(CUdevice, unsigned*, int*)>("cuDevicePrimaryCtxGetState");
     unsigned flags = 0;
     int active = 1;
     return state == nullptr || state(dev, &flags, &active) != CUDA_SUCCESS || active != 0;
@@ -51,7 +45,7 @@ bool primary_context_active(CUdevice dev) {
 
 PoolFigures ask_pool(CUmemoryPool pool) {
     DriverScope in_driver;
-    static const auto get = driver_fn<CUresult(CUDAAPI*)(CUmemoryPool, CUmemPool_attribute, void*)>("cuMemPoolGetAttribute");
+    static const auto get = driver_function<CUresult(CUDAAPI*)(CUmemoryPool, CUmemPool_attribute, void*)>("cuMemPoolGetAttribute");
     PoolFigures f;
     cuuint64_t reserved = 0, used = 0, high = 0;
     if (get == nullptr || get(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) != CUDA_SUCCESS ||
@@ -67,8 +61,8 @@ PoolFigures ask_pool(CUmemoryPool pool) {
 
 std::uint64_t graph_memory_reserved(int device) {
     DriverScope in_driver;
-    static const auto device_of = driver_fn<CUresult(CUDAAPI*)(CUdevice*)>("cuCtxGetDevice");
-    static const auto attr = driver_fn<CUresult(CUDAAPI*)(CUdevice, CUgraphMem_attribute, void*)>("cuDeviceGetGraphMemAttribute");
+    static const auto device_of = driver_function<CUresult(CUDAAPI*)(CUdevice*)>("cuCtxGetDevice");
+    static const auto attr = driver_function<CUresult(CUDAAPI*)(CUdevice, CUgraphMem_attribute, void*)>("cuDeviceGetGraphMemAttribute");
     CUdevice dev = device;
     if (dev < 0 && (device_of == nullptr || device_of(&dev) != CUDA_SUCCESS)) return 0;
     cuuint64_t v = 0;
@@ -77,8 +71,8 @@ std::uint64_t graph_memory_reserved(int device) {
 
 std::vector<std::pair<int, CUmemoryPool>> default_pools() {
     DriverScope in_driver;
-    static const auto count = driver_fn<CUresult(CUDAAPI*)(int*)>("cuDeviceGetCount");
-    static const auto get = driver_fn<CUresult(CUDAAPI*)(CUmemoryPool*, CUdevice)>("cuDeviceGetDefaultMemPool");
+    static const auto count = driver_function<CUresult(CUDAAPI*)(int*)>("cuDeviceGetCount");
+    static const auto get = driver_function<CUresult(CUDAAPI*)(CUmemoryPool*, CUdevice)>("cuDeviceGetDefaultMemPool");
     std::vector<std::pair<int, CUmemoryPool>> out;
     int n = 0;
     if (count == nullptr || get == nullptr || count(&n) != CUDA_SUCCESS) return out;
@@ -93,7 +87,7 @@ DriverMemory driver_memory(CUcontext fallback, WithNvml nvml) {
     DriverScope in_driver;  // our own questions are not the program's calls
     DriverMemory m;
     if (current_context() == nullptr) {
-        static const auto set = driver_fn<CUresult(CUDAAPI*)(CUcontext)>("cuCtxSetCurrent");
+        static const auto set = driver_function<CUresult(CUDAAPI*)(CUcontext)>("cuCtxSetCurrent");
         if (fallback == nullptr || set == nullptr || set(fallback) != CUDA_SUCCESS) return m;
     }
     using MemGetInfo = CUresult(CUDAAPI*)(size_t*, size_t*);
@@ -104,9 +98,9 @@ DriverMemory driver_memory(CUcontext fallback, WithNvml nvml) {
     m.known = true;
     m.used = total - free;
     m.total = total;
-    static const auto device_of = driver_fn<CUresult(CUDAAPI*)(CUdevice*)>("cuCtxGetDevice");
+    static const auto device_of = driver_function<CUresult(CUDAAPI*)(CUdevice*)>("cuCtxGetDevice");
     static const auto graph_attr =
-        driver_fn<CUresult(CUDAAPI*)(CUdevice, CUgraphMem_attribute, void*)>("cuDeviceGetGraphMemAttribute");
+        driver_function<CUresult(CUDAAPI*)(CUdevice, CUgraphMem_attribute, void*)>("cuDeviceGetGraphMemAttribute");
     CUdevice dev = 0;
     if (device_of == nullptr || device_of(&dev) != CUDA_SUCCESS) return m;
     m.device = dev;

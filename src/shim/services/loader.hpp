@@ -20,6 +20,11 @@ void* next_dlsym(void* handle, const char* name);
 void* next_symbol(const char* name);
 // `name` in the libcuda.so.1 already loaded in this process (however privately), or null.
 void* driver_symbol(const char* name);
+// The same, as the function type the caller names: driver_function<CUresult(CUDAAPI*)(CUdevice*)>("cuCtxGetDevice").
+template <typename Fn>
+Fn driver_function(const char* name) {
+    return reinterpret_cast<Fn>(driver_symbol(name));
+}
 // `name` in the libcudart.so already loaded in this process, or null.
 void* runtime_symbol(const char* name);
 // The driver entry point `name` as a wrapper would reach it: the next definition after the shim (libcuda

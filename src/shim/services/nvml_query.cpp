@@ -86,8 +86,8 @@ DeviceProcesses nvml_processes(CUdevice device, bool names) {
     if (!nvml.ready) return out;
 
     // CUDA ordinals and NVML indices differ under CUDA_VISIBLE_DEVICES; the PCI bus id names one device.
-    static const auto bus_id_of =
-        reinterpret_cast<CUresult(CUDAAPI*)(char*, int, CUdevice)>(driver_symbol("cuDeviceGetPCIBusId"));
+    const auto bus_id_of =
+        driver_function<CUresult(CUDAAPI*)(char*, int, CUdevice)>("cuDeviceGetPCIBusId");
     char bus[64] = {};
     if (bus_id_of == nullptr || bus_id_of(bus, sizeof bus, device) != CUDA_SUCCESS) return out;
     NvmlDevice dev = nullptr;

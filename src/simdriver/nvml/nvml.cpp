@@ -47,34 +47,45 @@ Device g_devices[kMaxDevices];
 
 using Processes = int (*)(int, unsigned int*, int*, unsigned long long*);
 using MemoryOf = int (*)(int, unsigned long long*, unsigned long long*);
-struct Driver {
-    Processes processes = nullptr;
-    MemoryOf memory = nullptr;
-    int devices = 0;
+// The simulated driver, borrowed for one call and given back: the real NVML does not keep libcuda.so.1 loaded,
+// so neither may this one (a program that dlcloses the driver unloads it).
+struct Borrowed {
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    Processes processes = lib != nullptr ? reinterpret_cast<Processes>(dlsym(lib, "cumemaudit_sim_processes")) : nullptr;
+    MemoryOf memory = lib != nullptr ? reinterpret_cast<MemoryOf>(dlsym(lib, "cumemaudit_sim_memory")) : nullptr;
+    int (*init)(unsigned) = lib != nullptr ? reinterpret_cast<int (*)(unsigned)>(dlsym(lib, "cuInit")) : nullptr;
+    int (*count)(int*) = lib != nullptr ? reinterpret_cast<int (*)(int*)>(dlsym(lib, "cuDeviceGetCount")) : nullptr;
+    Borrowed() = default;
+    Borrowed(const Borrowed&) = delete;
+    Borrowed& operator=(const Borrowed&) = delete;
+    ~Borrowed() {
+        if (lib != nullptr) dlclose(lib);
+    }
+    // kSuccess when it is the simulated driver and it starts (idempotent where the program started it).
+    int ready() const {
+        if (lib == nullptr) return kLibraryNotFound;
+        if (processes == nullptr || memory == nullptr || init == nullptr || count == nullptr)
+            return kLibraryNotFound;  // not the simulated one
+        return init(0) == 0 ? kSuccess : kUnknown;
+    }
 };
 std::mutex g_mu;
-Driver g_driver;
+int g_devices_seen = 0;
 int g_inits = 0;
 
 int load_driver() {
-    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr) return kLibraryNotFound;
-    auto processes = reinterpret_cast<Processes>(dlsym(lib, "cumemaudit_sim_processes"));
-    auto memory = reinterpret_cast<MemoryOf>(dlsym(lib, "cumemaudit_sim_memory"));
-    auto init = reinterpret_cast<int (*)(unsigned)>(dlsym(lib, "cuInit"));
-    auto count = reinterpret_cast<int (*)(int*)>(dlsym(lib, "cuDeviceGetCount"));
-    if (processes == nullptr || memory == nullptr || init == nullptr || count == nullptr)
-        return kLibraryNotFound;  // not the simulated one
+    Borrowed driver;
+    if (const int r = driver.ready(); r != kSuccess) return r;
     int n = 0;
-    if (init(0) != 0 || count(&n) != 0) return kUnknown;
-    g_driver = Driver{processes, memory, n < kMaxDevices ? n : kMaxDevices};
+    if (driver.count(&n) != 0) return kUnknown;
+    g_devices_seen = n < kMaxDevices ? n : kMaxDevices;
     for (int i = 0; i < kMaxDevices; ++i) g_devices[i].index = i;
     return kSuccess;
 }
 
 Device* device_of(void* handle) {
     auto* d = static_cast<Device*>(handle);
-    return d >= g_devices && d < g_devices + g_driver.devices ? d : nullptr;
+    return d >= g_devices && d < g_devices + g_devices_seen ? d : nullptr;
 }
 
 }  // namespace
@@ -117,14 +128,14 @@ __attribute__((visibility("default"))) int nvmlDeviceGetCount_v2(unsigned int* c
     std::lock_guard lock(g_mu);
     if (g_inits == 0) return kUninitialized;
     if (count == nullptr) return kInvalidArgument;
-    *count = static_cast<unsigned int>(g_driver.devices);
+    *count = static_cast<unsigned int>(g_devices_seen);
     return kSuccess;
 }
 
 __attribute__((visibility("default"))) int nvmlDeviceGetHandleByIndex_v2(unsigned int index, void** device) {
     std::lock_guard lock(g_mu);
     if (g_inits == 0) return kUninitialized;
-    if (device == nullptr || index >= static_cast<unsigned int>(g_driver.devices)) return kInvalidArgument;
+    if (device == nullptr || index >= static_cast<unsigned int>(g_devices_seen)) return kInvalidArgument;
     *device = &g_devices[index];
     return kSuccess;
 }
@@ -137,26 +148,26 @@ __attribute__((visibility("default"))) int nvmlDeviceGetHandleByPciBusId_v2(cons
     if (bus_id == nullptr || device == nullptr || std::sscanf(bus_id, "%x:%x:%x.%x", &domain, &bus, &dev, &fn) != 4)
         return kInvalidArgument;
     const int index = static_cast<int>(bus) - kFirstPciBus;
-    if (domain != 0 || dev != 0 || fn != 0 || index < 0 || index >= g_driver.devices) return kNotFound;
+    if (domain != 0 || dev != 0 || fn != 0 || index < 0 || index >= g_devices_seen) return kNotFound;
     *device = &g_devices[index];
     return kSuccess;
 }
 
 __attribute__((visibility("default"))) int nvmlDeviceGetComputeRunningProcesses_v3(void* device, unsigned int* count,
                                                                                     ProcessInfo* infos) {
-    Processes processes = nullptr;
     Device* d = nullptr;
     {
         std::lock_guard lock(g_mu);
         if (g_inits == 0) return kUninitialized;
         d = device_of(device);
-        processes = g_driver.processes;
     }
     if (d == nullptr || count == nullptr) return kInvalidArgument;
+    Borrowed driver;
+    if (const int r = driver.ready(); r != kSuccess) return r;
     int pids[256];
     unsigned long long bytes[256];
     unsigned int n = 256;
-    if (const int r = processes(d->index, &n, pids, bytes); r != kSuccess) return r;
+    if (const int r = driver.processes(d->index, &n, pids, bytes); r != kSuccess) return r;
     const unsigned int room = *count;
     *count = n;
     if (n > room) return kInsufficientSize;
@@ -170,16 +181,16 @@ __attribute__((visibility("default"))) int nvmlDeviceGetComputeRunningProcesses_
 // the real NVML's "reserved" part of v2, memory the driver keeps from every process, is not modelled (0).
 namespace {
 int memory_of(void* device, unsigned long long* total, unsigned long long* used) {
-    MemoryOf memory = nullptr;
     Device* d = nullptr;
     {
         std::lock_guard lock(g_mu);
         if (g_inits == 0) return kUninitialized;
         d = device_of(device);
-        memory = g_driver.memory;
     }
     if (d == nullptr) return kInvalidArgument;
-    return memory(d->index, total, used);
+    Borrowed driver;
+    if (const int r = driver.ready(); r != kSuccess) return r;
+    return driver.memory(d->index, total, used);
 }
 }  // namespace
 

@@ -195,7 +195,8 @@ int launch_stack() {
     int sms = 0, per_sm = 0;
     OK(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0));
     OK(cuDeviceGetAttribute(&per_sm, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, 0));
-    std::printf("request=%zu used=%zu threads=%d\n", (65536 - 32768) * size_t(sms) * size_t(per_sm), used, sms * per_sm);
+    std::printf("request=%zu used=%zu after=%zu threads=%d\n", (65536 - 32768) * size_t(sms) * size_t(per_sm), used,
+                used_bytes(), sms * per_sm);
     return 0;
 }
 
