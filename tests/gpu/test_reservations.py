@@ -25,6 +25,8 @@ NOT_MODELLED = {
     ("stack_oom", "launch_mib"):
         ("the H200 gave the refusing context's whole stack back (264 MiB at 1 KiB per thread) and 150 MiB of its "
          "own besides; the simulated driver gives the stack back", "-264"),
+    ("stack_oom", "plain_after_mib"):
+        ("the next launch took both back on the H200 (264 + 150 MiB); the simulated driver takes the stack back", "264"),
     ("modules", "load_300_mib"): ("what module code takes on the device is not modelled", "0"),
     ("modules", "unload_300_mib"): ("what module code takes on the device is not modelled, so neither is its return", "0"),
 }

@@ -1076,16 +1076,19 @@ TEST_CASE("child: reservations", "[.]") {
     CHECK(free_bytes() == GiB - 108 * MiB + 16 * 8192);
     REQUIRE(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 1024) == CUDA_SUCCESS);
 
-    // Refused for want of memory: nothing changes, and a kernel within the limit still launches.
+    // Refused for want of memory (as the H200, run k12): the whole stack is given back, the limit reads the same,
+    // a larger limit is refused, and the next launch takes the stack again.
     CUdeviceptr hog = 0;
     REQUIRE(cuMemAlloc(&hog, free_bytes() - 64 * MiB) == CUDA_SUCCESS);
     CHECK(launch(k.heavy) == CUDA_ERROR_OUT_OF_MEMORY);
     CHECK(stack_limit() == 1024);
+    CHECK(free_bytes() == 64 * MiB + kStackMiB * MiB);
     CHECK(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 32768) == CUDA_ERROR_OUT_OF_MEMORY);
     CHECK(stack_limit() == 1024);
     CHECK(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, ~std::size_t{0}) == CUDA_ERROR_OUT_OF_MEMORY);
-    CHECK(free_bytes() == 64 * MiB);
+    CHECK(free_bytes() == 64 * MiB + kStackMiB * MiB);
     CHECK(launch(k.plain) == CUDA_SUCCESS);
+    CHECK(free_bytes() == 64 * MiB);
     CUcontext own = nullptr;
     CHECK(cuCtxCreate(&own, nullptr, 0, 0) == CUDA_ERROR_OUT_OF_MEMORY);  // 108 MiB do not fit in 64
     CUcontext current = nullptr;
