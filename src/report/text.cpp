@@ -143,7 +143,8 @@ std::string text_summary(const Report& r, const TextDetail& detail) {
                        r.summary.teardown_freed_bytes);
     // A kernel stack above the driver's default: memory no allocation names, kept until the limit is lowered.
     for (const Context& c : r.contexts) {
-        if (c.stack_bytes_per_thread <= kDefaultStackBytesPerThread) continue;
+        // (none held: the driver gave it back at a refused launch, and the next launch takes it again)
+        if (c.stack_bytes_per_thread <= kDefaultStackBytesPerThread || c.local_memory_bytes == 0) continue;
         fmt::format_to(it, "\nKernel stacks of {}{}: {} ({} per thread{}){}\n",
                        c.primary ? "the primary context" : "a context",
                        c.device >= 0 ? fmt::format(" on device {}", c.device) : "", human_bytes(c.local_memory_bytes),

@@ -38,7 +38,7 @@ void ContextBook::stack_set(CUcontext ctx, std::uint64_t bytes_per_thread, const
 
 // Copied under the lock, asked outside it (the driver's answers take their time); what it said is kept for
 // the report, which asks the driver nothing (it may be written from a signal handler).
-std::vector<ContextBook::Live> ContextBook::live_now() {
+std::vector<ContextBook::Live> ContextBook::live_now(CUcontext stack_gone) {
     std::vector<Live> out;
     {
         std::lock_guard lock(mu_);
@@ -46,7 +46,8 @@ std::vector<ContextBook::Live> ContextBook::live_now() {
     }
     for (Live& l : out) {
         l.facts.stack_bytes_per_thread = stack_limit_of(l.ctx);
-        l.facts.local_memory_bytes = l.facts.stack_bytes_per_thread * device_threads(static_cast<int>(l.facts.device));
+        l.facts.local_memory_bytes =
+            l.ctx == stack_gone ? 0 : l.facts.stack_bytes_per_thread * device_threads(static_cast<int>(l.facts.device));
     }
     std::lock_guard lock(mu_);
     for (Live& kept : live_)
@@ -60,10 +61,9 @@ std::vector<ContextBook::Live> ContextBook::live_now() {
 
 ContextBook::Reserved ContextBook::reserved(int device, CUcontext stack_gone) {
     Reserved r;
-    for (const Live& l : live_now()) {
+    for (const Live& l : live_now(stack_gone)) {
         if (device >= 0 && l.facts.device != device) continue;
         r.context_bytes += l.facts.fixed_bytes;
-        if (l.ctx == stack_gone) continue;
         r.local_memory_bytes += l.facts.local_memory_bytes;
         r.stack_bytes_per_thread = std::max(r.stack_bytes_per_thread, l.facts.stack_bytes_per_thread);
     }

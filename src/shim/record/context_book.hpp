@@ -40,7 +40,7 @@ private:
         CUcontext ctx;
         history::Context facts;
     };
-    std::vector<Live> live_now();
+    std::vector<Live> live_now(CUcontext stack_gone);
     mutable std::mutex mu_;
     std::vector<Live> live_;  // a program makes a few; bounded by history::kContextsKept
 };

@@ -162,7 +162,8 @@ int storm(int n) {
 // CUMEMAUDIT_SIM_CONTEXT=256MiB and CUMEMAUDIT_SIM_SMS=4 (8192 threads: 8 MiB of stack per KiB per thread):
 // the primary context, a second one made as a CUDA 12-built caller makes it (cuCtxCreate at version 3020), a
 // stack limit set, a kernel with 32 KiB of local memory launched (the stack grows to it and stays), a mark,
-// then a kernel with 64 KiB refused.
+// then a kernel with 64 KiB refused (the driver gives the stack back), room made and the first launched again
+// (it takes the stack back), a mark.
 int launch_stack() {
     init_primary_context();
     CUcontext primary;
@@ -197,6 +198,11 @@ int launch_stack() {
     OK(cuDeviceGetAttribute(&per_sm, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, 0));
     std::printf("request=%zu used=%zu after=%zu threads=%d\n", (65536 - 32768) * size_t(sms) * size_t(per_sm), used,
                 used_bytes(), sms * per_sm);
+    // Room again: the next launch takes the stack back.
+    OK(cuMemFree(more));
+    OK(cuLaunchKernel(heavy, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr));
+    step(2);
+    std::printf("again=%zu\n", used_bytes());
     return 0;
 }
 

@@ -232,6 +232,11 @@ def case_launch_stack(tmp):
     block = proc.stderr
     expect("kernel local_huge needs 64.0 KiB of local memory per thread" in block, f"the stderr block:\n{block}")
     expect(re.search(r"8\.0 MiB\s+1\.1%\s+kernel stacks", block), f"the stderr block names the stacks:\n{block}")
+    # Room made, the 32 KiB kernel launched again: the stack is back, and step 2 names it.
+    step2, = [s for s in report["steps"] if s["step"] == 2]
+    expect(seen["again"] == 840 * MiB and
+           (step2["driver_used_bytes"], step2["local_memory_bytes"], step2["unattributed_bytes"]) == (seen["again"], 264 * MiB, 0),
+           f"step 2 (used {seen['again']}): {step2}")
     expect(re.search(r"Kernel stacks of the primary context on device 0: 256\.0 MiB \(32\.0 KiB per thread, raised by a "
                      r"launch of a kernel with that much local memory\)\n", block), f"the summary names the raised stack:\n{block}")
 
