@@ -8,6 +8,8 @@
 //   reservation_probe [FACT...]   (all facts without arguments)
 #include "support/kernels_ptx.hpp"
 
+#include "support/probe_facts.hpp"
+
 #include <cuda.h>
 
 #include <dlfcn.h>
@@ -23,31 +25,12 @@
 
 namespace {
 
-constexpr size_t kMiB = size_t{1} << 20;
-const char* g_fact = "";
-
-#define MUST(call)                                                                  \
-    do {                                                                            \
-        if ((call) != CUDA_SUCCESS) {                                               \
-            std::printf("fact %s setup-failed-at-line-%d\n", g_fact, __LINE__);     \
-            std::fflush(stdout);                                                    \
-            _exit(1);                                                               \
-        }                                                                           \
-    } while (0)
+using cumemaudit::program::g_fact;
+using cumemaudit::program::name_of;
+using cumemaudit::program::used_mib;
+constexpr size_t kMiB = cumemaudit::program::kProbeMiB;
 
 const char* const kPtx = cumemaudit::program::kLocalMemoryPtx;
-
-std::string name_of(CUresult r) {
-    const char* n = nullptr;
-    cuGetErrorName(r, &n);
-    return n != nullptr ? n : "CUresult-" + std::to_string(static_cast<int>(r));
-}
-
-long long used_mib() {
-    size_t free = 0, total = 0;
-    MUST(cuMemGetInfo(&free, &total));
-    return static_cast<long long>((total - free) / kMiB);
-}
 
 // NVML's device-wide used memory, for the moments before a context exists (-1: no NVML).
 long long nvml_used_mib() {

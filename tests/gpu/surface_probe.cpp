@@ -5,6 +5,7 @@
 // keeps the real answers and tests/gpu/test_surface.py holds the simulated driver to them.
 //   surface_probe [FACT...]   (all facts without arguments)
 #include "support/fd_passing.hpp"
+#include "support/probe_facts.hpp"
 
 #include <cuda.h>
 
@@ -24,29 +25,10 @@ namespace {
 using cumemaudit::program::receive_fd;
 using cumemaudit::program::send_fd;
 
-constexpr size_t kMiB = size_t{1} << 20;
-const char* g_fact = "";
-
-#define MUST(call)                                                                  \
-    do {                                                                            \
-        if ((call) != CUDA_SUCCESS) {                                               \
-            std::printf("fact %s setup-failed-at-line-%d\n", g_fact, __LINE__);     \
-            std::fflush(stdout);                                                    \
-            _exit(1);                                                               \
-        }                                                                           \
-    } while (0)
-
-std::string name_of(CUresult r) {
-    const char* n = nullptr;
-    cuGetErrorName(r, &n);
-    return n != nullptr ? n : "CUresult-" + std::to_string(static_cast<int>(r));
-}
-
-long long used_mib() {
-    size_t free = 0, total = 0;
-    MUST(cuMemGetInfo(&free, &total));
-    return static_cast<long long>((total - free) / kMiB);
-}
+using cumemaudit::program::g_fact;
+using cumemaudit::program::name_of;
+using cumemaudit::program::used_mib;
+constexpr size_t kMiB = cumemaudit::program::kProbeMiB;
 
 // What the driver says of a pointer: the answer to a context query.
 std::string pointer_answer(CUdeviceptr p) {
