@@ -53,12 +53,16 @@ Step Marks::figures(const MarkInput& m, const std::vector<ledger::OwnerRow>& own
         tracked_on_device = 0;
         for (const ledger::OwnerRow& o : ledger_.owners_on_device(m.driver.device)) tracked_on_device += ledger::live_on_device(o);
     }
+    for (const ledger::Ledger::OriginBytes& p : ledger_.dma_buf_pinned(m.several_devices ? m.driver.device : -1))
+        s.dma_buf_pinned_bytes += p.bytes;
     if (m.driver.known) {
         s.driver = m.driver;
         // Modules, graph executables, a context's unmeasured fixed part (and other processes, when NVML did not
         // list them): what no call named. A pool's idle memory is named (the pool holds it), graph memory
-        // too, the contexts' measured parts and kernel stacks, and the other processes NVML listed.
-        const std::uint64_t named = tracked_on_device + (m.pool_reserved - std::min(m.pool_reserved, m.pool_used)) +
+        // too, the contexts' measured parts and kernel stacks, the other processes NVML listed, and freed
+        // memory open dma-buf fds keep.
+        const std::uint64_t named = tracked_on_device + s.dma_buf_pinned_bytes +
+                                    (m.pool_reserved - std::min(m.pool_reserved, m.pool_used)) +
                                     m.driver.graph_reserved + m.driver.other_processes_bytes + m.driver.context_bytes +
                                     m.driver.local_memory_bytes;
         s.unattributed_bytes = m.driver.used > named ? m.driver.used - named : 0;

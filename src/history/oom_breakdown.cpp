@@ -50,6 +50,16 @@ Oom oom_breakdown(const ledger::Ledger& book, const std::vector<Graph>& graphs, 
             if (held != 0) parts.push_back({PartKind::live, o.owner, kind, 0, held, {}, {}});
         }
     }
+    std::uint64_t pinned_rest = 0;  // past the sites kept: one part without a site
+    std::size_t pinned_rows = 0;
+    for (const ledger::Ledger::OriginBytes& row : book.dma_buf_pinned(in.device)) {
+        if (!ledger::counts_on_device(row.kind)) continue;
+        if (pinned_rows++ < kLeakSitesKept)
+            parts.push_back({PartKind::dma_buf_pinned, row.site.owner, row.kind, 0, row.bytes, row.site, {}});
+        else
+            pinned_rest += row.bytes;
+    }
+    if (pinned_rest != 0) parts.push_back({PartKind::dma_buf_pinned, 0, ledger::Kind::classic, 0, pinned_rest, {}, {}});
     for (const Graph& g : graphs)
         if (g.held_instantiate_bytes > 0)
             parts.push_back({PartKind::graph, 0, {}, g.id, static_cast<std::uint64_t>(g.held_instantiate_bytes), {}, {}});

@@ -15,6 +15,7 @@ const char* to_string(PartKind k) {
         case PartKind::unattributed: return "unattributed";
         case PartKind::context: return "context";
         case PartKind::local_memory: return "local_memory";
+        case PartKind::dma_buf_pinned: return "dma_buf_pinned";
     }
     return "";
 }

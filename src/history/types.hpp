@@ -73,6 +73,7 @@ struct Step {
     std::map<ledger::OwnerId, std::uint64_t> leaked_by_owner;  // nonzero only
     std::uint64_t peak_tracked_bytes = 0;
     std::uint64_t held_unmapped_bytes = 0;  // VMM memory whose references are held, never mapped yet
+    std::uint64_t dma_buf_pinned_bytes = 0;  // freed classic memory open dma-buf fds keep (the mark's device)
 };
 
 // Older steps folded: `marks` consecutive marks, of which `steps` keeps the first, lowest, highest and last.
@@ -155,7 +156,8 @@ inline constexpr std::size_t kContextsKept = 64;
 
 // One share of driver-used memory at an out-of-memory moment (they add up to it).
 enum class PartKind : std::uint8_t {
-    live, leaked, graph, async_pool_idle, graph_memory, other_process, unattributed, context, local_memory
+    live, leaked, graph, async_pool_idle, graph_memory, other_process, unattributed, context, local_memory,
+    dma_buf_pinned
 };
 const char* to_string(PartKind);
 struct OomPart {
@@ -164,7 +166,7 @@ struct OomPart {
     ledger::Kind kind = ledger::Kind::vmm_physical;  // live, leaked
     std::uint64_t graph = 0;    // graph: its id
     std::uint64_t bytes = 0;
-    ledger::Site site;          // leaked: the call that created it (api "" when none)
+    ledger::Site site;          // leaked: the call that created it; dma_buf_pinned: the fd's (api "" when none)
     OtherProcess process;       // other_process: pid 0 for the smaller ones together
 };
 

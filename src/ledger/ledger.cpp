@@ -188,6 +188,7 @@ std::vector<OwnerRow> Ledger::owners_now() const {
         row.live_bytes = state_->owners.live(o);
         row.peak_bytes = state_->owners.peak(o);
         for (int k = 0; k < detail::kKinds; ++k) row.live_by_kind[k] = state_->owners.live(o, static_cast<Kind>(k));
+        std::swap(row.multicast_object_bytes, row.live_by_kind[static_cast<int>(Kind::multicast)]);
         out.push_back(std::move(row));
     }
     return out;
@@ -291,6 +292,7 @@ std::vector<OwnerRow> Ledger::owners_on_device(int device) const {
     auto add = [&](OwnerId owner, Kind kind, std::uint64_t bytes) {
         auto it = at.find(owner);
         if (it == at.end()) return;  // an owner with nothing at its peak yet: a record made this instant
+        if (kind == Kind::multicast) return;  // no memory: its figure stays the owner's, device or not
         rows[it->second].live_by_kind[static_cast<int>(kind)] += bytes;
         rows[it->second].live_bytes += bytes;
     };
@@ -331,6 +333,13 @@ std::vector<Ledger::OriginBytes> Ledger::unreachable_by_origin(int device) const
     }
     std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.bytes > b.bytes; });
     return rows;
+}
+
+std::vector<Ledger::OriginBytes> Ledger::dma_buf_pinned(int device) const {
+    std::vector<OriginBytes> out;
+    state_->shared.pinned(device, [&](const Site& site, Kind kind, std::uint64_t bytes) { out.push_back({site, kind, bytes}); });
+    std::stable_sort(out.begin(), out.end(), [](const OriginBytes& a, const OriginBytes& b) { return a.bytes > b.bytes; });
+    return out;
 }
 
 void Ledger::forget_closed_exports(const ExportProbe& still_open) {

@@ -135,6 +135,10 @@ public:
         std::uint64_t bytes = 0;
     };
     std::vector<OriginBytes> unreachable_by_origin(int device = -1) const;  // -1: every device's
+    // Classic memory the program freed that open dma-buf fds still keep (the driver keeps the whole allocation
+    // while one is open), by the site of the fd's call, each allocation once; largest first. Bounded by the
+    // dma-buf records kept (shared_ranges.hpp). Closed fds count until forget_closed_exports learns of them.
+    std::vector<OriginBytes> dma_buf_pinned(int device = -1) const;  // -1: every device's
 
     // Live bytes per owner and kind on one device: classic records made in its contexts, VMM memory located
     // on it. For a process that drives several devices (out-of-memory records, steps); scans the allocations.

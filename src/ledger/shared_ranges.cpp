@@ -37,14 +37,14 @@ void SharedRanges::ipc_exported(std::uint64_t ptr, const ExportKey& key, const S
     std::lock_guard lock(mu_);
     // One handle per allocation, whichever pointer into it asked: kept once.
     if (std::any_of(exports_.begin(), exports_.end(), [&](const Shared& s) { return s.key == key && s.stamp == stamp; })) return;
-    keep(exports_, Shared{ptr, stamp != 0 ? r.size : 0, stamp, Kind::classic, -1, key, site});
+    keep(exports_, Shared{ptr, stamp != 0 ? r.size : 0, stamp, Kind::classic, r.device, -1, key, site});
 }
 
 void SharedRanges::ipc_opened(std::uint64_t ptr, const ExportKey& key, const Site& site) {
     ClassicRecord r{};
     const std::uint32_t stamp = classic_.find_record(ptr, &r);
     std::lock_guard lock(mu_);
-    keep(opens_, Shared{ptr, 0, stamp, Kind::ipc, -1, key, site});
+    keep(opens_, Shared{ptr, 0, stamp, Kind::ipc, r.device, -1, key, site});
 }
 
 void SharedRanges::dma_buf(std::uint64_t ptr, int fd, const ExportKey& key, const Site& site) {
@@ -52,7 +52,7 @@ void SharedRanges::dma_buf(std::uint64_t ptr, int fd, const ExportKey& key, cons
     const std::uint32_t stamp = containing(ptr, &r);  // an fd of part of an allocation keeps all of it
     if (stamp == 0) return;  // not classic memory this process allocated
     std::lock_guard lock(mu_);
-    keep(dma_bufs_, Shared{ptr, r.size, stamp, r.kind, fd, key, site, ++next_id_});
+    keep(dma_bufs_, Shared{ptr, r.size, stamp, r.kind, r.device, fd, key, site, ++next_id_});
 }
 
 void SharedRanges::collect(LeakRows& rows, Summary& summary, std::vector<ShareRow>& exports,
@@ -68,6 +68,18 @@ void SharedRanges::collect(LeakRows& rows, Summary& summary, std::vector<ShareRo
         exports.push_back(ShareRow{e.key, HandleType::ipc, e.bytes, !live(e), false, e.site});
     for (const Shared& o : opens_)
         if (live(o)) imports.push_back(ShareRow{o.key, HandleType::ipc, 0, false, true, o.site});
+}
+
+void SharedRanges::pinned(int device, const std::function<void(const Site&, Kind, std::uint64_t)>& each) const {
+    std::vector<std::pair<std::uint64_t, std::uint32_t>> seen;  // (base, stamp): several fds of one allocation
+    std::lock_guard lock(mu_);
+    for (const Shared& d : dma_bufs_) {
+        if (live(d) || (device >= 0 && d.device != device)) continue;
+        const std::pair at{d.ptr, d.stamp};
+        if (std::find(seen.begin(), seen.end(), at) != seen.end()) continue;
+        seen.push_back(at);
+        each(d.site, d.kind, d.bytes);
+    }
 }
 
 void SharedRanges::forget_closed(const ExportProbe& still_open) {

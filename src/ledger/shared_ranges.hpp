@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <vector>
 
@@ -31,6 +32,8 @@ public:
     // Open-export rows for classic memory freed by the program that an open dma-buf fd still holds, and the
     // IPC shares for the report (exports: released once freed; imports: those still open).
     void collect(LeakRows& rows, Summary&, std::vector<ShareRow>& exports, std::vector<ShareRow>& imports) const;
+    // Freed classic allocations open dma-buf fds keep, once each, with the first fd's site (device -1: all).
+    void pinned(int device, const std::function<void(const Site&, Kind, std::uint64_t)>& each) const;
     void forget_closed(const ExportProbe& still_open);  // drops dma-bufs whose fd is closed, and what ended
     void clear();  // one thread alive
 
@@ -39,6 +42,7 @@ private:
         std::uint64_t ptr = 0, bytes = 0;
         std::uint32_t stamp = 0;  // of the classic record it was made for
         Kind kind = Kind::classic;
+        int device = -1;  // of the classic record
         int fd = -1;
         ExportKey key;
         Site site;

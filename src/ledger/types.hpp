@@ -120,7 +120,9 @@ struct OwnerRow {
     OwnerId owner = 0;
     std::string name;
     std::uint64_t live_bytes = 0, peak_bytes = 0, leaked_bytes = 0;
-    std::uint64_t live_by_kind[static_cast<int>(Kind::count)] = {};
+    std::uint64_t live_by_kind[static_cast<int>(Kind::count)] = {};  // memory only: never Kind::multicast
+    // Multicast objects' size per device: not memory (the bound memory is), so never in the live figures.
+    std::uint64_t multicast_object_bytes = 0;
 };
 
 struct Summary {

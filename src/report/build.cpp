@@ -97,6 +97,7 @@ Step step_of(const history::Step& s, Names& names) {
     out.leaked_by_owner = names.by_owner(s.leaked_by_owner);
     out.peak_tracked_bytes = s.peak_tracked_bytes;
     out.held_unmapped_bytes = s.held_unmapped_bytes;
+    out.dma_buf_pinned_bytes = s.dma_buf_pinned_bytes;
     out.context_bytes = s.driver.context_bytes;
     out.local_memory_bytes = s.driver.local_memory_bytes;
     out.stack_bytes_per_thread = s.driver.stack_bytes_per_thread;
@@ -126,7 +127,8 @@ void add_graphs(Report& r, const history::History& h, Names& names) {
 }
 
 OomPart part_of(const history::OomPart& p, Names& names) {
-    const bool owned = p.what == history::PartKind::live || p.what == history::PartKind::leaked;
+    const bool owned = p.what == history::PartKind::live || p.what == history::PartKind::leaked ||
+                       p.what == history::PartKind::dma_buf_pinned;
     return OomPart{history::to_string(p.what), owned ? names.owner(p.owner) : "", owned ? ledger::to_string(p.kind) : "",
                    p.graph, p.bytes, names.site_if_any(p.site), p.process.pid, p.process.name};
 }
@@ -250,7 +252,7 @@ void add_misuse(Report& r, const ledger::Snapshot& snap, Names& names, Suppressi
 
 void add_owners(Report& r, const history::Recording& rec) {
     for (const ledger::OwnerRow& o : rec.ledger.owners) {
-        Owner owner{o.name, o.live_bytes, o.peak_bytes, o.leaked_bytes, {}, {}};
+        Owner owner{o.name, o.live_bytes, o.peak_bytes, o.leaked_bytes, {}, {}, o.multicast_object_bytes};
         for (int k = 0; k < static_cast<int>(ledger::Kind::count); ++k)
             if (o.live_by_kind[k] != 0) owner.live_by_kind[ledger::to_string(static_cast<ledger::Kind>(k))] = o.live_by_kind[k];
         for (const auto& [device, rows] : rec.owners_by_device)

@@ -124,6 +124,7 @@ JobReport JobReduce::finish() {
         add_saturating(summary_.leaked_bytes, r.own_leaked_bytes);
         summary_.leaked_allocations += r.leaked_allocations;  // wraps back: leaked_once() counts imports down first
     }
+    out.summary.process = summary_;
     sharing_.pinning(ranks_, out);
 
     out.sites = sites_.finish(sharing_);
@@ -131,7 +132,6 @@ JobReport JobReduce::finish() {
 
     out.world_size = world_size_;
     out.reports = ranks_.size();
-    out.summary.process = summary_;
     out.ranks = by_rank();
     out.worst_ranks = worst_ranks();
     out.steps = steps_.finish();

@@ -65,6 +65,12 @@ void JobSharing::pinning(std::vector<JobRank>& ranks, JobReport& out) const {
         p.bytes += bytes;
         ++p.imports;
         ranks[i.importer].pins_peers_bytes += bytes;
+        // A legacy IPC open that is held (mapped, never closed): the importer's driver told it no size, so
+        // its held row counted 0 B; the exporter's row says what it keeps alive.
+        if (i.bytes == 0 && !i.leaked) {
+            add_saturating(ranks[i.importer].held_at_exit_bytes, bytes);
+            add_saturating(out.summary.process.unfreed_bytes, bytes);
+        }
         if (pinned.insert(i.key).second) {  // many importers pin one allocation once
             ranks[e->rank].pinned_by_peers_bytes += e->bytes;
             out.summary.pinned_by_peers_bytes += e->bytes;

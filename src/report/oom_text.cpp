@@ -16,6 +16,11 @@ std::string part_label(const OomPart& p, const Oom& o) {
         if (!p.site.python_frames.empty() || !p.site.frames.empty()) s += " at " + where(p.site);
         return s;
     }
+    if (p.what == "dma_buf_pinned") {
+        std::string s = fmt::format("{} {} freed, kept by an open dma-buf fd", p.owner, p.kind);
+        if (!p.site.python_frames.empty() || !p.site.frames.empty()) s += " from " + where(p.site);
+        return s;
+    }
     if (p.what == "async_pool_idle") return "async pools, reserved but unused";
     if (p.what == "graph_memory") return "graph memory (committed at graph launches)";
     if (p.what == "context") return "contexts (each one's own reservation, measured at its creation)";

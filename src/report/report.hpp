@@ -67,6 +67,7 @@ struct Owner {
     std::uint64_t live_bytes = 0, peak_bytes = 0, leaked_bytes = 0;
     std::map<std::string, std::uint64_t> live_by_kind;  // kind ("vmm_physical", "classic", …) → live bytes
     std::map<std::string, std::uint64_t> live_by_device;  // a process on several devices: "0", "1", … → device bytes
+    std::uint64_t multicast_object_bytes = 0;  // its multicast objects' size per device: not memory, not in live_bytes
 };
 
 // One PyTorch memory pool as its caching allocator sees it (the default pool, or one CUDA graph pool), from
@@ -111,6 +112,7 @@ struct Step {
     // VMM memory whose references are held and that was never mapped yet (a handle made ahead of its map): no
     // leak at a mark, since the program may map or release it later; a leak at exit if still held.
     std::uint64_t held_unmapped_bytes = 0;
+    std::uint64_t dma_buf_pinned_bytes = 0;  // freed classic memory open dma-buf fds keep
     // What the device's contexts reserve besides allocations, named against driver-used memory: their fixed
     // parts as measured at their creation (0 where NVML could not say), and their kernel stacks (each
     // context's stack limit × the threads the device holds), with the largest stack limit per thread.
@@ -229,12 +231,12 @@ inline constexpr std::size_t kReturnsKept = 64;  // the summary counts every one
 // the rest.
 struct OomPart {
     std::string what;        // "live" | "leaked" | "graph" | "async_pool_idle" | "graph_memory" | "other_process"
-                             // | "unattributed"
-    std::string owner;       // live, leaked
-    std::string kind;        // live, leaked: the ledger kind, e.g. "vmm_physical"
+                             // | "unattributed" | "context" | "local_memory" | "dma_buf_pinned"
+    std::string owner;       // live, leaked, dma_buf_pinned (the fd call's owner)
+    std::string kind;        // live, leaked, dma_buf_pinned: the ledger kind, e.g. "vmm_physical"
     std::uint64_t graph = 0; // graph: its id in `graphs`
     std::uint64_t bytes = 0;
-    Site site;               // leaked: the call that created the memory
+    Site site;               // leaked: the call that created the memory; dma_buf_pinned: the call that made the fd
     // additions to v1: other_process: its pid (0 for the smaller ones together) and its command name as /proc
     // shows it ("" when it does not)
     std::int64_t pid = 0;

@@ -62,6 +62,7 @@ template <class V> void fields(V& v, Owner& o) {
     v.opt("leaked_bytes", o.leaked_bytes);
     v.opt("live_by_kind", o.live_by_kind);
     v.opt("live_by_device", o.live_by_device);
+    v.opt("multicast_object_bytes", o.multicast_object_bytes);
 }
 template <class V> void fields(V& v, Step& s) {
     v.req("step", s.step);
@@ -86,6 +87,7 @@ template <class V> void fields(V& v, Step& s) {
     v.opt("peak_tracked_bytes", s.peak_tracked_bytes);
     v.opt("other_processes_bytes", s.other_processes_bytes);
     v.opt("held_unmapped_bytes", s.held_unmapped_bytes);
+    v.opt("dma_buf_pinned_bytes", s.dma_buf_pinned_bytes);
     v.opt("context_bytes", s.context_bytes);
     v.opt("local_memory_bytes", s.local_memory_bytes);
     v.opt("stack_bytes_per_thread", s.stack_bytes_per_thread);

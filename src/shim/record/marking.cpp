@@ -1,6 +1,7 @@
 #include "shim/record/marking.hpp"
 
 #include "shim/record/events.hpp"
+#include "shim/record/export_key.hpp"
 #include "shim/record/recorder.hpp"
 #include "shim/services/driver_query.hpp"
 #include "shim/services/wall_clock.hpp"
@@ -10,6 +11,8 @@ namespace cumemaudit::shim {
 void mark_now(Recorder& rec, MarkRequest r) {
     const DriverMemory m = driver_memory(r.fallback, WithNvml::sums);
     const PoolBook::Sums pools = look_at_pools(rec, m.device);
+    // Fds closed since the last look: memory whose last pin was one is gone, and a step must not name it.
+    rec.ledger().forget_closed_exports([](int fd, const ledger::ExportKey& key) { return fd_still_open(fd, key); });
     history::MarkInput in;
     in.step = r.step;
     in.label = std::move(r.label);

@@ -18,7 +18,8 @@ SRC = source("ipc.cpp")
 def case_ipc_dmabuf(tmp):
     """Classic memory shared outside its allocation. The exporter's legacy IPC handle is an export row with the
     buffer's bytes, released at its free; the importer that never closed its open pins those bytes, which
-    `merge` names with the exporter's size (the importer's driver tells it none). Three dma-buf fds open past
+    `merge` names with the exporter's size (the importer's driver tells it none), as pinning and as the
+    importer's memory held at exit. Three dma-buf fds open past
     the free are open-export leaks at their own lines (of classic memory, of part of it, with the whole
     allocation's bytes, and of a VMM mapping); one closed first leaves nothing."""
     proc = run_on_shared_node([SCENARIOS, "ipc-dmabuf"], tmp, rc=23)
@@ -41,8 +42,13 @@ def case_ipc_dmabuf(tmp):
     expect(held == [("unfreed", "ipc", marker_line(SRC, "ipc_open"))], f"importer's rows: {held}")
     job = os.path.join(tmp, "job.json")
     subprocess.run([CLI, "merge", "-o", job, *reports(tmp)], capture_output=True, text=True, timeout=60)
-    pins = [p["bytes"] for p in json.load(open(job))["pinning"]]
+    merged = json.load(open(job))
+    pins = [p["bytes"] for p in merged["pinning"]]
     expect(pins == [1024 * MiB], f"pinning: {pins}")
+    # Joined to the exporter's row, the importer's open holds the GiB it keeps alive.
+    held = {r["pid"]: r["held_at_exit_bytes"] for r in merged["ranks"]}
+    expect(held == {importer_pid: 1024 * MiB, exporter["process"]["pid"]: 0}, f"held at exit: {held}")
+    expect(merged["summary"]["unfreed_bytes"] == 1024 * MiB, f"job summary: {merged['summary']}")
 
 
 def case_pool_ipc(tmp):

@@ -1,0 +1,86 @@
+// Memory booked once and where it lives, at steps: a multicast set-up (NCCL's NVLS order, bound by handle or
+// by address), memory pinned by dma-buf fds after the program let go of it.
+#include "scenarios.hpp"
+
+namespace {
+
+using StepFn = void (*)(uint64_t);
+
+StepFn step_api() { return reinterpret_cast<StepFn>(dlsym(RTLD_DEFAULT, "cumemaudit_step")); }
+
+// One rank of ncclNvlsInit/nvlsAllocateMem with 64 MiB: the object, the memory bound to it, both mapped.
+int nvls_step(int argc, char** argv) {
+    const bool by_address = argc > 2 && std::strcmp(argv[2], "by-address") == 0;
+    init_primary_context();
+    const StepFn step = step_api();
+    const size_t size = 64 * kMiB;
+    step(1);
+    CUmulticastObjectProp mp{};
+    mp.numDevices = 1;
+    mp.size = size;
+    mp.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    CUmemGenericAllocationHandle mc = 0, uc = 0;
+    OK(cuMulticastCreate(&mc, &mp));  // site:mc_create
+    OK(cuMulticastAddDevice(mc, 0));
+    CUmemAllocationProp p = props(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    CUdeviceptr ucptr = 0, mcptr = 0;
+    OK(cuMemAddressReserve(&ucptr, size, 0, 0, 0));
+    OK(cuMemCreate(&uc, size, &p, 0));  // site:uc_create
+    OK(cuMemMap(ucptr, size, 0, uc, 0));
+    const CUmemAccessDesc rw = cumemaudit::program::read_write(0);
+    OK(cuMemSetAccess(ucptr, size, &rw, 1));
+    if (by_address) OK(cuMulticastBindAddr(mc, 0, ucptr, size, 0));
+    else OK(cuMulticastBindMem(mc, 0, uc, 0, size, 0));
+    OK(cuMemAddressReserve(&mcptr, size, 0, 0, 0));
+    OK(cuMemMap(mcptr, size, 0, mc, 0));
+    OK(cuMemSetAccess(mcptr, size, &rw, 1));
+    step(2);
+    std::printf("nvls_step: used %zu MiB\n", (size_t{80} << 30) - free_bytes());
+    OK(cuMulticastUnbind(mc, 0, 0, size));
+    OK(cuMemUnmap(ucptr, size));
+    OK(cuMemAddressFree(ucptr, size));
+    OK(cuMemRelease(uc));
+    OK(cuMemUnmap(mcptr, size));
+    OK(cuMemAddressFree(mcptr, size));
+    OK(cuMemRelease(mc));
+    step(3);
+    return 0;
+}
+
+// NCCL's network plugins register dma-buf fds of their buffers; a plugin that never closes them keeps the
+// memory after the program frees it: 1 GiB of classic memory and 1 GiB of VMM memory, both let go of; an
+// allocation refused then.
+int dmabuf_step(int, char**) {
+    init_primary_context();
+    const StepFn step = step_api();
+    step(1);
+    CUdeviceptr classic = 0;
+    int fd = -1, vmm_fd = -1;
+    OK(cuMemAlloc(&classic, 1024 * kMiB));
+    OK(cuMemGetHandleForAddressRange(&fd, classic, 1024 * kMiB, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0));  // site:dmabuf_classic
+    OK(cuMemFree(classic));
+    CUmemAllocationProp p = props();
+    p.allocFlags.gpuDirectRDMACapable = 1;
+    CUmemGenericAllocationHandle vmm = 0;
+    CUdeviceptr va = 0;
+    OK(cuMemCreate(&vmm, 1024 * kMiB, &p, 0));
+    OK(cuMemAddressReserve(&va, 1024 * kMiB, 0, 0, 0));
+    OK(cuMemMap(va, 1024 * kMiB, 0, vmm, 0));
+    OK(cuMemGetHandleForAddressRange(&vmm_fd, va, 1024 * kMiB, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0));  // site:dmabuf_vmm
+    OK(cuMemUnmap(va, 1024 * kMiB));
+    OK(cuMemRelease(vmm));
+    OK(cuMemAddressFree(va, 1024 * kMiB));
+    step(2);
+    CUdeviceptr too_big = 0;
+    const CUresult r = cuMemAlloc(&too_big, 79ull << 30);  // site:too_big
+    std::printf("dmabuf_step: 79 GiB: %s\n", result_name(r));
+    close(fd);
+    close(vmm_fd);
+    step(3);
+    return 0;
+}
+
+}  // namespace
+
+AUDIT_SCENARIO("nvls-step", nvls_step);
+AUDIT_SCENARIO("dmabuf-step", dmabuf_step);

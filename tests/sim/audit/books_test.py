@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Memory booked once and where it lives, at steps and out-of-memory moments (books.cpp).
+
+Usage: books_test.py CASE   (paths from the environment meson sets; see audit_common.py)."""
+from audit_common import SCENARIOS, MiB, run, only_report, marker_line, top_frame, source, expect
+from cases import main, named_cases  # tests/support, on sys.path through audit_common
+
+SRC = source("books.cpp")
+GiB = 1024 * MiB
+
+
+def steps_of(rep):
+    return {s["step"]: s for s in rep["steps"] if not s["label"]}
+
+
+def check_nvls(tmp, how):
+    run([SCENARIOS, "nvls-step", how], tmp)
+    rep = only_report(tmp)
+    st = steps_of(rep)[2]
+    # The object is not memory: the 64 MiB bound to it is, once, and every figure of the step agrees.
+    expect(st["by_kind"] == {"vmm_physical": 64 * MiB}, f"{how}: by_kind {st['by_kind']}")
+    expect(st["by_owner"] == {"audit_scenarios": 64 * MiB}, f"{how}: by_owner {st['by_owner']}")
+    expect((st["driver_used_bytes"], st["unattributed_bytes"]) == (64 * MiB, 0), f"{how}: {st}")
+    expect(steps_of(rep)[3]["by_kind"] == {}, f"{how}: after the teardown {steps_of(rep)[3]}")
+    expect(rep["leaks"] == [] and rep["misuse"] == [], f"{how}: {rep['leaks']} {rep['misuse']}")
+
+
+def case_nvls_step(tmp):
+    """NCCL's NVLS set-up on one rank (object, memory bound by handle, both mapped) marked as a step: the step's
+    live bytes by kind and by owner are the bound 64 MiB, as driver-used memory is; nothing unattributed."""
+    check_nvls(tmp, "by-handle")
+
+
+def case_nvls_step_by_address(tmp):
+    """The same set-up bound by address (cuMulticastBindAddr, PyTorch's symmetric memory path): the same figures."""
+    check_nvls(tmp, "by-address")
+
+
+def case_dmabuf_step(tmp):
+    """1 GiB of classic memory and 1 GiB of VMM memory freed while a dma-buf fd of each is open (a network
+    plugin that never closes them): the step names the classic GiB as kept by dma-buf fds (the VMM GiB is
+    still its owner's, pinned by the fd), nothing is unattributed nor leaked yet; the refused allocation's
+    out-of-memory record names the fd's line; once the fds close, the next step holds nothing."""
+    proc = run([SCENARIOS, "dmabuf-step"], tmp)
+    expect("79 GiB: CUDA_ERROR_OUT_OF_MEMORY" in proc.stdout, proc.stdout)
+    rep = only_report(tmp)
+    st = steps_of(rep)
+    two = st[2]
+    expect((two["dma_buf_pinned_bytes"], two["unattributed_bytes"], two["leaked_bytes"]) == (GiB, 0, 0), f"step 2: {two}")
+    expect(two["by_kind"] == {"vmm_physical": GiB} and two["driver_used_bytes"] == 2 * GiB, f"step 2: {two}")
+    three = st[3]
+    expect((three["dma_buf_pinned_bytes"], three["driver_used_bytes"], three["by_kind"]) == (0, 0, {}), f"step 3: {three}")
+    (oom,) = rep["oom"]
+    parts = [(p["what"], p.get("owner", ""), p.get("kind", ""), p["bytes"]) for p in oom["parts"]]
+    expect(sorted(parts) == sorted([("dma_buf_pinned", "audit_scenarios", "classic", GiB),
+                                    ("live", "audit_scenarios", "vmm_physical", GiB)]), f"parts: {parts}")
+    pinned = next(p for p in oom["parts"] if p["what"] == "dma_buf_pinned")
+    expect(top_frame(pinned)["line"] == marker_line(SRC, "dmabuf_classic"), f"pinned part's site: {pinned['site']}")
+    expect(oom["unattributed_bytes"] == 0, f"oom: {oom}")
+    expect(f"audit_scenarios classic freed, kept by an open dma-buf fd from books.cpp:{marker_line(SRC, 'dmabuf_classic')}"
+           in proc.stderr, proc.stderr)
+
+
+CASES = named_cases(globals())
+
+if __name__ == "__main__":
+    main(CASES)
