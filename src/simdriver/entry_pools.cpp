@@ -42,6 +42,30 @@ CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
     return guarded([&] { return SimState::get().set_current_pool(dev, pool); });
 }
 
+CUresult cuMemGetDefaultMemPool(CUmemoryPool* pool_out, CUmemLocation* location, CUmemAllocationType type) {
+    return guarded([&] {
+        if (pool_out == nullptr || location == nullptr) return CUDA_ERROR_INVALID_VALUE;
+        return SimState::get().location_default_pool(pool_out, *location, type);
+    });
+}
+
+CUresult cuMemGetMemPool(CUmemoryPool* pool, CUmemLocation* location, CUmemAllocationType type) {
+    return guarded([&] {
+        if (pool == nullptr || location == nullptr) return CUDA_ERROR_INVALID_VALUE;
+        return SimState::get().location_current_pool(pool, *location, type);
+    });
+}
+
+CUresult cuMemSetMemPool(CUmemLocation* location, CUmemAllocationType type, CUmemoryPool pool) {
+    return guarded([&] {
+        return location == nullptr ? CUDA_ERROR_INVALID_VALUE : SimState::get().set_location_pool(*location, type, pool);
+    });
+}
+
+CUresult cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char, size_t N) {
+    return guarded([&] { return SimState::get().memset(dstDevice, N); });
+}
+
 CUresult cuMemPoolExportToShareableHandle(void* handle_out, CUmemoryPool pool, CUmemAllocationHandleType handleType,
                                           unsigned long long flags) {
     return guarded([&] {

@@ -24,10 +24,13 @@ CUresult SimState::pool_create(CUmemoryPool* out, const CUmemPoolProps& props) {
     if (props.allocType != CU_MEM_ALLOCATION_TYPE_PINNED && props.allocType != CU_MEM_ALLOCATION_TYPE_MANAGED)
         return CUDA_ERROR_INVALID_VALUE;
     SimPool p;
+    p.managed = props.allocType == CU_MEM_ALLOCATION_TYPE_MANAGED;
+    p.where = props.location.type;
     switch (props.location.type) {
         case CU_MEM_LOCATION_TYPE_DEVICE:
             if (props.location.id < 0 || props.location.id >= s.config.devices) return CUDA_ERROR_INVALID_DEVICE;
             p.device = props.location.id;
+            p.where_id = p.device;
             break;
         case CU_MEM_LOCATION_TYPE_HOST:
         case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
@@ -37,11 +40,15 @@ CUresult SimState::pool_create(CUmemoryPool* out, const CUmemPoolProps& props) {
             if (props.location.id != 0) return CUDA_ERROR_INVALID_VALUE;
             p.host = true;
             break;
+        case CU_MEM_LOCATION_TYPE_NONE:  // managed memory with no preferred location (measured: accepted)
+            if (!p.managed) return CUDA_ERROR_INVALID_VALUE;
+            p.host = true;
+            break;
         default:
             return CUDA_ERROR_INVALID_VALUE;
     }
-    // Managed pools live on their device too: their allocations moved its used memory (measured).
-    if (props.allocType == CU_MEM_ALLOCATION_TYPE_MANAGED && p.host) return CUDA_ERROR_INVALID_VALUE;
+    // A managed pool on a device charges it at allocation; one elsewhere charges nothing until a touch on
+    // the device (measured).
     constexpr unsigned known = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR | CU_MEM_HANDLE_TYPE_FABRIC;
     if ((props.handleTypes & ~known) != 0) return CUDA_ERROR_NOT_SUPPORTED;
     p.max_size = props.maxSize;
@@ -198,7 +205,8 @@ CUresult SimState::pool_alloc(CUdeviceptr* out, std::size_t bytes, CUmemoryPool 
         p.reserved += grow;
         p.reserved_high = std::max(p.reserved_high, p.reserved);
     }
-    Classic c{bytes, 0, 0, p.host ? dev : p.device, p.host ? ClassicKind::host : ClassicKind::device, nullptr};
+    const ClassicKind kind = !p.host ? ClassicKind::device : p.managed ? ClassicKind::managed : ClassicKind::host;
+    Classic c{bytes, 0, 0, p.host ? dev : p.device, kind, nullptr};
     c.pool = pool;
     std::uint64_t va = 0;
     if (p.host) {
@@ -213,6 +221,122 @@ CUresult SimState::pool_alloc(CUdeviceptr* out, std::size_t bytes, CUmemoryPool 
     p.used_high = std::max(p.used_high, p.used);
     s.classic.emplace(va, c);
     *out = va;
+    return CUDA_SUCCESS;
+}
+
+namespace {
+
+using LocationKey = std::tuple<int, int, int>;
+
+// A location's pools' key (location type, id, allocation type), or the driver's refusal: a device ordinal,
+// the host, host NUMA node 0, or no location for managed memory (measured: pinned memory with none, and a
+// device past the last, answer CUDA_ERROR_INVALID_VALUE).
+CUresult location_key(int devices, const CUmemLocation& l, CUmemAllocationType type, LocationKey& key) {
+    if (type != CU_MEM_ALLOCATION_TYPE_PINNED && type != CU_MEM_ALLOCATION_TYPE_MANAGED) return CUDA_ERROR_INVALID_VALUE;
+    int id = 0;
+    switch (l.type) {
+        case CU_MEM_LOCATION_TYPE_DEVICE:
+            if (l.id < 0 || l.id >= devices) return CUDA_ERROR_INVALID_VALUE;
+            id = l.id;
+            break;
+        case CU_MEM_LOCATION_TYPE_HOST: break;
+        case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+            if (l.id != 0) return CUDA_ERROR_INVALID_VALUE;
+            break;
+        case CU_MEM_LOCATION_TYPE_NONE:
+            if (type != CU_MEM_ALLOCATION_TYPE_MANAGED) return CUDA_ERROR_INVALID_VALUE;
+            break;
+        default: return CUDA_ERROR_INVALID_VALUE;
+    }
+    key = {l.type, id, type};
+    return CUDA_SUCCESS;
+}
+
+bool device_pinned(const LocationKey& k) {
+    return std::get<0>(k) == CU_MEM_LOCATION_TYPE_DEVICE && std::get<2>(k) == CU_MEM_ALLOCATION_TYPE_PINNED;
+}
+
+}  // namespace
+
+// The location's default pool, made at the first question (a device's pinned one exists from cuInit).
+CUmemoryPool SimState::Impl::location_default(const std::tuple<int, int, int>& key) {
+    if (device_pinned(key)) return default_pools[static_cast<std::size_t>(std::get<1>(key))];
+    if (auto it = default_by_location.find(key); it != default_by_location.end()) return it->second;
+    SimPool p;
+    p.where = static_cast<CUmemLocationType>(std::get<0>(key));
+    p.where_id = std::get<1>(key);
+    p.managed = std::get<2>(key) == CU_MEM_ALLOCATION_TYPE_MANAGED;
+    p.host = p.where != CU_MEM_LOCATION_TYPE_DEVICE;
+    p.device = p.host ? 0 : p.where_id;
+    p.is_default = true;
+    p.object = std::make_unique<CUmemPoolHandle_st>(CUmemPoolHandle_st{p.device});
+    CUmemoryPool handle = p.object.get();
+    pools.emplace(handle, std::move(p));
+    default_by_location.emplace(key, handle);
+    return handle;
+}
+
+CUresult SimState::location_default_pool(CUmemoryPool* out, const CUmemLocation& where, CUmemAllocationType type) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    LocationKey key;
+    if (CUresult r = location_key(s.config.devices, where, type, key); r != CUDA_SUCCESS) return r;
+    *out = s.location_default(key);
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::location_current_pool(CUmemoryPool* out, const CUmemLocation& where, CUmemAllocationType type) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    LocationKey key;
+    if (CUresult r = location_key(s.config.devices, where, type, key); r != CUDA_SUCCESS) return r;
+    if (device_pinned(key)) *out = s.current_pools[static_cast<std::size_t>(std::get<1>(key))];
+    else if (auto it = s.current_by_location.find(key); it != s.current_by_location.end()) *out = it->second;
+    else *out = s.location_default(key);
+    return CUDA_SUCCESS;
+}
+
+// Measured: a pool of another location or allocation type is refused. A host location's current pool is
+// not reset when that pool is destroyed (the getter no longer answers its default), as a device's is.
+CUresult SimState::set_location_pool(const CUmemLocation& where, CUmemAllocationType type, CUmemoryPool pool) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    LocationKey key;
+    if (CUresult r = location_key(s.config.devices, where, type, key); r != CUDA_SUCCESS) return r;
+    auto it = s.pools.find(pool);
+    if (it == s.pools.end() || it->second.destroyed || it->second.imported) return CUDA_ERROR_INVALID_VALUE;
+    const SimPool& p = it->second;
+    const int id = p.where == CU_MEM_LOCATION_TYPE_DEVICE || p.where == CU_MEM_LOCATION_TYPE_HOST_NUMA ? p.where_id : 0;
+    const LocationKey of_pool{p.where, id, p.managed ? CU_MEM_ALLOCATION_TYPE_MANAGED : CU_MEM_ALLOCATION_TYPE_PINNED};
+    if (of_pool != key) return CUDA_ERROR_INVALID_VALUE;
+    if (device_pinned(key)) s.current_pools[static_cast<std::size_t>(std::get<1>(key))] = pool;
+    else s.current_by_location[key] = pool;
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::memset(CUdeviceptr ptr, std::size_t bytes) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    auto c = s.classic_at(ptr);
+    if (c == s.classic.end()) return s.mapping_at(ptr) != s.mappings.end() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    Classic& a = c->second;
+    // Measured: a host pool's memory is refused (cuMemAllocHost's and registered memory are not measured).
+    if (a.kind == ClassicKind::host || a.kind == ClassicKind::ipc || ptr + bytes > c->first + a.size)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (a.kind != ClassicKind::managed || a.pool == nullptr || a.charged != 0) return CUDA_SUCCESS;
+    const auto p = s.pools.find(a.pool);
+    if (p == s.pools.end() || p->second.where != CU_MEM_LOCATION_TYPE_NONE) return CUDA_SUCCESS;  // host stays host
+    // No preferred location: the whole allocation moved to the device that touched it (measured, 256 of 256 MiB).
+    int dev = 0;
+    if (CUresult r = s.current_device(&dev); r != CUDA_SUCCESS) return r;
+    SimNode::Lock node(*s.node);
+    if (!s.room_for(dev, a.size) || !s.node->charge_classic(dev, a.size)) return CUDA_ERROR_OUT_OF_MEMORY;
+    a.charged = a.size;
+    a.device = dev;
     return CUDA_SUCCESS;
 }
 

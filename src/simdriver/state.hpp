@@ -82,6 +82,13 @@ public:
     CUresult default_pool(CUmemoryPool* out, CUdevice dev);
     CUresult current_pool(CUmemoryPool* out, CUdevice dev);
     CUresult set_current_pool(CUdevice dev, CUmemoryPool pool);
+    // CUDA 13's pools by location and allocation type (pools.cpp).
+    CUresult location_default_pool(CUmemoryPool* out, const CUmemLocation& where, CUmemAllocationType type);
+    CUresult location_current_pool(CUmemoryPool* out, const CUmemLocation& where, CUmemAllocationType type);
+    CUresult set_location_pool(const CUmemLocation& where, CUmemAllocationType type, CUmemoryPool pool);
+    // cuMemsetD8: the range must lie in one allocation the device can write; a managed pool's memory with no
+    // device location becomes resident on the current device (measured).
+    CUresult memset(CUdeviceptr ptr, std::size_t bytes);
     // Pool IPC (pool_ipc.cpp): a pool as a POSIX fd, imported elsewhere on the node; its pointers likewise.
     CUresult pool_export(void* handle_out, CUmemoryPool pool, CUmemAllocationHandleType type);
     CUresult pool_import(CUmemoryPool* out, int fd, CUmemAllocationHandleType type);

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <tuple>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -168,7 +169,10 @@ struct Classic {
 struct SimPool {
     std::unique_ptr<CUmemPoolHandle_st> object;
     int device = 0;
-    bool host = false;        // host-located: its memory is host memory, charged to no device
+    bool host = false;        // off the device: host memory, or managed memory with no device location
+    bool managed = false;     // CU_MEM_ALLOCATION_TYPE_MANAGED
+    CUmemLocationType where = CU_MEM_LOCATION_TYPE_DEVICE;  // its location's type, as created (for the setter)
+    int where_id = 0;
     bool is_default = false;  // a device's default pool, which cannot be destroyed
     bool destroyed = false;   // destroyed with allocations out: it goes when the last is freed
     std::uint64_t max_size = 0;  // 0: no cap but the device's memory
@@ -228,6 +232,8 @@ struct SimState::Impl {
     // in every measurement) and its high-water mark.
     std::vector<std::uint64_t> graph_memory, graph_memory_high;
     std::vector<CUmemoryPool> default_pools, current_pools;  // per device
+    // The other locations' pools by (location type, id, allocation type): made at the first getter's question.
+    std::map<std::tuple<int, int, int>, CUmemoryPool> default_by_location, current_by_location;
 
     std::unordered_set<CUstream> streams;
     std::unordered_set<CUgraph> graphs;
@@ -340,14 +346,17 @@ struct SimState::Impl {
 
     // Gives back what a classic allocation holds: its charge (or its reference on the node allocation that
     // carries it now) and its addresses. Its record is the caller's to erase. Both locks held.
+    // A location's default pool for its key (location type, id, allocation type); made at first use. In pools.cpp.
+    CUmemoryPool location_default(const std::tuple<int, int, int>& key);
+
     void release_classic(std::uint64_t start, const Classic& c) {
         if (c.pool != nullptr) return_to_pool(c);
         if (c.node_id != 0) {
             node->add_use(c.node_id, -1, 0);
             const bool gone = node->maybe_free(c.node_id);
             if (!gone && c.pool != nullptr && c.kind != ClassicKind::ipc) lend(c);
-        } else if (c.kind == ClassicKind::device) {
-            node->uncharge_classic(c.device, c.charged);
+        } else if (c.kind == ClassicKind::device || c.kind == ClassicKind::managed) {
+            node->uncharge_classic(c.device, c.charged);  // managed: what a touch made resident (pools.cpp)
         }
         if (c.mapped == 0) return;  // a graph allocation's address stays its graph's
         if (c.kind == ClassicKind::device || c.kind == ClassicKind::ipc || c.kind == ClassicKind::external)

@@ -376,6 +376,86 @@ const std::vector<Fact>& facts() {
                  MUST(cuMemPoolDestroy(mp));
              }
          }},
+        // CUDA 13's pool getters (what RMM's and cuda.core's pinned and managed resources use): the default pool
+        // of each location and allocation type, what 256 MiB from it costs the device (at allocation, and once
+        // a memset touched it), and the current pool a setter changes.
+        {"pool_getters", [] {
+             primary(0);
+             auto location = [](CUmemLocationType type, int id) {
+                 CUmemLocation l{};
+                 l.type = type;
+                 l.id = id;
+                 return l;
+             };
+             auto try_pool = [&](const char* key, CUmemLocation l, CUmemAllocationType type, bool allocate) {
+                 CUmemoryPool pool = nullptr;
+                 put(key, name_of(cuMemGetDefaultMemPool(&pool, &l, type)));
+                 if (pool == nullptr || !allocate) return pool;
+                 const long long base = used_mib();
+                 CUdeviceptr a = 0;
+                 const std::string k(key);
+                 put((k + "_alloc").c_str(), name_of(cuMemAllocFromPoolAsync(&a, 256 * kMiB, pool, nullptr)));
+                 MUST(cuStreamSynchronize(nullptr));
+                 put((k + "_used").c_str(), used_mib() - base);
+                 put((k + "_reserved").c_str(), reserved_mib(pool));
+                 if (a != 0) {
+                     CUmemorytype mt{};
+                     put((k + "_ptr").c_str(), cuPointerGetAttribute(&mt, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, a) != CUDA_SUCCESS ? "error"
+                                               : mt == CU_MEMORYTYPE_HOST ? "host" : mt == CU_MEMORYTYPE_DEVICE ? "device" : "unified");
+                     put((k + "_memset").c_str(), name_of(cuMemsetD8(a, 1, 256 * kMiB)));
+                     MUST(cuCtxSynchronize());
+                     put((k + "_touched").c_str(), used_mib() - base);
+                     MUST(cuMemFreeAsync(a, nullptr));
+                     MUST(cuStreamSynchronize(nullptr));
+                     MUST(cuMemPoolTrimTo(pool, 0));
+                 }
+                 return pool;
+             };
+             CUmemoryPool by_device = nullptr;
+             MUST(cuDeviceGetDefaultMemPool(&by_device, 0));
+             const CUmemoryPool dev = try_pool("device", location(CU_MEM_LOCATION_TYPE_DEVICE, 0), CU_MEM_ALLOCATION_TYPE_PINNED, false);
+             put("device_is_device_default", dev == by_device ? "yes" : "no");
+             try_pool("bad_device", location(CU_MEM_LOCATION_TYPE_DEVICE, 64), CU_MEM_ALLOCATION_TYPE_PINNED, false);
+             const CUmemoryPool host = try_pool("host", location(CU_MEM_LOCATION_TYPE_HOST, 0), CU_MEM_ALLOCATION_TYPE_PINNED, true);
+             try_pool("host_numa", location(CU_MEM_LOCATION_TYPE_HOST_NUMA, 0), CU_MEM_ALLOCATION_TYPE_PINNED, true);
+             try_pool("managed_none", location(CU_MEM_LOCATION_TYPE_NONE, 0), CU_MEM_ALLOCATION_TYPE_MANAGED, true);
+             try_pool("managed_device", location(CU_MEM_LOCATION_TYPE_DEVICE, 0), CU_MEM_ALLOCATION_TYPE_MANAGED, true);
+             try_pool("managed_host", location(CU_MEM_LOCATION_TYPE_HOST, 0), CU_MEM_ALLOCATION_TYPE_MANAGED, true);
+             try_pool("pinned_none", location(CU_MEM_LOCATION_TYPE_NONE, 0), CU_MEM_ALLOCATION_TYPE_PINNED, false);
+             // The current pool: the default until a setter names another of the same location and type.
+             CUmemLocation h = location(CU_MEM_LOCATION_TYPE_HOST, 0);
+             CUmemoryPool current = nullptr;
+             put("current_host", name_of(cuMemGetMemPool(&current, &h, CU_MEM_ALLOCATION_TYPE_PINNED)));
+             put("current_host_is_default", current != nullptr && current == host ? "yes" : "no");
+             CUmemPoolProps props{};
+             props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+             props.location = location(CU_MEM_LOCATION_TYPE_HOST, 0);
+             CUmemoryPool mine = nullptr;
+             MUST(cuMemPoolCreate(&mine, &props));
+             put("set_host", name_of(cuMemSetMemPool(&h, CU_MEM_ALLOCATION_TYPE_PINNED, mine)));
+             MUST(cuMemGetMemPool(&current, &h, CU_MEM_ALLOCATION_TYPE_PINNED));
+             put("current_host_is_set", current == mine ? "yes" : "no");
+             CUmemLocation d0 = location(CU_MEM_LOCATION_TYPE_DEVICE, 0);
+             put("set_device_to_host_pool", name_of(cuMemSetMemPool(&d0, CU_MEM_ALLOCATION_TYPE_PINNED, mine)));
+             const CUmemoryPool devpool = device_pool();
+             put("set_device", name_of(cuMemSetMemPool(&d0, CU_MEM_ALLOCATION_TYPE_PINNED, devpool)));
+             CUmemoryPool now = nullptr;
+             MUST(cuDeviceGetMemPool(&now, 0));
+             put("device_current_is_set", now == devpool ? "yes" : "no");
+             put("set_managed_to_pinned_pool", name_of(cuMemSetMemPool(&d0, CU_MEM_ALLOCATION_TYPE_MANAGED, devpool)));
+             MUST(cuMemPoolDestroy(devpool));
+             MUST(cuDeviceGetMemPool(&now, 0));
+             put("device_current_after_destroy_is_default", now == by_device ? "yes" : "no");
+             MUST(cuMemPoolDestroy(mine));
+             MUST(cuMemGetMemPool(&current, &h, CU_MEM_ALLOCATION_TYPE_PINNED));
+             put("host_current_after_destroy_is_default", current == host ? "yes" : "no");
+             CUmemPoolProps none{};
+             none.allocType = CU_MEM_ALLOCATION_TYPE_MANAGED;
+             none.location = location(CU_MEM_LOCATION_TYPE_NONE, 0);
+             CUmemoryPool created_none = nullptr;
+             put("create_managed_none", name_of(cuMemPoolCreate(&created_none, &none)));
+             if (created_none != nullptr) MUST(cuMemPoolDestroy(created_none));
+         }},
         // Graph memory: a graph built by hand with an allocation node, committed at upload, kept after the
         // exec is destroyed until the trim; and what a capture of cuMemAllocAsync charges before launch.
         {"graph_memory", [] {

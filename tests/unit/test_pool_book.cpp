@@ -79,16 +79,43 @@ TEST_CASE("a pool the driver will not describe keeps its last figures, and a def
     CHECK(book.last(0).idle() == (32u << 20));
 }
 
-TEST_CASE("host-located pools are told apart without a lock, and stop being so once destroyed") {
+TEST_CASE("pools off the device are told apart without a lock, and stop being so once destroyed") {
     shim::PoolBook book;
     book.created(handle(0x40), located(CU_MEM_LOCATION_TYPE_HOST_NUMA, 0), ledger::Site{"cuMemPoolCreate", 0, 0}, 0);
     book.created(handle(0x50), located(CU_MEM_LOCATION_TYPE_DEVICE, 0), ledger::Site{"cuMemPoolCreate", 0, 0}, 0);
-    CHECK(book.host_located(handle(0x40)));
-    CHECK_FALSE(book.host_located(handle(0x50)));
+    CUmemPoolProps managed = located(CU_MEM_LOCATION_TYPE_NONE, 0);
+    managed.allocType = CU_MEM_ALLOCATION_TYPE_MANAGED;
+    book.created(handle(0x60), managed, ledger::Site{"cuMemPoolCreate", 0, 0}, 0);
+    managed.location = located(CU_MEM_LOCATION_TYPE_DEVICE, 0).location;  // on the device: device memory (measured)
+    book.created(handle(0x70), managed, ledger::Site{"cuMemPoolCreate", 0, 0}, 0);
+    CHECK(book.allocation_kind(handle(0x40)) == ledger::Kind::async_pool_host);
+    CHECK(book.allocation_kind(handle(0x50)) == ledger::Kind::async_pool);
+    CHECK(book.allocation_kind(handle(0x60)) == ledger::Kind::managed);
+    CHECK(book.allocation_kind(handle(0x70)) == ledger::Kind::async_pool);
     CHECK(pools(book)[0].location == "host NUMA 0");
     CHECK(pools(book)[0].device == -1);
+    CHECK(pools(book)[2].location == "managed");
+    CHECK(pools(book)[3].location == "managed, device 0");
+    CHECK(pools(book)[3].device == 0);
     book.destroyed(handle(0x40));
-    CHECK_FALSE(book.host_located(handle(0x40)));
+    CHECK(book.allocation_kind(handle(0x40)) == ledger::Kind::async_pool);
+}
+
+TEST_CASE("a pool a getter names is a location's default pool, once; one created keeps its row") {
+    shim::PoolBook book;
+    CUmemLocation host{};
+    host.type = CU_MEM_LOCATION_TYPE_HOST;
+    book.named(handle(0x80), host, CU_MEM_ALLOCATION_TYPE_PINNED, ledger::Site{"cuMemGetDefaultMemPool", 0, 0}, 2);
+    book.named(handle(0x80), host, CU_MEM_ALLOCATION_TYPE_PINNED, ledger::Site{"cuMemGetMemPool", 0, 0}, 3);
+    book.created(handle(0x90), located(CU_MEM_LOCATION_TYPE_HOST, 0), ledger::Site{"cuMemPoolCreate", 0, 0}, 4);
+    book.named(handle(0x90), host, CU_MEM_ALLOCATION_TYPE_PINNED, ledger::Site{"cuMemSetMemPool", 0, 0}, 5);
+    REQUIRE(pools(book).size() == 2);
+    CHECK(pools(book)[0].origin == "default");
+    CHECK(pools(book)[0].location == "host");
+    CHECK(pools(book)[0].step == 2);
+    CHECK(pools(book)[1].origin == "created");
+    CHECK(book.allocation_kind(handle(0x80)) == ledger::Kind::async_pool_host);
+    CHECK(book.allocation_kind(handle(0x90)) == ledger::Kind::async_pool_host);
 }
 
 TEST_CASE("pools past the cap are counted, not kept") {

@@ -213,9 +213,7 @@ void record(ev::AllocAsync, Call& call, CUresult r, CUdeviceptr* dptr, size_t si
 
 void record(ev::AllocFromPool, Call& call, CUresult r, CUdeviceptr* dptr, size_t size, CUmemoryPool pool, CUstream stream) {
     if (dptr == nullptr) return;
-    const Kind kind = captured_on(call, stream) ? Kind::graph
-                      : call.recorder().pools().host_located(pool) ? Kind::async_pool_host
-                                                                   : Kind::async_pool;
+    const Kind kind = captured_on(call, stream) ? Kind::graph : call.recorder().pools().allocation_kind(pool);
     allocated(call, r, *dptr, size, kind);
 }
 

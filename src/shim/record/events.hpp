@@ -80,6 +80,8 @@ void record(ev::PoolDestroy, Call&, CUresult, CUmemoryPool);
 void record(ev::PoolTrim, Call&, CUresult, CUmemoryPool, size_t);
 void record(ev::PoolSetAttribute, Call&, CUresult, CUmemoryPool, CUmemPool_attribute, void*);
 void record(ev::PoolImport, Call&, CUresult, CUmemoryPool*, void*, CUmemAllocationHandleType, unsigned long long);
+void record(ev::PoolNamed, Call&, CUresult, CUmemoryPool*, CUmemLocation*, CUmemAllocationType);
+void record(ev::PoolSetCurrent, Call&, CUresult, CUmemLocation*, CUmemAllocationType, CUmemoryPool);
 void record(ev::PoolExportPtr, Call&, CUresult, CUmemPoolPtrExportData*, CUdeviceptr);
 void record(ev::PoolImportPtr, Call&, CUresult, CUdeviceptr*, CUmemoryPool, CUmemPoolPtrExportData*);
 void record(ev::CtxRetain, Call&, CUresult, CUcontext*, CUdevice);

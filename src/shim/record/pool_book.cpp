@@ -5,12 +5,14 @@
 namespace cumemaudit::shim {
 namespace {
 
-std::string location_text(const CUmemLocation& l) {
+std::string location_text(const CUmemLocation& l, CUmemAllocationType type) {
+    const std::string managed = type == CU_MEM_ALLOCATION_TYPE_MANAGED ? "managed, " : "";
     switch (l.type) {
-        case CU_MEM_LOCATION_TYPE_DEVICE: return "device " + std::to_string(l.id);
-        case CU_MEM_LOCATION_TYPE_HOST: return "host";
-        case CU_MEM_LOCATION_TYPE_HOST_NUMA: return "host NUMA " + std::to_string(l.id);
-        case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT: return "host NUMA (current)";
+        case CU_MEM_LOCATION_TYPE_DEVICE: return managed + "device " + std::to_string(l.id);
+        case CU_MEM_LOCATION_TYPE_HOST: return managed + "host";
+        case CU_MEM_LOCATION_TYPE_HOST_NUMA: return managed + "host NUMA " + std::to_string(l.id);
+        case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT: return managed + "host NUMA (current)";
+        case CU_MEM_LOCATION_TYPE_NONE: return type == CU_MEM_ALLOCATION_TYPE_MANAGED ? "managed" : "";
         default: return "";
     }
 }
@@ -41,18 +43,36 @@ void PoolBook::created(CUmemoryPool pool, const CUmemPoolProps& props, const led
     e.handle = pool;
     e.row.site = site;
     e.row.origin = "created";
-    e.row.location = location_text(props.location);
+    e.row.location = location_text(props.location, props.allocType);
     e.row.device = props.location.type == CU_MEM_LOCATION_TYPE_DEVICE ? props.location.id : -1;
     e.row.step = step;
     MutexLock lock(mu_);
     add(std::move(e));
-    if (props.location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
-        const std::size_t n = host_count_.load(std::memory_order_relaxed);
-        if (n < kHostPools) {
-            host_[n].store(pool, std::memory_order_relaxed);
-            host_count_.store(n + 1, std::memory_order_release);
-        }
-    }
+    remember_kind(pool, props.location, props.allocType);
+}
+
+void PoolBook::named(CUmemoryPool pool, const CUmemLocation& where, CUmemAllocationType type, const ledger::Site& site,
+                     std::uint64_t step) {
+    MutexLock lock(mu_);
+    if (find(pool) != nullptr) return;  // created here, or named before: the row says what it is already
+    Entry e;
+    e.handle = pool;
+    e.row.site = site;
+    e.row.origin = "default";  // a getter's pool not created here is a location's default (measured)
+    e.row.location = location_text(where, type);
+    e.row.device = where.type == CU_MEM_LOCATION_TYPE_DEVICE ? where.id : -1;
+    e.row.step = step;
+    add(std::move(e));
+    remember_kind(pool, where, type);
+}
+
+void PoolBook::remember_kind(CUmemoryPool pool, const CUmemLocation& where, CUmemAllocationType type) {
+    if (where.type == CU_MEM_LOCATION_TYPE_DEVICE) return;  // device memory, managed or not (measured)
+    const std::size_t n = off_device_count_.load(std::memory_order_relaxed);
+    if (n >= kOffDevicePools) return;
+    off_device_kind_[n] = type == CU_MEM_ALLOCATION_TYPE_MANAGED ? ledger::Kind::managed : ledger::Kind::async_pool_host;
+    off_device_[n].store(pool, std::memory_order_relaxed);
+    off_device_count_.store(n + 1, std::memory_order_release);
 }
 
 void PoolBook::seen_default(CUmemoryPool pool, int device, std::uint64_t step) {
@@ -86,10 +106,10 @@ void PoolBook::destroyed(CUmemoryPool pool) {
         e->row.reserved_bytes = e->row.used_bytes;
         e->row.idle_bytes = 0;
     }
-    // A host pool's handle may come back for a device pool: it is no longer host-located.
-    const std::size_t n = host_count_.load(std::memory_order_relaxed);
+    // A host pool's handle may come back for a device pool: it is no longer off the device.
+    const std::size_t n = off_device_count_.load(std::memory_order_relaxed);
     for (std::size_t i = 0; i < n; ++i)
-        if (host_[i].load(std::memory_order_relaxed) == pool) host_[i].store(nullptr, std::memory_order_relaxed);
+        if (off_device_[i].load(std::memory_order_relaxed) == pool) off_device_[i].store(nullptr, std::memory_order_relaxed);
 }
 
 void PoolBook::threshold_set(CUmemoryPool pool, std::uint64_t bytes) {
@@ -97,11 +117,11 @@ void PoolBook::threshold_set(CUmemoryPool pool, std::uint64_t bytes) {
     if (Entry* e = find(pool)) e->row.release_threshold = bytes;
 }
 
-bool PoolBook::host_located(CUmemoryPool pool) const noexcept {
-    const std::size_t n = host_count_.load(std::memory_order_acquire);
+ledger::Kind PoolBook::allocation_kind(CUmemoryPool pool) const noexcept {
+    const std::size_t n = off_device_count_.load(std::memory_order_acquire);
     for (std::size_t i = 0; i < n; ++i)
-        if (host_[i].load(std::memory_order_relaxed) == pool) return true;
-    return false;
+        if (off_device_[i].load(std::memory_order_relaxed) == pool) return off_device_kind_[i];
+    return ledger::Kind::async_pool;
 }
 
 std::uint64_t PoolBook::id_of(CUmemoryPool pool) const {

@@ -72,4 +72,14 @@ void record(ev::PoolImport, Call& call, CUresult r, CUmemoryPool* pool, void*, C
     call.recorder().pools().imported(*pool, call.recorder().call_device(), call.site(), call.recorder().timeline().last_step());
 }
 
+void record(ev::PoolNamed, Call& call, CUresult r, CUmemoryPool* pool, CUmemLocation* location, CUmemAllocationType type) {
+    if (r != CUDA_SUCCESS || pool == nullptr || location == nullptr) return;
+    call.recorder().pools().named(*pool, *location, type, call.site(), call.recorder().timeline().last_step());
+}
+
+void record(ev::PoolSetCurrent, Call& call, CUresult r, CUmemLocation* location, CUmemAllocationType type, CUmemoryPool pool) {
+    if (r != CUDA_SUCCESS || location == nullptr) return;  // the driver refuses a pool of another location or type
+    call.recorder().pools().named(pool, *location, type, call.site(), call.recorder().timeline().last_step());
+}
+
 }  // namespace cumemaudit::shim

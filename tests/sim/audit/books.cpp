@@ -1,5 +1,7 @@
 // Memory booked once and where it lives, at steps: a multicast set-up (NCCL's NVLS order, bound by handle or
-// by address), memory pinned by dma-buf fds after the program let go of it.
+// by address), memory pinned by dma-buf fds after the program let go of it, pools off the device reached
+// through CUDA 13's getters. nvls-step runs on the simulated driver only: multicast objects must never be
+// created on the shared GPU machine (tests/gpu leaves it out of its list).
 #include "scenarios.hpp"
 
 namespace {
@@ -80,7 +82,34 @@ int dmabuf_step(int, char**) {
     return 0;
 }
 
+// RMM's pinned and managed async resources and cuda.core's PinnedMemoryResource and ManagedMemoryResource
+// reach their pools through CUDA 13's getters: the host's pinned default pool and the managed pool with no
+// preferred location. Each step takes 512 MiB more from both, more than a growth alarm's threshold.
+int pool_getters(int, char**) {
+    init_primary_context();
+    const StepFn step = step_api();
+    CUmemLocation host{};
+    host.type = CU_MEM_LOCATION_TYPE_HOST;
+    CUmemLocation none{};
+    none.type = CU_MEM_LOCATION_TYPE_NONE;
+    CUmemoryPool pinned = nullptr, managed = nullptr;
+    OK(cuMemGetDefaultMemPool(&pinned, &host, CU_MEM_ALLOCATION_TYPE_PINNED));  // site:pinned_pool
+    OK(cuMemGetMemPool(&managed, &none, CU_MEM_ALLOCATION_TYPE_MANAGED));       // site:managed_pool
+    CUdeviceptr kept[6] = {};
+    for (int i = 0; i < 3; ++i) {
+        OK(cuMemAllocFromPoolAsync(&kept[2 * i], 512 * kMiB, pinned, nullptr));      // site:pinned_alloc
+        OK(cuMemAllocFromPoolAsync(&kept[2 * i + 1], 512 * kMiB, managed, nullptr));  // site:managed_alloc
+        OK(cuStreamSynchronize(nullptr));
+        step(static_cast<uint64_t>(i + 1));
+    }
+    std::printf("pool_getters: device used %zu MiB\n", ((size_t{80} << 30) - free_bytes()) >> 20);
+    for (CUdeviceptr p : kept) OK(cuMemFreeAsync(p, nullptr));
+    OK(cuStreamSynchronize(nullptr));
+    return 0;
+}
+
 }  // namespace
 
+AUDIT_SCENARIO("pool-getters", pool_getters);
 AUDIT_SCENARIO("nvls-step", nvls_step);
 AUDIT_SCENARIO("dmabuf-step", dmabuf_step);

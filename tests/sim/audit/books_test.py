@@ -61,6 +61,25 @@ def case_dmabuf_step(tmp):
            in proc.stderr, proc.stderr)
 
 
+def case_pool_getters(tmp):
+    """The host's pinned pool and the managed pool with no location, reached through CUDA 13's getters (RMM's
+    and cuda.core's pinned and managed resources): 1.5 GiB of each by step 3, none of it on the device. Steps
+    book them as host and managed memory, the device's figures hold nothing, and no growth alarm is raised;
+    the pools are rows of their locations at the getters' lines."""
+    proc = run([SCENARIOS, "pool-getters"], tmp)
+    expect("pool_getters: device used 0 MiB" in proc.stdout, proc.stdout)
+    rep = only_report(tmp)
+    three = steps_of(rep)[3]
+    expect(three["by_kind"] == {"async_pool_host": 1536 * MiB, "managed": 1536 * MiB}, f"step 3: {three['by_kind']}")
+    expect((three["driver_used_bytes"], three["unattributed_bytes"]) == (0, 0), f"step 3: {three}")
+    expect(three["async_pool_reserved_bytes"] == 0, f"step 3: {three}")
+    expect(rep["alarms"] == [], f"alarms: {rep['alarms']}")
+    expect("grew by" not in proc.stderr, proc.stderr)
+    rows = sorted((p["origin"], p["location"], p["site"]["api"], top_frame(p)["line"]) for p in rep["pools"] if p["location"] != "device 0")
+    expect(rows == sorted([("default", "host", "cuMemGetDefaultMemPool", marker_line(SRC, "pinned_pool")),
+                           ("default", "managed", "cuMemGetMemPool", marker_line(SRC, "managed_pool"))]), f"pools: {rows}")
+
+
 CASES = named_cases(globals())
 
 if __name__ == "__main__":
