@@ -10,6 +10,11 @@ bool passes_on(std::string_view object) {
            base.starts_with("libcupti");
 }
 
+bool passes_on_function(std::string_view function) {
+    if (function.starts_with("p")) function.remove_prefix(1);  // NCCL_API's profiling alias, same address
+    return function == "ncclMemAlloc" || function == "ncclMemFree";
+}
+
 bool is_python_binding(std::string_view object) {
     const std::string_view base = basename(object);
     for (const char* prefix : {"libffi.so", "_ctypes.", "_cffi_backend.", "libpython"})

@@ -11,6 +11,11 @@ namespace cumemaudit::object_roles {
 // path or a basename.
 bool passes_on(std::string_view object);
 
+// Functions that allocate for their caller inside an object that otherwise owns what it allocates: NCCL's
+// ncclMemAlloc and ncclMemFree (and their pnccl aliases), which PyTorch's MemPool, Megatron's user buffers,
+// vLLM's and XLA's collectives call for memory that is theirs. `function` is a frame's symbol.
+bool passes_on_function(std::string_view function);
+
 // Objects that carry a Python program's call to the driver and own nothing themselves: libffi and ctypes'
 // module, cffi's backend, the interpreter (libpython, the python executable) and cuda-python's Cython
 // bindings.

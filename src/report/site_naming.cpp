@@ -63,7 +63,7 @@ const Frame* program_frame(const Site& s) {
         // Past a binding the stack is the interpreter's and its caller's (libc's start): the Python frames
         // name the program there.
         if (object_roles::is_python_binding(f.object)) return nullptr;
-        if (!object_roles::passes_on(f.object)) return &f;
+        if (!object_roles::passes_on(f.object) && !object_roles::passes_on_function(f.symbol)) return &f;
     }
     return nullptr;
 }

@@ -49,8 +49,9 @@ PcFacts& facts(ledger::Pc pc) {
 }
 
 void learn_object(PcFacts& e, Recorder* rec) {
-    const std::string object = object_of(e.pc);
-    e.passes_on = object_roles::passes_on(object);
+    std::string function;
+    const std::string object = object_of(e.pc, &function);
+    e.passes_on = object_roles::passes_on(object) || object_roles::passes_on_function(function);
     e.binds = object_roles::is_python_binding(object);
     if (rec != nullptr && !e.passes_on) {
         e.owner = rec->ledger().owner_id(owner_name_for_object(object));

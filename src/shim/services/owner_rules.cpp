@@ -102,10 +102,11 @@ std::string owner_name_for_object(std::string_view object) {
     return package_of(path, base);
 }
 
-std::string object_of(ledger::Pc pc) {
+std::string object_of(ledger::Pc pc, std::string* function) {
     Dl_info info{};
     // The return address may sit just past the object's last byte: look one byte back.
     if (dladdr(reinterpret_cast<void*>(pc - 1), &info) == 0 || info.dli_fname == nullptr) return {};
+    if (function != nullptr) *function = info.dli_sname != nullptr ? info.dli_sname : "";
     return info.dli_fname;
 }
 

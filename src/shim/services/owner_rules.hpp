@@ -17,7 +17,8 @@ namespace cumemaudit::shim {
 // The owner name the rules give an object file (a path, normalised here, or a basename).
 std::string owner_name_for_object(std::string_view object);
 
-// The path of the object holding return address `pc`, as the loader opened it; empty if none.
-std::string object_of(ledger::Pc pc);
+// The path of the object holding return address `pc`, as the loader opened it; empty if none. With
+// `function`, also the exported symbol the address lies in ("" when none does).
+std::string object_of(ledger::Pc pc, std::string* function = nullptr);
 
 }  // namespace cumemaudit::shim

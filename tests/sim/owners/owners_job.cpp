@@ -6,7 +6,9 @@
 // nccl-leak: nccl also keeps 300 MiB at each of steps 3, 4 and 5. vmm-leak: deepep leaks a 2 MiB VMM
 // buffer (unreachable) at steps 2 and 4. capture: pytorch allocates 48 MiB while a stream captures.
 // slow-leak: 20,000 steps, deepep leaking a 2 MiB VMM buffer every 10th, as a DeepEP buffer that grows and
-// forgets the old handle's release does (the long job every cap is for).
+// forgets the old handle's release does (the long job every cap is for). nccl-mem-alloc: NCCL's ncclMemAlloc
+// gives pytorch's allocator 64 MiB (a MemPool over NCCL's allocator) and the program itself 32 MiB (step 1);
+// ncclMemFree gives both back (step 2).
 //   owners_job layout LIB...
 // layout: the i-th library (from 0) allocates i + 1 MiB, so each owner's bytes say which files it got.
 #include "support/driver_checks.hpp"
@@ -27,6 +29,9 @@ struct Lib {
     CUdeviceptr (*alloc)(size_t);
     int (*free)(CUdeviceptr);
     int (*vmm_leak)(size_t);
+    int (*nccl_mem_alloc)(void**, size_t);
+    int (*nccl_mem_free)(void*);
+    void* (*alloc_through)(int (*)(void**, size_t), size_t);
 };
 
 Lib load(const char* path) {
@@ -37,7 +42,10 @@ Lib load(const char* path) {
     }
     return Lib{reinterpret_cast<CUdeviceptr (*)(size_t)>(dlsym(h, "standin_alloc")),
                reinterpret_cast<int (*)(CUdeviceptr)>(dlsym(h, "standin_free")),
-               reinterpret_cast<int (*)(size_t)>(dlsym(h, "standin_vmm_leak"))};
+               reinterpret_cast<int (*)(size_t)>(dlsym(h, "standin_vmm_leak")),
+               reinterpret_cast<int (*)(void**, size_t)>(dlsym(h, "ncclMemAlloc")),
+               reinterpret_cast<int (*)(void*)>(dlsym(h, "ncclMemFree")),
+               reinterpret_cast<void* (*)(int (*)(void**, size_t), size_t)>(dlsym(h, "standin_alloc_through"))};
 }
 
 void (*mark_step)(uint64_t) = nullptr;
@@ -79,6 +87,16 @@ int main(int argc, char** argv) {
         cuGraphInstantiate(&exec, g, 0);
         step(1);
         std::printf("owners_job: capture done\n");
+        return 0;
+    }
+    if (mode == "nccl-mem-alloc") {
+        void* pooled = torch.alloc_through(nccl.nccl_mem_alloc, 64 * kMiB);
+        void* own = nullptr;
+        if (pooled == nullptr || nccl.nccl_mem_alloc(&own, 32 * kMiB) != 0) return 1;  // site:job_nccl_mem_alloc
+        step(1);
+        if (nccl.nccl_mem_free(pooled) != 0 || nccl.nccl_mem_free(own) != 0) return 1;
+        step(2);
+        std::printf("owners_job: nccl-mem-alloc done\n");
         return 0;
     }
     if (mode == "slow-leak") {

@@ -57,6 +57,21 @@ def case_attribution(tmp):
     expect(unfreed["nccl"]["site"]["frames"][0]["line"] == site_line("standin_alloc"), "site inside the library")
 
 
+def case_nccl_mem_alloc(tmp):
+    """ncclMemAlloc passes memory on: what it allocates for PyTorch's allocator (a MemPool over NCCL's
+    allocator) is pytorch's, what the program asks of it directly is the program's, and NCCL's own allocations
+    stay nccl's; so a step counts a MemPool segment once, with PyTorch's reserved memory. ncclMemFree gives
+    both back, and the frees are no misuse."""
+    rep, _ = job(tmp, "nccl-mem-alloc")
+    steps = numbered(rep)
+    expect(steps[1]["by_owner"] == {"pytorch": 64 * MiB, "owners_job": 32 * MiB, "nccl": 64 * MiB, "deepep": 32 * MiB},
+           f"step 1: {steps[1]['by_owner']}")
+    expect(steps[1]["unattributed_bytes"] == 0, f"step 1: {steps[1]}")
+    expect(steps[2]["by_owner"] == {"pytorch": 0, "owners_job": 0, "nccl": 64 * MiB, "deepep": 32 * MiB},
+           f"step 2: {steps[2]['by_owner']}")
+    expect(rep["misuse"] == [] and [l for l in rep["leaks"] if l["class"] != "unfreed"] == [], f"{rep['leaks']} {rep['misuse']}")
+
+
 def case_steady(tmp):
     rep, err = job(tmp, "steady")
     steps = numbered(rep)
