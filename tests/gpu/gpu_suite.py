@@ -226,6 +226,28 @@ def part_overhead(s):
     s.save()
 
 
+def part_ncclpool(s):
+    """NCCL's allocator giving memory to its caller: the 256 MiB ncclMemAlloc gives a Python script (through
+    ctypes) are the script's, not nccl's, and leave with ncclMemFree."""
+    d = tempfile.mkdtemp()
+    env = {"PYTHONPATH": f"{ROOT}/tools/python"}
+    script = f"{HERE}/nccl_mempool.py"
+    rc, out, err = s.audited([sys.executable, script], d, env=env, flags=["--fail-on", "none"])
+    reps = s.report(d)
+    steps = {x["step"]: x for x in (reps[0]["steps"] if reps else []) if not x.get("label")}
+    if rc != 0 or any(n not in steps for n in (1, 2, 3)):
+        s.check("ncclMemAlloc under the shim", False, rc=rc, err=err[:1500], out=out[-300:])
+        return
+    owners = [steps[n]["by_owner"] for n in (1, 2, 3)]
+    grew = {k: owners[1].get(k, 0) - owners[0].get(k, 0) for k in set(owners[0]) | set(owners[1])}
+    gone = {k: owners[2].get(k, 0) - owners[1].get(k, 0) for k in set(owners[1]) | set(owners[2])}
+    s.facts["ncclpool"] = {"steps": owners, "grew": grew, "gone": gone, "out": out.strip()[-200:]}
+    me = os.path.basename(script)
+    s.check("ncclMemAlloc: the 256 MiB it gives the script are the script's, nccl's bytes stay, ncclMemFree ends them",
+            grew.get(me, 0) == 256 * MiB and grew.get("nccl", 0) == 0 and gone.get(me, 0) == -256 * MiB,
+            grew=grew, gone=gone)
+
+
 def part_pysites(s):
     """Leaks made through cuda-python name the Python line (cuda.bindings'
     cuMemCreate never released; cuda.core's VirtualMemoryResource allocate/close), and what the new default
