@@ -44,6 +44,7 @@ struct DeviceFigures {
     // at creation (0: not measured), and their kernel stacks (limit × the threads the device holds).
     std::uint64_t context_bytes = 0, local_memory_bytes = 0;
     std::uint64_t stack_bytes_per_thread = 0;       // the largest stack limit among them
+    std::uint64_t managed_resident_bytes = 0;       // this process's managed memory the device holds (0: none, or unknown)
 };
 
 // What a mark brings besides the ledger: the program's step and label, PyTorch's figures, the driver's.
@@ -157,7 +158,7 @@ inline constexpr std::size_t kContextsKept = 64;
 // One share of driver-used memory at an out-of-memory moment (they add up to it).
 enum class PartKind : std::uint8_t {
     live, leaked, graph, async_pool_idle, graph_memory, other_process, unattributed, context, local_memory,
-    dma_buf_pinned
+    dma_buf_pinned, managed_resident
 };
 const char* to_string(PartKind);
 struct OomPart {

@@ -98,6 +98,7 @@ Step step_of(const history::Step& s, Names& names) {
     out.peak_tracked_bytes = s.peak_tracked_bytes;
     out.held_unmapped_bytes = s.held_unmapped_bytes;
     out.dma_buf_pinned_bytes = s.dma_buf_pinned_bytes;
+    out.managed_resident_bytes = s.driver.managed_resident_bytes;
     out.context_bytes = s.driver.context_bytes;
     out.local_memory_bytes = s.driver.local_memory_bytes;
     out.stack_bytes_per_thread = s.driver.stack_bytes_per_thread;

@@ -113,6 +113,7 @@ struct Step {
     // leak at a mark, since the program may map or release it later; a leak at exit if still held.
     std::uint64_t held_unmapped_bytes = 0;
     std::uint64_t dma_buf_pinned_bytes = 0;  // freed classic memory open dma-buf fds keep
+    std::uint64_t managed_resident_bytes = 0;  // this process's managed memory the device holds
     // What the device's contexts reserve besides allocations, named against driver-used memory: their fixed
     // parts as measured at their creation (0 where NVML could not say), and their kernel stacks (each
     // context's stack limit × the threads the device holds), with the largest stack limit per thread.
@@ -231,7 +232,7 @@ inline constexpr std::size_t kReturnsKept = 64;  // the summary counts every one
 // the rest.
 struct OomPart {
     std::string what;        // "live" | "leaked" | "graph" | "async_pool_idle" | "graph_memory" | "other_process"
-                             // | "unattributed" | "context" | "local_memory" | "dma_buf_pinned"
+                             // | "unattributed" | "context" | "local_memory" | "dma_buf_pinned" | "managed_resident"
     std::string owner;       // live, leaked, dma_buf_pinned (the fd call's owner)
     std::string kind;        // live, leaked, dma_buf_pinned: the ledger kind, e.g. "vmm_physical"
     std::uint64_t graph = 0; // graph: its id in `graphs`

@@ -88,6 +88,7 @@ template <class V> void fields(V& v, Step& s) {
     v.opt("other_processes_bytes", s.other_processes_bytes);
     v.opt("held_unmapped_bytes", s.held_unmapped_bytes);
     v.opt("dma_buf_pinned_bytes", s.dma_buf_pinned_bytes);
+    v.opt("managed_resident_bytes", s.managed_resident_bytes);
     v.opt("context_bytes", s.context_bytes);
     v.opt("local_memory_bytes", s.local_memory_bytes);
     v.opt("stack_bytes_per_thread", s.stack_bytes_per_thread);

@@ -66,6 +66,10 @@ CUresult cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char, size_t N) {
     return guarded([&] { return SimState::get().memset(dstDevice, N); });
 }
 
+CUresult cuMemPrefetchAsync_v2(CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags, CUstream) {
+    return guarded([&] { return flags != 0 ? CUDA_ERROR_INVALID_VALUE : SimState::get().prefetch(devPtr, count, location); });
+}
+
 CUresult cuMemPoolExportToShareableHandle(void* handle_out, CUmemoryPool pool, CUmemAllocationHandleType handleType,
                                           unsigned long long flags) {
     return guarded([&] {

@@ -20,7 +20,7 @@
 namespace cumemaudit::sim {
 
 namespace {
-constexpr std::uint64_t kMagic = 0x31454430444f4e43ull;  // "CNOD0DE1": the creator finished initializing
+constexpr std::uint64_t kMagic = 0x32454430444f4e43ull;  // "CNOD0DE2": the creator finished initializing
 }
 
 struct NodeUser {
@@ -43,6 +43,7 @@ struct NodeAlloc {
 struct NodeProcess {
     std::int32_t pid;  // 0: free slot; the slot number is also the process's VA slice
     std::uint64_t classic[kNodeDevices];
+    std::uint64_t unlisted[kNodeDevices];  // of classic: managed memory resident there, which NVML charges to nobody
 };
 
 struct NodeExport {
@@ -261,12 +262,12 @@ std::vector<SimNode::ProcessUse> SimNode::processes(int device) const {
         if (it == out.end()) out.push_back({pid, bytes});
         else it->bytes += bytes;
     };
-    if (!shared_) {  // one process, unregistered (slot 0): everything on the device is its own
-        charge(::getpid(), seg_->used[device]);
+    if (!shared_) {  // one process, unregistered (slot 0): everything on the device is its own but managed memory
+        charge(::getpid(), seg_->used[device] - seg_->proc[0].unlisted[device]);
         return out;
     }
     for (const NodeProcess& p : seg_->proc)
-        if (p.pid != 0) charge(p.pid, p.classic[device]);
+        if (p.pid != 0) charge(p.pid, p.classic[device] - p.unlisted[device]);
     for (std::uint32_t s = 0; s < seg_->alloc_high; ++s) {
         const NodeAlloc& a = seg_->alloc[s];
         if (a.id != 0 && a.device == device &&
@@ -286,6 +287,17 @@ bool SimNode::charge_classic(int device, std::uint64_t bytes) {
 void SimNode::uncharge_classic(int device, std::uint64_t bytes) {
     seg_->used[device] -= bytes;
     seg_->proc[self()].classic[device] -= bytes;
+}
+
+bool SimNode::charge_unlisted(int device, std::uint64_t bytes) {
+    if (!charge_classic(device, bytes)) return false;
+    seg_->proc[self()].unlisted[device] += bytes;
+    return true;
+}
+
+void SimNode::uncharge_unlisted(int device, std::uint64_t bytes) {
+    uncharge_classic(device, bytes);
+    seg_->proc[self()].unlisted[device] -= bytes;
 }
 
 // A free allocation slot, taken for this process with one reference; null when the table is full.

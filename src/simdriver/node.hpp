@@ -79,6 +79,10 @@ public:
     std::vector<ProcessUse> processes(int device) const;
     bool charge_classic(int device, std::uint64_t bytes);  // false: not enough free memory
     void uncharge_classic(int device, std::uint64_t bytes);
+    // Managed memory made resident on `device`: used there, charged to this process, and listed by NVML for
+    // no process (measured).
+    bool charge_unlisted(int device, std::uint64_t bytes);
+    void uncharge_unlisted(int device, std::uint64_t bytes);
 
     // ---- physical allocations. Ids never repeat on a node (generation above the slot), never 0.
     enum class CreateResult { ok, out_of_memory, table_full };

@@ -317,6 +317,22 @@ CUresult SimState::set_location_pool(const CUmemLocation& where, CUmemAllocation
     return CUDA_SUCCESS;
 }
 
+// Managed memory touched on `dev` (a memset, a prefetch to it): all of the allocation moves there, and stays
+// until it is freed, a prefetch back to the host included (measured: 1024 of 1024 MiB, for cuMemAllocManaged
+// memory and a managed pool's with no location). A managed pool's with a host location stays on the host.
+CUresult SimState::Impl::make_resident(Classic& a, int dev) {
+    if (a.kind != ClassicKind::managed || a.charged != 0) return CUDA_SUCCESS;
+    if (a.pool != nullptr) {
+        const auto p = pools.find(a.pool);
+        if (p == pools.end() || p->second.where != CU_MEM_LOCATION_TYPE_NONE) return CUDA_SUCCESS;
+    }
+    SimNode::Lock lock(*node);
+    if (!room_for(dev, a.size) || !node->charge_unlisted(dev, a.size)) return CUDA_ERROR_OUT_OF_MEMORY;
+    a.charged = a.size;
+    a.device = dev;
+    return CUDA_SUCCESS;
+}
+
 CUresult SimState::memset(CUdeviceptr ptr, std::size_t bytes) {
     std::lock_guard lock(impl_->mu);
     Impl& s = *impl_;
@@ -327,17 +343,29 @@ CUresult SimState::memset(CUdeviceptr ptr, std::size_t bytes) {
     // Measured: a host pool's memory is refused (cuMemAllocHost's and registered memory are not measured).
     if (a.kind == ClassicKind::host || a.kind == ClassicKind::ipc || ptr + bytes > c->first + a.size)
         return CUDA_ERROR_INVALID_VALUE;
-    if (a.kind != ClassicKind::managed || a.pool == nullptr || a.charged != 0) return CUDA_SUCCESS;
-    const auto p = s.pools.find(a.pool);
-    if (p == s.pools.end() || p->second.where != CU_MEM_LOCATION_TYPE_NONE) return CUDA_SUCCESS;  // host stays host
-    // No preferred location: the whole allocation moved to the device that touched it (measured, 256 of 256 MiB).
     int dev = 0;
     if (CUresult r = s.current_device(&dev); r != CUDA_SUCCESS) return r;
-    SimNode::Lock node(*s.node);
-    if (!s.room_for(dev, a.size) || !s.node->charge_classic(dev, a.size)) return CUDA_ERROR_OUT_OF_MEMORY;
-    a.charged = a.size;
-    a.device = dev;
-    return CUDA_SUCCESS;
+    return s.make_resident(a, dev);
+}
+
+CUresult SimState::prefetch(CUdeviceptr ptr, std::size_t bytes, const CUmemLocation& to) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    auto c = s.classic_at(ptr);
+    if (c == s.classic.end() || c->second.kind != ClassicKind::managed || ptr + bytes > c->first + c->second.size)
+        return CUDA_ERROR_INVALID_VALUE;  // not managed memory (the driver's documented answer)
+    switch (to.type) {
+        case CU_MEM_LOCATION_TYPE_DEVICE:
+            if (CUresult r = s.check_device(to.id); r != CUDA_SUCCESS) return r;
+            return s.make_resident(c->second, to.id);
+        case CU_MEM_LOCATION_TYPE_HOST:
+        case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+        case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
+            return CUDA_SUCCESS;  // measured: what the device holds stays until the free
+        default:
+            return CUDA_ERROR_INVALID_VALUE;
+    }
 }
 
 void SimState::synchronized() {

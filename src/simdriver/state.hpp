@@ -89,6 +89,7 @@ public:
     // cuMemsetD8: the range must lie in one allocation the device can write; a managed pool's memory with no
     // device location becomes resident on the current device (measured).
     CUresult memset(CUdeviceptr ptr, std::size_t bytes);
+    CUresult prefetch(CUdeviceptr ptr, std::size_t bytes, const CUmemLocation& to);  // cuMemPrefetchAsync_v2
     // Pool IPC (pool_ipc.cpp): a pool as a POSIX fd, imported elsewhere on the node; its pointers likewise.
     CUresult pool_export(void* handle_out, CUmemoryPool pool, CUmemAllocationHandleType type);
     CUresult pool_import(CUmemoryPool* out, int fd, CUmemAllocationHandleType type);

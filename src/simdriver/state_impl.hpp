@@ -346,6 +346,9 @@ struct SimState::Impl {
 
     // Gives back what a classic allocation holds: its charge (or its reference on the node allocation that
     // carries it now) and its addresses. Its record is the caller's to erase. Both locks held.
+    // Managed memory touched on `dev` moves there (pools.cpp). Both locks' order: the state's held.
+    CUresult make_resident(Classic& a, int dev);
+
     // A location's default pool for its key (location type, id, allocation type); made at first use. In pools.cpp.
     CUmemoryPool location_default(const std::tuple<int, int, int>& key);
 
@@ -355,8 +358,10 @@ struct SimState::Impl {
             node->add_use(c.node_id, -1, 0);
             const bool gone = node->maybe_free(c.node_id);
             if (!gone && c.pool != nullptr && c.kind != ClassicKind::ipc) lend(c);
-        } else if (c.kind == ClassicKind::device || c.kind == ClassicKind::managed) {
-            node->uncharge_classic(c.device, c.charged);  // managed: what a touch made resident (pools.cpp)
+        } else if (c.kind == ClassicKind::device) {
+            node->uncharge_classic(c.device, c.charged);
+        } else if (c.kind == ClassicKind::managed) {
+            node->uncharge_unlisted(c.device, c.charged);  // what a touch made resident (pools.cpp)
         }
         if (c.mapped == 0) return;  // a graph allocation's address stays its graph's
         if (c.kind == ClassicKind::device || c.kind == ClassicKind::ipc || c.kind == ClassicKind::external)

@@ -248,6 +248,29 @@ def part_ncclpool(s):
             grew=grew, gone=gone)
 
 
+def part_managed(s):
+    """Managed memory on the real driver (the audit scenario managed-resident): 1 GiB allocated, touched by a
+    memset, prefetched back to the host, freed. The steps name what the device holds within 2 MiB of the
+    measured 1 GiB, and leave at most max(64 MiB, 1%) unattributed."""
+    d = tempfile.mkdtemp()
+    rc, out, err = s.audited([f"{s.build}/tests/sim/audit/audit_scenarios", "managed-resident"], d, flags=["--fail-on", "none"])
+    reps = s.report(d)
+    steps = {x["step"]: x for x in (reps[0]["steps"] if reps else []) if not x.get("label")}
+    if rc != 0 or any(n not in steps for n in range(5)):
+        s.check("managed-resident under the shim", False, rc=rc, err=err[-800:], out=out[-300:])
+        return
+    rows = {n: {k: steps[n].get(k, 0) for k in ("driver_used_bytes", "process_used_bytes", "managed_resident_bytes",
+                                                  "unattributed_bytes", "context_bytes", "local_memory_bytes")} for n in range(5)}
+    s.facts["managed"] = {"steps": rows, "out": out.strip()[-200:]}
+    want = {0: 0, 1: 0, 2: 1024 * MiB, 3: 1024 * MiB, 4: 0}
+    s.check("managed memory: each step names what the device holds within 2 MiB (0, 0, 1 GiB, 1 GiB, 0)",
+            all(abs(rows[n]["managed_resident_bytes"] - want[n]) <= 2 * MiB for n in want),
+            named={n: rows[n]["managed_resident_bytes"] for n in rows})
+    s.check("managed memory: every step leaves at most max(64 MiB, 1% of driver-used) unattributed",
+            all(r["unattributed_bytes"] <= max(64 * MiB, r["driver_used_bytes"] // 100) for r in rows.values()),
+            unattributed={n: rows[n]["unattributed_bytes"] for n in rows})
+
+
 def part_pysites(s):
     """Leaks made through cuda-python name the Python line (cuda.bindings'
     cuMemCreate never released; cuda.core's VirtualMemoryResource allocate/close), and what the new default

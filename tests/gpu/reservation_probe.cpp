@@ -50,6 +50,28 @@ long long nvml_used_mib() {
     return static_cast<long long>(m.used / kMiB);
 }
 
+// NVML's figure for this process on device 0, in MiB (-1: NVML cannot say, or does not list it).
+long long nvml_process_mib() {
+    struct Process { unsigned pid; unsigned long long used; unsigned gi, ci; };
+    static void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW);
+    if (lib == nullptr) return -1;
+    using Init = int (*)();
+    using ByIndex = int (*)(unsigned, void**);
+    using List = int (*)(void*, unsigned*, Process*);
+    auto init = reinterpret_cast<Init>(dlsym(lib, "nvmlInit_v2"));
+    auto by_index = reinterpret_cast<ByIndex>(dlsym(lib, "nvmlDeviceGetHandleByIndex_v2"));
+    auto list = reinterpret_cast<List>(dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v3"));
+    void* dev = nullptr;
+    Process procs[64] = {};
+    unsigned n = 64;
+    if (init == nullptr || by_index == nullptr || list == nullptr || init() != 0 || by_index(0, &dev) != 0 ||
+        list(dev, &n, procs) != 0)
+        return -1;
+    for (unsigned i = 0; i < n; ++i)
+        if (procs[i].pid == static_cast<unsigned>(getpid())) return static_cast<long long>(procs[i].used / kMiB);
+    return -1;
+}
+
 CUcontext primary() {
     CUcontext ctx = nullptr;
     MUST(cuDevicePrimaryCtxRetain(&ctx, 0));
@@ -212,6 +234,31 @@ void fact_modules() {
     std::printf("fact modules load_300_mib=%lld unload_300_mib=%lld\n", u1 - u0, u2 - u1);
 }
 
+// Managed memory: what cuMemAllocManaged takes on the device, once a memset touched it there, once it was
+// prefetched back to the host, and how much of it NVML charges this process.
+void fact_managed() {
+    MUST(cuInit(0));
+    primary();
+    const long long u0 = used_mib(), n0 = nvml_process_mib();
+    CUdeviceptr m = 0;
+    MUST(cuMemAllocManaged(&m, 1024 * kMiB, CU_MEM_ATTACH_GLOBAL));
+    const long long u1 = used_mib(), n1 = nvml_process_mib();
+    const CUresult set = cuMemsetD8(m, 1, 1024 * kMiB);
+    MUST(cuCtxSynchronize());
+    const long long u2 = used_mib(), n2 = nvml_process_mib();
+    CUmemLocation host{};
+    host.type = CU_MEM_LOCATION_TYPE_HOST;
+    const CUresult back = cuMemPrefetchAsync(m, 1024 * kMiB, host, 0, nullptr);
+    MUST(cuCtxSynchronize());
+    const long long u3 = used_mib(), n3 = nvml_process_mib();
+    MUST(cuMemFree(m));
+    const long long u4 = used_mib(), n4 = nvml_process_mib();
+    std::printf("fact managed alloc_mib=%lld alloc_nvml_mib=%lld memset=%s touched_mib=%lld touched_nvml_mib=%lld "
+                "prefetch_host=%s host_mib=%lld host_nvml_mib=%lld free_mib=%lld free_nvml_mib=%lld\n",
+                u1 - u0, n1 - n0, name_of(set).c_str(), u2 - u0, n2 - n0, name_of(back).c_str(), u3 - u0, n3 - n0,
+                u4 - u0, n4 - n0);
+}
+
 struct Fact {
     const char* name;
     void (*run)();
@@ -222,6 +269,7 @@ const Fact kFacts[] = {
     {"stack", fact_stack},
     {"stack_oom", fact_stack_oom},
     {"modules", fact_modules},
+    {"managed", fact_managed},
 };
 
 }  // namespace

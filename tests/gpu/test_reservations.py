@@ -4,8 +4,8 @@ every fact the H200 run printed must read the same on the simulated driver (CUre
 used memory moved), but for the few keys listed below as not modelled, each printed with its reason and held
 to the simulated driver's own answer (nothing reserved) so that a change to the model is noticed.
 
-Usage: test_reservations.py RESERVATION_PROBE H200_RESERVATIONS_TXT   (the simulated libcuda.so.1 and its
-NVML first on LD_LIBRARY_PATH)."""
+Usage: test_reservations.py RESERVATION_PROBE H200_RESERVATIONS_TXT...   (the simulated libcuda.so.1 and its
+NVML first on LD_LIBRARY_PATH). Several runs' files: a fact a later run measured again is taken from it."""
 import os
 import re
 import subprocess
@@ -36,8 +36,11 @@ def facts(text):
     return {m[0]: dict(kv.split("=", 1) for kv in m[1].split()) for m in re.findall(r"^fact (\w+)((?: \S+=\S+)*)$", text, re.M)}
 
 
-probe, measured_file = sys.argv[1], sys.argv[2]
-measured = facts(open(measured_file).read())
+probe, measured_files = sys.argv[1], sys.argv[2:]
+measured = {}
+for path in measured_files:
+    measured.update(facts(open(path).read()))
+measured_file = " and ".join(measured_files)
 env = {k: v for k, v in os.environ.items() if not k.startswith("CUMEMAUDIT_SIM_")}
 env.update(H200)
 proc = subprocess.run([probe], capture_output=True, text=True, timeout=120, env=env)

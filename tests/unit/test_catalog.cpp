@@ -172,11 +172,12 @@ TEST_CASE("every row's symbol has the signature cudaTypedefs.h gives that base a
     static_assert(same_signature<PFN_cuLaunchCooperativeKernel_v9000>(&cuLaunchCooperativeKernel));
     static_assert(same_signature<PFN_cuLaunchCooperativeKernel_v9000_ptsz>(&cuLaunchCooperativeKernel_ptsz));
     static_assert(same_signature<PFN_cuMemsetD8_v3020>(&cuMemsetD8_v2));
+    static_assert(same_signature<PFN_cuMemPrefetchAsync_v12020>(&cuMemPrefetchAsync_v2));
     static_assert(same_signature<PFN_cuMemGetDefaultMemPool_v13000>(&cuMemGetDefaultMemPool));
     static_assert(same_signature<PFN_cuMemGetMemPool_v13000>(&cuMemGetMemPool));
     static_assert(same_signature<PFN_cuMemSetMemPool_v13000>(&cuMemSetMemPool));
-    // 137 checks above: 122 rows plus 15 per-thread twins.
+    // 138 checks above: 123 rows plus 15 per-thread twins.
     std::size_t twins = 0;
     for (const auto& e : cumemaudit::catalog::entries()) twins += e.per_thread.empty() ? 0 : 1;
-    CHECK(cumemaudit::catalog::entries().size() + twins == 137);
+    CHECK(cumemaudit::catalog::entries().size() + twins == 138);
 }

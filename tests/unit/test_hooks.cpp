@@ -63,7 +63,7 @@ TEST_CASE("every allocation, free and VMM entry point of the catalog is wrapped"
         "cuDeviceGetGraphMemAttribute", "cuMemPoolExportToShareableHandle", "cuArrayGetDescriptor_v2",
         "cuArray3DGetDescriptor_v2", "cuMipmappedArrayGetLevel",
         // questions, and modules (which reserve nothing a report would name)
-        "cuCtxGetLimit", "cuMemsetD8_v2", "cuModuleLoadData", "cuModuleLoadDataEx", "cuModuleUnload", "cuModuleGetFunction",
+        "cuCtxGetLimit", "cuMemsetD8_v2", "cuMemPrefetchAsync_v2", "cuModuleLoadData", "cuModuleLoadDataEx", "cuModuleUnload", "cuModuleGetFunction",
         "cuFuncGetAttribute", "cuFuncGetName"};
     for (const auto& e : catalog::entries()) {
         for (auto symbol : {e.symbol, e.per_thread}) {

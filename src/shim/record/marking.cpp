@@ -8,6 +8,17 @@
 
 namespace cumemaudit::shim {
 
+std::uint64_t managed_resident(Recorder& rec, const DriverMemory& m) {
+    if (!m.known || !m.processes_listed) return 0;
+    const std::uint64_t charged = m.process_used + m.other_processes_bytes;
+    const std::uint64_t uncharged = m.used - std::min(m.used, charged);
+    std::uint64_t live = 0;
+    const bool one_device = !rec.several_devices() || m.device < 0;
+    for (const ledger::OwnerRow& o : one_device ? rec.ledger().owners_now() : rec.ledger().owners_on_device(m.device))
+        live += o.live_by_kind[static_cast<int>(ledger::Kind::managed)];
+    return rec.managed().resident(one_device ? -1 : m.device, uncharged, live);
+}
+
 void mark_now(Recorder& rec, MarkRequest r) {
     const DriverMemory m = driver_memory(r.fallback, WithNvml::sums);
     const PoolBook::Sums pools = look_at_pools(rec, m.device);
@@ -23,7 +34,8 @@ void mark_now(Recorder& rec, MarkRequest r) {
     in.driver = {m.known,          m.device,        m.used,
                  m.total,          m.process_used,  m.graph_used,
                  m.graph_reserved, m.other_processes_bytes, reserved.context_bytes,
-                 reserved.local_memory_bytes, reserved.stack_bytes_per_thread};
+                 reserved.local_memory_bytes, reserved.stack_bytes_per_thread,
+                 managed_resident(rec, m)};
     in.pool_reserved = pools.reserved;
     in.pool_used = pools.used;
     in.torch_pools = std::move(r.torch_pools);

@@ -13,6 +13,7 @@
 namespace cumemaudit::shim {
 
 class Recorder;
+struct DriverMemory;
 
 struct MarkRequest {
     std::uint64_t step = 0;
@@ -23,5 +24,9 @@ struct MarkRequest {
 };
 
 void mark_now(Recorder&, MarkRequest);
+
+// The managed memory resident on the device of `m` (figures asked with NVML's sums) for `rec`'s process, as
+// managed_residency.hpp reads it off: 0 where NVML did not list the processes. A mark and an OOM moment ask.
+std::uint64_t managed_resident(Recorder& rec, const DriverMemory& m);
 
 }  // namespace cumemaudit::shim

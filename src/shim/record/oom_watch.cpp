@@ -1,5 +1,7 @@
 #include "shim/record/oom_watch.hpp"
 
+#include "shim/record/marking.hpp"
+
 #include "history/oom_breakdown.hpp"
 
 #include "shim/record/events.hpp"
@@ -49,6 +51,7 @@ history::Oom take_moment(Recorder& a, const char* api, const char* result, std::
                                                .graph_memory = m.graph_reserved,
                                                .context = reserved.context_bytes,
                                                .local_memory = reserved.local_memory_bytes,
+                                               .managed_resident = managed_resident(a, m),
                                                .device = a.several_devices() ? m.device : -1,
                                                .processes_listed = m.processes_listed,
                                                .other_processes = std::move(m.other_processes)});

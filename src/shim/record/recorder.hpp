@@ -8,6 +8,7 @@
 
 #include "shim/record/array_book.hpp"
 #include "shim/record/context_book.hpp"
+#include "shim/record/managed_residency.hpp"
 #include "shim/record/enforcer.hpp"
 #include "common/user_frame.hpp"
 #include "shim/record/external_book.hpp"
@@ -79,6 +80,7 @@ public:
     PoolBook& pools() { return pools_; }
     ArrayBook& arrays() { return arrays_; }
     ContextBook& contexts() { return contexts_; }
+    ManagedResidency& managed() { return managed_; }
     ExternalBook& externals() { return externals_; }
     TorchPoolStage& torch_pools() { return torch_pools_; }
 
@@ -110,6 +112,7 @@ private:
     PoolBook pools_;
     ArrayBook arrays_;
     ContextBook contexts_;
+    ManagedResidency managed_;
     ExternalBook externals_{hot_.external_buffers};
     TorchPoolStage torch_pools_;
     ReportWriter report_writer_ = nullptr;

@@ -1,6 +1,6 @@
 // Memory booked once and where it lives, at steps: a multicast set-up (NCCL's NVLS order, bound by handle or
 // by address), memory pinned by dma-buf fds after the program let go of it, pools off the device reached
-// through CUDA 13's getters. nvls-step runs on the simulated driver only: multicast objects must never be
+// through CUDA 13's getters, managed memory the device holds once touched. nvls-step runs on the simulated driver only: multicast objects must never be
 // created on the shared GPU machine (tests/gpu leaves it out of its list).
 #include "scenarios.hpp"
 
@@ -108,8 +108,35 @@ int pool_getters(int, char**) {
     return 0;
 }
 
+// Managed memory (cudaMallocManaged, as unified-memory codes and CPU offload use it): a first mark without it
+// (step 0), 1 GiB allocated (step 1),
+// touched on the device by a memset (step 2), prefetched back to the host (step 3: the device keeps it), an
+// allocation refused then, and freed (step 4).
+int managed_resident(int, char**) {
+    init_primary_context();
+    const StepFn step = step_api();
+    step(0);  // no managed memory yet: the device's own uncharged rest is learnt here (0 on the simulated driver)
+    CUdeviceptr m = 0;
+    OK(cuMemAllocManaged(&m, 1024 * kMiB, CU_MEM_ATTACH_GLOBAL));  // site:managed_alloc
+    step(1);
+    OK(cuMemsetD8(m, 1, 1024 * kMiB));
+    OK(cuCtxSynchronize());
+    step(2);
+    CUmemLocation host{};
+    host.type = CU_MEM_LOCATION_TYPE_HOST;
+    OK(cuMemPrefetchAsync(m, 1024 * kMiB, host, 0, nullptr));
+    OK(cuCtxSynchronize());
+    step(3);
+    CUdeviceptr too_big = 0;
+    std::printf("managed_resident: 79.5 GiB: %s\n", result_name(cuMemAlloc(&too_big, 79ull * 1024 * kMiB + 512 * kMiB)));
+    OK(cuMemFree(m));
+    step(4);
+    return 0;
+}
+
 }  // namespace
 
+AUDIT_SCENARIO("managed-resident", managed_resident);
 AUDIT_SCENARIO("pool-getters", pool_getters);
 AUDIT_SCENARIO("nvls-step", nvls_step);
 AUDIT_SCENARIO("dmabuf-step", dmabuf_step);

@@ -80,6 +80,23 @@ def case_pool_getters(tmp):
                            ("default", "managed", "cuMemGetMemPool", marker_line(SRC, "managed_pool"))]), f"pools: {rows}")
 
 
+def case_managed_resident(tmp):
+    """1 GiB of managed memory: nothing on the device until a memset touches it there, then 1 GiB named as
+    managed memory the device holds (NVML charges it to no process), kept after a prefetch back to the host,
+    as the H200 keeps it; the refused allocation's record names it; freed, it leaves. Nothing unattributed."""
+    proc = run([SCENARIOS, "managed-resident"], tmp)
+    expect("79.5 GiB: CUDA_ERROR_OUT_OF_MEMORY" in proc.stdout, proc.stdout)
+    rep = only_report(tmp)
+    st = steps_of(rep)
+    got = {n: (st[n]["driver_used_bytes"], st[n]["managed_resident_bytes"], st[n]["unattributed_bytes"]) for n in (1, 2, 3, 4)}
+    expect(got == {1: (0, 0, 0), 2: (GiB, GiB, 0), 3: (GiB, GiB, 0), 4: (0, 0, 0)}, f"steps: {got}")
+    expect(st[2]["by_kind"] == {"managed": GiB} and st[2]["process_used_bytes"] == 0, f"step 2: {st[2]}")
+    (oom,) = rep["oom"]
+    parts = [(p["what"], p["bytes"]) for p in oom["parts"]]
+    expect(parts == [("managed_resident", GiB)] and oom["unattributed_bytes"] == 0, f"oom parts: {parts}")
+    expect("managed memory on the device (touched there; NVML charges it to no process)" in proc.stderr, proc.stderr)
+
+
 CASES = named_cases(globals())
 
 if __name__ == "__main__":
