@@ -1,4 +1,5 @@
 #include "diff_cmd.hpp"
+#include "report/step_parts.hpp"
 #include "report/gate.hpp"
 #include "report/job.hpp"
 #include "terminal_out.hpp"
@@ -97,9 +98,8 @@ Bytes step_totals(const report::Step& s) {
         m["pytorch reserved"] = s.pytorch_reserved_bytes;
     }
     if (s.graph_mem_reserved_bytes) m["graph memory reserved"] = s.graph_mem_reserved_bytes;
-    if (s.other_processes_bytes) m["other processes"] = s.other_processes_bytes;
-    if (s.context_bytes) m["contexts"] = s.context_bytes;
-    if (s.local_memory_bytes) m["kernel stacks"] = s.local_memory_bytes;
+    for (const report::StepPart& part : report::kStepParts)
+        if (s.*part.bytes) m[part.label] = s.*part.bytes;
     return m;
 }
 

@@ -1,4 +1,5 @@
 #include "html_chart.hpp"
+#include "report/step_parts.hpp"
 
 #include "html_axis.hpp"
 #include "html_escape.hpp"
@@ -198,9 +199,8 @@ std::string hover_tip(const report::Timeline& t, const report::TimelinePoint& p)
     if (p.step->leaked_bytes) tip += "\nleaked so far: " + report::human_bytes(p.step->leaked_bytes);
     if (p.step->peak_tracked_bytes > p.tracked_bytes)
         tip += "\npeak since the previous mark: " + report::human_bytes(p.step->peak_tracked_bytes);
-    if (p.step->other_processes_bytes) tip += "\nother processes: " + report::human_bytes(p.step->other_processes_bytes);
-    if (p.step->context_bytes) tip += "\ncontexts: " + report::human_bytes(p.step->context_bytes);
-    if (p.step->local_memory_bytes) tip += "\nkernel stacks: " + report::human_bytes(p.step->local_memory_bytes);
+    for (const report::StepPart& part : report::kStepParts)
+        if (p.step->*part.bytes) tip += std::string("\n") + part.label + ": " + report::human_bytes(p.step->*part.bytes);
     tip += "\nunattributed: " + report::human_bytes(p.step->unattributed_bytes);
     tip += "\ndriver used: " + report::human_bytes(p.step->driver_used_bytes);
     return tip;

@@ -1,4 +1,5 @@
 #include "html_tables.hpp"
+#include "report/step_parts.hpp"
 #include "report/gate.hpp"
 
 #include "html_escape.hpp"
@@ -161,18 +162,18 @@ std::string oom_table(const report::Report& r) {
 std::string steps_table(const report::Timeline& t) {
     std::vector<std::string> head{"step"};
     for (const std::string& o : t.owners) head.push_back(o);
-    for (const char* h : {"unattributed", "driver used", "this process (NVML)", "other processes (NVML)", "contexts",
-                          "kernel stacks", "PyTorch allocated", "PyTorch reserved", "graph memory reserved"})
-        head.push_back(h);
+    for (const char* h : {"unattributed", "driver used", "this process (NVML)"}) head.push_back(h);
+    for (const report::StepPart& part : report::kStepParts) head.push_back(part.label);
+    for (const char* h : {"PyTorch allocated", "PyTorch reserved", "graph memory reserved"}) head.push_back(h);
     std::string rows;
     for (const report::TimelinePoint& p : t.points) {
         rows += "<tr>" + text_cell(p.name);
         for (const std::uint64_t b : p.owner_bytes) rows += bytes_cell(b);
         const report::Step& s = *p.step;
-        rows += bytes_cell(s.unattributed_bytes) + bytes_cell(s.driver_used_bytes) + bytes_cell(s.process_used_bytes) +
-                bytes_cell(s.other_processes_bytes) + bytes_cell(s.context_bytes) + bytes_cell(s.local_memory_bytes) +
-                bytes_cell(s.pytorch_allocated_bytes) +
-                bytes_cell(s.pytorch_reserved_bytes) + bytes_cell(s.graph_mem_reserved_bytes) + "</tr>\n";
+        rows += bytes_cell(s.unattributed_bytes) + bytes_cell(s.driver_used_bytes) + bytes_cell(s.process_used_bytes);
+        for (const report::StepPart& part : report::kStepParts) rows += bytes_cell(s.*part.bytes);
+        rows += bytes_cell(s.pytorch_allocated_bytes) + bytes_cell(s.pytorch_reserved_bytes) +
+                bytes_cell(s.graph_mem_reserved_bytes) + "</tr>\n";
     }
     return table("steps", head, rows, "No steps recorded.");
 }

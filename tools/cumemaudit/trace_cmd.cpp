@@ -1,4 +1,5 @@
 #include "trace_cmd.hpp"
+#include "report/step_parts.hpp"
 
 #include "load_all.hpp"
 #include "report/job_end_text.hpp"
@@ -67,9 +68,8 @@ void add_report(const report::Report& r, int pid, std::uint64_t origin, json& li
         ev.counter("unattributed", s.time_ns, s.unattributed_bytes);
         if (s.leaked_bytes != 0) ev.counter("leaked so far", s.time_ns, s.leaked_bytes);
         if (s.process_used_bytes != 0) ev.counter("process used (NVML)", s.time_ns, s.process_used_bytes);
-        if (s.other_processes_bytes != 0) ev.counter("other processes (NVML)", s.time_ns, s.other_processes_bytes);
-        if (s.context_bytes != 0) ev.counter("contexts", s.time_ns, s.context_bytes);
-        if (s.local_memory_bytes != 0) ev.counter("kernel stacks", s.time_ns, s.local_memory_bytes);
+        for (const report::StepPart& part : report::kStepParts)
+            if (s.*part.bytes != 0) ev.counter(part.label, s.time_ns, s.*part.bytes);
         json args = {{"tracked_bytes", p.tracked_bytes}, {"driver_used_bytes", s.driver_used_bytes},
                      {"unattributed_bytes", s.unattributed_bytes}, {"leaked_bytes", s.leaked_bytes}};
         if (s.pytorch_reserved_bytes) {
