@@ -103,17 +103,19 @@ DeviceProcesses nvml_processes(CUdevice device, bool names) {
         }
         if (r != kNvmlSuccess) return out;
         const auto self = static_cast<unsigned int>(::getpid());
+        bool self_listed = false;  // with any figure: all of a process's memory may be NVML-uncharged (managed)
         for (unsigned int i = 0; i < count; ++i) {
             if (infos[i].usedGpuMemory == kNvmlValueNotAvailable) continue;
             if (infos[i].pid == self) {
                 out.self = infos[i].usedGpuMemory;
+                self_listed = true;
             } else {
                 out.others.push_back({infos[i].pid, {}, infos[i].usedGpuMemory});
             }
         }
         // NVML's pids are the host's. Without this process among them a pid namespace lies between us and the
         // driver: any entry could be this process itself, or name another program here, so none is used.
-        if (out.self == 0) return {};
+        if (!self_listed) return {};
         if (names)
             for (history::OtherProcess& p : out.others) p.name = command_name(p.pid);
         out.listed = true;

@@ -2,7 +2,13 @@
 """Memory booked once and where it lives, at steps and out-of-memory moments (books.cpp).
 
 Usage: books_test.py CASE   (paths from the environment meson sets; see audit_common.py)."""
-from audit_common import SCENARIOS, MiB, run, only_report, marker_line, top_frame, source, expect
+import glob
+import json
+import os
+import subprocess
+import sys
+
+from audit_common import CLI, SCENARIOS, MiB, run, only_report, marker_line, top_frame, source, expect
 from cases import main, named_cases  # tests/support, on sys.path through audit_common
 
 SRC = source("books.cpp")
@@ -95,9 +101,19 @@ def case_managed_resident(tmp):
     parts = [(p["what"], p["bytes"]) for p in oom["parts"]]
     expect(parts == [("managed_resident", GiB)] and oom["unattributed_bytes"] == 0, f"oom parts: {parts}")
     expect("managed memory on the device (touched there; NVML charges it to no process)" in proc.stderr, proc.stderr)
+    # The views name it too: trace as a counter, diff --steps as a total.
+    (report_file,) = glob.glob(os.path.join(tmp, "cumemaudit.*.json"))
+    trace_file = os.path.join(tmp, "trace.json")
+    subprocess.run([CLI, "trace", "-o", trace_file, report_file], check=True, capture_output=True, timeout=60)
+    events = json.load(open(trace_file))
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    counted = [e["args"]["bytes"] for e in events if e.get("ph") == "C" and e["name"] == "managed memory on the device"]
+    expect(counted == [GiB, GiB], f"trace counters: {counted}")
+    diff = subprocess.run([CLI, "diff", "--steps", "1", "2", report_file], capture_output=True, text=True, timeout=60).stdout
+    expect("managed memory on the device           0 B       1.0 GiB  +1.0 GiB (+1073741824)" in diff, diff)
 
 
 CASES = named_cases(globals())
 
 if __name__ == "__main__":
-    main(CASES)
+    sys.exit(main(CASES))
