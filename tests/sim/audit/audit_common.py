@@ -126,6 +126,9 @@ def check_lists(pairs):
     found = {name: set(module.CASES) for name, module in test_modules().items()}
     failures = [f"{n}: in meson.build's table, not in this directory" for n in sorted(set(listed) - set(found))]
     failures += [f"{n}: not in meson.build's table" for n in sorted(set(found) - set(listed))]
+    # A file that drops its cases' result exits 0 after printing FAIL: meson would call every case passed.
+    failures += [f"{n}: does not exit with its cases' result (sys.exit(main(CASES)))" for n in sorted(found)
+                 if "sys.exit(main(CASES))" not in open(os.path.join(HERE, n)).read()]
     for name in sorted(set(found) & set(listed)):
         failures += [f"{name}: case {c} is not run by meson" for c in sorted(found[name] - listed[name])]
         failures += [f"{name}: meson runs {c}, which it does not hold" for c in sorted(listed[name] - found[name])]
