@@ -45,14 +45,14 @@ CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
 CUresult cuMemGetDefaultMemPool(CUmemoryPool* pool_out, CUmemLocation* location, CUmemAllocationType type) {
     return guarded([&] {
         if (pool_out == nullptr || location == nullptr) return CUDA_ERROR_INVALID_VALUE;
-        return SimState::get().location_default_pool(pool_out, *location, type);
+        return SimState::get().location_pool(pool_out, *location, type, false);
     });
 }
 
 CUresult cuMemGetMemPool(CUmemoryPool* pool, CUmemLocation* location, CUmemAllocationType type) {
     return guarded([&] {
         if (pool == nullptr || location == nullptr) return CUDA_ERROR_INVALID_VALUE;
-        return SimState::get().location_current_pool(pool, *location, type);
+        return SimState::get().location_pool(pool, *location, type, true);
     });
 }
 

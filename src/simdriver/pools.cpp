@@ -276,24 +276,15 @@ CUmemoryPool SimState::Impl::location_default(const std::tuple<int, int, int>& k
     return handle;
 }
 
-CUresult SimState::location_default_pool(CUmemoryPool* out, const CUmemLocation& where, CUmemAllocationType type) {
+// The location's default pool, or (`current`) the one its setter named last, that default until then.
+CUresult SimState::location_pool(CUmemoryPool* out, const CUmemLocation& where, CUmemAllocationType type, bool current) {
     std::lock_guard lock(impl_->mu);
     Impl& s = *impl_;
     if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
     LocationKey key;
     if (CUresult r = location_key(s.config.devices, where, type, key); r != CUDA_SUCCESS) return r;
-    *out = s.location_default(key);
-    return CUDA_SUCCESS;
-}
-
-CUresult SimState::location_current_pool(CUmemoryPool* out, const CUmemLocation& where, CUmemAllocationType type) {
-    std::lock_guard lock(impl_->mu);
-    Impl& s = *impl_;
-    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
-    LocationKey key;
-    if (CUresult r = location_key(s.config.devices, where, type, key); r != CUDA_SUCCESS) return r;
-    if (device_pinned(key)) *out = s.current_pools[static_cast<std::size_t>(std::get<1>(key))];
-    else if (auto it = s.current_by_location.find(key); it != s.current_by_location.end()) *out = it->second;
+    if (current && device_pinned(key)) *out = s.current_pools[static_cast<std::size_t>(std::get<1>(key))];
+    else if (auto it = s.current_by_location.find(key); current && it != s.current_by_location.end()) *out = it->second;
     else *out = s.location_default(key);
     return CUDA_SUCCESS;
 }

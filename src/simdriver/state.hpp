@@ -83,8 +83,7 @@ public:
     CUresult current_pool(CUmemoryPool* out, CUdevice dev);
     CUresult set_current_pool(CUdevice dev, CUmemoryPool pool);
     // CUDA 13's pools by location and allocation type (pools.cpp).
-    CUresult location_default_pool(CUmemoryPool* out, const CUmemLocation& where, CUmemAllocationType type);
-    CUresult location_current_pool(CUmemoryPool* out, const CUmemLocation& where, CUmemAllocationType type);
+    CUresult location_pool(CUmemoryPool* out, const CUmemLocation& where, CUmemAllocationType type, bool current);
     CUresult set_location_pool(const CUmemLocation& where, CUmemAllocationType type, CUmemoryPool pool);
     // cuMemsetD8: the range must lie in one allocation the device can write; a managed pool's memory with no
     // device location becomes resident on the current device (measured).
