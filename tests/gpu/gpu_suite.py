@@ -271,6 +271,23 @@ def part_managed(s):
             unattributed={n: rows[n]["unattributed_bytes"] for n in rows})
 
 
+def part_arenas(s):
+    """CuPy and JAX under the audit, marked as steps: what each step leaves unattributed (the issue's bound:
+    max(64 MiB, 1% of driver-used)), with the parts the audit names."""
+    for which in ("cupy", "jax"):
+        d = tempfile.mkdtemp()
+        env = {"PYTHONPATH": f"{ROOT}/tools/python"}
+        rc, out, err = s.audited([sys.executable, f"{HERE}/arena_workloads.py", which], d, env=env, flags=["--fail-on", "none"])
+        reps = s.report(d)
+        steps = [x for x in (reps[0]["steps"] if reps else []) if not x.get("label")]
+        rows = [{k: x.get(k, 0) for k in ("step", "driver_used_bytes", "process_used_bytes", "unattributed_bytes",
+                                           "context_bytes", "local_memory_bytes")} | {"by_owner": x["by_owner"]} for x in steps]
+        s.facts[f"arena_{which}"] = {"rc": rc, "steps": rows, "out": out.strip()[-300:], "err": err[-300:] if rc else ""}
+        s.check(f"{which}: every step leaves at most max(64 MiB, 1% of driver-used) unattributed",
+                rc == 0 and bool(rows) and all(r["unattributed_bytes"] <= max(64 * MiB, r["driver_used_bytes"] // 100) for r in rows),
+                rc=rc, unattributed=[r["unattributed_bytes"] for r in rows], used=[r["driver_used_bytes"] for r in rows])
+
+
 def part_pysites(s):
     """Leaks made through cuda-python name the Python line (cuda.bindings'
     cuMemCreate never released; cuda.core's VirtualMemoryResource allocate/close), and what the new default
