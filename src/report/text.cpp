@@ -87,7 +87,7 @@ std::string text_summary(const Report& r, const TextDetail& detail) {
     fmt::format_to(it, "{})\n", r.checkpoint ? ", checkpoint" : "");
     // Only what fails the gate is a "leak"; memory merely still held at exit (a workspace, a mapping never
     // torn down) is folded into one line unless asked for, as valgrind folds "still reachable".
-    std::uint64_t held_bytes = 0, held_rows = 0;
+    std::uint64_t held_bytes = 0, held_rows = 0, sizeless_opens = 0;
     for (const Leak& l : r.leaks) {
         if (fails_gate(r, l) && l.kind == "multicast") {
             fmt::format_to(it, "\nLeak of {} multicast objects ({} per device; no memory of their own) ({} references) "
@@ -103,6 +103,7 @@ std::string text_summary(const Report& r, const TextDetail& detail) {
         } else {
             held_bytes += l.bytes;
             ++held_rows;
+            sizeless_opens += l.kind == "ipc" && l.bytes == 0;  // a legacy IPC open: its driver says no size
             continue;
         }
         frames(out, l.site, detail);
@@ -111,6 +112,10 @@ std::string text_summary(const Report& r, const TextDetail& detail) {
         fmt::format_to(it, "\nHeld at exit, not leaks: {} bytes ({}) in {} rows (unfreed or mapped-at-exit); shown with "
                            "show_held=1 or cumemaudit report --show-held\n",
                        held_bytes, human_bytes(held_bytes), held_rows);
+    if (sizeless_opens)
+        fmt::format_to(it, "{} of them: legacy IPC opens of another process's memory, whose size only the exporter knows "
+                           "(cumemaudit merge with its report names the bytes)\n",
+                       sizeless_opens);
     for (const Misuse& m : r.misuse) {
         fmt::format_to(it, "\nMisuse: {} returned {} {} times: {} [{}] at:\n", m.api, m.result, m.count, m.what,
                        m.owner);

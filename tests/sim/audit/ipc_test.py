@@ -40,6 +40,8 @@ def case_ipc_dmabuf(tmp):
     expect(opened == [("ipc", True, False)], f"importer's imports: {importer['imports']}")
     held = [(l["class"], l["kind"], top_frame(l)["line"]) for l in importer["leaks"]]
     expect(held == [("unfreed", "ipc", marker_line(SRC, "ipc_open"))], f"importer's rows: {held}")
+    expect("1 of them: legacy IPC opens of another process's memory, whose size only the exporter knows" in proc.stderr,
+           f"the importer's summary says why its open holds 0 bytes:\n{proc.stderr}")
     job = os.path.join(tmp, "job.json")
     subprocess.run([CLI, "merge", "-o", job, *reports(tmp)], capture_output=True, text=True, timeout=60)
     merged = json.load(open(job))
