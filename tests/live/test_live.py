@@ -361,9 +361,9 @@ def case_own_signals(tmp):
     before = set(glob.glob(os.path.join(ANSWERS, "*")))
     job = Job(tmp, 1, options=["checkpoint_s=0"])
     try:
-        expect(job.say("queue 3") == "queued 3 of 3", "the program's own queued signals")
-        expect(job.say("timer 50") == "timer 50 of 50", "the program's own timer's expirations")
-        expect(job.say("queue 3") == "queued 3 of 3", "again, after the timer")
+        for line, answer in [("queue 3", "queued 3 of 3"), ("timer 50", "timer 50 of 50"), ("queue 3", "queued 3 of 3")]:
+            got = job.say(line)
+            expect(got == answer, f"the program's own signals ({line}): {got!r}, not {answer!r}")
         expect(reports(tmp) == [], f"a signal of the program's own wrote a report: {reports(tmp)}")
         expect(answers_left(before) == [], f"answers nobody asked for: {answers_left(before)}")
         path = snapshot(job.pid).stdout.strip()

@@ -2,12 +2,13 @@
 
 #include "common/live_request.hpp"
 
+#include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <fcntl.h>
 
-#include <cerrno>
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -15,106 +16,78 @@
 namespace cumemaudit::shim {
 namespace {
 
-// Whether `sig` is pending for this thread alone and for the whole process (/proc/thread-self/status's
-// SigPnd and ShdPnd). Asked only while a signal of the program's own may wait.
-struct PendingBits {
-    bool thread = false, process = false;
-};
-PendingBits pending_bits(int sig) {
-    PendingBits out;
+static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t) &&
+                  std::atomic<std::uint32_t>::is_always_lock_free,
+              "the futex word is the atomic's own 32 bits");
+
+// How often the waiting thread looks for a request from outside: a snapshot is answered within this.
+constexpr long kLookMs = 50;
+
+// Whether `sig` is pending for this thread alone (/proc/thread-self/status's SigPnd; ShdPnd is the
+// process's). Asked only when sigpending() says it is pending for the thread or the process.
+bool pending_for_thread(int sig) {
     char text[4096];
     const int fd = open("/proc/thread-self/status", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return out;
+    if (fd < 0) return false;
     const ssize_t n = read(fd, text, sizeof text - 1);
     close(fd);
-    if (n <= 0) return out;
+    if (n <= 0) return false;
     text[n] = '\0';
-    const unsigned long long bit = 1ull << (sig - 1);
     unsigned long long mask = 0;
-    if (const char* p = std::strstr(text, "SigPnd:"); p && std::sscanf(p + 7, "%llx", &mask) == 1) out.thread = mask & bit;
-    if (const char* p = std::strstr(text, "ShdPnd:"); p && std::sscanf(p + 7, "%llx", &mask) == 1) out.process = mask & bit;
-    return out;
+    const char* p = std::strstr(text, "SigPnd:");
+    return p != nullptr && std::sscanf(p + 7, "%llx", &mask) == 1 && (mask & (1ull << (sig - 1))) != 0;
 }
 
-// How often the thread looks while the program's own signal waits: a snapshot or a report asked for then is
-// served within this.
-constexpr long kLookMs = 20;
+long now_ms() {
+    timespec t{};
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000 + t.tv_nsec / 1'000'000;
+}
 
 }  // namespace
 
 void Wakeup::attach_waiter() { waiter_.store(static_cast<pid_t>(syscall(SYS_gettid))); }
 
 void Wakeup::notify() {
-    word_.fetch_add(1);
-    const pid_t tid = waiter_.load();
-    if (tid != 0 && !signalled_.exchange(true)) syscall(SYS_tgkill, getpid(), tid, live::request_signal());
+    word_.fetch_add(1, std::memory_order_release);
+    syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word_), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
 }
 
-bool Wakeup::note(const siginfo_t& info, std::vector<OutsideRequest>& outside) {
-    if (info.si_pid == getpid() && info.si_code == SI_TKILL) return false;  // our own wake: the word says why
-    const std::uint64_t number = reinterpret_cast<std::uintptr_t>(info.si_value.sival_ptr);
-    if (info.si_code == SI_QUEUE && info.si_pid != getpid() && live::is_request_number(number)) {
-        outside.push_back(OutsideRequest{info.si_pid, number});
-        return false;
-    }
-    // The program's own (queued to itself, a timer's, another process's of its own): back to the process,
-    // siginfo and all, for the program's own thread or disposition to take.
-    siginfo_t back = info;
-    syscall(SYS_rt_sigqueueinfo, getpid(), info.si_signo, &back);
-    foreign_ = true;
-    return true;
-}
-
-void Wakeup::take_pending(std::vector<OutsideRequest>& outside) {
+void Wakeup::take_requests(std::vector<OutsideRequest>& outside) {
+    const int sig = live::request_signal();
+    sigset_t pending;
+    // One cheap call first: the thread's and the process's together, nearly always without it.
+    if (sigpending(&pending) != 0 || !sigismember(&pending, sig)) return;
     sigset_t set;
     sigemptyset(&set);
-    sigaddset(&set, live::request_signal());
-    const timespec now{0, 0};
-    siginfo_t info{};
-    for (;;) {
-        if (foreign_) {
-            // The kernel gives a thread its own pending signals before the process's: taken only while one
-            // is there, this never takes the program's back.
-            const PendingBits bits = pending_bits(live::request_signal());
-            if (!bits.process) foreign_ = false;
-            if (!bits.thread) return;
+    sigaddset(&set, sig);
+    const timespec at_once{0, 0};
+    while (pending_for_thread(sig)) {
+        siginfo_t info{};
+        if (sigtimedwait(&set, &info, &at_once) != sig) return;  // the thread's own come first
+        const std::uint64_t number = reinterpret_cast<std::uintptr_t>(info.si_value.sival_ptr);
+        if (info.si_code == SI_QUEUE && info.si_pid != getpid() && live::is_request_number(number)) {
+            outside.push_back(OutsideRequest{info.si_pid, number});
+        } else {
+            // Sent to this thread, but not by the CLI (a program that signals each of its threads): the
+            // process's to take, siginfo and all.
+            syscall(SYS_rt_sigqueueinfo, getpid(), sig, &info);
         }
-        if (sigtimedwait(&set, &info, &now) <= 0) return;
-        if (note(info, outside)) return;
     }
 }
 
 std::uint32_t Wakeup::wait(std::uint32_t seen, long timeout_ms, std::vector<OutsideRequest>& outside) {
-    // Cleared before the word is read: a notify() after the read finds it clear and signals.
-    signalled_.store(false);
-    const std::uint32_t now = count();
-    if (now != seen) {
-        take_pending(outside);
-        return now;
+    const long until = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+    for (;;) {
+        take_requests(outside);
+        const std::uint32_t now = count();
+        const long left = until < 0 ? kLookMs : until - now_ms();
+        if (now != seen || !outside.empty() || left <= 0) return now;
+        const long slice = std::min(left, kLookMs);
+        const timespec t{slice / 1000, (slice % 1000) * 1'000'000};
+        // Returns at once if the word is no longer `seen`: a notify() after the read above is never lost.
+        syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word_), FUTEX_WAIT_PRIVATE, seen, &t, nullptr, 0);
     }
-    take_pending(outside);
-    if (foreign_) {
-        // The program's own signal waits at the process level: short sleeps instead of sigtimedwait.
-        const timespec tick{0, kLookMs * 1'000'000};
-        for (long waited = 0; outside.empty() && count() == seen && foreign_ && (timeout_ms < 0 || waited < timeout_ms);
-             waited += kLookMs) {
-            nanosleep(&tick, nullptr);
-            take_pending(outside);
-        }
-        return count();  // the program took its signal: sigtimedwait again from the next wait
-    }
-    if (!outside.empty()) return count();
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, live::request_signal());
-    const timespec t{timeout_ms / 1000, (timeout_ms % 1000) * 1'000'000};
-    siginfo_t info{};
-    // Blocked on this thread (it blocks every signal), so it stays pending until taken here: a notify()
-    // between the read above and this wait is never lost. EINTR (glibc's own set-id signal) and EAGAIN
-    // (the timeout) just return.
-    if (sigtimedwait(&set, &info, timeout_ms < 0 ? nullptr : &t) > 0 && note(info, outside)) return count();
-    take_pending(outside);
-    return count();
 }
 
 }  // namespace cumemaudit::shim

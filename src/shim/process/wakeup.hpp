@@ -1,15 +1,16 @@
 // wakeup: how a signal handler or a program thread wakes the checkpoint thread, and how a request from
-// outside the process (`cumemaudit snapshot`) reaches it. A counter and one real-time signal sent to that
-// thread alone (live::request_signal()), which it blocks like every signal and takes with sigtimedwait: no
-// fd (a daemon that closes every fd after start, or dup2()s over it, must never find the shim reading its
-// pipe or writing its log through a recycled number), and no handler (the program's disposition of that
-// signal is never used or changed; a thread-directed signal is taken only by the thread it names).
+// outside the process (`cumemaudit snapshot`) reaches it. A counter with a futex on it for wakes from inside,
+// and one real-time signal (live::request_signal()) that the CLI sends to that thread alone for requests
+// from outside. No fd (a daemon that closes every fd after start, or dup2()s over it, must never find the
+// shim reading its pipe or writing its log through a recycled number), and no handler (the program's
+// disposition of that signal is never used or changed).
 //
-// A program may use the same signal number itself (queued to itself, a POSIX timer). While the thread
-// waits in sigtimedwait it would take those too, process-directed as they are: anything that is neither our
-// own wake nor a marked request from another process is handed back to the process unchanged, and until
-// the program has taken it the thread waits without sigtimedwait (short sleeps, looking at its own pending
-// signals alone), so it never takes the same signal twice.
+// The thread never waits in sigtimedwait: a thread waiting there for a signal is one the kernel may hand
+// that signal to when it is sent to the process, and a program may use the same number itself (queued to
+// itself, a POSIX timer), blocked in its own threads and taken in the order it was queued. Taking one and
+// queuing it back would put it behind the ones queued meanwhile. So the thread sleeps on the futex and,
+// every kLookMs, asks whether the signal is pending for it alone; only then does it take it, and a thread's
+// own pending signals come before the process's.
 #pragma once
 
 #include <signal.h>
@@ -29,10 +30,9 @@ struct OutsideRequest {
 
 class Wakeup {
 public:
-    // From the waiting thread's first line: the thread notify() signals. Before it, notify() only counts
-    // (the thread looks at what it was asked before its first wait).
+    // From the waiting thread's first line (start() waits for it).
     void attach_waiter();
-    // Async-signal-safe: an atomic increment and, at most once per wait, one tgkill.
+    // Async-signal-safe: an atomic increment and one futex wake.
     void notify();
     // Sleeps until notify() has been called since `seen` was read, a request came from outside, or
     // `timeout_ms` passed (< 0: no limit). Appends the outside requests taken to `outside`. Returns the
@@ -42,18 +42,12 @@ public:
     bool attached() const { return waiter_.load() != 0; }
 
 private:
-    // Takes the pending request signals at once (timeout 0), sorting outside ones from our own wakes; while
-    // a signal of the program's own waits for it, only those pending for this thread alone.
-    void take_pending(std::vector<OutsideRequest>& outside);
-    // Our own wake, an outside request, or the program's own signal, handed back: then true.
-    bool note(const siginfo_t&, std::vector<OutsideRequest>& outside);
-    // The program's own signal was handed back and may wait at the process level (the waiter's alone).
-    bool foreign_ = false;
+    // Takes the request signals pending for this thread alone, never the process's.
+    void take_requests(std::vector<OutsideRequest>& outside);
 
+    // The futex word: 32 bits, as the kernel reads it.
     std::atomic<std::uint32_t> word_{0};
     std::atomic<pid_t> waiter_{0};
-    // A wake signal is on its way: notify() sends no second one (a burst of SIGUSR2 queues one signal).
-    std::atomic<bool> signalled_{false};
 };
 
 }  // namespace cumemaudit::shim
