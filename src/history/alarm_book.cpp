@@ -9,6 +9,8 @@ std::optional<Alarm> AlarmBook::raise(Alarm a, std::chrono::steady_clock::time_p
         ++kept.count;
         kept.bytes += a.bytes;
         kept.live_bytes = a.live_bytes;
+        kept.modules += a.modules;
+        kept.modules_live = a.modules_live;
         kept.last_step = a.step;
         kept.last_time_ns = a.time_ns;
         auto& logged = logged_[it->second];

@@ -28,6 +28,7 @@ struct History {
     std::uint64_t untracked_pools = 0;
     std::vector<Reclaim> reclaimed;
     std::vector<Context> contexts;      // alive at the snapshot, the first kContextsKept
+    std::vector<ModuleSite> modules;    // module and library loads by site, the first kModuleSitesKept
 };
 
 // One snapshot of a recorder: the ledger's state and the history. `book` names the snapshot's ids (owners,

@@ -39,6 +39,7 @@ Step Marks::figures(const MarkInput& m, const std::vector<ledger::OwnerRow>& own
     s.torch_allocated = m.torch_allocated;
     s.torch_reserved = m.torch_reserved;
     s.torch_pools = m.torch_pools;
+    s.modules = m.modules;
     s.pool_reserved = m.pool_reserved;
     s.pool_used = m.pool_used;
     std::uint64_t tracked_on_device = 0;
@@ -81,6 +82,7 @@ std::vector<Raised> Marks::mark(const MarkInput& m, std::chrono::steady_clock::t
     std::vector<Raised> raised;
     ++marks_;
     check_growth(s, owners, now, raised);
+    check_modules(s, m.module_growth, now, raised);
     check_leaks(s, now, raised);
     since_epoch_ = ledger_.begin_epoch();
     steps_.add(std::move(s));
@@ -103,6 +105,15 @@ void Marks::check_growth(const Step& s, const std::vector<ledger::OwnerRow>& own
         if (!sites.empty()) a.site = sites.front().first;
         if (auto kept = alarms_.raise(a, now)) out.push_back({*kept, s.step, growth, live, !sites.empty()});
     }
+}
+
+void Marks::check_modules(const Step& s, const ModuleGrowth& grew, std::chrono::steady_clock::time_point now,
+                          std::vector<Raised>& out) {
+    if (marks_ <= limits_.warmup_steps || grew.count <= limits_.module_alarm) return;
+    Alarm a{AlarmKind::modules, grew.site.owner, s.step, s.time_ns, 0, s.modules.image_bytes, 1, s.step, s.time_ns, grew.site};
+    a.modules = grew.count;
+    a.modules_live = s.modules.count;
+    if (auto kept = alarms_.raise(a, now)) out.push_back({*kept, s.step, grew.count, s.modules.count, true});
 }
 
 void Marks::check_leaks(Step& s, std::chrono::steady_clock::time_point now, std::vector<Raised>& out) {

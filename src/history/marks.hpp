@@ -1,7 +1,8 @@
 // marks: what each mark adds to the history. A mark (cumemaudit_step, a phase, SIGUSR2, a periodic sample)
 // takes live bytes per owner and kind from the ledger (O(owners)) beside the driver's figures; memory
 // outside PyTorch that grew past growth_alarm over one step raises a growth alarm naming the owner and the
-// site that grew; leaked VMM memory (held, and lost its last mapping) that grew raises a leak alarm naming
+// site that grew; a site that loaded more than module_alarm modules over one step and kept them raises a
+// modules alarm; leaked VMM memory (held, and lost its last mapping) that grew raises a leak alarm naming
 // the site whose leaked bytes grew. Memory held and never mapped yet is a step figure of its own, no leak
 // before exit. Steps are kept bounded
 // (step_history.hpp), alarms too (alarm_book.hpp). Pure: the caller locks, gives the time, and logs the
@@ -27,6 +28,7 @@ struct MarkLimits {
     std::size_t steps_kept = 1, step_windows = 0;
     std::uint64_t warmup_steps = 0;
     std::uint64_t growth_alarm = 0;  // bytes an owner may grow over one step without an alarm
+    std::uint64_t module_alarm = 0;  // modules a site may load and keep over one step without an alarm
     std::size_t max_alarms = 0;
     std::chrono::seconds alarm_interval{0};
 };
@@ -35,8 +37,8 @@ struct MarkLimits {
 struct Raised {
     Alarm alarm;                // as kept: a repeat has count > 1 and its first step
     std::uint64_t step = 0;     // this mark's step
-    std::uint64_t growth = 0;   // over this step
-    std::uint64_t now_bytes = 0;  // the owner's device bytes (a leak: every unreachable byte) now
+    std::uint64_t growth = 0;   // over this step (a modules alarm: modules)
+    std::uint64_t now_bytes = 0;  // the owner's device bytes (a leak: every unreachable byte; modules: live modules) now
     bool site_known = false;
 };
 
@@ -58,6 +60,7 @@ private:
     Step figures(const MarkInput&, const std::vector<ledger::OwnerRow>&) const;
     void check_growth(const Step&, const std::vector<ledger::OwnerRow>&, std::chrono::steady_clock::time_point now,
                       std::vector<Raised>& out);
+    void check_modules(const Step&, const ModuleGrowth&, std::chrono::steady_clock::time_point now, std::vector<Raised>& out);
     void check_leaks(Step&, std::chrono::steady_clock::time_point now, std::vector<Raised>& out);
 
     ledger::Ledger& ledger_;

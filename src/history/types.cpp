@@ -2,7 +2,14 @@
 
 namespace cumemaudit::history {
 
-const char* to_string(AlarmKind k) { return k == AlarmKind::growth ? "growth" : "leak"; }
+const char* to_string(AlarmKind k) {
+    switch (k) {
+        case AlarmKind::growth: return "growth";
+        case AlarmKind::leak: return "leak";
+        case AlarmKind::modules: return "modules";
+    }
+    return "growth";
+}
 
 const char* to_string(PartKind k) {
     switch (k) {

@@ -47,6 +47,28 @@ struct DeviceFigures {
     std::uint64_t managed_resident_bytes = 0;       // this process's managed memory the device holds (0: none, or unknown)
 };
 
+// The modules and libraries the program loaded and has not unloaded (every device's: a library is loaded
+// into no one context), and the bytes of their images. Their code's device memory is not among them: the
+// driver says nothing of it per load.
+struct ModulesLive {
+    std::uint64_t count = 0, image_bytes = 0;
+};
+
+// The loads of one site (the call that loaded them), as the module book keeps them.
+struct ModuleSite {
+    ledger::Site site;
+    std::uint64_t loads = 0, unloads = 0;
+    std::uint64_t live = 0, image_bytes = 0;  // live now, and their images' bytes
+    std::uint64_t peak_live = 0;
+    std::uint64_t first_step = 0;
+};
+inline constexpr std::size_t kModuleSitesKept = 256;
+// The site whose live modules grew most since the last mark, and by how many.
+struct ModuleGrowth {
+    ledger::Site site;
+    std::uint64_t count = 0;
+};
+
 // What a mark brings besides the ledger: the program's step and label, PyTorch's figures, the driver's.
 struct MarkInput {
     std::uint64_t step = 0;
@@ -57,6 +79,8 @@ struct MarkInput {
     std::uint64_t pool_reserved = 0, pool_used = 0;  // stream-ordered pools of the mark's device
     std::vector<TorchPool> torch_pools;
     bool several_devices = false;
+    ModulesLive modules;
+    ModuleGrowth module_growth;
 };
 
 struct Step {
@@ -75,6 +99,7 @@ struct Step {
     std::uint64_t peak_tracked_bytes = 0;
     std::uint64_t held_unmapped_bytes = 0;  // VMM memory whose references are held, never mapped yet
     std::uint64_t dma_buf_pinned_bytes = 0;  // freed classic memory open dma-buf fds keep (the mark's device)
+    ModulesLive modules;
 };
 
 // Older steps folded: `marks` consecutive marks, of which `steps` keeps the first, lowest, highest and last.
@@ -83,7 +108,7 @@ struct StepWindow {
     std::vector<Step> steps;
 };
 
-enum class AlarmKind : std::uint8_t { growth, leak };
+enum class AlarmKind : std::uint8_t { growth, leak, modules };
 const char* to_string(AlarmKind);
 
 // One alarm per kind, owner and site; repeats count.
@@ -96,6 +121,7 @@ struct Alarm {
     std::uint64_t count = 1;
     std::uint64_t last_step = 0, last_time_ns = 0;
     ledger::Site site;                    // the site that grew most, when known
+    std::uint64_t modules = 0, modules_live = 0;  // modules: the count's growth summed, and the count at the last raise
 };
 
 struct Graph {
@@ -183,6 +209,7 @@ struct Oom {
     bool processes_listed = false;  // other processes were named: unattributed memory is this process's
     std::string kernel;             // a launch refused: the kernel's name ("" when the driver cannot say)
     std::int64_t kernel_local_bytes_per_thread = -1;  // and the local memory it needs per thread (-1: unknown)
+    ModulesLive modules;            // then; their code is part of unattributed
     std::vector<OomPart> parts;  // largest first
     bool recovered = false;
     std::uint64_t recovered_time_ns = 0;

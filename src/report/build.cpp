@@ -99,6 +99,8 @@ Step step_of(const history::Step& s, Names& names) {
     out.held_unmapped_bytes = s.held_unmapped_bytes;
     out.dma_buf_pinned_bytes = s.dma_buf_pinned_bytes;
     out.managed_resident_bytes = s.driver.managed_resident_bytes;
+    out.modules_live = s.modules.count;
+    out.module_image_bytes = s.modules.image_bytes;
     out.context_bytes = s.driver.context_bytes;
     out.local_memory_bytes = s.driver.local_memory_bytes;
     out.stack_bytes_per_thread = s.driver.stack_bytes_per_thread;
@@ -117,7 +119,7 @@ void add_steps(Report& r, const history::History& h, Names& names) {
 void add_alarms(Report& r, const history::History& h, Names& names) {
     for (const history::Alarm& a : h.alarms)
         r.alarms.push_back(Alarm{a.step, a.time_ns, history::to_string(a.what), names.owner(a.owner), a.bytes, a.live_bytes,
-                                 names.site(a.site), a.count, a.last_step, a.last_time_ns});
+                                 names.site(a.site), a.count, a.last_step, a.last_time_ns, a.modules, a.modules_live});
     r.summary.alarms_dropped = h.alarms_dropped;
 }
 
@@ -158,6 +160,8 @@ void add_ooms(Report& r, const history::History& h, Names& names) {
         out.device = o.device;
         out.recovered_time_ns = o.recovered_time_ns;
         out.pytorch_pools = torch_pools(o.torch_pools);
+        out.modules_live = o.modules.count;
+        out.module_image_bytes = o.modules.image_bytes;
     }
     r.summary.oom_events = h.oom_events;
 }
@@ -167,6 +171,12 @@ void add_contexts(Report& r, const history::History& h, Names& names) {
         r.contexts.push_back(Context{c.device, c.primary, c.measured, c.fixed_bytes, c.stack_bytes_per_thread,
                                      c.local_memory_bytes, c.step, c.time_ns, names.site(c.site),
                                      c.stack_set_bytes_per_thread, names.site_if_any(c.stack_set_site)});
+}
+
+void add_modules(Report& r, const history::History& h, Names& names) {
+    for (const history::ModuleSite& m : h.modules)
+        r.modules.push_back(ModuleSite{names.owner(m.site.owner), names.site(m.site), m.loads, m.unloads, m.live,
+                                       m.image_bytes, m.peak_live, m.first_step});
 }
 
 void add_teardowns(Report& r, const history::History& h, Names& names) {
@@ -323,6 +333,7 @@ Report build(const history::Recording& rec, const ProcessFacts& facts, Symbolize
     add_ooms(r, rec.history, names);
     add_teardowns(r, rec.history, names);
     add_contexts(r, rec.history, names);
+    add_modules(r, rec.history, names);
     add_pools(r, rec.history, names);
     add_returns(r, rec.history, names);
     add_leaks(r, rec.ledger, names, supp);

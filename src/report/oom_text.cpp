@@ -66,6 +66,10 @@ std::string oom_text(const Oom& o, int max_parts) {
         fmt::format_to(it, "  {:>10} {:5.1f}%  {}\n", human_bytes(p.bytes), pct, part_label(p, o));
     }
     if (rest_parts) fmt::format_to(it, "  {:>10}         ... {} more parts\n", human_bytes(rest), rest_parts);
+    // What their code costs on the device is not known per load: it is part of the unattributed bytes.
+    if (o.modules_live != 0)
+        fmt::format_to(it, "  modules and libraries loaded: {} ({} of images; their code is in unattributed)\n",
+                       o.modules_live, human_bytes(o.module_image_bytes));
     for (const TorchPool& p : o.pytorch_pools)
         fmt::format_to(it, "  PyTorch pool {}: {} allocated, {} reserved, {} reserved but unallocated\n", p.pool,
                        human_bytes(p.allocated_bytes), human_bytes(p.reserved_bytes), human_bytes(p.fragmentation_bytes));

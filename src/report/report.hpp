@@ -114,6 +114,9 @@ struct Step {
     std::uint64_t held_unmapped_bytes = 0;
     std::uint64_t dma_buf_pinned_bytes = 0;  // freed classic memory open dma-buf fds keep
     std::uint64_t managed_resident_bytes = 0;  // this process's managed memory the device holds
+    // The modules and libraries loaded and not unloaded (every device's), and their images' bytes: not device
+    // bytes (what their code costs on the device is part of unattributed_bytes).
+    std::uint64_t modules_live = 0, module_image_bytes = 0;
     // What the device's contexts reserve besides allocations, named against driver-used memory: their fixed
     // parts as measured at their creation (0 where NVML could not say), and their kernel stacks (each
     // context's stack limit × the threads the device holds), with the largest stack limit per thread.
@@ -140,6 +143,9 @@ struct Alarm {
     // additions to v1
     std::uint64_t count = 1;      // times raised
     std::uint64_t last_step = 0, last_time_ns = 0;
+    // "modules": bytes and live_bytes are images' bytes; these are the count's growth, summed, and the
+    // modules live at the last raise
+    std::uint64_t modules = 0, modules_live = 0;
 };
 
 // What enforce mode released for the program: references nothing could release any more, by the site
@@ -194,6 +200,16 @@ struct Context {
     Site stack_set_site;
 };
 inline constexpr std::size_t kTeardownsKept = 64;  // the summary counts every one
+
+// The modules and libraries one call site loaded (cuModuleLoad*, cuLibraryLoad*): how many, how many are
+// live, and the bytes of the live ones' images (not device bytes: the driver says nothing of what their code
+// costs there).
+struct ModuleSite {
+    std::string owner;
+    Site site;
+    std::uint64_t loads = 0, unloads = 0, live = 0, image_bytes = 0, peak_live = 0;
+    std::uint64_t first_step = 0;
+};
 
 // A stream-ordered pool: a device's default pool or one the program created, as the driver described it at
 // the last look (a mark, an out-of-memory moment, the report). Its idle bytes (reserved, used by no
@@ -267,6 +283,7 @@ struct Oom {
     // A launch refused (its kernel's stack could not grow): the kernel and its local memory per thread.
     std::string kernel;                                             // "": not a launch, or not known
     std::optional<std::uint64_t> kernel_local_bytes_per_thread;     // absent: not a launch, or not known
+    std::uint64_t modules_live = 0, module_image_bytes = 0;         // as a step's
 };
 
 // A shareable handle this process exported, or imported from another process. `key` is the same text in
@@ -363,6 +380,7 @@ struct Report {
     std::vector<Pool> pools;                     // stream-ordered pools, in the order first seen
     std::vector<MemoryReturn> returns;           // memory the driver took back, oldest first (the first kReturnsKept)
     std::vector<Context> contexts;               // alive when written
+    std::vector<ModuleSite> modules;             // module and library loads by site
     bool checkpoint = false;                     // written while running, not at exit
     std::uint64_t time_ns = 0;                   // CLOCK_REALTIME when written
 };

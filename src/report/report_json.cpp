@@ -89,6 +89,8 @@ template <class V> void fields(V& v, Step& s) {
     v.opt("held_unmapped_bytes", s.held_unmapped_bytes);
     v.opt("dma_buf_pinned_bytes", s.dma_buf_pinned_bytes);
     v.opt("managed_resident_bytes", s.managed_resident_bytes);
+    v.opt("modules_live", s.modules_live);
+    v.opt("module_image_bytes", s.module_image_bytes);
     v.opt("context_bytes", s.context_bytes);
     v.opt("local_memory_bytes", s.local_memory_bytes);
     v.opt("stack_bytes_per_thread", s.stack_bytes_per_thread);
@@ -136,6 +138,18 @@ template <class V> void fields(V& v, Oom& o) {
     v.opt("processes_listed", o.processes_listed);
     v.opt("kernel", o.kernel);
     v.present("kernel_local_bytes_per_thread", o.kernel_local_bytes_per_thread);
+    v.opt("modules_live", o.modules_live);
+    v.opt("module_image_bytes", o.module_image_bytes);
+}
+template <class V> void fields(V& v, ModuleSite& m) {
+    v.req("owner", m.owner);
+    v.req("site", m.site);
+    v.req("loads", m.loads);
+    v.req("unloads", m.unloads);
+    v.req("live", m.live);
+    v.req("image_bytes", m.image_bytes);
+    v.req("peak_live", m.peak_live);
+    v.req("first_step", m.first_step);
 }
 template <class V> void fields(V& v, Context& c) {
     v.req("device", c.device);
@@ -196,6 +210,8 @@ template <class V> void fields(V& v, Alarm& a) {
     v.opt("count", a.count);
     v.opt("last_step", a.last_step);
     v.opt("last_time_ns", a.last_time_ns);
+    v.opt("modules", a.modules);
+    v.opt("modules_live", a.modules_live);
 }
 template <class V> void fields(V& v, Reclaim& c) {
     v.req("bytes", c.bytes);
@@ -298,6 +314,7 @@ template <class V> void fields(V& v, Report& r) {
     v.opt("pools", r.pools);
     v.opt("returns", r.returns);
     v.opt("contexts", r.contexts);
+    v.opt("modules", r.modules);
     v.opt("checkpoint", r.checkpoint);
     v.opt("time_ns", r.time_ns);
 }

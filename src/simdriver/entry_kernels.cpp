@@ -1,9 +1,12 @@
-// Entry points for modules and launches: PTX loaded for its kernels' names and local memory, launches that
+// Entry points for modules, libraries and launches: PTX loaded for its kernels' names and local memory, launches that
 // may raise the context's stack limit (kernels.cpp). Nothing executes on a simulated device.
 #include "entry_guard.hpp"
 #include "state.hpp"
 
 #include <cstdint>
+#include <fstream>
+#include <iterator>
+#include <string>
 
 using cumemaudit::sim::guarded;
 using cumemaudit::sim::SimState;
@@ -25,6 +28,22 @@ CUresult load_ex(CUmodule* module, const void* image, unsigned n, CUjit_option* 
         values[i] = nullptr;  // bytes of log written: none
     }
     return r;
+}
+
+// A file's text (cuModuleLoad, cuLibraryLoadFromFile): false when it cannot be read.
+bool read_file(const char* path, std::string& out) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return false;
+    out.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    return true;
+}
+
+CUresult library_load(CUlibrary* library, const char* image, unsigned n_jit, CUjit_option* jit, void** jit_values,
+                      unsigned n_lib, CUlibraryOption* lib, void** lib_values) {
+    if (library == nullptr || image == nullptr || (n_jit != 0 && (jit == nullptr || jit_values == nullptr)) ||
+        (n_lib != 0 && (lib == nullptr || lib_values == nullptr)))
+        return CUDA_ERROR_INVALID_VALUE;
+    return SimState::get().library_load(library, image);
 }
 
 CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, CUstream s) {
@@ -50,6 +69,47 @@ CUresult cuModuleLoadData(CUmodule* module, const void* image) {
 CUresult cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned int numOptions, CUjit_option* options,
                             void** optionValues) {
     return guarded([&] { return load_ex(module, image, numOptions, options, optionValues); });
+}
+
+CUresult cuModuleLoad(CUmodule* module, const char* fname) {
+    return guarded([&] {
+        std::string text;
+        if (module == nullptr || fname == nullptr) return CUDA_ERROR_INVALID_VALUE;
+        return read_file(fname, text) ? load_ex(module, text.c_str(), 0, nullptr, nullptr) : CUDA_ERROR_FILE_NOT_FOUND;
+    });
+}
+
+CUresult cuModuleLoadFatBinary(CUmodule* module, const void* fatCubin) {
+    return guarded([&] { return load_ex(module, fatCubin, 0, nullptr, nullptr); });
+}
+
+CUresult cuLibraryLoadData(CUlibrary* library, const void* code, CUjit_option* jitOptions, void** jitOptionsValues,
+                           unsigned int numJitOptions, CUlibraryOption* libraryOptions, void** libraryOptionValues,
+                           unsigned int numLibraryOptions) {
+    return guarded([&] {
+        return library_load(library, static_cast<const char*>(code), numJitOptions, jitOptions, jitOptionsValues,
+                            numLibraryOptions, libraryOptions, libraryOptionValues);
+    });
+}
+
+CUresult cuLibraryLoadFromFile(CUlibrary* library, const char* fileName, CUjit_option* jitOptions,
+                               void** jitOptionsValues, unsigned int numJitOptions, CUlibraryOption* libraryOptions,
+                               void** libraryOptionValues, unsigned int numLibraryOptions) {
+    return guarded([&] {
+        std::string text;
+        if (library == nullptr || fileName == nullptr) return CUDA_ERROR_INVALID_VALUE;
+        if (!read_file(fileName, text)) return CUDA_ERROR_FILE_NOT_FOUND;
+        return library_load(library, text.c_str(), numJitOptions, jitOptions, jitOptionsValues, numLibraryOptions,
+                            libraryOptions, libraryOptionValues);
+    });
+}
+
+CUresult cuLibraryUnload(CUlibrary library) {
+    return guarded([&] { return SimState::get().library_unload(library); });
+}
+
+CUresult cuLibraryGetModule(CUmodule* pMod, CUlibrary library) {
+    return guarded([&] { return pMod == nullptr ? CUDA_ERROR_INVALID_VALUE : SimState::get().library_module(pMod, library); });
 }
 
 CUresult cuModuleUnload(CUmodule hmod) {

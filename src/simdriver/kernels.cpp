@@ -152,24 +152,75 @@ Read read_ptx(std::string_view image, std::vector<Kernel>& kernels) {
 
 }  // namespace
 
-CUresult SimState::module_load(CUmodule* out, const char* image) {
-    std::vector<Kernel> kernels;
-    switch (read_ptx(image, kernels)) {  // before the lock: reading a large image blocks no other call
+namespace {
+
+CUresult read_image(const char* image, std::vector<Kernel>& kernels) {
+    switch (read_ptx(image, kernels)) {
         case Read::not_ptx: return CUDA_ERROR_INVALID_IMAGE;
         case Read::malformed: return CUDA_ERROR_INVALID_PTX;
         case Read::ok: break;
     }
+    return CUDA_SUCCESS;
+}
+
+// A module of these kernels, for the current context to adopt (Impl::adopt_module).
+std::unique_ptr<CUmod_st> module_of(std::vector<Kernel> kernels, CUlibrary library) {
+    auto m = std::make_unique<CUmod_st>(CUmod_st{tls_current, {}, library});
+    for (Kernel& k : kernels)
+        m->functions.push_back(std::make_unique<CUfunc_st>(CUfunc_st{m.get(), std::move(k.name), k.local_bytes}));
+    return m;
+}
+
+}  // namespace
+
+CUresult SimState::module_load(CUmodule* out, const char* image) {
+    std::vector<Kernel> kernels;
+    // Read before the lock: reading a large image blocks no other call.
+    if (CUresult r = read_image(image, kernels); r != CUDA_SUCCESS) return r;
+    std::lock_guard lock(impl_->mu);
+    return impl_->adopt_module(module_of(std::move(kernels), nullptr), out);
+}
+
+CUresult SimState::library_load(CUlibrary* out, const char* image) {
+    std::vector<Kernel> kernels;
+    if (CUresult r = read_image(image, kernels); r != CUDA_SUCCESS) return r;
     std::lock_guard lock(impl_->mu);
     Impl& s = *impl_;
-    int dev = 0;
-    if (CUresult r = s.current_device(&dev); r != CUDA_SUCCESS) return r;
-    auto m = std::make_unique<CUmod_st>(CUmod_st{tls_current, {}});
-    for (Kernel& k : kernels) {
-        m->functions.push_back(std::make_unique<CUfunc_st>(CUfunc_st{m.get(), std::move(k.name), k.local_bytes}));
-        s.functions.insert(m->functions.back().get());
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    auto lib = std::make_unique<CUlib_st>(CUlib_st{image, {}});
+    *out = lib.get();
+    s.libraries.emplace(lib.get(), std::move(lib));
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::library_module(CUmodule* out, CUlibrary lib) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    auto it = s.libraries.find(lib);
+    if (it == s.libraries.end()) return CUDA_ERROR_INVALID_HANDLE;
+    if (auto m = it->second->modules.find(tls_current); m != it->second->modules.end()) {
+        *out = m->second;
+        return CUDA_SUCCESS;
     }
-    *out = m.get();
-    s.modules.emplace(m.get(), std::move(m));
+    std::vector<Kernel> kernels;
+    read_image(it->second->image.c_str(), kernels);  // read at the load
+    if (CUresult r = s.adopt_module(module_of(std::move(kernels), lib), out); r != CUDA_SUCCESS) return r;
+    it->second->modules[tls_current] = *out;
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::library_unload(CUlibrary lib) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    auto it = s.libraries.find(lib);
+    if (it == s.libraries.end()) return CUDA_ERROR_INVALID_HANDLE;
+    for (const auto& [ctx, m] : std::map<CUcontext, CUmodule>(it->second->modules)) {
+        s.forget_functions(*s.modules.at(m));
+        s.modules.erase(m);
+    }
+    s.libraries.erase(it);
     return CUDA_SUCCESS;
 }
 

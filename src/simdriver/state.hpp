@@ -159,6 +159,10 @@ public:
     // read for its kernels and their local memory, loaded into the current context; nothing executes ---
     CUresult module_load(CUmodule* out, const char* image);
     CUresult module_unload(CUmodule m);
+    // A library: its image read at the load, a module of the current context made at the first ask.
+    CUresult library_load(CUlibrary* out, const char* image);
+    CUresult library_module(CUmodule* out, CUlibrary lib);
+    CUresult library_unload(CUlibrary lib);
     CUresult module_function(CUfunction* out, CUmodule m, const char* name);
     CUresult function_attribute(int* out, CUfunction_attribute attr, CUfunction f);
     CUresult function_name(const char** out, CUfunction f);

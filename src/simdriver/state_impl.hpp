@@ -58,6 +58,13 @@ struct CUfunc_st {
 struct CUmod_st {
     CUcontext ctx;  // the context it was loaded into, which unloads it at its end
     std::vector<std::unique_ptr<CUfunc_st>> functions;
+    CUlibrary library = nullptr;  // the library it was made for (cuLibraryGetModule), which unloads it
+};
+// A library (cuLibraryLoadData): loaded into no context; its image becomes a module of the current context
+// when one is asked for.
+struct CUlib_st {
+    std::string image;
+    std::map<CUcontext, CUmodule> modules;
 };
 struct CUstream_st {
     CUcontext ctx;
@@ -240,6 +247,7 @@ struct SimState::Impl {
     std::unordered_set<CUgraphExec> execs;
 
     std::map<CUmodule, std::unique_ptr<CUmod_st>> modules;  // loaded, until unloaded or their context ends
+    std::map<CUlibrary, std::unique_ptr<CUlib_st>> libraries;  // loaded, until unloaded
     std::unordered_set<CUfunction> functions;               // the kernels of those modules
 
     // ---- helpers; all called with mu held, and the node's lock when they touch the node ----
@@ -485,8 +493,19 @@ struct SimState::Impl {
         });
     }
 
+    // A module made for the current context becomes one of its own.
+    CUresult adopt_module(std::unique_ptr<CUmod_st> m, CUmodule* out) {
+        int dev = 0;
+        if (CUresult r = current_device(&dev); r != CUDA_SUCCESS) return r;
+        for (const auto& f : m->functions) functions.insert(f.get());
+        *out = m.get();
+        modules.emplace(m.get(), std::move(m));
+        return CUDA_SUCCESS;
+    }
+
     void forget_functions(const CUmod_st& m) {
         for (const auto& f : m.functions) functions.erase(f.get());
+        if (m.library != nullptr) libraries.at(m.library)->modules.erase(m.ctx);
     }
 };
 

@@ -176,8 +176,14 @@ TEST_CASE("every row's symbol has the signature cudaTypedefs.h gives that base a
     static_assert(same_signature<PFN_cuMemGetDefaultMemPool_v13000>(&cuMemGetDefaultMemPool));
     static_assert(same_signature<PFN_cuMemGetMemPool_v13000>(&cuMemGetMemPool));
     static_assert(same_signature<PFN_cuMemSetMemPool_v13000>(&cuMemSetMemPool));
-    // 138 checks above: 123 rows plus 15 per-thread twins.
+    static_assert(same_signature<PFN_cuModuleLoad_v2000>(&cuModuleLoad));
+    static_assert(same_signature<PFN_cuModuleLoadFatBinary_v2000>(&cuModuleLoadFatBinary));
+    static_assert(same_signature<PFN_cuLibraryLoadData_v12000>(&cuLibraryLoadData));
+    static_assert(same_signature<PFN_cuLibraryLoadFromFile_v12000>(&cuLibraryLoadFromFile));
+    static_assert(same_signature<PFN_cuLibraryUnload_v12000>(&cuLibraryUnload));
+    static_assert(same_signature<PFN_cuLibraryGetModule_v12000>(&cuLibraryGetModule));
+    // 144 checks above: 129 rows plus 15 per-thread twins.
     std::size_t twins = 0;
     for (const auto& e : cumemaudit::catalog::entries()) twins += e.per_thread.empty() ? 0 : 1;
-    CHECK(cumemaudit::catalog::entries().size() + twins == 138);
+    CHECK(cumemaudit::catalog::entries().size() + twins == 144);
 }

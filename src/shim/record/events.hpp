@@ -94,6 +94,15 @@ void record(ev::Launch, Call&, CUresult, CUfunction, unsigned, unsigned, unsigne
 void record(ev::Launch, Call&, CUresult, const CUlaunchConfig*, CUfunction, void**, void**);
 void record(ev::Launch, Call&, CUresult, CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
             CUstream, void**);
+void record(ev::ModuleLoad, Call&, CUresult, CUmodule*, const char*);
+void record(ev::ModuleLoad, Call&, CUresult, CUmodule*, const void*);
+void record(ev::ModuleLoad, Call&, CUresult, CUmodule*, const void*, unsigned int, CUjit_option*, void**);
+void record(ev::ModuleLoad, Call&, CUresult, CUlibrary*, const void*, CUjit_option*, void**, unsigned int, CUlibraryOption*,
+            void**, unsigned int);
+void record(ev::ModuleLoad, Call&, CUresult, CUlibrary*, const char*, CUjit_option*, void**, unsigned int, CUlibraryOption*,
+            void**, unsigned int);
+void record(ev::ModuleUnload, Call&, CUresult, CUmodule);
+void record(ev::ModuleUnload, Call&, CUresult, CUlibrary);
 void record(ev::CtxReset, Call&, CUresult, CUdevice);
 void record(ev::CtxRelease, Call&, CUresult, CUdevice);
 void record(ev::CtxDestroy, Call&, CUresult, CUcontext);

@@ -40,6 +40,9 @@ void mark_now(Recorder& rec, MarkRequest r) {
     in.pool_used = pools.used;
     in.torch_pools = std::move(r.torch_pools);
     in.several_devices = rec.several_devices();
+    in.modules = rec.modules().live();
+    // A periodic sample would take the growth a step's alarm is to name.
+    if (in.label != "sample") in.module_growth = rec.modules().take_growth();
     rec.timeline().mark(in);
 }
 

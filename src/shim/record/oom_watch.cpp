@@ -63,6 +63,7 @@ history::Oom take_moment(Recorder& a, const char* api, const char* result, std::
     oom.requested_bytes = bytes;
     oom.driver_total_bytes = m.total;
     oom.driver_free_bytes = m.total - m.used;
+    oom.modules = a.modules().live();
     return oom;
 }
 

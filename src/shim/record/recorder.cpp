@@ -40,6 +40,7 @@ history::Recording Recorder::snapshot(ledger::Moment moment) {
     pools_.copy_to(r.history);
     enforcer_.copy_to(r.history);
     contexts_.copy_to(r.history.contexts);
+    modules_.copy_to(r.history.modules);
     return r;
 }
 

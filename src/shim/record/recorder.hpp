@@ -9,6 +9,7 @@
 #include "shim/record/array_book.hpp"
 #include "shim/record/context_book.hpp"
 #include "shim/record/managed_residency.hpp"
+#include "shim/record/module_book.hpp"
 #include "shim/record/enforcer.hpp"
 #include "common/user_frame.hpp"
 #include "shim/record/external_book.hpp"
@@ -81,6 +82,7 @@ public:
     ArrayBook& arrays() { return arrays_; }
     ContextBook& contexts() { return contexts_; }
     ManagedResidency& managed() { return managed_; }
+    ModuleBook& modules() { return modules_; }
     ExternalBook& externals() { return externals_; }
     TorchPoolStage& torch_pools() { return torch_pools_; }
 
@@ -113,6 +115,7 @@ private:
     ArrayBook arrays_;
     ContextBook contexts_;
     ManagedResidency managed_;
+    ModuleBook modules_;
     ExternalBook externals_{hot_.external_buffers};
     TorchPoolStage torch_pools_;
     ReportWriter report_writer_ = nullptr;

@@ -19,6 +19,7 @@ history::MarkLimits limits_of(const Options& o) {
     l.step_windows = static_cast<std::size_t>(std::max(o.step_windows, 0));
     l.warmup_steps = static_cast<std::uint64_t>(o.warmup_steps);  // as given: a negative count never ends
     l.growth_alarm = o.growth_alarm;
+    l.module_alarm = static_cast<std::uint64_t>(std::max(o.module_alarm, 0));
     l.max_alarms = static_cast<std::size_t>(std::max(o.max_alarms, 0));
     l.alarm_interval = std::chrono::seconds(std::max(o.alarm_interval_s, 0));
     return l;
@@ -44,6 +45,10 @@ void Timeline::log(const history::Raised& r) const {
         line = fmt::format("step {}: memory outside PyTorch grew by {} in {} (now {}){}", r.step, human_bytes(r.growth),
                            ledger_.owner_name(a.owner), human_bytes(r.now_bytes),
                            r.site_known ? ", most at " + describe_site(ledger_, symbolizer_, a.site, skip_frames_) : "");
+    else if (a.what == history::AlarmKind::modules)
+        line = fmt::format("step {}: {} more modules loaded and kept by {} ({} live, {} of images), most at {}", r.step,
+                           r.growth, ledger_.owner_name(a.owner), r.now_bytes, human_bytes(a.live_bytes),
+                           describe_site(ledger_, symbolizer_, a.site, skip_frames_));
     else
         line = fmt::format("step {}: unreachable VMM memory grew by {} (now {}): a leak, reference taken by {}", r.step,
                            human_bytes(r.growth), human_bytes(r.now_bytes), describe_site(ledger_, symbolizer_, a.site, skip_frames_));

@@ -1,0 +1,69 @@
+// Modules and libraries the program keeps loaded: a JIT that compiles a kernel for every new shape and never
+// unloads it (Triton's loadBinary: cuModuleLoadData, then cuModuleGetFunction; the module stays with the
+// compiled kernel), beside a library loaded once (cuLibraryLoadData, as cuda.core and CUDA 12's runtime load
+// code) and a module read from a file (cuModuleLoad). The PTX is JIT-compiled by a real driver, so the scenario
+// runs on the GPU too.
+#include "scenarios.hpp"
+
+#include <string>
+
+namespace {
+
+using StepFn = void (*)(uint64_t);
+
+// A kernel of its own name, as a JIT writes one per shape.
+std::string kernel_ptx(const std::string& name) {
+    return ".version 9.0\n.target sm_90\n.address_size 64\n.visible .entry " + name + "(\n\t.param .u64 " + name +
+           "_param_0\n)\n{\n\tret;\n}\n";
+}
+
+// One shape compiled and loaded; the module is kept, as the JIT keeps it with the kernel. Returns its image's bytes.
+size_t compile_shape(int shape) {
+    const std::string name = "shape_" + std::to_string(shape);
+    const std::string ptx = kernel_ptx(name);
+    CUmodule module = nullptr;
+    CUfunction kernel = nullptr;
+    OK(cuModuleLoadData(&module, ptx.c_str()));  // site:jit_load
+    OK(cuModuleGetFunction(&kernel, module, name.c_str()));
+    return ptx.size() + 1;
+}
+
+// 150 shapes at each of steps 1 and 2 (the default module_alarm is 100 a step); the library and the file's
+// module unloaded at step 3; an allocation larger than the device refused in between.
+int jit_modules(int, char**) {
+    init_primary_context();
+    const auto step = reinterpret_cast<StepFn>(dlsym(RTLD_DEFAULT, "cumemaudit_step"));
+    step(0);
+    const std::string library_ptx = kernel_ptx("library_kernel");
+    CUlibrary library = nullptr;
+    CUmodule library_module = nullptr;
+    OK(cuLibraryLoadData(&library, library_ptx.c_str(), nullptr, nullptr, 0, nullptr, nullptr, 0));  // site:library_load
+    OK(cuLibraryGetModule(&library_module, library));
+    char path[] = "/tmp/cumemaudit-module-XXXXXX";
+    const int fd = mkstemp(path);
+    const std::string file_ptx = kernel_ptx("file_kernel");
+    if (fd < 0 || write(fd, file_ptx.data(), file_ptx.size()) != static_cast<ssize_t>(file_ptx.size())) return 1;
+    close(fd);
+    CUmodule file_module = nullptr;
+    OK(cuModuleLoad(&file_module, path));  // site:file_load
+    unlink(path);
+    std::printf("jit_modules: library %zu bytes, file %zu bytes\n", library_ptx.size() + 1, file_ptx.size());
+    for (int s = 1; s <= 2; ++s) {
+        size_t bytes = 0;
+        for (int i = 0; i < 150; ++i) bytes += compile_shape(s * 1000 + i);
+        std::printf("jit_modules: step %d compiled 150 shapes, %zu bytes\n", s, bytes);
+        step(static_cast<uint64_t>(s));
+    }
+    size_t total = 0;
+    OK(cuDeviceTotalMem(&total, 0));
+    CUdeviceptr too_big = 0;
+    std::printf("jit_modules: more than the device: %s\n", result_name(cuMemAlloc(&too_big, total + kGran)));
+    OK(cuLibraryUnload(library));
+    OK(cuModuleUnload(file_module));
+    step(3);
+    return 0;
+}
+
+}  // namespace
+
+AUDIT_SCENARIO("jit-modules", jit_modules);
