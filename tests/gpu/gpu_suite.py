@@ -90,7 +90,8 @@ AUDIT_CASES = ["deepep", "deepep-fixed", "door-direct", "door-dlsym", "door-proc
                "sigterm", "checkpoint-timer", "classic", "runtime", "options", "suppressions", "no-cuda",
                "deepbind", "checkpoint-api", "deep-stacks", "enforce-deepep", "enforce-clean", "enforce-misuse",
                "held-export", "capture-free", "held-headings", "hybrid-ep", "enforce-hybrid-ep", "vllm-sleep",
-               "context-reset", "ipc-dmabuf", "host-register", "pool-idle", "graph-memory", "arrays", "pool-ipc", "external-memory", "leave"]
+               "context-reset", "ipc-dmabuf", "host-register", "pool-idle", "graph-memory", "arrays", "pool-ipc", "external-memory", "leave",
+               "jit-modules"]
 
 
 def part_audit(s):
@@ -269,6 +270,52 @@ def part_managed(s):
     s.check("managed memory: every step leaves at most max(64 MiB, 1% of driver-used) unattributed",
             all(r["unattributed_bytes"] <= max(64 * MiB, r["driver_used_bytes"] // 100) for r in rows.values()),
             unattributed={n: rows[n]["unattributed_bytes"] for n in rows})
+
+
+def module_rows(rep):
+    """The report's module rows as (api, owner, top frame, loads, live, image bytes), most loads first."""
+    rows = []
+    for m in rep.get("modules", []):
+        frames = m["site"].get("python_frames") or m["site"].get("frames") or [{}]
+        top = frames[0]
+        rows.append((m["site"]["api"], m["owner"], f"{os.path.basename(top.get('file', '') or '')}:{top.get('line', 0)}",
+                     m["loads"], m["live"], m["image_bytes"]))
+    return sorted(rows, key=lambda r: -r[3])
+
+
+def part_modules(s):
+    """Modules a JIT keeps (the audit scenario jit-modules: 300 PTX kernels the driver compiles, a library and a
+    file's module): the steps count them and their images as the program loaded them; what their code costs
+    the device is the growth of driver-used memory from step 0 to step 2, which stays unattributed (the driver
+    says nothing of it per load) and must stay within the bound. Then the module loads a Triton kernel and
+    PyTorch's training loop make, by site (facts: what the runtime loads through the driver)."""
+    d = tempfile.mkdtemp()
+    rc, out, err = s.audited([f"{s.build}/tests/sim/audit/audit_scenarios", "jit-modules"], d, flags=["--fail-on", "none"])
+    reps = s.report(d)
+    steps = {x["step"]: x for x in (reps[0]["steps"] if reps else []) if not x.get("label")}
+    if rc != 0 or any(n not in steps for n in range(4)):
+        s.check("jit-modules under the shim", False, rc=rc, err=err[-800:], out=out[-300:])
+        return
+    keys = ("driver_used_bytes", "unattributed_bytes", "modules_live", "module_image_bytes", "context_bytes", "local_memory_bytes")
+    rows = {n: {k: steps[n].get(k, 0) for k in keys} for n in range(4)}
+    code = rows[2]["driver_used_bytes"] - rows[0]["driver_used_bytes"]
+    s.facts["modules_jit"] = {"steps": rows, "code_bytes_300": code, "rows": module_rows(reps[0]), "out": out.strip()[-300:]}
+    s.check("300 JIT modules: steps count 0, 152, 302, 300 modules live",
+            [rows[n]["modules_live"] for n in range(4)] == [0, 152, 302, 300], live=[rows[n]["modules_live"] for n in range(4)])
+    s.check("300 JIT modules: every step leaves at most max(64 MiB, 1% of driver-used) unattributed",
+            all(r["unattributed_bytes"] <= max(64 * MiB, r["driver_used_bytes"] // 100) for r in rows.values()),
+            unattributed={n: rows[n]["unattributed_bytes"] for n in rows}, code_bytes=code)
+    for name, argv, env in (("triton", ["triton"], {}),
+                            ("loop", ["loop", "--steps", "4"], {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})):
+        d = tempfile.mkdtemp()
+        rc, out, err = s.audited([sys.executable, f"{HERE}/torch_workloads.py", *argv], d,
+                                 env={**env, "PYTHONPATH": f"{ROOT}/tools/python"}, flags=["--fail-on", "none"])
+        reps = s.report(d)
+        rep = reps[0] if reps else {}
+        marks = [(x["step"], x.get("modules_live", 0), x.get("unattributed_bytes", 0)) for x in rep.get("steps", []) if not x.get("label")]
+        s.facts[f"modules_{name}"] = {"rc": rc, "rows": module_rows(rep)[:12], "steps": marks,
+                                     "alarms": [a for a in rep.get("alarms", []) if a["what"] == "modules"]}
+        s.check(f"{name}: runs under the shim with its module loads booked", rc == 0 and bool(reps), rc=rc, err=err[-300:])
 
 
 def part_arenas(s):
