@@ -70,6 +70,10 @@ int cumemaudit_check_options(const char* text, char* problems, size_t problems_s
  * cumemaudit_torch_step or cumemaudit_torch_oom: bytes in live tensors and bytes the pool reserved. */
 void cumemaudit_torch_pool(const char* pool, uint64_t allocated_bytes, uint64_t reserved_bytes);
 
+/* Another framework's arena on the device ("cupy", "jax:0"), as its own statistics say: bytes in use and bytes
+ * it holds. Staged for the next mark, and named in out-of-memory records until the mark after it. */
+void cumemaudit_arena(const char* arena, uint64_t used_bytes, uint64_t reserved_bytes);
+
 /* PyTorch raised OutOfMemoryError for `requested_bytes` (its out-of-memory observer): the staged pools join
  * the report's latest `oom` record, and the report is written. */
 void cumemaudit_torch_oom(uint64_t requested_bytes);

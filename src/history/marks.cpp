@@ -40,6 +40,7 @@ Step Marks::figures(const MarkInput& m, const std::vector<ledger::OwnerRow>& own
     s.torch_reserved = m.torch_reserved;
     s.torch_pools = m.torch_pools;
     s.modules = m.modules;
+    s.arenas = m.arenas;
     s.pool_reserved = m.pool_reserved;
     s.pool_used = m.pool_used;
     std::uint64_t tracked_on_device = 0;

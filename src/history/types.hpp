@@ -22,6 +22,13 @@ struct TorchPool {
     std::uint64_t allocated_bytes = 0, reserved_bytes = 0;
 };
 
+// Another framework's arena on the device, as its own statistics say (CuPy's default pool, JAX's allocator
+// per device): bytes in use and bytes it holds.
+struct Arena {
+    std::string arena;  // "cupy", "jax:0", …
+    std::uint64_t used_bytes = 0, reserved_bytes = 0;
+};
+
 // Another process's memory on the device, as NVML lists it: its pid and, where /proc shows it, its
 // command name ("" in another pid namespace).
 struct OtherProcess {
@@ -81,6 +88,7 @@ struct MarkInput {
     bool several_devices = false;
     ModulesLive modules;
     ModuleGrowth module_growth;
+    std::vector<Arena> arenas;
 };
 
 struct Step {
@@ -100,6 +108,7 @@ struct Step {
     std::uint64_t held_unmapped_bytes = 0;  // VMM memory whose references are held, never mapped yet
     std::uint64_t dma_buf_pinned_bytes = 0;  // freed classic memory open dma-buf fds keep (the mark's device)
     ModulesLive modules;
+    std::vector<Arena> arenas;  // as the helper staged them for this mark (a sample's: the last mark's)
 };
 
 // Older steps folded: `marks` consecutive marks, of which `steps` keeps the first, lowest, highest and last.
@@ -210,6 +219,7 @@ struct Oom {
     std::string kernel;             // a launch refused: the kernel's name ("" when the driver cannot say)
     std::int64_t kernel_local_bytes_per_thread = -1;  // and the local memory it needs per thread (-1: unknown)
     ModulesLive modules;            // then; their code is part of unattributed
+    std::vector<Arena> arenas;      // as of the last mark
     std::vector<OomPart> parts;  // largest first
     bool recovered = false;
     std::uint64_t recovered_time_ns = 0;

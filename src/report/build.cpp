@@ -44,6 +44,12 @@ std::map<std::string, std::uint64_t> by_kind(const history::KindBytes& kinds) {
     return out;
 }
 
+std::vector<Arena> arenas_of(const std::vector<history::Arena>& arenas) {
+    std::vector<Arena> out;
+    for (const history::Arena& a : arenas) out.push_back(Arena{a.arena, a.used_bytes, a.reserved_bytes});
+    return out;
+}
+
 std::vector<TorchPool> torch_pools(const std::vector<history::TorchPool>& pools) {
     std::vector<TorchPool> out;
     for (const history::TorchPool& p : pools)
@@ -101,6 +107,7 @@ Step step_of(const history::Step& s, Names& names) {
     out.managed_resident_bytes = s.driver.managed_resident_bytes;
     out.modules_live = s.modules.count;
     out.module_image_bytes = s.modules.image_bytes;
+    out.arenas = arenas_of(s.arenas);
     out.context_bytes = s.driver.context_bytes;
     out.local_memory_bytes = s.driver.local_memory_bytes;
     out.stack_bytes_per_thread = s.driver.stack_bytes_per_thread;
@@ -162,6 +169,7 @@ void add_ooms(Report& r, const history::History& h, Names& names) {
         out.pytorch_pools = torch_pools(o.torch_pools);
         out.modules_live = o.modules.count;
         out.module_image_bytes = o.modules.image_bytes;
+        out.arenas = arenas_of(o.arenas);
     }
     r.summary.oom_events = h.oom_events;
 }

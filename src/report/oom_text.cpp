@@ -70,6 +70,10 @@ std::string oom_text(const Oom& o, int max_parts) {
     if (o.modules_live != 0)
         fmt::format_to(it, "  modules and libraries loaded: {} ({} of images; their code is in unattributed)\n",
                        o.modules_live, human_bytes(o.module_image_bytes));
+    // An arena is one allocation (or a few) among the parts: how much of it the framework uses.
+    for (const Arena& a : o.arenas)
+        fmt::format_to(it, "  arena {}: {} in use of {} it holds (at the last step)\n", a.arena, human_bytes(a.used_bytes),
+                       human_bytes(a.reserved_bytes));
     for (const TorchPool& p : o.pytorch_pools)
         fmt::format_to(it, "  PyTorch pool {}: {} allocated, {} reserved, {} reserved but unallocated\n", p.pool,
                        human_bytes(p.allocated_bytes), human_bytes(p.reserved_bytes), human_bytes(p.fragmentation_bytes));

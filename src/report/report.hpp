@@ -79,6 +79,15 @@ struct TorchPool {
     std::uint64_t fragmentation_bytes = 0; // reserved but not allocated
 };
 
+// Another framework's arena on the device as its own statistics say (CuPy's default pool, JAX's allocator
+// per device), from the Python helper at a step: the arena's bytes are one allocation (or a few) in the
+// owners' figures; this says how much of it is in use.
+struct Arena {
+    std::string arena;                 // "cupy", "jax:0" (JAX's device id)
+    std::uint64_t used_bytes = 0;      // in use by the framework's arrays
+    std::uint64_t reserved_bytes = 0;  // what the arena holds
+};
+
 // One mark on the timeline: a training step, a named phase, a SIGUSR2 or a periodic sample.
 struct Step {
     std::uint64_t step = 0, time_ns = 0;
@@ -117,6 +126,7 @@ struct Step {
     // The modules and libraries loaded and not unloaded (every device's), and their images' bytes: not device
     // bytes (what their code costs on the device is part of unattributed_bytes).
     std::uint64_t modules_live = 0, module_image_bytes = 0;
+    std::vector<Arena> arenas;  // staged by the helper for this mark (a sample repeats the last mark's)
     // What the device's contexts reserve besides allocations, named against driver-used memory: their fixed
     // parts as measured at their creation (0 where NVML could not say), and their kernel stacks (each
     // context's stack limit × the threads the device holds), with the largest stack limit per thread.
@@ -284,6 +294,7 @@ struct Oom {
     std::string kernel;                                             // "": not a launch, or not known
     std::optional<std::uint64_t> kernel_local_bytes_per_thread;     // absent: not a launch, or not known
     std::uint64_t modules_live = 0, module_image_bytes = 0;         // as a step's
+    std::vector<Arena> arenas;                                      // as of the last mark
 };
 
 // A shareable handle this process exported, or imported from another process. `key` is the same text in

@@ -91,6 +91,7 @@ template <class V> void fields(V& v, Step& s) {
     v.opt("managed_resident_bytes", s.managed_resident_bytes);
     v.opt("modules_live", s.modules_live);
     v.opt("module_image_bytes", s.module_image_bytes);
+    v.opt("arenas", s.arenas);
     v.opt("context_bytes", s.context_bytes);
     v.opt("local_memory_bytes", s.local_memory_bytes);
     v.opt("stack_bytes_per_thread", s.stack_bytes_per_thread);
@@ -106,6 +107,11 @@ template <class V> void fields(V& v, TorchPool& p) {
     v.req("allocated_bytes", p.allocated_bytes);
     v.req("reserved_bytes", p.reserved_bytes);
     v.req("fragmentation_bytes", p.fragmentation_bytes);
+}
+template <class V> void fields(V& v, Arena& a) {
+    v.req("arena", a.arena);
+    v.req("used_bytes", a.used_bytes);
+    v.req("reserved_bytes", a.reserved_bytes);
 }
 template <class V> void fields(V& v, OomPart& p) {
     v.req("what", p.what);
@@ -140,6 +146,7 @@ template <class V> void fields(V& v, Oom& o) {
     v.present("kernel_local_bytes_per_thread", o.kernel_local_bytes_per_thread);
     v.opt("modules_live", o.modules_live);
     v.opt("module_image_bytes", o.module_image_bytes);
+    v.opt("arenas", o.arenas);
 }
 template <class V> void fields(V& v, ModuleSite& m) {
     v.req("owner", m.owner);

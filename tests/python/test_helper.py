@@ -67,6 +67,24 @@ class Helper(unittest.TestCase):
             last = json.load(f)["steps"][-1]
         self.assertEqual((last["step"], last["pytorch_allocated_bytes"], last["pytorch_reserved_bytes"]), (3, 0, 0))
 
+    def test_arenas_of_cupy_and_jax_join_the_step_and_the_oom_record(self):
+        p = subprocess.run([CLI, "run", "--sim", "--report-dir", self.dir, "--fail-on", "none", "--", sys.executable,
+                            os.path.join(HERE, "arena_user.py")], capture_output=True, text=True,
+                           env=environment(torch="fake_arenas"), timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("refused: 2", p.stdout)  # CUDA_ERROR_OUT_OF_MEMORY
+        with open(glob.glob(os.path.join(self.dir, "cumemaudit.*.json"))[0]) as f:
+            rep = json.load(f)
+        # The CPU device has no statistics: only the GPU's arena is named.
+        want = [{"arena": "cupy", "used_bytes": 3 * MiB, "reserved_bytes": 64 * MiB},
+                {"arena": "jax:0", "used_bytes": 5 * MiB, "reserved_bytes": 48 * MiB}]
+        (step,) = [s for s in rep["steps"] if s["step"] == 1]
+        self.assertEqual(step["arenas"], want)
+        (oom,) = rep["oom"]
+        self.assertEqual(oom["arenas"], want)
+        self.assertIn("  arena cupy: 3.0 MiB in use of 64.0 MiB it holds (at the last step)\n", p.stderr)
+        self.assertIn("  arena jax:0: 5.0 MiB in use of 48.0 MiB it holds (at the last step)\n", p.stderr)
+
     def test_without_the_shim_it_does_nothing_quietly(self):
         env = environment()
         env["LD_LIBRARY_PATH"] = SIM_DIR  # the same CUDA calls, on the same simulated driver, unaudited

@@ -182,6 +182,12 @@ __attribute__((visibility("default"))) void cumemaudit_torch_pool(const char* po
     });
 }
 
+__attribute__((visibility("default"))) void cumemaudit_arena(const char* arena, uint64_t used, uint64_t reserved) {
+    entered("cumemaudit_arena", [&] {
+        if (Auditor* a = Auditor::reach(Auditor::Start::if_cuda_in_use)) a->recorder().arenas().stage({arena != nullptr ? arena : "", used, reserved});
+    });
+}
+
 __attribute__((visibility("default"))) void cumemaudit_torch_oom(uint64_t requested_bytes) {
     entered("cumemaudit_torch_oom", [&] {
         Auditor* a = Auditor::reach(Auditor::Start::if_cuda_in_use);

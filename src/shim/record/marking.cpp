@@ -43,6 +43,7 @@ void mark_now(Recorder& rec, MarkRequest r) {
     in.modules = rec.modules().live();
     // A periodic sample would take the growth a step's alarm is to name.
     if (in.label != "sample") in.module_growth = rec.modules().take_growth();
+    in.arenas = in.label != "sample" ? rec.arenas().take() : rec.arenas().last();
     rec.timeline().mark(in);
 }
 

@@ -64,6 +64,7 @@ history::Oom take_moment(Recorder& a, const char* api, const char* result, std::
     oom.driver_total_bytes = m.total;
     oom.driver_free_bytes = m.total - m.used;
     oom.modules = a.modules().live();
+    oom.arenas = a.arenas().last();
     return oom;
 }
 

@@ -6,6 +6,7 @@
 // of its locks); a unit test makes its own.
 #pragma once
 
+#include "shim/record/arena_stage.hpp"
 #include "shim/record/array_book.hpp"
 #include "shim/record/context_book.hpp"
 #include "shim/record/managed_residency.hpp"
@@ -85,6 +86,7 @@ public:
     ModuleBook& modules() { return modules_; }
     ExternalBook& externals() { return externals_; }
     TorchPoolStage& torch_pools() { return torch_pools_; }
+    ArenaStage& arenas() { return arenas_; }
 
     // Everything recorded, for a report: the ledger's snapshot at `moment` and the history, each part copied
     // under its own keeper's lock (the ledger's, the timeline's, the OOM log's, the pool book's, enforce's).
@@ -118,6 +120,7 @@ private:
     ModuleBook modules_;
     ExternalBook externals_{hot_.external_buffers};
     TorchPoolStage torch_pools_;
+    ArenaStage arenas_;
     ReportWriter report_writer_ = nullptr;
 };
 

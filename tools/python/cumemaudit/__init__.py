@@ -14,13 +14,14 @@ the marks can stay in a training script that also runs without the audit.
 """
 import contextlib
 
-from . import _capi
+from . import _capi, arenas
 
 __all__ = ["active", "step", "mark", "phase", "checkpoint", "torch_step",
            "leak_mark", "held_since", "enable_in_children", "shim_path"]  # torch_view: PyTorch's pools and OOM observer
 
 
 _api = _capi.functions("step", "mark", "checkpoint", "torch_step", "torch_pool", "torch_oom")
+_arena = _capi.function("arena")  # a shim older than this package has the marks without it
 if _api:
     from . import torch_view
     torch_view.attach(_api)  # PyTorch's OOM observer, when torch is already imported
@@ -32,8 +33,10 @@ def active():
 
 
 def step(n):
-    """Marks the end of training step ``n``: the shim records live bytes per owner now."""
+    """Marks the end of training step ``n``: the shim records live bytes per owner now, and how much of
+    CuPy's and JAX's arenas is in use where the program imported them."""
     if _api:
+        arenas.stage(_arena)
         _api["step"](int(n))
 
 
@@ -83,6 +86,7 @@ def torch_step(n):
     unattributed; with torch, also each pool's allocated and reserved bytes (default pool, graph pools)."""
     if _api:
         allocated, reserved = _torch_figures()
+        arenas.stage(_arena)
         _api["torch_step"](int(n), allocated, reserved)
 
 
