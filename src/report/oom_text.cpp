@@ -40,8 +40,10 @@ std::string part_label(const OomPart& p, const Oom& o) {
 std::string oom_text(const Oom& o, int max_parts) {
     std::string out;
     auto it = std::back_inserter(out);
-    fmt::format_to(it, "\nOut of memory: {} of {} bytes ({}) returned {} at step {}{} [{}]\n", o.api,
-                   o.requested_bytes, human_bytes(o.requested_bytes), o.result, o.step,
+    // A call that names no size (a context, a module, a graph instantiation) says none.
+    const std::string size = o.requested_bytes == 0 ? ""
+                                                     : fmt::format(" of {} bytes ({})", o.requested_bytes, human_bytes(o.requested_bytes));
+    fmt::format_to(it, "\nOut of memory: {}{} returned {} at step {}{} [{}]\n", o.api, size, o.result, o.step,
                    o.recovered ? ", recovered by a later retry" : "", o.owner);
     // The place a person names (report/site_naming.hpp): from Python, past the binding and the program's
     // own thin wrapper; the native frame under Python is libffi's or Cython's.

@@ -206,6 +206,21 @@ int launch_stack() {
     return 0;
 }
 
+// A context the device has no room for (CUMEMAUDIT_SIM_CONTEXT=256MiB, CUMEMAUDIT_SIM_SMS=4): the primary
+// context, an allocation that leaves 100 MiB, then a second context refused; the current one stays the primary.
+int context_refused() {
+    init_primary_context();
+    size_t free = 0, total = 0;
+    OK(cuMemGetInfo(&free, &total));
+    CUdeviceptr buffer;
+    OK(cuMemAlloc(&buffer, free - 100 * kMiB));  // site:buffer_before_context
+    CUcontext second = nullptr;
+    CHECK(cuCtxCreate(&second, nullptr, 0, 0), CUDA_ERROR_OUT_OF_MEMORY);  // site:refused_context
+    std::printf("used=%zu buffer=%zu\n", used_bytes(), free - 100 * kMiB);
+    OK(cuMemFree(buffer));
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -215,6 +230,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(cmd, "graph-loop")) return graph_loop();
     if (!std::strcmp(cmd, "storm") && argc > 2) return storm(std::atoi(argv[2]));
     if (!std::strcmp(cmd, "launch-stack")) return launch_stack();
-    std::fprintf(stderr, "usage: oom_scenarios deepep-leak|alloc-recover|graph-loop|launch-stack|storm N\n");
+    if (!std::strcmp(cmd, "context-refused")) return context_refused();
+    std::fprintf(stderr, "usage: oom_scenarios deepep-leak|alloc-recover|graph-loop|launch-stack|context-refused|storm N\n");
     return 2;
 }

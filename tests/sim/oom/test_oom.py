@@ -196,6 +196,24 @@ def case_neighbour(tmp):
     expect("unattributed (modules, a context not measured, other processes)" in proc.stderr, f"without NVML:\n{proc.stderr}")
 
 
+def case_context_refused(tmp):
+    """A context the device has no room for (a second process's first CUDA call on a full GPU, or a library's
+    own context): the driver refuses cuCtxCreate for memory, and that is an OOM record like a refused
+    allocation's, at the creating line, with every part of the memory that was there: the primary context's
+    own part and stack, and the buffer that filled the device."""
+    env = {"CUMEMAUDIT_SIM_CONTEXT": "256MiB", "CUMEMAUDIT_SIM_SMS": "4"}
+    proc = run([PROGRAM, "context-refused"], tmp, "1GiB", env=env)
+    seen = figures(proc.stdout)
+    expect((seen["used"], seen["buffer"]) == (924 * MiB, 660 * MiB), f"the simulated driver: {seen}")
+    oom, = only_report(tmp)["oom"]
+    expect((oom["api"], oom["result"], oom["requested_bytes"]) == ("cuCtxCreate", "CUDA_ERROR_OUT_OF_MEMORY", 0), f"{oom}")
+    expect_site(oom["site"], "cuCtxCreate", "refused_context")
+    expect_adds_up(oom, seen["used"])
+    expect([(p["what"], p["bytes"]) for p in oom["parts"]] ==
+           [("live", 660 * MiB), ("context", 256 * MiB), ("local_memory", 8 * MiB)], f"parts: {oom['parts']}")
+    expect("Out of memory: cuCtxCreate returned CUDA_ERROR_OUT_OF_MEMORY at step 0" in proc.stderr, proc.stderr)
+
+
 def case_launch_stack(tmp):
     """Contexts reserve memory no allocation call names: each its own part (256 MiB here) and its kernel stack
     (the stack limit × the 8192 threads of the simulated device). The audit measures each context's part at
