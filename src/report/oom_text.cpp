@@ -51,9 +51,14 @@ std::string oom_text(const Oom& o, int max_parts) {
     if (o.kernel_local_bytes_per_thread)
         fmt::format_to(it, "  kernel {} needs {} of local memory per thread: the kernel stack could not grow to it\n",
                        o.kernel.empty() ? "(name unknown)" : o.kernel, human_bytes(*o.kernel_local_bytes_per_thread));
-    fmt::format_to(it, "  driver: {} used of {}, {} free; {} of it leaked (unreachable VMM memory)\n",
-                   human_bytes(o.driver_used_bytes), human_bytes(o.driver_total_bytes), human_bytes(o.driver_free_bytes),
-                   human_bytes(o.leaked_bytes));
+    // A device has a size: 0 means the driver could not be asked (no context current, as at a first one refused).
+    if (o.driver_total_bytes == 0)
+        fmt::format_to(it, "  driver: its figures unknown (no context was current to ask); {} leaked (unreachable VMM memory)\n",
+                       human_bytes(o.leaked_bytes));
+    else
+        fmt::format_to(it, "  driver: {} used of {}, {} free; {} of it leaked (unreachable VMM memory)\n",
+                       human_bytes(o.driver_used_bytes), human_bytes(o.driver_total_bytes), human_bytes(o.driver_free_bytes),
+                       human_bytes(o.leaked_bytes));
     int shown = 0;
     std::uint64_t rest = 0;
     std::size_t rest_parts = 0;

@@ -221,6 +221,16 @@ int context_refused() {
     return 0;
 }
 
+// A process's first context refused (CUMEMAUDIT_SIM_CONTEXT larger than the device): no context is current.
+int first_context_refused() {
+    OK(cuInit(0));
+    CUdevice dev = 0;
+    OK(cuDeviceGet(&dev, 0));
+    CUcontext ctx = nullptr;
+    CHECK(cuDevicePrimaryCtxRetain(&ctx, dev), CUDA_ERROR_OUT_OF_MEMORY);  // site:refused_primary
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -231,6 +241,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(cmd, "storm") && argc > 2) return storm(std::atoi(argv[2]));
     if (!std::strcmp(cmd, "launch-stack")) return launch_stack();
     if (!std::strcmp(cmd, "context-refused")) return context_refused();
-    std::fprintf(stderr, "usage: oom_scenarios deepep-leak|alloc-recover|graph-loop|launch-stack|context-refused|storm N\n");
+    if (!std::strcmp(cmd, "first-context-refused")) return first_context_refused();
+    std::fprintf(stderr, "usage: oom_scenarios deepep-leak|alloc-recover|graph-loop|launch-stack|context-refused|first-context-refused|storm N\n");
     return 2;
 }

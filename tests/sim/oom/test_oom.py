@@ -214,6 +214,19 @@ def case_context_refused(tmp):
     expect("Out of memory: cuCtxCreate returned CUDA_ERROR_OUT_OF_MEMORY at step 0" in proc.stderr, proc.stderr)
 
 
+def case_first_context_refused(tmp):
+    """A process's first context refused (the device full before its first CUDA call, as a second process on
+    a taken GPU finds it): no context is current, so the driver cannot be asked; the record still names the
+    call and its line, and the text says the figures are unknown rather than printing zeros."""
+    proc = run([PROGRAM, "first-context-refused"], tmp, "1GiB", env={"CUMEMAUDIT_SIM_CONTEXT": "2GiB"})
+    oom, = only_report(tmp)["oom"]
+    expect((oom["api"], oom["requested_bytes"], oom["driver_total_bytes"], oom["parts"]) ==
+           ("cuDevicePrimaryCtxRetain", 0, 0, []), f"{oom}")
+    expect_site(oom["site"], "cuDevicePrimaryCtxRetain", "refused_primary")
+    expect("Out of memory: cuDevicePrimaryCtxRetain returned CUDA_ERROR_OUT_OF_MEMORY at step 0" in proc.stderr and
+           "  driver: its figures unknown (no context was current to ask); 0 B leaked" in proc.stderr, proc.stderr)
+
+
 def case_launch_stack(tmp):
     """Contexts reserve memory no allocation call names: each its own part (256 MiB here) and its kernel stack
     (the stack limit × the 8192 threads of the simulated device). The audit measures each context's part at
