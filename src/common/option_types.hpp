@@ -28,6 +28,15 @@ struct Bytes {
     friend bool operator==(Bytes, Bytes) = default;
 };
 
+// A span of time written with an optional unit: 3600, 90s, 30m, 3h, 2d (a plain number is seconds).
+struct Duration {
+    std::uint64_t seconds = 0;
+    constexpr Duration() = default;
+    constexpr explicit Duration(std::uint64_t s) : seconds(s) {}
+    Duration(const char* text);  // a default written as users write it, e.g. "24h"
+    friend bool operator==(Duration, Duration) = default;
+};
+
 // A file or directory name. The CLI makes it absolute before the program starts (the program may chdir).
 struct Path : std::string {
     using std::string::string;

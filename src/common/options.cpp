@@ -3,6 +3,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <fmt/format.h>
 
 namespace cumemaudit::options {
@@ -38,6 +39,21 @@ bool parse_value(std::string_view text, Bytes& out, const Range&) {
         const double bytes = number * scale;
         if (bytes >= 18446744073709551616.0) return false;  // 2^64: would wrap
         return out = Bytes{static_cast<std::uint64_t>(bytes)}, true;
+    }
+    return false;
+}
+
+bool parse_value(std::string_view text, Duration& out, const Range&) {
+    std::uint64_t number = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), number);
+    if (text.empty() || ec != std::errc()) return false;
+    const std::string_view unit = text.substr(static_cast<std::size_t>(end - text.data()));
+    static constexpr std::pair<std::string_view, std::uint64_t> kUnits[] = {
+        {"", 1}, {"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}};
+    for (auto [name, scale] : kUnits) {
+        if (unit != name) continue;
+        if (number > std::numeric_limits<std::uint64_t>::max() / scale) return false;
+        return out = Duration{number * scale}, true;
     }
     return false;
 }
@@ -83,6 +99,11 @@ std::string show(Bytes b) {
         if (b.value != 0 && b.value % (1ull << scale) == 0) return std::to_string(b.value >> scale) + name;
     return std::to_string(b.value);
 }
+std::string show(Duration d) {
+    for (auto [name, scale] : {std::pair{"d", 86400}, std::pair{"h", 3600}, std::pair{"m", 60}})
+        if (d.seconds != 0 && d.seconds % scale == 0) return std::to_string(d.seconds / scale) + name;
+    return std::to_string(d.seconds) + "s";
+}
 template <class E>
     requires std::is_enum_v<E>
 std::string show(E e) {
@@ -99,6 +120,7 @@ std::string expected(int, const Range& r) {
 std::string expected(FileMode, const Range&) { return "an octal file mode from 0000 to 0777, such as 0600"; }
 std::string expected(bool, const Range&) { return "1/0, true/false or yes/no"; }
 std::string expected(Bytes, const Range&) { return "a size such as 268435456, 256MiB or 1GiB"; }
+std::string expected(Duration, const Range&) { return "a duration such as 3600, 90s, 30m, 24h or 7d"; }
 std::string expected(const FailOn&, const Range&) { return "leaks, unfreed, misuse or none, comma-separated"; }
 template <class E>
     requires std::is_enum_v<E>
@@ -128,6 +150,10 @@ std::optional<std::string> set(T& value, std::string_view key, std::string_view 
 
 Bytes::Bytes(const char* text) {
     if (!parse_value(text, *this, Range{})) throw OptionError(fmt::format("'{}' is not a size", text));
+}
+
+Duration::Duration(const char* text) {
+    if (!parse_value(text, *this, Range{})) throw OptionError(fmt::format("'{}' is not a duration", text));
 }
 
 FileMode::FileMode(const char* text) {

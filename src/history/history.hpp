@@ -29,6 +29,7 @@ struct History {
     std::vector<Reclaim> reclaimed;
     std::vector<Context> contexts;      // alive at the snapshot, the first kContextsKept
     std::vector<ModuleSite> modules;    // module and library loads by site, the first kModuleSitesKept
+    std::vector<DeviceForecast> forecasts;  // one per device marked
 };
 
 // One snapshot of a recorder: the ledger's state and the history. `book` names the snapshot's ids (owners,

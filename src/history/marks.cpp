@@ -1,6 +1,7 @@
 #include "history/marks.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 namespace cumemaudit::history {
@@ -85,6 +86,7 @@ std::vector<Raised> Marks::mark(const MarkInput& m, std::chrono::steady_clock::t
     check_growth(s, owners, now, raised);
     check_modules(s, m.module_growth, now, raised);
     check_leaks(s, now, raised);
+    if (s.label.empty() && m.driver.known) foresee(s, now);
     since_epoch_ = ledger_.begin_epoch();
     steps_.add(std::move(s));
     return raised;
@@ -143,7 +145,69 @@ void Marks::check_leaks(Step& s, std::chrono::steady_clock::time_point now, std:
     last_unreachable_ = leaks.leaked_bytes;
     last_held_unmapped_ = leaks.held_unmapped_bytes;
     last_leaked_by_site_.clear();
-    for (const auto& [site, bytes] : leaks.sites) last_leaked_by_site_[site_key(site)] = bytes;
+    std::uint64_t largest = 0;
+    largest_leak_site_ = ledger::Site{"", 0, 0};
+    for (const auto& [site, bytes] : leaks.sites) {
+        last_leaked_by_site_[site_key(site)] = bytes;
+        if (bytes > largest) largest = bytes, largest_leak_site_ = site;
+    }
+}
+
+void Marks::foresee(Step& s, std::chrono::steady_clock::time_point now) {
+    const std::int64_t device = s.driver.device;
+    auto [it, began] = foresight_.try_emplace(device);
+    Foresight& f = it->second;
+    if (began) {
+        f.first_live = last_live_;
+        f.first_epoch = ledger_.epoch() + 1;  // the epoch this mark begins: what is allocated after it
+    }
+    // The step's peak: driver-used memory now, plus how far tracked memory rose above its level now since the
+    // mark before (a temporary that came and went between the two).
+    std::uint64_t tracked = 0;
+    for (const auto& [owner, bytes] : s.live_by_owner) tracked += bytes;
+    const std::uint64_t peak = s.driver.used + (s.peak_tracked_bytes > tracked ? s.peak_tracked_bytes - tracked : 0);
+    s.forecast = f.fit.add(ForecastPoint{s.step, s.time_ns, peak, s.driver.total, s.leaked_bytes});
+    f.last.device = device;
+    f.last.step = s.step;
+    f.last.forecast = s.forecast;
+    const Forecast& fc = s.forecast;
+    if (!fc.oom_step || !fc.oom_in_s || limits_.forecast_horizon_s == 0 ||
+        *fc.oom_in_s > static_cast<double>(limits_.forecast_horizon_s))
+        return;
+    if (f.warned_oom_step) {
+        // Again only when it moved by more than a quarter of what it said was left, and not too often.
+        const double left = std::max(1.0, static_cast<double>(*f.warned_oom_step) - static_cast<double>(f.warned_at_step));
+        const double moved = std::abs(static_cast<double>(*fc.oom_step) - static_cast<double>(*f.warned_oom_step));
+        if (moved <= left / 4 || now - f.warned_at < limits_.alarm_interval) return;
+    }
+    f.warned_oom_step = fc.oom_step;
+    f.warned_at_step = s.step;
+    f.warned_at = now;
+    warning_ = ForecastWarning{named(device)};
+}
+
+DeviceForecast Marks::named(std::int64_t device) const {
+    const Foresight& f = foresight_.at(device);
+    DeviceForecast out = f.last;
+    out.site = ledger::Site{"", 0, 0};
+    if (out.forecast.trend == "leak") {
+        std::uint64_t most = 0;
+        for (const auto& [owner, bytes] : last_leaked_by_owner_)
+            if (bytes > most) most = bytes, out.owner = owner, out.owner_known = true;
+        out.site = largest_leak_site_;
+    } else if (out.forecast.trend == "growing") {
+        std::uint64_t most = 0;
+        for (const auto& [owner, bytes] : last_live_) {
+            const auto was = f.first_live.find(owner);
+            const std::uint64_t before = was == f.first_live.end() ? 0 : was->second;
+            if (bytes > before && bytes - before > most) most = bytes - before, out.owner = owner, out.owner_known = true;
+        }
+        if (out.owner_known) {
+            const auto sites = ledger_.growth_sites(out.owner, f.first_epoch);
+            if (!sites.empty()) out.site = sites.front().first;
+        }
+    }
+    return out;
 }
 
 void Marks::copy_to(History& h) const {
@@ -152,6 +216,7 @@ void Marks::copy_to(History& h) const {
     h.steps_marked = steps_.marks();
     h.alarms = alarms_.alarms();
     h.alarms_dropped = alarms_.dropped();
+    for (const auto& [device, f] : foresight_) h.forecasts.push_back(named(device));
 }
 
 }  // namespace cumemaudit::history

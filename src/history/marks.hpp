@@ -18,6 +18,8 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <utility>
 #include <string_view>
 #include <tuple>
 #include <vector>
@@ -31,6 +33,12 @@ struct MarkLimits {
     std::uint64_t module_alarm = 0;  // modules a site may load and keep over one step without an alarm
     std::size_t max_alarms = 0;
     std::chrono::seconds alarm_interval{0};
+    std::uint64_t forecast_horizon_s = 0;  // a forecast within this is worth a warning
+};
+
+// A forecast worth a log line: first within the horizon, or moved by more than a quarter since the last line.
+struct ForecastWarning {
+    DeviceForecast at;
 };
 
 // An alarm a mark raised that deserves a log line, with what the line says of this mark.
@@ -53,6 +61,8 @@ public:
     std::vector<Raised> mark(const MarkInput&, std::chrono::steady_clock::time_point now);
 
     std::uint64_t last_step() const { return last_step_; }  // the last numbered step (0 before any)
+    // The forecast warning the last mark raised, if any (taken once).
+    std::optional<ForecastWarning> take_forecast_warning() { return std::exchange(warning_, std::nullopt); }
     std::uint64_t last_graph_reserved() const { return last_graph_reserved_; }
     void copy_to(History&) const;  // steps, windows, alarms
 
@@ -62,6 +72,22 @@ private:
                       std::vector<Raised>& out);
     void check_modules(const Step&, const ModuleGrowth&, std::chrono::steady_clock::time_point now, std::vector<Raised>& out);
     void check_leaks(Step&, std::chrono::steady_clock::time_point now, std::vector<Raised>& out);
+    void foresee(Step&, std::chrono::steady_clock::time_point now);
+    DeviceForecast named(std::int64_t device) const;  // the device's forecast with its owner and site
+
+    // Per device (at most one per device the program marks): the forecaster, and what growth is measured from.
+    struct Foresight {
+        Forecaster fit;
+        DeviceForecast last;
+        std::map<ledger::OwnerId, std::uint64_t> first_live;
+        std::uint32_t first_epoch = 0;
+        std::optional<std::uint64_t> warned_oom_step;  // at the last warning
+        std::uint64_t warned_at_step = 0;
+        std::chrono::steady_clock::time_point warned_at{};
+    };
+    std::map<std::int64_t, Foresight> foresight_;
+    std::optional<ForecastWarning> warning_;
+    ledger::Site largest_leak_site_;  // at the last quiet point (api "" when none)
 
     ledger::Ledger& ledger_;
     MarkLimits limits_;

@@ -4,6 +4,7 @@
 // report::build names them. Pure C++: no CUDA, no I/O.
 #pragma once
 
+#include "history/forecast.hpp"
 #include "ledger/types.hpp"
 
 #include <array>
@@ -109,6 +110,19 @@ struct Step {
     std::uint64_t dma_buf_pinned_bytes = 0;  // freed classic memory open dma-buf fds keep (the mark's device)
     ModulesLive modules;
     std::vector<Arena> arenas;  // as the helper staged them for this mark (a sample's: the last mark's)
+    Forecast forecast;          // the device's, after this step (numbered steps with the driver's figures)
+};
+
+// A device's forecast as of its last numbered step, with what drives it: for a leak the owner whose leaked
+// bytes are largest and the site that leaked most; for growth the owner whose live bytes grew most since the
+// first step and the site that grew most since (named when a report or a warning asks).
+struct DeviceForecast {
+    std::int64_t device = -1;
+    std::uint64_t step = 0;
+    Forecast forecast;
+    ledger::OwnerId owner = 0;
+    bool owner_known = false;
+    ledger::Site site;  // api "" when none
 };
 
 // Older steps folded: `marks` consecutive marks, of which `steps` keeps the first, lowest, highest and last.

@@ -108,6 +108,11 @@ Step step_of(const history::Step& s, Names& names) {
     out.modules_live = s.modules.count;
     out.module_image_bytes = s.modules.image_bytes;
     out.arenas = arenas_of(s.arenas);
+    out.forecast_trend = s.label.empty() && s.driver.known ? s.forecast.trend : "";
+    out.forecast_oom_step = s.forecast.oom_step;
+    out.forecast_oom_step_low = s.forecast.oom_step_low;
+    out.forecast_oom_step_high = s.forecast.oom_step_high;
+    if (s.forecast.oom_in_s) out.forecast_oom_in_s = static_cast<std::uint64_t>(*s.forecast.oom_in_s);
     out.context_bytes = s.driver.context_bytes;
     out.local_memory_bytes = s.driver.local_memory_bytes;
     out.stack_bytes_per_thread = s.driver.stack_bytes_per_thread;
@@ -185,6 +190,22 @@ void add_modules(Report& r, const history::History& h, Names& names) {
     for (const history::ModuleSite& m : h.modules)
         r.modules.push_back(ModuleSite{names.owner(m.site.owner), names.site(m.site), m.loads, m.unloads, m.live,
                                        m.image_bytes, m.peak_live, m.first_step});
+}
+
+void add_forecasts(Report& r, const history::History& h, Names& names) {
+    for (const history::DeviceForecast& d : h.forecasts) {
+        Forecast& f = r.forecasts.emplace_back();
+        f.device = d.device;
+        f.step = d.step;
+        f.trend = d.forecast.trend;
+        f.oom_step = d.forecast.oom_step;
+        f.oom_step_low = d.forecast.oom_step_low;
+        f.oom_step_high = d.forecast.oom_step_high;
+        if (d.forecast.oom_in_s) f.oom_in_s = static_cast<std::uint64_t>(*d.forecast.oom_in_s);
+        f.rate_bytes_per_step = static_cast<std::uint64_t>(std::max(0.0, d.forecast.rate_bytes_per_step));
+        f.owner = d.owner_known ? names.owner(d.owner) : "";
+        f.site = names.site_if_any(d.site);
+    }
 }
 
 void add_teardowns(Report& r, const history::History& h, Names& names) {
@@ -342,6 +363,7 @@ Report build(const history::Recording& rec, const ProcessFacts& facts, Symbolize
     add_teardowns(r, rec.history, names);
     add_contexts(r, rec.history, names);
     add_modules(r, rec.history, names);
+    add_forecasts(r, rec.history, names);
     add_pools(r, rec.history, names);
     add_returns(r, rec.history, names);
     add_leaks(r, rec.ledger, names, supp);

@@ -127,6 +127,10 @@ struct Step {
     // bytes (what their code costs on the device is part of unattributed_bytes).
     std::uint64_t modules_live = 0, module_image_bytes = 0;
     std::vector<Arena> arenas;  // staged by the helper for this mark (a sample repeats the last mark's)
+    // The device's forecast after this step (docs/FORECAST.md): "" on a labelled mark or sample; the out-of-
+    // memory step, its 90% bounds and the seconds to it are null unless the trend is "leak" or "growing".
+    std::string forecast_trend;
+    std::optional<std::uint64_t> forecast_oom_step, forecast_oom_step_low, forecast_oom_step_high, forecast_oom_in_s;
     // What the device's contexts reserve besides allocations, named against driver-used memory: their fixed
     // parts as measured at their creation (0 where NVML could not say), and their kernel stacks (each
     // context's stack limit × the threads the device holds), with the largest stack limit per thread.
@@ -210,6 +214,17 @@ struct Context {
     Site stack_set_site;
 };
 inline constexpr std::size_t kTeardownsKept = 64;  // the summary counts every one
+
+// A device's forecast as of its last numbered step (docs/FORECAST.md), with the owner and site that drive it.
+struct Forecast {
+    std::int64_t device = -1;
+    std::uint64_t step = 0;  // the step it was made at
+    std::string trend;       // "unknown" | "flat" | "converging" | "growing" | "leak"
+    std::optional<std::uint64_t> oom_step, oom_step_low, oom_step_high, oom_in_s;
+    std::uint64_t rate_bytes_per_step = 0;  // the running peak's growth
+    std::string owner;                      // "" when none drives it
+    Site site;                              // api "" when none
+};
 
 // The modules and libraries one call site loaded (cuModuleLoad*, cuLibraryLoad*): how many, how many are
 // live, and the bytes of the live ones' images (not device bytes: the driver says nothing of what their code
@@ -392,6 +407,7 @@ struct Report {
     std::vector<MemoryReturn> returns;           // memory the driver took back, oldest first (the first kReturnsKept)
     std::vector<Context> contexts;               // alive when written
     std::vector<ModuleSite> modules;             // module and library loads by site
+    std::vector<Forecast> forecasts;             // one per device marked
     bool checkpoint = false;                     // written while running, not at exit
     std::uint64_t time_ns = 0;                   // CLOCK_REALTIME when written
 };

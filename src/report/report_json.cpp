@@ -92,6 +92,11 @@ template <class V> void fields(V& v, Step& s) {
     v.opt("modules_live", s.modules_live);
     v.opt("module_image_bytes", s.module_image_bytes);
     v.opt("arenas", s.arenas);
+    v.opt("forecast_trend", s.forecast_trend);
+    v.opt("forecast_oom_step", s.forecast_oom_step);
+    v.opt("forecast_oom_step_low", s.forecast_oom_step_low);
+    v.opt("forecast_oom_step_high", s.forecast_oom_step_high);
+    v.opt("forecast_oom_in_s", s.forecast_oom_in_s);
     v.opt("context_bytes", s.context_bytes);
     v.opt("local_memory_bytes", s.local_memory_bytes);
     v.opt("stack_bytes_per_thread", s.stack_bytes_per_thread);
@@ -147,6 +152,18 @@ template <class V> void fields(V& v, Oom& o) {
     v.opt("modules_live", o.modules_live);
     v.opt("module_image_bytes", o.module_image_bytes);
     v.opt("arenas", o.arenas);
+}
+template <class V> void fields(V& v, Forecast& f) {
+    v.req("device", f.device);
+    v.req("step", f.step);
+    v.req("trend", f.trend);
+    v.req("oom_step", f.oom_step);
+    v.req("oom_step_low", f.oom_step_low);
+    v.req("oom_step_high", f.oom_step_high);
+    v.req("oom_in_s", f.oom_in_s);
+    v.req("rate_bytes_per_step", f.rate_bytes_per_step);
+    v.req("owner", f.owner);
+    v.req("site", f.site);
 }
 template <class V> void fields(V& v, ModuleSite& m) {
     v.req("owner", m.owner);
@@ -322,6 +339,7 @@ template <class V> void fields(V& v, Report& r) {
     v.opt("returns", r.returns);
     v.opt("contexts", r.contexts);
     v.opt("modules", r.modules);
+    v.opt("forecasts", r.forecasts);
     v.opt("checkpoint", r.checkpoint);
     v.opt("time_ns", r.time_ns);
 }

@@ -31,10 +31,10 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 NAMES_AUDITOR = re.compile(r'\bAuditor::')
 SOURCES = (".cpp", ".hpp", ".inc", ".h")
 # The record room speaks the history's words, not the report's: of report/ it uses only the symbolizer (to
-# name a site in a log line) and the byte counts' words.
-RECORD_REPORT_HEADERS = {"report/symbolizer.hpp", "report/human_bytes.hpp"}
+# name a site in a log line) and the words of byte counts, step numbers and spans of time.
+RECORD_REPORT_HEADERS = {"report/symbolizer.hpp", "report/human_bytes.hpp", "report/human_numbers.hpp"}
 REPORT_NAME = re.compile(r'\breport::(\w+)')
-RECORD_REPORT_NAMES = {"Symbolizer", "human_bytes"}
+RECORD_REPORT_NAMES = {"Symbolizer", "human_bytes", "grouped", "about"}
 
 root = sys.argv[1]
 src = os.path.join(root, "src")

@@ -104,7 +104,7 @@ TEST_CASE("report_mode is octal") {
 
 TEST_CASE("the option table lists every option with its default and help") {
     const auto& t = option_table();
-    REQUIRE(t.size() == 28);
+    REQUIRE(t.size() == 29);
     for (const auto& o : t) {
         CHECK_FALSE(o.name.empty());
         CHECK_FALSE(o.help.empty());
@@ -182,6 +182,9 @@ const std::map<std::string, Cases>& cases() {
           {"inf", "nan", "-1", "-1MiB", "-0", "-0MiB", "infGiB", "12QB", "", "16777216TiB", "1e30", "4MB", "4 MB", "4mib",
            "4  MiB", "4 ", " 4MiB", "4MiB "}}},
         {"warmup_steps", {{{"0", "0"}, {"3", "3"}}, {"-1", "three"}}},
+        {"forecast_horizon",
+         {{{"0", "0s"}, {"3600", "1h"}, {"90m", "90m"}, {"90s", "90s"}, {"24h", "1d"}, {"7d", "7d"}, {"61", "61s"}},
+          {"-1", "1.5h", "h", "", "24 h", "1w", "3600 ", "99999999999999999999"}}},
         {"module_alarm", {{{"0", "0"}, {"100", "100"}, {"5000", "5000"}}, {"-1", "many", "", "1.5"}}},
         {"sample_ms", {{{"0", "0"}, {"10", "10"}}, {"-5", "1ms"}}},
         {"report_mode",

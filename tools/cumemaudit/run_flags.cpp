@@ -36,6 +36,7 @@ std::string metavar(const OptionInfo& row) {
     if (type == "int" && name.size() > 3 && name.substr(name.size() - 3) == "_ms") return "MS";
     if (type == "int") return "N";
     if (type == "Bytes") return "SIZE";
+    if (type == "Duration") return "DURATION";
     if (type == "Path") return "DIR";
     if (type == "InputFile") return "FILE";
     return "VALUE";

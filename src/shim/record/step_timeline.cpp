@@ -5,6 +5,7 @@
 #include "shim/record/site_line.hpp"
 
 #include "report/human_bytes.hpp"
+#include "report/human_numbers.hpp"
 
 #include <chrono>
 
@@ -22,6 +23,7 @@ history::MarkLimits limits_of(const Options& o) {
     l.module_alarm = static_cast<std::uint64_t>(std::max(o.module_alarm, 0));
     l.max_alarms = static_cast<std::size_t>(std::max(o.max_alarms, 0));
     l.alarm_interval = std::chrono::seconds(std::max(o.alarm_interval_s, 0));
+    l.forecast_horizon_s = o.forecast_horizon.seconds;
     return l;
 }
 
@@ -34,6 +36,20 @@ Timeline::Timeline(ledger::Ledger& book, const Options& options, report::Symboli
 void Timeline::mark(const history::MarkInput& m) {
     MutexLock lock(mu_);
     for (const history::Raised& r : marks_.mark(m, std::chrono::steady_clock::now())) log(r);
+    if (const auto w = marks_.take_forecast_warning()) log(*w);
+}
+
+// The forecast's line: when, within what, how soon, and what drives it.
+void Timeline::log(const history::ForecastWarning& w) const {
+    const history::Forecast& f = w.at.forecast;
+    const std::string device = w.at.device >= 0 ? fmt::format("device {}", w.at.device) : "the device";
+    const std::string grows = f.trend == "leak" ? "leaked memory"
+                              : w.at.owner_known ? fmt::format("memory of {}", ledger_.owner_name(w.at.owner))
+                                                 : "live memory";
+    const std::string where = w.at.site.api[0] != '\0' ? ", most at " + describe_site(ledger_, symbolizer_, w.at.site, skip_frames_) : "";
+    log_warning("step {}: at this rate {} runs out of memory at step ≈ {} ({}–{}), in about {}: {} grows {} per step{}",
+                report::grouped(w.at.step), device, report::grouped(*f.oom_step), report::grouped(*f.oom_step_low),
+                report::grouped(*f.oom_step_high), report::about(*f.oom_in_s), grows, report::human_bytes(static_cast<std::uint64_t>(f.rate_bytes_per_step)), where);
 }
 
 // A new alarm's line, or a repeat's with its count (at most once per alarm_interval_s: AlarmBook decides).

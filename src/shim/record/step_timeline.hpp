@@ -57,6 +57,7 @@ public:
 
 private:
     void log(const history::Raised&) const REQUIRES(mu_);
+    void log(const history::ForecastWarning&) const REQUIRES(mu_);
     ledger::Ledger& ledger_;
     report::Symbolizer& symbolizer_;
     const user_frame::Skip skip_frames_;  // the option skip_frames, for the alarms' lines

@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""When the device runs out, forecast at each step (forecast.cpp).
+
+Usage: forecast_test.py CASE   (paths from the environment meson sets; see audit_common.py)."""
+import sys
+
+from audit_common import SCENARIOS, MiB, run, only_report, marker_line, top_frame, source, expect
+from cases import main, named_cases  # tests/support, on sys.path through audit_common
+
+SRC = source("forecast.cpp")
+GiB = 1024 * MiB
+
+
+def case_forecast_leak(tmp):
+    """1 GiB leaked a step on an 80 GiB device: no forecast before eight steps; from the eighth on, every step
+    says leak, out of memory at step 80 (bounds 80 to 80: the rate never varies); the report's forecast names
+    the owner, the leaking line and the rate; one warning line, at step 8, since the forecast never moves."""
+    proc = run([SCENARIOS, "forecast-leak"], tmp, rc=23)
+    rep = only_report(tmp)
+    got = {s["step"]: (s["forecast_trend"], s["forecast_oom_step"], s["forecast_oom_step_low"], s["forecast_oom_step_high"])
+           for s in rep["steps"] if not s["label"]}
+    want = {n: ("unknown", None, None, None) if n < 8 else ("leak", 80, 80, 80) for n in range(1, 41)}
+    expect(got == want, f"steps: {got}")
+    expect(all((s["forecast_oom_in_s"] is None) == (s["step"] < 8) for s in rep["steps"]), f"{rep['steps']}")
+    (f,) = rep["forecasts"]
+    expect((f["device"], f["step"], f["trend"], f["oom_step"], f["oom_step_low"], f["oom_step_high"], f["owner"],
+            f["rate_bytes_per_step"], f["site"]["api"], top_frame(f)["line"]) ==
+           (0, 40, "leak", 80, 80, 80, "audit_scenarios", GiB, "cuMemCreate", marker_line(SRC, "leak_create")), f"forecast: {f}")
+    lines = [l for l in proc.stderr.splitlines() if "runs out of memory" in l]
+    expect(len(lines) == 1 and lines[0].endswith(
+        "warning: step 8: at this rate device 0 runs out of memory at step ≈ 80 (80–80), in about 0 s: leaked memory "
+        f"grows 1.0 GiB per step, most at cuMemCreate in (anonymous namespace)::forecast_leak(int, char**) "
+        f"../tests/sim/audit/forecast.cpp:{marker_line(SRC, 'leak_create')}"), f"warnings: {lines}")
+
+
+CASES = named_cases(globals())
+
+if __name__ == "__main__":
+    sys.exit(main(CASES))
