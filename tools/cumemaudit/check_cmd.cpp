@@ -10,6 +10,7 @@
 
 #include "report/gate.hpp"
 #include "report/human_bytes.hpp"
+#include "report/human_numbers.hpp"
 #include "report/job.hpp"
 #include "report/text.hpp"
 
@@ -43,14 +44,64 @@ std::optional<std::uint64_t> size_flag(const char* flag, const std::optional<std
     }
 }
 
+// How soon a forecast may say the device runs out: within so many steps, or so much time.
+struct ForecastLimit {
+    std::optional<std::uint64_t> steps, seconds;
+};
+
+ForecastLimit forecast_flag(const std::optional<std::string>& text) {
+    ForecastLimit limit;
+    if (!text) return limit;
+    if (!text->empty() && std::all_of(text->begin(), text->end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        limit.steps = std::stoull(*text);
+        return limit;
+    }
+    try {
+        limit.seconds = options::Duration(text->c_str()).seconds;  // the options table's one duration grammar
+    } catch (const options::OptionError&) {
+        throw UsageError(fmt::format("--max-forecast-steps: '{}' is neither a step count such as 5000 nor a duration such "
+                                     "as 90m, 3h or 7d", *text));
+    }
+    return limit;
+}
+
+// The forecasts that say a device runs out within the limit, as the FAIL line names them.
+std::vector<std::string> forecast_failures(const report::Report& r, const ForecastLimit& limit) {
+    std::vector<std::string> out;
+    for (const report::Forecast& f : r.forecasts) {
+        if (!f.oom_step || *f.oom_step < f.step) continue;
+        const std::uint64_t steps = *f.oom_step - f.step;
+        const bool soon = (limit.steps && steps <= *limit.steps) || (limit.seconds && f.oom_in_s && *f.oom_in_s <= *limit.seconds);
+        if (!soon) continue;
+        std::string why = fmt::format("device {} runs out of memory at step ≈ {} ({}–{}), {} steps after step {}", f.device,
+                                      report::grouped(*f.oom_step), report::grouped(f.oom_step_low.value_or(0)),
+                                      report::grouped(f.oom_step_high.value_or(0)), report::grouped(steps), report::grouped(f.step));
+        if (f.oom_in_s) why += fmt::format(", in about {}", report::about(static_cast<double>(*f.oom_in_s)));
+        why += fmt::format(" ({}{})", f.trend, f.owner.empty() ? "" : ", driven by " + f.owner);
+        out.push_back(why);
+    }
+    return out;
+}
+
 struct Verdict {
     std::vector<std::string> why;   // the FAIL line's reasons; empty: pass
     std::vector<std::string> rows;  // the failing rows (or baseline changes), one line each
     std::string note;               // added to a PASS line
 };
 
+Verdict judge_leaks(const report::Report& r, const report::FailOn& fail_on, std::optional<std::uint64_t> budget,
+                    const Baseline* baseline, const Tolerance& tolerance);
+
+// The leaks' verdict (the gate, or the baseline), and the forecasts'.
 Verdict judge(const report::Report& r, const report::FailOn& fail_on, std::optional<std::uint64_t> budget,
-              const Baseline* baseline, const Tolerance& tolerance) {
+              const Baseline* baseline, const Tolerance& tolerance, const ForecastLimit& forecast) {
+    Verdict v = judge_leaks(r, fail_on, budget, baseline, tolerance);
+    for (std::string& why : forecast_failures(r, forecast)) v.why.push_back(std::move(why));
+    return v;
+}
+
+Verdict judge_leaks(const report::Report& r, const report::FailOn& fail_on, std::optional<std::uint64_t> budget,
+                    const Baseline* baseline, const Tolerance& tolerance) {
     Verdict v;
     if (baseline == nullptr) {
         v.why = report::gate_failures(r, fail_on, budget);
@@ -91,6 +142,7 @@ int check_command(const CheckArgs& a) {
         return 2;
     }
     const auto budget = size_flag("--max-leaked-bytes", a.max_leaked);
+    const ForecastLimit forecast = forecast_flag(a.max_forecast);
     const Tolerance tolerance = parse_tolerance(a.tolerance);
     std::optional<Baseline> baseline;
     if (!a.baseline.empty())
@@ -110,7 +162,7 @@ int check_command(const CheckArgs& a) {
     for (const std::string& f : files.files) {
         try {
             const report::Report r = report::load_for_gate(f);  // a process report or a merged job
-            const Verdict v = judge(r, fail_on, budget, baseline ? &*baseline : nullptr, tolerance);
+            const Verdict v = judge(r, fail_on, budget, baseline ? &*baseline : nullptr, tolerance, forecast);
             if (v.why.empty()) {
                 cli::say(stdout, "PASS {}: {}{}\n", f, report::summary_line(r.summary), v.note);
                 cases.push_back({case_name(f, r), Outcome::pass, "", "", ""});

@@ -13,6 +13,7 @@ struct CheckArgs {
     std::vector<std::string> paths;           // report files, merged jobs, or directories of cumemaudit.*.json
     std::string fail_on = "leaks";
     std::optional<std::string> max_leaked;    // a size, as the options table writes one ("500MiB")
+    std::optional<std::string> max_forecast;  // steps ("5000") or a duration ("3h"): fail a device forecast to run out within
     std::string junit;                        // JUnit XML to write; empty: none
     std::string baseline;                     // known sites; empty: none
     std::string tolerance = "10%";            // how much a known site may grow

@@ -117,6 +117,10 @@ int main(int argc, char** argv) {
     check_cmd->add_option("PATH", check.paths, kPaths)->required()->type_name("");
     check_cmd->add_option("--fail-on", check.fail_on, "What fails the gate: " + fail_on_row.expected + " (default " + check.fail_on + ")")->type_name("VALUE");
     check_cmd->add_option("--max-leaked-bytes", check.max_leaked, "Fail only when more bytes than this leaked (a size: 4096, 500MiB, 1.5GiB)")->type_name("SIZE");
+    check_cmd->add_option("--max-forecast-steps", check.max_forecast,
+                          "Also fail a report whose forecast says a device runs out of memory within this many steps, or "
+                          "within a duration (90m, 3h, 7d)")
+        ->type_name("N|DURATION");
     check_cmd->add_option("--junit", check.junit, "Also write the outcome as JUnit XML to this file")->type_name("FILE");
     CLI::Option* baseline_opt = check_cmd->add_option(
         "--baseline", check.baseline, "Known leak sites (a report, a merged job or a directory of reports): fail only on new sites or sites that grew");

@@ -2,9 +2,12 @@
 """When the device runs out, forecast at each step (forecast.cpp).
 
 Usage: forecast_test.py CASE   (paths from the environment meson sets; see audit_common.py)."""
+import glob
+import os
+import subprocess
 import sys
 
-from audit_common import SCENARIOS, MiB, run, only_report, marker_line, top_frame, source, expect
+from audit_common import CLI, SCENARIOS, MiB, run, only_report, marker_line, top_frame, source, expect
 from cases import main, named_cases  # tests/support, on sys.path through audit_common
 
 SRC = source("forecast.cpp")
@@ -31,6 +34,19 @@ def case_forecast_leak(tmp):
         "warning: step 8: at this rate device 0 runs out of memory at step ≈ 80 (80–80), in about 0 s: leaked memory "
         f"grows 1.0 GiB per step, most at cuMemCreate in (anonymous namespace)::forecast_leak(int, char**) "
         f"../tests/sim/audit/forecast.cpp:{marker_line(SRC, 'leak_create')}"), f"warnings: {lines}")
+
+    # The gate on the forecast alone (leaks let through): 40 steps left fail a limit of 40, pass one of 39; a
+    # duration judges the seconds left; a limit that is neither is a usage error.
+    (report_file,) = glob.glob(os.path.join(tmp, "cumemaudit.*.json"))
+    def check(limit):
+        return subprocess.run([CLI, "check", "--fail-on", "none", "--max-forecast-steps", limit, report_file],
+                              capture_output=True, text=True, timeout=60)
+    fail = f"FAIL {report_file}: device 0 runs out of memory at step ≈ 80 (80–80), 40 steps after step 40, in about 0 s (leak, driven by audit_scenarios)\n"
+    got = {limit: (p.returncode, p.stdout) for limit in ("39", "40", "1h") for p in [check(limit)]}
+    expect(got["39"][0] == 0 and got["39"][1].startswith("PASS ") and got["40"] == (1, fail) and got["1h"] == (1, fail), f"check: {got}")
+    bad = check("lots")
+    expect((bad.returncode, bad.stderr) == (2, "cumemaudit check: --max-forecast-steps: 'lots' is neither a step count such as "
+                                                "5000 nor a duration such as 90m, 3h or 7d\n"), f"{bad.returncode} {bad.stderr!r}")
 
 
 CASES = named_cases(globals())
