@@ -99,6 +99,21 @@ std::string openmetrics_text(const Report& r) {
             for (const auto& [device, bytes] : o.live_by_device)
                 f.sample(with_rank(label("device", device) + "," + label("owner", o.owner)), bytes);
     }
+    // The forecast as gauges a dashboard can alert on: how many steps and seconds are left where a device is
+    // forecast to run out (no sample where none is), and the running peak's growth a step. Only once steps
+    // were marked.
+    if (!r.forecasts.empty()) {
+        Family f(out, "cumemaudit_forecast_steps_left", "gauge", "",
+                 "Steps until a device runs out of memory at the rate its steps show (absent: no such forecast).");
+        for (const Forecast& c : r.forecasts)
+            if (c.oom_step && *c.oom_step >= c.step) f.sample(with_rank(label("device", std::to_string(c.device))), *c.oom_step - c.step);
+        Family s(out, "cumemaudit_forecast_seconds_left", "gauge", "seconds",
+                 "Wall time until a device runs out of memory at the pace of its steps (absent: no such forecast).");
+        for (const Forecast& c : r.forecasts)
+            if (c.oom_in_s) s.sample(with_rank(label("device", std::to_string(c.device))), *c.oom_in_s);
+        Family g(out, "cumemaudit_forecast_growth_bytes", "gauge", "bytes", "How much a device's running peak grows a step.");
+        for (const Forecast& c : r.forecasts) g.sample(with_rank(label("device", std::to_string(c.device))), c.rate_bytes_per_step);
+    }
     Family(out, "cumemaudit_leaked_allocations", "gauge", "", "Allocations leaked, as the report's summary counts them.")
         .sample(rank, r.summary.leaked_allocations);
     Family(out, "cumemaudit_steps_marked", "counter", "", "Marks made: steps, phases, SIGUSR2 and samples.")

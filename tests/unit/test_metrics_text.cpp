@@ -119,3 +119,28 @@ TEST_CASE("metrics: every line follows the format's grammar, and the text ends w
     CHECK(text.back() == '\n');
     CHECK(samples == 10);
 }
+
+TEST_CASE("metrics: the forecast as gauges, a device with no out-of-memory forecast only its growth") {
+    Report r = two_owners();
+    Forecast leak;
+    leak.device = 0, leak.step = 40, leak.trend = "leak", leak.oom_step = 80, leak.oom_in_s = 120, leak.rate_bytes_per_step = 1073741824;
+    Forecast flat;
+    flat.device = 1, flat.step = 40, flat.trend = "flat";
+    r.forecasts = {leak, flat};
+    const std::string text = openmetrics_text(r);
+    INFO(text);
+    CHECK(text.find("# TYPE cumemaudit_forecast_steps_left gauge\n"
+                    "# HELP cumemaudit_forecast_steps_left Steps until a device runs out of memory at the rate its steps "
+                    "show (absent: no such forecast).\n"
+                    "cumemaudit_forecast_steps_left{device=\"0\",rank=\"3\"} 40\n"
+                    "# TYPE cumemaudit_forecast_seconds_left gauge\n"
+                    "# UNIT cumemaudit_forecast_seconds_left seconds\n"
+                    "# HELP cumemaudit_forecast_seconds_left Wall time until a device runs out of memory at the pace of "
+                    "its steps (absent: no such forecast).\n"
+                    "cumemaudit_forecast_seconds_left{device=\"0\",rank=\"3\"} 120\n"
+                    "# TYPE cumemaudit_forecast_growth_bytes gauge\n"
+                    "# UNIT cumemaudit_forecast_growth_bytes bytes\n"
+                    "# HELP cumemaudit_forecast_growth_bytes How much a device's running peak grows a step.\n"
+                    "cumemaudit_forecast_growth_bytes{device=\"0\",rank=\"3\"} 1073741824\n"
+                    "cumemaudit_forecast_growth_bytes{device=\"1\",rank=\"3\"} 0\n") != std::string::npos);
+}
