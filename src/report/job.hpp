@@ -95,6 +95,14 @@ struct JobEndRow {
     JobRankEnd end;
 };
 
+// The rank forecast to run out of memory first (addition to v1): soonest in wall time where the ranks'
+// forecasts say it, else in steps left; with how many ranks have an out-of-memory forecast at all.
+struct JobForecast {
+    std::int64_t rank = -1;
+    std::uint64_t ranks = 0;
+    Forecast forecast;
+};
+
 struct JobReport {
     std::string schema = kJobSchema;
     std::int64_t world_size = -1;  // -1: no report said
@@ -109,6 +117,7 @@ struct JobReport {
     std::vector<JobProblem> problems;
     // addition to v1: the ranks that did not end cleanly, by rank; every rank's end is in `ranks`
     std::vector<JobEndRow> rank_ends;
+    std::optional<JobForecast> earliest_forecast;  // null: no rank forecast to run out
 };
 
 nlohmann::json to_json(const JobReport&);

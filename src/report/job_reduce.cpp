@@ -75,6 +75,7 @@ void JobReduce::add(const std::string& file, Report&& r) {
     row.own_leaked_bytes = row.leaked_bytes - std::min(row.leaked_bytes, row.imported_leaked_bytes);
     top_site_.push_back(sites_.add(rank, r.leaks, leaked_imports));
     steps_.add(r.steps);
+    add_forecasts(rank, r.forecasts);
     add_summary(summary_, r.summary);
     ranks_.push_back(std::move(row));
 }
@@ -96,6 +97,21 @@ std::vector<JobRank> JobReduce::by_rank() const {
     std::vector<JobRank> out = ranks_;
     std::stable_sort(out.begin(), out.end(), [](const JobRank& a, const JobRank& b) { return a.rank < b.rank; });
     return out;
+}
+
+void JobReduce::add_forecasts(std::int64_t rank, const std::vector<Forecast>& forecasts) {
+    // Sooner: less wall time where both say it and differ, else fewer steps left.
+    const auto sooner = [](const Forecast& a, const Forecast& b) {
+        if (a.oom_in_s && b.oom_in_s && *a.oom_in_s != *b.oom_in_s) return *a.oom_in_s < *b.oom_in_s;
+        return *a.oom_step - std::min(*a.oom_step, a.step) < *b.oom_step - std::min(*b.oom_step, b.step);
+    };
+    bool counted = false;
+    for (const Forecast& f : forecasts) {
+        if (!f.oom_step) continue;
+        if (!earliest_) earliest_ = JobForecast{rank, 0, f};
+        else if (sooner(f, earliest_->forecast)) earliest_->rank = rank, earliest_->forecast = f;
+        if (!counted) ++earliest_->ranks, counted = true;
+    }
 }
 
 JobReport JobReduce::finish() {
@@ -128,6 +144,7 @@ JobReport JobReduce::finish() {
     sharing_.pinning(ranks_, out);
 
     out.sites = sites_.finish(sharing_);
+    out.earliest_forecast = earliest_;
     for (std::size_t i = 0; i < ranks_.size(); ++i) ranks_[i].top_site = sites_.position(top_site_[i]);
 
     out.world_size = world_size_;

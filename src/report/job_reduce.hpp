@@ -32,6 +32,7 @@ public:
 
 private:
     void check_world_size(const std::string& file, const ProcessInfo&);
+    void add_forecasts(std::int64_t rank, const std::vector<Forecast>&);
     std::vector<std::int64_t> worst_ranks() const;
     std::vector<JobRank> by_rank() const;
 
@@ -44,6 +45,7 @@ private:
     JobSiteTable sites_;
     JobStepTable steps_;
     std::vector<JobProblem> problems_;
+    std::optional<JobForecast> earliest_;
 };
 
 }  // namespace cumemaudit::report

@@ -2,6 +2,7 @@
 // summary is: a 1024-rank job reads in one screen, and JobTextDetail asks for every row of a part.
 #include "job.hpp"
 #include "job_end_text.hpp"
+#include "human_numbers.hpp"
 #include "job_ends.hpp"
 #include "site_naming.hpp"
 #include "text.hpp"
@@ -139,11 +140,25 @@ std::vector<std::string> job_site_wheres(const JobReport& j) {
     return distinct_wheres(sites);
 }
 
+// The job's first question once steps were marked: which rank runs out first, when, and what drives it.
+void forecast_part(std::string& t, const JobReport& j) {
+    if (!j.earliest_forecast) return;
+    const JobForecast& e = *j.earliest_forecast;
+    const Forecast& f = e.forecast;
+    t += fmt::format("forecast: {} runs out of memory first, at step ≈ {} ({}–{})", rank_name(e.rank), grouped(*f.oom_step),
+                     grouped(f.oom_step_low.value_or(0)), grouped(f.oom_step_high.value_or(0)));
+    if (f.oom_in_s) t += fmt::format(", in about {}", about(static_cast<double>(*f.oom_in_s)));
+    if (!f.owner.empty()) t += fmt::format(", driven by {}", f.owner);
+    if (!f.site.api.empty()) t += fmt::format(" at {} in {}", f.site.api, where(f.site));
+    t += fmt::format(" ({} of {} ranks forecast to run out)\n", e.ranks, j.reports);
+}
+
 std::string text_summary(const JobReport& j, const JobTextDetail& detail) {
     const Summary& sum = j.summary.process;
     std::string t = fmt::format("cumemaudit merge: {} rank reports, {}\n", j.reports, world_size_words(j.world_size));
     t += fmt::format("job: {} ({} bytes) leaked in {} allocations, each counted once across ranks\n",
                      human_bytes(sum.leaked_bytes), sum.leaked_bytes, sum.leaked_allocations);
+    forecast_part(t, j);
     ends_part(t, j, detail.all_ranks);
     ranks_part(t, j, detail.all_ranks);
     sites_part(t, j, detail.all_sites);

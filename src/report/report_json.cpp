@@ -416,6 +416,11 @@ template <class V> void fields(V& v, JobProblem& p) {
     v.req("what", p.what);
     v.present("rank", p.rank);
 }
+template <class V> void fields(V& v, JobForecast& f) {
+    v.req("rank", f.rank);
+    v.req("ranks", f.ranks);
+    v.req("forecast", f.forecast);
+}
 template <class V> void fields(V& v, JobReport& j) {
     v.req("schema", j.schema);
     v.req("world_size", j.world_size);
@@ -429,6 +434,7 @@ template <class V> void fields(V& v, JobReport& j) {
     v.req("steps", j.steps);
     v.req("problems", j.problems);
     v.opt("rank_ends", j.rank_ends);
+    v.opt("earliest_forecast", j.earliest_forecast);
 }
 
 std::string hex(std::uint64_t x) {
@@ -445,7 +451,7 @@ struct Writer {
         if constexpr (std::is_same_v<T, std::string> || std::is_arithmetic_v<T>) {
             return x;
         } else if constexpr (requires { x.has_value(); }) {
-            return x ? json(*x) : json(nullptr);
+            return x ? value(*x) : json(nullptr);
         } else if constexpr (requires { x.begin()->second; }) {
             json o = json::object();
             for (const auto& [k, v] : x) o[k] = value(v);

@@ -448,14 +448,16 @@ def case_job_64(tmp, node):
     expect(len(lines) <= 60, f"merge printed {len(lines)} lines:\n{text}")
     expect(lines[1] == f"job: 76.0 MiB ({total} bytes) leaked in {allocations} allocations, each counted once across ranks",
            f"job line: {lines[1]}")
-    expect(lines[2].startswith("leaking ranks: 6 of 64,"), f"leaking ranks line: {lines[2]}")
+    # The leaking ranks' steps forecast them to run out: merge leads with the first (docs/FORECAST.md).
+    expect(lines[2].startswith("forecast: rank ") and lines[2].endswith(" of 64 ranks forecast to run out)"), f"forecast line: {lines[2]}")
+    expect(lines[3].startswith("leaking ranks: 6 of 64,"), f"leaking ranks line: {lines[3]}")
     want_ranks = [
         f"  rank 42      30.0 MiB ({leaked[42]} bytes; own 30.0 MiB)  since step 9  at leak_job.py:{create_line} (create)",
         f"  rank 17      24.0 MiB ({leaked[17]} bytes; own 24.0 MiB)  since step 6  at leak_job.py:{create_line} (create)",
         f"  rank 5       18.0 MiB ({leaked[5]} bytes; own 18.0 MiB)  since step 3  at leak_job.py:{create_line} (create)"]
     want_ranks += [f"  rank {r}        4.0 MiB ({JOB_SHARED} bytes; own 0 B)  since step 0  at leak_job.py:{import_line} (share)"
                    for r in JOB_IMPORTERS]
-    expect(lines[3:9] == want_ranks, "leaking ranks:\n" + "\n".join(lines[3:9]))
+    expect(lines[4:10] == want_ranks, "leaking ranks:\n" + "\n".join(lines[4:10]))
     expect(f"    72.0 MiB  unreachable    cuMemCreate at leak_job.py:{create_line} (create)  ranks: 3 [5,17,42]" in lines,
            f"top site line missing:\n{text}")
     # One allocation, three leaked references (ranks 1-3): its bytes once.
@@ -576,7 +578,9 @@ def case_oom_job(tmp, node):
             "leaked; exit code 1",
             "  rank 2 exited with code 3 after step 40",
             "  rank 3 was killed by SIGTERM after step 45"]
-    expect(lines[2:6] == want, "merge's ends:\n" + "\n".join(lines[2:6]) + "\n\nall:\n" + proc.stdout)
+    expect(lines[2].startswith("forecast: rank 1 runs out of memory first, at step ≈ ") and
+           lines[2].endswith(" (1 of 4 ranks forecast to run out)"), f"forecast line: {lines[2]}")
+    expect(lines[3:7] == want, "merge's ends:\n" + "\n".join(lines[3:7]) + "\n\nall:\n" + proc.stdout)
 
     job = json.load(open(job_path))
     ends = job["rank_ends"]

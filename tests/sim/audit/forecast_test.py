@@ -3,6 +3,7 @@
 
 Usage: forecast_test.py CASE   (paths from the environment meson sets; see audit_common.py)."""
 import glob
+import json
 import os
 import subprocess
 import sys
@@ -47,6 +48,26 @@ def case_forecast_leak(tmp):
     bad = check("lots")
     expect((bad.returncode, bad.stderr) == (2, "cumemaudit check: --max-forecast-steps: 'lots' is neither a step count such as "
                                                 "5000 nor a duration such as 90m, 3h or 7d\n"), f"{bad.returncode} {bad.stderr!r}")
+
+
+def case_forecast_job(tmp):
+    """Three ranks leaking, rank 1 faster (1.5 GiB a step: full at step 54, the others at 80): merge leads with
+    the rank that runs out first, its step, what drives it and how many ranks are forecast to run out; the job
+    file keeps it and reads back."""
+    for rank, mib in ((0, "1024"), (1, "1536"), (2, "1024")):
+        run([SCENARIOS, "forecast-leak", mib], tmp, rc=23, env={"RANK": str(rank), "WORLD_SIZE": "3"})
+    job = os.path.join(tmp, "job.json")
+    merged = subprocess.run([CLI, "merge", "-o", job, tmp], capture_output=True, text=True, timeout=60)
+    line = f"forecast: rank 1 runs out of memory first, at step ≈ 54 (54–54), in about 0 s, driven by audit_scenarios at " \
+           f"cuMemCreate in forecast.cpp:{marker_line(SRC, 'leak_create')} ((anonymous namespace)::forecast_leak(int, char**)) " \
+           f"(3 of 3 ranks forecast to run out)\n"
+    expect(merged.stdout.splitlines(keepends=True)[2] == line, f"merge:\n{merged.stdout}")
+    with open(job) as f:
+        earliest = json.load(f)["earliest_forecast"]
+    expect((earliest["rank"], earliest["ranks"], earliest["forecast"]["oom_step"], earliest["forecast"]["trend"]) ==
+           (1, 3, 54, "leak"), f"{earliest}")
+    again = subprocess.run([CLI, "check", job], capture_output=True, text=True, timeout=60)
+    expect(again.returncode == 1 and again.stdout.startswith(f"FAIL {job}: "), f"{again.returncode} {again.stdout} {again.stderr}")
 
 
 CASES = named_cases(globals())
