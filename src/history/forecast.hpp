@@ -44,7 +44,7 @@ struct Forecast {
 
 class Forecaster {
 public:
-    static constexpr std::size_t kPoints = 128, kMinPoints = 8;
+    static constexpr std::size_t kPoints = 64, kMinPoints = 8;
     const Forecast& add(const ForecastPoint&);
     const Forecast& last() const { return forecast_; }
 
