@@ -239,6 +239,21 @@ std::vector<std::pair<Site, std::uint64_t>> Ledger::growth_sites(OwnerId owner, 
     return by_site(std::move(items));
 }
 
+std::vector<std::vector<std::pair<Site, std::uint64_t>>> Ledger::live_sites_by_owner() const {
+    std::vector<std::vector<std::pair<Site, std::uint64_t>>> items(kMaxOwners);
+    state_->classic.for_each([&](std::uint64_t, const detail::ClassicRecord& r) { items[r.owner].emplace_back(r.site(), r.size); });
+    state_->vmm.for_each_live([&](const Site& origin, std::uint64_t size, std::uint32_t, std::size_t, std::uint32_t, std::size_t,
+                                  const std::vector<Site>&, Kind kind, Location, bool) {
+        if (kind != Kind::multicast) items[origin.owner].emplace_back(origin, size);
+    });
+    for (auto& sites : items) {
+        if (sites.empty()) continue;
+        sites = by_site(std::move(sites));
+        if (sites.size() > kOwnerLiveSites) sites.resize(kOwnerLiveSites);
+    }
+    return items;
+}
+
 Ledger::MarkLeaks Ledger::leaks_at_mark() const {
     MarkLeaks out;
     std::vector<std::pair<Site, std::uint64_t>> items;
@@ -389,7 +404,11 @@ Snapshot Ledger::snapshot(Moment moment) const {
     for (const MisuseRow& m : snap.misuse) snap.summary.misuse_events += m.count;
 
     snap.owners = owners_now();
-    for (OwnerRow& row : snap.owners) row.leaked_bytes = leaked_by_owner[row.owner];
+    std::vector<std::vector<std::pair<Site, std::uint64_t>>> live_sites = live_sites_by_owner();
+    for (OwnerRow& row : snap.owners) {
+        row.leaked_bytes = leaked_by_owner[row.owner];
+        row.live_sites = std::move(live_sites[row.owner]);
+    }
     std::stable_sort(snap.owners.begin(), snap.owners.end(),
                      [](const OwnerRow& a, const OwnerRow& b) { return a.live_bytes > b.live_bytes; });
 

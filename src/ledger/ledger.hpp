@@ -103,6 +103,9 @@ public:
     // Live bytes by site of `owner`'s allocations made in epoch `since` or later, largest first. Scans
     // the allocations: for growth alarms, which are rare, never for step samples.
     std::vector<std::pair<Site, std::uint64_t>> growth_sites(OwnerId owner, std::uint32_t since) const;
+    // Live bytes by site per owner id (kMaxOwners entries), each at most kOwnerLiveSites, largest first. Scans
+    // the allocations: for snapshots.
+    std::vector<std::vector<std::pair<Site, std::uint64_t>>> live_sites_by_owner() const;
 
     // What a step mark calls leaked so far: VMM memory whose references are held that lost its last mapping
     // (nothing mapped now, no export fd), by reference site, largest first, and by the owner that created

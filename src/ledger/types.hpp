@@ -123,7 +123,12 @@ struct OwnerRow {
     std::uint64_t live_by_kind[static_cast<int>(Kind::count)] = {};  // memory only: never Kind::multicast
     // Multicast objects' size per device: not memory (the bound memory is), so never in the live figures.
     std::uint64_t multicast_object_bytes = 0;
+    // Snapshots only: the sites that hold most of live_bytes now, largest first, at most kOwnerLiveSites: what
+    // explains a rank that holds more of this owner than its peers.
+    std::vector<std::pair<Site, std::uint64_t>> live_sites{};
 };
+
+inline constexpr std::size_t kOwnerLiveSites = 4;
 
 struct Summary {
     std::uint64_t leaked_bytes = 0;        // each leaked allocation counted once (unreachable + open-export)

@@ -290,9 +290,10 @@ void add_misuse(Report& r, const ledger::Snapshot& snap, Names& names, Suppressi
     }
 }
 
-void add_owners(Report& r, const history::Recording& rec) {
+void add_owners(Report& r, const history::Recording& rec, Names& names) {
     for (const ledger::OwnerRow& o : rec.ledger.owners) {
-        Owner owner{o.name, o.live_bytes, o.peak_bytes, o.leaked_bytes, {}, {}, o.multicast_object_bytes};
+        Owner owner{o.name, o.live_bytes, o.peak_bytes, o.leaked_bytes, {}, {}, o.multicast_object_bytes, {}};
+        for (const auto& [site, bytes] : o.live_sites) owner.live_sites.push_back({bytes, names.site(site)});
         for (int k = 0; k < static_cast<int>(ledger::Kind::count); ++k)
             if (o.live_by_kind[k] != 0) owner.live_by_kind[ledger::to_string(static_cast<ledger::Kind>(k))] = o.live_by_kind[k];
         for (const auto& [device, rows] : rec.owners_by_device)
@@ -368,7 +369,7 @@ Report build(const history::Recording& rec, const ProcessFacts& facts, Symbolize
     add_returns(r, rec.history, names);
     add_leaks(r, rec.ledger, names, supp);
     add_misuse(r, rec.ledger, names, supp);
-    add_owners(r, rec);
+    add_owners(r, rec, names);
     add_shares(r, rec.ledger, names);
     for (const Suppressions::Rule& rule : supp.rules()) r.suppressions.push_back(SuppressionUse{rule.text, rule.hits});
     return r;

@@ -5,14 +5,6 @@
 #include <fmt/format.h>
 
 namespace cumemaudit::report {
-namespace {
-
-std::string signed_bytes(std::int64_t b) {
-    return b < 0 ? "-" + human_bytes(static_cast<std::uint64_t>(-b)) : human_bytes(static_cast<std::uint64_t>(b));
-}
-
-}  // namespace
-
 std::vector<GraphCost> graph_costs(const Report& r) {
     std::vector<GraphCost> out;
     std::uint64_t before = 0;
@@ -34,8 +26,8 @@ std::string graph_table(const Report& r) {
                    "cumulative");
     for (const GraphCost& c : graph_costs(r))
         fmt::format_to(it, "  {:>5} {:>6} {:>12} {:>12} {:>12} {:>12}\n", c.graph->id, c.graph->step,
-                       human_bytes(c.new_bytes), human_bytes(c.shareable_bytes), signed_bytes(c.instantiate_bytes),
-                       signed_bytes(c.cumulative_bytes));
+                       human_bytes(c.new_bytes), human_bytes(c.shareable_bytes), human_signed_bytes(c.instantiate_bytes),
+                       human_signed_bytes(c.cumulative_bytes));
     return out;
 }
 

@@ -15,4 +15,9 @@ std::string human_bytes(std::uint64_t b) {
     return u == 0 ? fmt::format("{} B", b) : fmt::format("{:.1f} {}", v, units[u]);
 }
 
+std::string human_signed_bytes(std::int64_t b, bool plus) {
+    const std::uint64_t magnitude = b < 0 ? static_cast<std::uint64_t>(-(b + 1)) + 1 : static_cast<std::uint64_t>(b);
+    return (b < 0 ? "-" : plus ? "+" : "") + human_bytes(magnitude);
+}
+
 }  // namespace cumemaudit::report

@@ -103,6 +103,30 @@ struct JobForecast {
     Forecast forecast;
 };
 
+// When a rank stands out (job_outliers.hpp): its live bytes of an owner exceed the job's median at a step by
+// more than `mads` median absolute deviations and by at least `floor_bytes`.
+struct OutlierRule {
+    double mads = 5;
+    std::uint64_t floor_bytes = std::uint64_t{256} << 20;
+};
+inline constexpr std::size_t kMaxOutlierRows = 1000;
+
+// A rank that holds more of an owner's memory than the job's other ranks (addition to v1): the steps it stood
+// out at, and the one where it stood out most, with the figures there and the site that explains it.
+struct JobOutlier {
+    std::int64_t rank = -1;
+    std::string owner;
+    std::uint64_t first_step = 0, last_step = 0, steps = 0;  // flagged at `steps` steps of the grid, first to last
+    std::uint64_t steps_checked = 0;                         // steps of the grid the rank was at
+    std::uint64_t step = 0;                                  // where the excess was largest
+    std::uint64_t live_bytes = 0, median_bytes = 0, mad_bytes = 0, excess_bytes = 0;
+    std::int64_t rank_excess_bytes = 0;  // the rank's live bytes (every owner) less the job's median there
+    // The site of this owner where the rank held most above the job's median for that site when its report was
+    // written, and by how much: unset where none of its largest sites did.
+    std::optional<Site> site;
+    std::uint64_t site_bytes = 0, site_excess_bytes = 0;
+};
+
 struct JobReport {
     std::string schema = kJobSchema;
     std::int64_t world_size = -1;  // -1: no report said
@@ -118,6 +142,9 @@ struct JobReport {
     // addition to v1: the ranks that did not end cleanly, by rank; every rank's end is in `ranks`
     std::vector<JobEndRow> rank_ends;
     std::optional<JobForecast> earliest_forecast;  // null: no rank forecast to run out
+    std::vector<JobOutlier> outliers;  // largest excess first, at most kMaxOutlierRows
+    std::uint64_t outlier_pairs = 0;   // (rank, owner) pairs flagged in all
+    OutlierRule outlier_rule{};
 };
 
 nlohmann::json to_json(const JobReport&);

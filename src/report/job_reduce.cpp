@@ -71,6 +71,7 @@ void JobReduce::add(const std::string& file, Report&& r) {
     const std::size_t index = ranks_.size();
     if (rank >= 0 && !earlier_image) index_of_rank_[rank] = index;
 
+    outliers_.add(index, r);
     const ImportsBySite leaked_imports = sharing_.add(index, r, row);
     row.own_leaked_bytes = row.leaked_bytes - std::min(row.leaked_bytes, row.imported_leaked_bytes);
     top_site_.push_back(sites_.add(rank, r.leaks, leaked_imports));
@@ -147,6 +148,7 @@ JobReport JobReduce::finish() {
     out.earliest_forecast = earliest_;
     for (std::size_t i = 0; i < ranks_.size(); ++i) ranks_[i].top_site = sites_.position(top_site_[i]);
 
+    outliers_.finish(rule_, ranks_, out);
     out.world_size = world_size_;
     out.reports = ranks_.size();
     out.ranks = by_rank();

@@ -1,7 +1,8 @@
 // job_reduce: N rank reports into the job model (job.hpp), the arithmetic of `cumemaudit merge`: leaks per
 // rank, the worst ranks, leak sites across ranks (job_sites.hpp), leaked imports counted once and who pins
-// whom (job_sharing.hpp), steps per rank and summed by step number (job_steps.hpp), and the problems found
-// on the way (duplicate or mismatched ranks, ranks that left only a checkpoint, ranks with no report).
+// whom (job_sharing.hpp), steps per rank and summed by step number (job_steps.hpp), the ranks that stand out
+// (job_outliers.hpp), and the problems found on the way (duplicate or mismatched ranks, ranks that left only
+// a checkpoint, ranks with no report).
 // Reports are added one at a time and reduced at once, so memory grows with distinct sites and shared
 // handles, not with the number of reports.
 #pragma once
@@ -9,6 +10,7 @@
 #include "job.hpp"
 #include "job_sharing.hpp"
 #include "job_sites.hpp"
+#include "job_outliers.hpp"
 #include "job_steps.hpp"
 
 #include <map>
@@ -21,6 +23,7 @@ inline constexpr std::size_t kJobWorstRanks = 5;
 
 class JobReduce {
 public:
+    explicit JobReduce(const OutlierRule& rule = {}) : rule_(rule) {}
     // The report read from `file`; a rank already added is a problem, not merged.
     void add(const std::string& file, Report&&);
     // A problem of the job: a file that could not be read, a directory with no reports. rank -1: unknown.
@@ -44,6 +47,8 @@ private:
     JobSharing sharing_;
     JobSiteTable sites_;
     JobStepTable steps_;
+    JobOutlierTable outliers_;
+    OutlierRule rule_;
     std::vector<JobProblem> problems_;
     std::optional<JobForecast> earliest_;
 };

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 namespace cumemaudit::report {
 namespace {
@@ -153,12 +154,44 @@ void forecast_part(std::string& t, const JobReport& j) {
     t += fmt::format(" ({} of {} ranks forecast to run out)\n", e.ranks, j.reports);
 }
 
+// "why is this rank different?": one line a rank, its owners that stand out largest first, each with the site
+// that explains it.
+void outliers_part(std::string& t, const JobReport& j, bool all) {
+    if (j.outliers.empty()) return;
+    std::vector<std::int64_t> order;
+    std::map<std::int64_t, std::vector<const JobOutlier*>> by_rank;
+    for (const JobOutlier& o : j.outliers) {
+        if (!by_rank.count(o.rank)) order.push_back(o.rank);
+        by_rank[o.rank].push_back(&o);
+    }
+    t += fmt::format("ranks that stand out: {} of {} (an owner's live bytes over the job's median by more than {:g} "
+                     "median absolute deviations and at least {}):\n",
+                     order.size(), j.reports, j.outlier_rule.mads, human_bytes(j.outlier_rule.floor_bytes));
+    const std::size_t shown = all ? order.size() : std::min(order.size(), kTextRanks);
+    for (std::size_t i = 0; i < shown; ++i) {
+        const std::vector<const JobOutlier*>& rows = by_rank[order[i]];
+        const JobOutlier& top = *rows.front();
+        std::string line = fmt::format("  {}: {} over the median at step {}", rank_name(top.rank), human_signed_bytes(top.rank_excess_bytes, true), top.step);
+        for (const JobOutlier* o : rows) {
+            line += fmt::format("{}{} +{}", o == &top ? ", " : "; ", o->owner, human_bytes(o->excess_bytes));
+            if (o->site) line += fmt::format(" at {} in {}", o->site->api, where(*o->site));
+            line += o->steps == 1 ? fmt::format(" (at step {} only)", o->first_step)
+                                  : fmt::format(" (at {} of {} steps, {}–{})", o->steps, o->steps_checked, o->first_step, o->last_step);
+        }
+        t += line + "\n";
+    }
+    if (shown < order.size()) t += fmt::format("  … {} more ranks that stand out (--all-ranks)\n", order.size() - shown);
+    if (j.outlier_pairs > j.outliers.size())
+        t += fmt::format("  … the job has {} (rank, owner) pairs standing out; the JSON keeps the largest {}\n", j.outlier_pairs, j.outliers.size());
+}
+
 std::string text_summary(const JobReport& j, const JobTextDetail& detail) {
     const Summary& sum = j.summary.process;
     std::string t = fmt::format("cumemaudit merge: {} rank reports, {}\n", j.reports, world_size_words(j.world_size));
     t += fmt::format("job: {} ({} bytes) leaked in {} allocations, each counted once across ranks\n",
                      human_bytes(sum.leaked_bytes), sum.leaked_bytes, sum.leaked_allocations);
     forecast_part(t, j);
+    outliers_part(t, j, detail.all_ranks);
     ends_part(t, j, detail.all_ranks);
     ranks_part(t, j, detail.all_ranks);
     sites_part(t, j, detail.all_sites);

@@ -62,12 +62,20 @@ struct Misuse {
     Site site;
 };
 
+// Where an owner's live memory sits: one site and its live bytes.
+struct LiveSite {
+    std::uint64_t bytes = 0;
+    Site site;
+};
+
 struct Owner {
     std::string owner;
     std::uint64_t live_bytes = 0, peak_bytes = 0, leaked_bytes = 0;
     std::map<std::string, std::uint64_t> live_by_kind;  // kind ("vmm_physical", "classic", …) → live bytes
     std::map<std::string, std::uint64_t> live_by_device;  // a process on several devices: "0", "1", … → device bytes
     std::uint64_t multicast_object_bytes = 0;  // its multicast objects' size per device: not memory, not in live_bytes
+    // addition to v1: the sites that held most of live_bytes when written, largest first (at most 4)
+    std::vector<LiveSite> live_sites;
 };
 
 // One PyTorch memory pool as its caching allocator sees it (the default pool, or one CUDA graph pool), from

@@ -63,6 +63,11 @@ template <class V> void fields(V& v, Owner& o) {
     v.opt("live_by_kind", o.live_by_kind);
     v.opt("live_by_device", o.live_by_device);
     v.opt("multicast_object_bytes", o.multicast_object_bytes);
+    v.opt("live_sites", o.live_sites);
+}
+template <class V> void fields(V& v, LiveSite& l) {
+    v.req("bytes", l.bytes);
+    v.req("site", l.site);
 }
 template <class V> void fields(V& v, Step& s) {
     v.req("step", s.step);
@@ -421,6 +426,27 @@ template <class V> void fields(V& v, JobForecast& f) {
     v.req("ranks", f.ranks);
     v.req("forecast", f.forecast);
 }
+template <class V> void fields(V& v, OutlierRule& r) {
+    v.req("mads", r.mads);
+    v.req("floor_bytes", r.floor_bytes);
+}
+template <class V> void fields(V& v, JobOutlier& o) {
+    v.req("rank", o.rank);
+    v.req("owner", o.owner);
+    v.req("step", o.step);
+    v.req("first_step", o.first_step);
+    v.req("last_step", o.last_step);
+    v.req("steps", o.steps);
+    v.req("steps_checked", o.steps_checked);
+    v.req("live_bytes", o.live_bytes);
+    v.req("median_bytes", o.median_bytes);
+    v.req("mad_bytes", o.mad_bytes);
+    v.req("excess_bytes", o.excess_bytes);
+    v.req("rank_excess_bytes", o.rank_excess_bytes);
+    v.present("site", o.site);
+    v.opt("site_bytes", o.site_bytes);
+    v.opt("site_excess_bytes", o.site_excess_bytes);
+}
 template <class V> void fields(V& v, JobReport& j) {
     v.req("schema", j.schema);
     v.req("world_size", j.world_size);
@@ -435,6 +461,9 @@ template <class V> void fields(V& v, JobReport& j) {
     v.req("problems", j.problems);
     v.opt("rank_ends", j.rank_ends);
     v.opt("earliest_forecast", j.earliest_forecast);
+    v.opt("outliers", j.outliers);
+    v.opt("outlier_pairs", j.outlier_pairs);
+    v.opt("outlier_rule", j.outlier_rule);
 }
 
 std::string hex(std::uint64_t x) {
@@ -497,6 +526,9 @@ struct Reader {
             x = j.get<T>();
         } else if constexpr (std::is_integral_v<T>) {
             if (!j.is_number_integer()) fail(p, "an integer", j);
+            x = j.get<T>();
+        } else if constexpr (std::is_floating_point_v<T>) {
+            if (!j.is_number()) fail(p, "a number", j);
             x = j.get<T>();
         } else if constexpr (std::is_same_v<T, std::string>) {
             if (!j.is_string()) fail(p, "a string", j);

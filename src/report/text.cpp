@@ -1,4 +1,5 @@
 #include "text.hpp"
+#include "forecast_text.hpp"
 
 #include "gate.hpp"
 #include "graph_cost.hpp"
@@ -182,6 +183,9 @@ std::string text_summary(const Report& r, const TextDetail& detail) {
         fmt::format_to(it, "  (at most the first {} returns are listed; the driver took back {} bytes in all)\n", kReturnsKept,
                        r.summary.returned_bytes);
     out += graph_table(r);
+    // Where the steps lead: each device's forecast, once it has one.
+    for (const Forecast& f : r.forecasts)
+        if (f.oom_step) fmt::format_to(it, "\nForecast: {}\n", forecast_line(f));
     for (const SuppressionUse& s : r.suppressions)
         if (s.hits) fmt::format_to(it, "\nSuppressed {} rows by {}", s.hits, s.rule);
     if (r.summary.suppressed_leaks + r.summary.suppressed_misuse) out += '\n';

@@ -2,6 +2,8 @@
 // of 2 MiB (cuMemCreate, never released), prints "ready", then obeys its stdin one line at a time:
 //   leak        one more leaked allocation; prints "leaked BYTES" (all leaked so far)
 //   handled     prints "handled N": how many times its own handler (--own-handler) ran
+//   steps N     N steps, each leaking one more allocation and marked with cumemaudit_step (numbered on from
+//               the last); prints "stepped N"
 //   exit CODE   returns CODE from main
 //   signal SIG  kill(getpid(), SIG), the disposition left as it is; prints "signalled SIG" if it goes on
 //   kill SIG    sets SIG to its default and kill(getpid(), SIG), as Python's exit after Ctrl-C does
@@ -18,10 +20,12 @@
 
 #include <cuda.h>
 
+#include <dlfcn.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -120,6 +124,15 @@ int main(int argc, char** argv) {
         if (std::strncmp(line, "leak", 4) == 0) {
             leak_one();
             std::printf("leaked %zu\n", g_leaked);
+        } else if (std::strncmp(line, "steps ", 6) == 0) {
+            static const auto mark = reinterpret_cast<void (*)(std::uint64_t)>(dlsym(RTLD_DEFAULT, "cumemaudit_step"));
+            static std::uint64_t step = 0;
+            const int n = std::atoi(line + 6);
+            for (int i = 0; i < n; ++i) {
+                leak_one();
+                if (mark != nullptr) mark(++step);
+            }
+            std::printf("stepped %d\n", n);
         } else if (std::strncmp(line, "handled", 7) == 0) {
             std::printf("handled %d\n", static_cast<int>(g_handled));
         } else if (std::strncmp(line, "queue ", 6) == 0) {

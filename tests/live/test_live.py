@@ -85,6 +85,15 @@ def lines(err, prefix):
     return [l for l in err.splitlines() if l.startswith(prefix)]
 
 
+def site_line(name):
+    """The line of live_job.cpp marked `// site:NAME`."""
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "live_job.cpp")) as f:
+        for n, text in enumerate(f, 1):
+            if f"// site:{name}" in text:
+                return n
+    raise Failure(f"no site:{name} in live_job.cpp")
+
+
 def snapshot(pid, *flags, rc=0):
     proc = subprocess.run([CLI, "snapshot", str(pid), *flags], capture_output=True, text=True, timeout=60)
     expect(rc is None or proc.returncode == rc, f"snapshot {pid}: exit {proc.returncode}, expected {rc}\nstdout: {proc.stdout}\n"
@@ -250,6 +259,30 @@ def case_snapshot(tmp):
         expect(rc == 5, f"the job exits with its own code: {rc}\n{err}")
         _, rep = only_report(tmp)
         expect(rep["process"]["exit_code"] == 5 and rep["summary"]["leaked_bytes"] == 3 * LEAK, f"{rep['summary']}")
+    finally:
+        job.kill()
+
+
+def case_snapshot_forecast(tmp):
+    """A job that holds 2 MiB more at each step: after 12 steps `snapshot` prints the report's path alone on stdout,
+    and where the job is heading on stderr: the device's forecast as the report has it (growing, not leak: the
+    handles are held, never mapped), with the rate and the line that drives it."""
+    job = Job(tmp, 2, options=["checkpoint_s=0"])
+    try:
+        expect(job.say("steps 12") == "stepped 12", "the job did not step")
+        proc = snapshot(job.pid)
+        path = proc.stdout.strip()
+        expect(proc.stdout == path + "\n" and reports(tmp) == [path], f"stdout: {proc.stdout!r}")
+        with open(path) as f:
+            (fc,) = json.load(f)["forecasts"]
+        expect((fc["trend"], fc["step"], fc["rate_bytes_per_step"], fc["owner"]) == ("growing", 12, 2 * MiB, "live_job"), f"{fc}")
+        grouped = lambda n: f"{n:,}"
+        want = (re.escape(f"cumemaudit snapshot: forecast: device 0 runs out of memory at step ≈ {grouped(fc['oom_step'])} "
+                          f"({grouped(fc['oom_step_low'])}–{grouped(fc['oom_step_high'])}), {grouped(fc['oom_step'] - 12)} steps "
+                          "after step 12, in about ") + r"\d+ (s|min)" +
+                re.escape(f": memory of live_job grows 2.0 MiB per step, most at cuMemCreate in live_job.cpp:{site_line('live_leak')} "
+                          "((anonymous namespace)::leak_one())"))
+        expect(re.fullmatch(want, proc.stderr.rstrip("\n")) is not None, f"stderr: {proc.stderr!r}\nwanted: {want}")
     finally:
         job.kill()
 

@@ -6,6 +6,7 @@
 #include "report_files.hpp"
 #include "run_env.hpp"
 #include "site_text.hpp"
+#include "size_flag.hpp"
 #include "terminal_out.hpp"
 
 #include "report/gate.hpp"
@@ -33,15 +34,6 @@ std::string change_text(const SiteChange& c) {
     if (!c.baseline_bytes) return "new site: " + row_text(c.row);
     return fmt::format("grew: {}, +{} over the baseline's {}", row_text(c.row),
                        report::human_bytes(c.row.bytes - *c.baseline_bytes), report::human_bytes(*c.baseline_bytes));
-}
-
-std::optional<std::uint64_t> size_flag(const char* flag, const std::optional<std::string>& text) {
-    if (!text) return std::nullopt;
-    try {
-        return options::Bytes(text->c_str()).value;  // the options table's one size grammar
-    } catch (const options::OptionError&) {
-        throw UsageError(fmt::format("{}: '{}' is not a size such as 4096, 500MiB or 1.5GiB", flag, *text));
-    }
 }
 
 // How soon a forecast may say the device runs out: within so many steps, or so much time.

@@ -5,12 +5,14 @@
 #include "html_page.hpp"
 #include "report/job_end_text.hpp"
 #include "report/job_ends.hpp"
+#include "report/human_numbers.hpp"
 #include "report/site_naming.hpp"
 #include "report/text.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 
 namespace cumemaudit::cli {
 namespace {
@@ -185,6 +187,56 @@ std::string end_cards(const report::JobReport& j) {
     return s;
 }
 
+// The rank forecast to run out first, leading the page as it leads merge's text.
+std::string forecast_part(const report::JobReport& j) {
+    if (!j.earliest_forecast) return {};
+    const report::JobForecast& e = *j.earliest_forecast;
+    const report::Forecast& f = e.forecast;
+    std::string s = fmt::format("<div class=\"verdict bad\" id=\"forecast\"><p><b>{} runs out of memory first</b>, at step ≈ {} "
+                                "({}–{})", e.rank >= 0 ? fmt::format("Rank {}", e.rank) : std::string("A process without rank"),
+                                report::grouped(*f.oom_step), report::grouped(f.oom_step_low.value_or(0)),
+                                report::grouped(f.oom_step_high.value_or(0)));
+    if (f.oom_in_s) s += fmt::format(", in about {}", report::about(static_cast<double>(*f.oom_in_s)));
+    if (!f.owner.empty()) s += fmt::format(", driven by <b>{}</b>", html_escape(f.owner));
+    if (!f.site.api.empty()) s += fmt::format(" at <code>{}</code> ({})", html_escape(report::where(f.site)), html_escape(f.site.api));
+    return s + fmt::format(". {} of {} ranks are forecast to run out.</p></div>\n", e.ranks, j.reports);
+}
+
+std::size_t standing_out(const report::JobReport& j) {
+    std::set<std::int64_t> ranks;
+    for (const report::JobOutlier& o : j.outliers) ranks.insert(o.rank);
+    return ranks.size();
+}
+
+// The ranks that hold more than their peers: one row per rank and owner, the site that explains it.
+std::string outliers_part(const report::JobReport& j) {
+    const report::OutlierRule& rule = j.outlier_rule;
+    std::string s = fmt::format("<p>A rank stands out where an owner's live bytes exceed the job's median at a step by more "
+                                "than {:g} median absolute deviations and by at least {}.</p>\n", rule.mads, human_bytes(rule.floor_bytes));
+    if (j.outliers.empty()) return s + "<p class=\"none\">No rank stands out: the ranks hold alike.</p>\n";
+    s += "<table class=\"outliers\"><thead><tr><th>rank</th><th>owner</th><th>over the median</th><th>holds</th><th>median</th>"
+         "<th>rank over the median (every owner)</th><th>at step</th><th>steps standing out</th><th>explained by</th></tr></thead><tbody>\n";
+    for (const report::JobOutlier& o : j.outliers) {
+        const std::string rank_total = fmt::format("<td class=\"num\" data-sort=\"{0}\" title=\"{0} bytes\">{1}</td>", o.rank_excess_bytes,
+                                                   report::human_signed_bytes(o.rank_excess_bytes, true));
+        s += fmt::format("<tr data-rank=\"{}\">", o.rank) + rank_cell(o.rank) + text_cell(o.owner) + bytes_cell(o.excess_bytes) +
+             bytes_cell(o.live_bytes) + bytes_cell(o.median_bytes) + rank_total + num_cell(static_cast<std::int64_t>(o.step)) +
+             text_cell(fmt::format("{} of {} ({}–{})", o.steps, o.steps_checked, o.first_step, o.last_step)) +
+             (o.site ? fmt::format("<td><code>{}</code> {} holds {} (+{})</td>", html_escape(report::where(*o.site)), html_escape(o.site->api),
+                                   human_bytes(o.site_bytes), human_bytes(o.site_excess_bytes))
+                     : text_cell("—")) + "</tr>\n";
+    }
+    s += "</tbody></table>\n";
+    if (j.outlier_pairs > j.outliers.size())
+        s += fmt::format("<p>… and {} more (rank, owner) pairs; the largest {} are listed.</p>\n", j.outlier_pairs - j.outliers.size(),
+                         j.outliers.size());
+    const std::string heat = job_heatmap_svg(j, HeatOf::excess);
+    if (!heat.empty())
+        s += "<h3>Live bytes over the job's median, rank by step</h3>\n<p>Blue where a rank held more than the median rank "
+             "by at least the floor, darker with more bytes.</p>\n" + heat;
+    return s;
+}
+
 std::string ranks_table(const report::JobReport& j) {
     std::string s = "<table class=\"ranks\"><thead><tr><th>rank</th><th>leaked (held)</th><th>own</th><th>since</th>"
                     "<th>held at exit (not leaked)</th><th>pins peers</th><th>pinned by peers</th><th>exit</th><th>end</th><th>file</th>"
@@ -203,15 +255,18 @@ std::string html_job_page(const report::JobReport& j) {
     const std::vector<std::size_t> leaking = leaking_ranks(j);
     std::string s = fmt::format("<p class=\"meta\">{} rank reports, {}; bytes in KiB/MiB/GiB (1 GiB = 2<sup>30</sup> "
                                 "bytes), exact figures on hover.</p>\n", j.reports, report::world_size_words(j.world_size));
+    s += forecast_part(j);
     s += verdict(j, leaking);
     s += "<div class=\"cards\">" + html_card("leaked", human_bytes(m.leaked_bytes), m.leaked_bytes != 0) +
          html_card("leaking ranks", fmt::format("{} of {}", leaking.size(), j.ranks.size()), !leaking.empty()) +
          html_card("leak sites", std::to_string(j.sites.size()), !j.sites.empty()) +
          html_card("held at exit, not leaks", human_bytes(m.unfreed_bytes + m.mapped_at_exit_bytes)) +
          html_card("pinned by peers", human_bytes(j.summary.pinned_by_peers_bytes), j.summary.pinned_by_peers_bytes != 0) +
+         html_card("ranks that stand out", fmt::format("{} of {}", standing_out(j), j.ranks.size()), !j.outliers.empty()) +
          html_card("did not end cleanly", fmt::format("{} of {}", j.rank_ends.size(), j.ranks.size()), !j.rank_ends.empty()) +
          html_card("problems", std::to_string(j.problems.size()), !j.problems.empty()) + "</div>\n";
     s += end_cards(j);
+    s += "<h2>Ranks that stand out</h2>\n" + outliers_part(j);
     s += "<h2>Leaking ranks</h2>\n" + leaking_table(j, leaking);
     s += "<h2>Leaked bytes over steps</h2>\n";
     std::vector<std::size_t> drawn(leaking.begin(), leaking.begin() + static_cast<std::ptrdiff_t>(std::min(leaking.size(), kRanksDrawn)));

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <map>
 #include <set>
 
 namespace cumemaudit::cli {
@@ -120,35 +121,74 @@ std::string job_leak_chart_svg(const report::JobReport& job, const std::vector<s
     return s + "</svg>\n";
 }
 
-std::string job_heatmap_svg(const report::JobReport& job) {
+namespace {
+
+// Each rank's live bytes less the job's median at that step: the excess a rank holds over its peers, every
+// owner together; 0 below the job's outlier floor, so that ranks differing by a little draw nothing.
+std::vector<std::vector<std::uint64_t>> excess_by_rank(const report::JobReport& job) {
+    std::map<std::uint64_t, std::vector<std::uint64_t>> at_step;
+    for (const report::JobRank& r : job.ranks)
+        for (const report::JobRankStep& st : r.steps) at_step[st.step].push_back(st.live_bytes);
+    std::map<std::uint64_t, std::uint64_t> median;
+    for (auto& [step, v] : at_step) {
+        std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+        median[step] = v[v.size() / 2];
+    }
+    std::vector<std::vector<std::uint64_t>> out;
+    for (const report::JobRank& r : job.ranks) {
+        std::vector<std::uint64_t>& row = out.emplace_back();
+        for (const report::JobRankStep& st : r.steps) {
+            const std::uint64_t excess = st.live_bytes > median[st.step] ? st.live_bytes - median[st.step] : 0;
+            row.push_back(excess >= job.outlier_rule.floor_bytes ? excess : 0);
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string job_heatmap_svg(const report::JobReport& job, HeatOf what) {
     const std::vector<std::uint64_t> steps = job_step_numbers(job);
     const std::size_t rows = job.ranks.size();
     if (steps.empty() || rows == 0) return {};
-    // Columns: each step, or consecutive steps binned, each cell the largest leaked bytes in its bin.
+    const bool leaks = what == HeatOf::leaked;
+    std::vector<std::vector<std::uint64_t>> values;  // parallel to each rank's steps
+    if (leaks)
+        for (const report::JobRank& r : job.ranks) {
+            std::vector<std::uint64_t>& row = values.emplace_back();
+            for (const report::JobRankStep& st : r.steps) row.push_back(st.leaked_bytes);
+        }
+    else
+        values = excess_by_rank(job);
+    // Columns: each step, or consecutive steps binned, each cell the largest value in its bin.
     const std::size_t cols = std::min(steps.size(), kMaxHeatColumns);
     const auto column = [&](std::uint64_t step) {
         const std::size_t i = static_cast<std::size_t>(std::lower_bound(steps.begin(), steps.end(), step) - steps.begin());
         return i * cols / steps.size();
     };
-    std::vector<std::uint64_t> cell(rows * cols, 0);
+    std::vector<std::uint64_t> cell(rows * cols, 0), rank_max(rows, 0);
     std::vector<bool> seen(rows * cols, false);
     std::uint64_t max = 0;
     for (std::size_t r = 0; r < rows; ++r)
-        for (const report::JobRankStep& st : job.ranks[r].steps) {
-            const std::size_t c = r * cols + column(st.step);
-            cell[c] = std::max(cell[c], st.leaked_bytes);
+        for (std::size_t k = 0; k < job.ranks[r].steps.size(); ++k) {
+            const std::size_t c = r * cols + column(job.ranks[r].steps[k].step);
+            const std::uint64_t v = values[r][k];
+            cell[c] = std::max(cell[c], v);
             seen[c] = true;
-            max = std::max(max, st.leaked_bytes);
+            rank_max[r] = std::max(rank_max[r], v);
+            max = std::max(max, v);
         }
+    if (!leaks && max == 0) return {};
     constexpr double left = 70, right = 20, top = 8, bottom = 52, width = 960;
     const double h = std::clamp(720.0 / static_cast<double>(rows), 2.0, 14.0);
     const double w = (width - left - right) / static_cast<double>(cols);
     const double height = top + h * static_cast<double>(rows) + bottom;
     const bool titles = rows * cols <= kMaxHeatTitles;
-    std::string s = fmt::format("<svg class=\"chart heatmap\" id=\"job-heatmap\" xmlns=\"http://www.w3.org/2000/svg\" "
-                                "viewBox=\"0 0 {} {:.0f}\" role=\"img\" aria-label=\"leaked bytes, rank by step\">\n",
-                                width, height);
-    // Row labels never overlap: the leaking ranks first, most bytes first, then others at a regular spacing,
+    std::string s = fmt::format("<svg class=\"chart heatmap\" id=\"{}\" xmlns=\"http://www.w3.org/2000/svg\" "
+                                "viewBox=\"0 0 {} {:.0f}\" role=\"img\" aria-label=\"{}, rank by step\">\n",
+                                leaks ? "job-heatmap" : "job-excess-heatmap", width, height,
+                                leaks ? "leaked bytes" : "live bytes over the job's median");
+    // Row labels never overlap: the ranks with a value first, most bytes first, then others at a regular spacing,
     // each where no label is already within a label's height.
     constexpr double kLabelGap = 9;
     std::set<double> label_y;
@@ -161,30 +201,30 @@ std::string job_heatmap_svg(const report::JobReport& job) {
         label_y.insert(ry);
         labelled[r] = true;
     };
-    std::vector<std::size_t> by_leak;
+    std::vector<std::size_t> marked;
     for (std::size_t r = 0; r < rows; ++r)
-        if (job.ranks[r].leaked_bytes > 0) by_leak.push_back(r);
-    std::stable_sort(by_leak.begin(), by_leak.end(),
-                     [&](std::size_t a, std::size_t b) { return job.ranks[a].leaked_bytes > job.ranks[b].leaked_bytes; });
-    for (const std::size_t r : by_leak) place(r);
+        if (rank_max[r] > 0) marked.push_back(r);
+    std::stable_sort(marked.begin(), marked.end(), [&](std::size_t a, std::size_t b) { return rank_max[a] > rank_max[b]; });
+    for (const std::size_t r : marked) place(r);
     const std::size_t label_every = std::max<std::size_t>(1, static_cast<std::size_t>(std::ceil(2 * kLabelGap / h)));
     for (std::size_t r = 0; r < rows; r += label_every) place(r);
     for (std::size_t r = 0; r < rows; ++r) {
         const report::JobRank& rank = job.ranks[r];
         const double ry = top + h * static_cast<double>(r);
         if (labelled[r])
-            s += fmt::format("<text class=\"ylabel{}\" x=\"{}\" y=\"{:.1f}\">{}</text>\n", rank.leaked_bytes > 0 ? " leaking" : "",
+            s += fmt::format("<text class=\"ylabel{}\" x=\"{}\" y=\"{:.1f}\">{}</text>\n", rank_max[r] > 0 ? (leaks ? " leaking" : " excess") : "",
                              left - 6, ry + std::min(h, 12.0) - 2, html_escape(rank_label(rank)));
         for (std::size_t c = 0; c < cols; ++c) {
             const std::uint64_t b = cell[r * cols + c];
             if (!seen[r * cols + c]) continue;
-            // White is nothing leaked; any leak is visibly red, darker with more bytes.
+            // White is nothing; any value is visibly coloured (leaks red, excess blue), darker with more bytes.
             const double f = b == 0 || max == 0 ? 0.0 : 0.25 + 0.75 * static_cast<double>(b) / static_cast<double>(max);
             const int g = static_cast<int>(std::lround(245 - 205 * f));
+            const int strong = b == 0 ? 245 : 230;
             s += fmt::format("<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" fill=\"rgb({},{},{})\"",
-                             left + w * static_cast<double>(c), ry, w + 0.05, h + 0.05, b == 0 ? 245 : 230, g, g);
-            s += titles ? fmt::format("><title>{} · step {}: {} leaked ({} bytes)</title></rect>\n", html_escape(rank_label(rank)),
-                                      steps[c * steps.size() / cols], report::human_bytes(b), b)
+                             left + w * static_cast<double>(c), ry, w + 0.05, h + 0.05, leaks ? strong : g, g, leaks ? g : strong);
+            s += titles ? fmt::format("><title>{} · step {}: {} {} ({} bytes)</title></rect>\n", html_escape(rank_label(rank)),
+                                      steps[c * steps.size() / cols], report::human_bytes(b), leaks ? "leaked" : "over the job's median", b)
                         : "/>\n";
         }
         if (const report::JobRankStep* end = end_point(rank)) {  // over the cell where it ended; its row is empty after

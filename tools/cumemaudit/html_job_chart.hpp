@@ -13,8 +13,10 @@ namespace cumemaudit::cli {
 // kept, with a legend. Empty without steps.
 std::string job_leak_chart_svg(const report::JobReport&, const std::vector<std::size_t>& drawn);
 
-// A job: every rank a row, every step (or bin of steps) a column, each cell red by the leaked bytes, white
-// where nothing leaked; for the many ranks one chart of lines cannot tell apart. Empty without steps.
-std::string job_heatmap_svg(const report::JobReport&);
+// A job: every rank a row, every step (or bin of steps) a column, each cell red by the leaked bytes (white
+// where nothing leaked), or blue by the live bytes over the job's median at that step (white below the outlier floor);
+// for the many ranks one chart of lines cannot tell apart. Empty without steps, and for excess without any.
+enum class HeatOf { leaked, excess };
+std::string job_heatmap_svg(const report::JobReport&, HeatOf = HeatOf::leaked);
 
 }  // namespace cumemaudit::cli

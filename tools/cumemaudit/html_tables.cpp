@@ -23,9 +23,7 @@ std::string bytes_cell(std::uint64_t b) {
     return fmt::format("<td class=\"num\" data-sort=\"{0}\" title=\"{0} bytes\">{1}</td>", b, report::human_bytes(b));
 }
 std::string signed_bytes_cell(std::int64_t b) {
-    const std::uint64_t mag = b < 0 ? static_cast<std::uint64_t>(-(b + 1)) + 1 : static_cast<std::uint64_t>(b);
-    return fmt::format("<td class=\"num\" data-sort=\"{0}\" title=\"{0} bytes\">{1}{2}</td>", b, b < 0 ? "-" : "",
-                       report::human_bytes(mag));
+    return fmt::format("<td class=\"num\" data-sort=\"{0}\" title=\"{0} bytes\">{1}</td>", b, report::human_signed_bytes(b));
 }
 std::string num_cell(std::uint64_t v) { return fmt::format("<td class=\"num\" data-sort=\"{0}\">{0}</td>", v); }
 std::string text_cell(const std::string& t) { return "<td>" + html_escape(t) + "</td>"; }

@@ -10,6 +10,7 @@
 #include "html_cmd.hpp"
 #include "locate.hpp"
 #include "merge_cmd.hpp"
+#include "size_flag.hpp"
 #include "common/options.hpp"
 #include "reports_cmd.hpp"
 #include "run_env.hpp"
@@ -20,9 +21,11 @@
 #include "trace_cmd.hpp"
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
@@ -145,6 +148,23 @@ int main(int argc, char** argv) {
     merge_cmd->add_flag("--pinning", merge_detail.pinning, "List every cross-rank pinning pair, not the largest few");
     merge_cmd->add_flag("--steps", merge_detail.steps, "List every step, not first/last/peak growth");
     merge_cmd->add_flag("-v,--verbose", merge_verbose, "All of the above");
+    cumemaudit::report::OutlierRule merge_rule;
+    std::optional<std::string> merge_floor;
+    merge_cmd->add_option("--outlier-mads", merge_rule.mads,
+                          fmt::format("A rank stands out where an owner's live bytes exceed the job's median by more than this many "
+                                      "median absolute deviations (default {})", merge_rule.mads))
+        ->type_name("K")
+        ->check(CLI::Validator(
+            [](std::string& text) {
+                char* end = nullptr;
+                const double k = std::strtod(text.c_str(), &end);
+                return end != text.c_str() && *end == '\0' && k > 0 && std::isfinite(k) ? std::string()
+                                                                                        : "'" + text + "' is not a number above 0";
+            },
+            "K"));
+    merge_cmd->add_option("--outlier-floor", merge_floor,
+                          "… and by at least this much (a size: 4096, 500MiB, 1.5GiB; default 256MiB)")
+        ->type_name("SIZE");
 
     std::vector<std::string> trace_files;
     std::string trace_out;
@@ -211,7 +231,8 @@ int main(int argc, char** argv) {
         if (*report_cmd) return report_command(report_files, report_detail);
         if (*merge_cmd) {
             if (merge_verbose) merge_detail = {true, true, true, true};
-            return merge_command(merge_paths, merge_out, merge_detail);
+            if (merge_floor) merge_rule.floor_bytes = *size_flag("--outlier-floor", merge_floor);
+            return merge_command(merge_paths, merge_out, merge_detail, merge_rule);
         }
         if (*symbolize_cmd) return symbolize_command(symbolize_files, symbolize_search, symbolize_debug);
         if (*snapshot_cmd) return snapshot_command(snapshot_pid, snapshot_timeout);

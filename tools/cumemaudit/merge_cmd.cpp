@@ -52,8 +52,8 @@ void reduce_files(const std::vector<std::string>& files, report::JobReduce& job)
 
 }  // namespace
 
-std::optional<report::JobReport> merge_job(const std::vector<std::string>& paths) {
-    report::JobReduce job;
+std::optional<report::JobReport> merge_job(const std::vector<std::string>& paths, const report::OutlierRule& rule) {
+    report::JobReduce job(rule);
     reduce_files(expand(paths, job), job);
     if (job.empty()) {
         for (const report::JobProblem& p : job.problems()) cli::error("{}\n", p.what);
@@ -63,8 +63,9 @@ std::optional<report::JobReport> merge_job(const std::vector<std::string>& paths
     return job.finish();
 }
 
-int merge_command(const std::vector<std::string>& paths, const std::string& out_path, const report::JobTextDetail& detail) {
-    const std::optional<report::JobReport> merged = merge_job(paths);
+int merge_command(const std::vector<std::string>& paths, const std::string& out_path, const report::JobTextDetail& detail,
+                  const report::OutlierRule& rule) {
+    const std::optional<report::JobReport> merged = merge_job(paths, rule);
     if (!merged) return 2;
     const report::JobReport& job = *merged;
     if (!out_path.empty()) {

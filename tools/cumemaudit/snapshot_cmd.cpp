@@ -1,6 +1,7 @@
 #include "snapshot_cmd.hpp"
 
 #include "common/live_request.hpp"
+#include "report/forecast_text.hpp"
 #include "report/report.hpp"
 #include "terminal_out.hpp"
 
@@ -179,6 +180,17 @@ std::string answer(long pid, std::uint64_t number, double timeout_s) {
     }
 }
 
+// Where the process is heading, on stderr: stdout stays the report's path alone, for scripts. The path is as
+// the process sees its file system (a container's may differ): read through its root.
+void print_forecasts(long pid, const std::string& path) {
+    try {
+        const std::string seen = !path.empty() && path[0] == '/' ? proc(pid, "/root") + path : path;
+        for (const report::Forecast& f : report::load(seen).forecasts) error("forecast: {}\n", report::forecast_line(f));
+    } catch (const std::exception& e) {
+        error("the report was written but cannot be read back: {}\n", e.what());
+    }
+}
+
 }  // namespace
 
 int snapshot_command(long pid, double timeout_s) {
@@ -191,7 +203,10 @@ int snapshot_command(long pid, double timeout_s) {
         const long tid = checkpoint_thread(pid);
         const std::uint64_t number = request_number();
         ask(pid, tid, number);
-        say(stdout, "{}\n", answer(pid, number, timeout_s));
+        const std::string path = answer(pid, number, timeout_s);
+        say(stdout, "{}\n", path);
+        std::fflush(stdout);
+        print_forecasts(pid, path);
         return snapshot_written;
     } catch (const Failed& f) {
         error("{}\n", f.message);  // "cumemaudit snapshot: " as every command's errors

@@ -30,11 +30,15 @@ def case_forecast_leak(tmp):
     expect((f["device"], f["step"], f["trend"], f["oom_step"], f["oom_step_low"], f["oom_step_high"], f["owner"],
             f["rate_bytes_per_step"], f["site"]["api"], top_frame(f)["line"]) ==
            (0, 40, "leak", 80, 80, 80, "audit_scenarios", GiB, "cuMemCreate", marker_line(SRC, "leak_create")), f"forecast: {f}")
-    lines = [l for l in proc.stderr.splitlines() if "runs out of memory" in l]
+    lines = [l for l in proc.stderr.splitlines() if "warning:" in l and "runs out of memory" in l]
     expect(len(lines) == 1 and lines[0].endswith(
         "warning: step 8: at this rate device 0 runs out of memory at step ≈ 80 (80–80), in about 0 s: leaked memory "
         f"grows 1.0 GiB per step, most at cuMemCreate in (anonymous namespace)::forecast_leak(int, char**) "
         f"../tests/sim/audit/forecast.cpp:{marker_line(SRC, 'leak_create')}"), f"warnings: {lines}")
+    # The summary at exit ends with where the steps led, as the report has it.
+    expect(f"\nForecast: device 0 runs out of memory at step ≈ 80 (80–80), 40 steps after step 40, in about 0 s: leaked memory "
+           f"grows 1.0 GiB per step, most at cuMemCreate in forecast.cpp:{marker_line(SRC, 'leak_create')} "
+           "((anonymous namespace)::forecast_leak(int, char**))\n" in proc.stderr, f"exit summary:\n{proc.stderr}")
 
     # The gate on the forecast alone (leaks let through): 40 steps left fail a limit of 40, pass one of 39; a
     # duration judges the seconds left; a limit that is neither is a usage error.

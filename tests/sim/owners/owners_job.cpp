@@ -8,7 +8,8 @@
 // slow-leak: 20,000 steps, deepep leaking a 2 MiB VMM buffer every 10th, as a DeepEP buffer that grows and
 // forgets the old handle's release does (the long job every cap is for). nccl-mem-alloc: NCCL's ncclMemAlloc
 // gives pytorch's allocator 64 MiB (a MemPool over NCCL's allocator) and the program itself 32 MiB (step 1);
-// ncclMemFree gives both back (step 2).
+// ncclMemFree gives both back (step 2). ranks: one rank of a job (RANK): pytorch keeps 10 MiB plus RANK % 7 MiB
+// a step, so ranks differ a little; the rank named by SKEW_RANK, if any, has nccl take 1 GiB more at step 3.
 //   owners_job layout LIB...
 // layout: the i-th library (from 0) allocates i + 1 MiB, so each owner's bytes say which files it got.
 #include "support/driver_checks.hpp"
@@ -18,6 +19,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -105,6 +107,18 @@ int main(int argc, char** argv) {
             step(n);
         }
         std::printf("owners_job: slow-leak done\n");
+        return 0;
+    }
+    if (mode == "ranks") {
+        const char* rank_text = std::getenv("RANK");
+        const char* skew = std::getenv("SKEW_RANK");
+        const int rank = rank_text != nullptr ? std::atoi(rank_text) : 0;
+        for (uint64_t n = 1; n <= 6; ++n) {
+            torch.alloc((10 + static_cast<size_t>(rank % 7)) * kMiB);
+            if (n == 3 && skew != nullptr && std::atoi(skew) == rank) nccl.alloc(1024 * kMiB);
+            step(n);
+        }
+        std::printf("owners_job: ranks done\n");
         return 0;
     }
     for (uint64_t n = 1; n <= 6; ++n) {

@@ -278,6 +278,56 @@ def case_owner_path_rules(tmp):
     expect(got == {"pytorch": 1 * MiB, "vllm": 2 * MiB}, f"a checkout called vllm: {got}")
 
 
+def rank_job(tmp, skew):
+    """64 ranks of owners_job ranks (pytorch differing by a few MiB per rank), rank `skew` (if any) holding 1 GiB
+    more nccl memory from step 3; merged to job.json, with its printout and its page."""
+    for rank in range(64):
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE="64")
+        if skew is not None:
+            env["SKEW_RANK"] = str(skew)
+        cmd = [CLI, "run", "--sim", "--report-dir", tmp, "--fail-on", "none", "--", JOB, "ranks", *LIBS]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+        expect(p.returncode == 0, f"rank {rank}: exit {p.returncode}\n{p.stderr}")
+    job_file, page = os.path.join(tmp, "job.json"), os.path.join(tmp, "job.html")
+    merged = subprocess.run([CLI, "merge", "-o", job_file, tmp], capture_output=True, text=True, timeout=120)
+    expect(merged.returncode == 0, f"merge: exit {merged.returncode}\n{merged.stderr}")
+    drawn = subprocess.run([CLI, "html", "-o", page, job_file], capture_output=True, text=True, timeout=120)
+    expect(drawn.returncode == 0, f"html: exit {drawn.returncode}\n{drawn.stderr}")
+    return json.load(open(job_file)), merged.stdout, open(page).read()
+
+
+def case_rank_outliers(tmp):
+    """Why is this rank different? Of 64 ranks, rank 17 holds 1 GiB more nccl memory from step 3: merge names it,
+    nccl, the excess and the line that holds it in one line of its printout, the job keeps one row with the
+    figures, and the job page lists it and draws the excess. The same job with every rank alike (but for a few
+    MiB of pytorch) flags nothing; a floor above the excess flags nothing either."""
+    job_rep, text, page = rank_job(tmp, 17)
+    line = (f"  rank 17: +1.0 GiB over the median at step 3, nccl +1.0 GiB at cuMemAlloc in standin_lib.cpp:{site_line('standin_alloc')} "
+            "(standin_alloc) (at 4 of 7 steps, 3–6)")
+    lines = text.splitlines()
+    expect(lines[2:4] == ["ranks that stand out: 1 of 64 (an owner's live bytes over the job's median by more than 5 median "
+                          "absolute deviations and at least 256.0 MiB):", line], f"merge:\n{text}")
+    (o,) = job_rep["outliers"]
+    expect((o["rank"], o["owner"], o["step"], o["first_step"], o["last_step"], o["steps"], o["steps_checked"], o["excess_bytes"],
+            o["live_bytes"], o["median_bytes"], o["site_bytes"], o["site_excess_bytes"], o["site"]["frames"][0]["line"]) ==
+           (17, "nccl", 3, 3, 6, 4, 7, 1024 * MiB, 1088 * MiB, 64 * MiB, 1088 * MiB, 1024 * MiB, site_line("standin_alloc")),
+           f"outlier: {o}")
+    expect(job_rep["outlier_pairs"] == 1 and job_rep["outlier_rule"] == {"mads": 5.0, "floor_bytes": 256 * MiB}, f"{job_rep['outlier_rule']}")
+    row = re.search(r'<tr data-rank="17">(.*?)</tr>', page)
+    expect(row is not None and "<td>nccl</td>" in row.group(1) and "standin_lib.cpp:" in row.group(1), "job page: rank 17's row")
+    expect(page.count("<tr data-rank=") == 1 and 'id="job-excess-heatmap"' in page, "job page: one row, the excess heatmap")
+    expect(re.search(r'<text class="ylabel excess"[^>]*>rank 17</text>', page) is not None, "heatmap: rank 17 labelled")
+    floor = subprocess.run([CLI, "merge", "--outlier-floor", "2GiB", tmp],
+                           capture_output=True, text=True, timeout=120)
+    expect(floor.returncode == 0 and "stand out" not in floor.stdout, f"a 2 GiB floor: {floor.stdout}")
+
+    even = os.path.join(tmp, "even")
+    os.mkdir(even)
+    job_rep, text, page = rank_job(even, None)
+    expect(job_rep["outliers"] == [] and job_rep["outlier_pairs"] == 0 and "stand out" not in text, f"symmetric job:\n{text}")
+    expect("No rank stands out" in page and 'id="job-excess-heatmap"' not in page, "symmetric job page")
+
+
 CASES = named_cases(globals())
 
 
