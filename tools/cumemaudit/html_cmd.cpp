@@ -3,12 +3,14 @@
 #include "html_chart.hpp"
 #include "html_escape.hpp"
 #include "html_flame.hpp"
+#include "html_forecast.hpp"
 #include "html_job.hpp"
 #include "html_page.hpp"
 #include "html_tables.hpp"
 #include "load_all.hpp"
 #include "output_name.hpp"
 #include "terminal_out.hpp"
+#include "report/forecast_text.hpp"
 #include "report/text.hpp"
 #include "report/timeline.hpp"
 
@@ -44,6 +46,8 @@ std::string section(const report::Report& r, const std::string& file, std::size_
     s += t.points.empty() ? "<p class=\"none\">No steps recorded: mark them with cumemaudit_step() or the Python "
                             "helper's cumemaudit.step(n).</p>\n"
                           : memory_chart_svg(r, t);
+    for (const report::Forecast& f : r.forecasts)
+        if (f.oom_step) s += "<h3>Forecast</h3>\n<p class=\"forecast\">" + html_escape(report::forecast_line(f)) + ".</p>\n" + forecast_chart_svg(r, f);
     if (!r.oom.empty()) s += "<h3>Out of memory</h3>\n" + oom_table(r);
     s += "<h3>Leaks</h3>\n" + leaks_table(r);
     s += "<h3>Held at exit (not leaks)</h3>\n" + held_table(r);

@@ -36,7 +36,9 @@ svg .oom line{stroke:#6a1b9a;stroke-width:3}
 svg.heatmap .ylabel{font-size:9px}svg .ylabel.leaking{fill:#c62828;font-weight:bold}
 .card .end-phrase{display:block;font-size:12px;max-width:460px;color:#444}td.end.bad{color:#c62828;font-weight:bold}
 ul.rank-ends{margin:2px 0 4px;padding-left:22px}svg .rank-end{fill:none;stroke-width:2.5;stroke-linecap:round}
-svg.heatmap .rank-end{stroke:#111;stroke-width:1.5}
+svg.heatmap .rank-end{stroke:#111;stroke-width:1.5}svg .ylabel.excess{fill:#1f4e99;font-weight:bold}
+svg .total{stroke:#6a1b9a;stroke-width:1.5;stroke-dasharray:6 3}svg .forecast-line{fill:none;stroke:#c62828;stroke-width:2;stroke-dasharray:5 4}
+svg .forecast-band{fill:rgba(198,40,40,.15);stroke:none}
 )";
 
 // Sorting by a click on a column head; the last line tells a test (and a person) the script ran to the end.

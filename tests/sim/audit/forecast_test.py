@@ -5,6 +5,7 @@ Usage: forecast_test.py CASE   (paths from the environment meson sets; see audit
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -13,6 +14,7 @@ from cases import main, named_cases  # tests/support, on sys.path through audit_
 
 SRC = source("forecast.cpp")
 GiB = 1024 * MiB
+kLeft, kPlotW, kTop, kPlotH = 80, 710, 16, 284  # tools/cumemaudit/html_axis.hpp's plot, rounded as the SVG writes it
 
 
 def case_forecast_leak(tmp):
@@ -40,9 +42,22 @@ def case_forecast_leak(tmp):
            f"grows 1.0 GiB per step, most at cuMemCreate in forecast.cpp:{marker_line(SRC, 'leak_create')} "
            "((anonymous namespace)::forecast_leak(int, char**))\n" in proc.stderr, f"exit summary:\n{proc.stderr}")
 
+    # The page draws where the steps lead: the projection from step 40's peak (40 GiB) reaches the device's 80 GiB
+    # at step 80, the right end of a step axis that runs from step 1 to the forecast's high bound.
+    (report_file,) = glob.glob(os.path.join(tmp, "cumemaudit.*.json"))
+    page = os.path.join(tmp, "page.html")
+    drawn = subprocess.run([CLI, "html", "-o", page, report_file], capture_output=True, text=True, timeout=60)
+    expect(drawn.returncode == 0, f"html: {drawn.stderr}")
+    with open(page) as f:
+        html = f.read()
+    expect('<svg class="chart forecast" id="forecast-chart-0"' in html, "the forecast chart")
+    projection = re.search(r'<path class="forecast-line" d="M([\d.]+),([\d.]+) L([\d.]+),([\d.]+)">', html)
+    expect(projection is not None and [float(v) for v in projection.groups()] == [round(kLeft + kPlotW * 39 / 79, 1), kTop + kPlotH / 2,
+                                                                                  kLeft + kPlotW, kTop],
+           f"projection: {projection and projection.groups()}")
+
     # The gate on the forecast alone (leaks let through): 40 steps left fail a limit of 40, pass one of 39; a
     # duration judges the seconds left; a limit that is neither is a usage error.
-    (report_file,) = glob.glob(os.path.join(tmp, "cumemaudit.*.json"))
     def check(limit):
         return subprocess.run([CLI, "check", "--fail-on", "none", "--max-forecast-steps", limit, report_file],
                               capture_output=True, text=True, timeout=60)
