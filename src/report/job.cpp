@@ -1,22 +1,26 @@
 // Reading a report of either kind, and a job report for the gate; see job.hpp.
 #include "job.hpp"
 #include "naming_file.hpp"
+#include "report_parse.hpp"
 
-#include <nlohmann/json.hpp>
+#include <string_view>
 
 namespace cumemaudit::report {
 
 AnyReport load_any(const std::string& path) {
-    const nlohmann::json j = load_json(path);  // read_report_text's bounds: regular file, size, nesting
-    const auto schema = j.is_object() ? j.find("schema") : j.end();
-    const bool job = j.is_object() && schema != j.end() && schema->is_string() && *schema == kJobSchema;
+    std::string text = read_report_text(path);  // its bounds: regular file, size, nesting
+    rapidjson::Document doc;
+    parse_report_text(path, text, doc);
+    const auto schema = doc.IsObject() ? doc.FindMember("schema") : doc.MemberEnd();
+    const bool job = doc.IsObject() && schema != doc.MemberEnd() && schema->value.IsString() &&
+                     std::string_view(schema->value.GetString(), schema->value.GetStringLength()) == kJobSchema;
     return naming_file(path, [&] {
         AnyReport any;
         if (job) {
-            any.job = job_from_json(j);
+            any.job = job_from_json(doc);
             check_ranks(any.job->world_size, -1);
         } else {
-            any.process = from_json(j);
+            any.process = from_json(doc);
             check_ranks(any.process->process.world_size, any.process->process.rank);
         }
         return any;

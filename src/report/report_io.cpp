@@ -2,11 +2,13 @@
 #include "job.hpp"
 #include "naming_file.hpp"
 #include "report.hpp"
+#include "report_parse.hpp"
 #include "text_file.hpp"
 
 #include "common/paths.hpp"
 
 #include <nlohmann/json.hpp>
+#include <rapidjson/error/en.h>
 
 #include <algorithm>
 #include <atomic>
@@ -170,6 +172,18 @@ nlohmann::json load_json(const std::string& path) {
     return j;
 }
 
+void parse_report_text(const std::string& path, std::string& text, rapidjson::Document& doc) {
+    if (text.find_first_not_of(" \t\r\n") == std::string::npos) throw ReportError(path + ": empty file, not a report");
+    constexpr unsigned kFlags = rapidjson::kParseInsituFlag | rapidjson::kParseValidateEncodingFlag | rapidjson::kParseFullPrecisionFlag;
+    doc.ParseInsitu<kFlags>(text.data());
+    if (!doc.HasParseError()) return;
+    // A parse error at the very end means the writer stopped early (or something copied half a file).
+    const std::size_t at = doc.GetErrorOffset();
+    const bool truncated = at >= text.find_last_not_of(" \t\r\n") + 1 && doc.GetParseError() != rapidjson::kParseErrorDocumentRootNotSingular;
+    throw ReportError(path + (truncated ? ": truncated JSON (ends early): " : ": not JSON: ") +
+                      rapidjson::GetParseError_En(doc.GetParseError()) + " at byte " + std::to_string(at));
+}
+
 void check_ranks(std::int64_t world_size, std::int64_t rank) {
     if (world_size > kMaxRanks || rank > kMaxRanks)
         throw ReportError("world_size " + std::to_string(world_size) + " / rank " + std::to_string(rank) +
@@ -177,9 +191,11 @@ void check_ranks(std::int64_t world_size, std::int64_t rank) {
 }
 
 Report load(const std::string& path) {
-    const nlohmann::json j = load_json(path);
+    std::string text = read_report_text(path);  // every reader goes through its bounds
+    rapidjson::Document doc;
+    parse_report_text(path, text, doc);
     return naming_file(path, [&] {
-        Report r = from_json(j);
+        Report r = from_json(doc);
         check_ranks(r.process.world_size, r.process.rank);
         return r;
     });

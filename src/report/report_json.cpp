@@ -2,6 +2,7 @@
 // and the reader walk, so the two can never disagree. Fields of the v1 contract are required when
 // reading; fields added since are optional, so reports from older writers still load.
 #include "job.hpp"
+#include "json_tree.hpp"
 #include "report.hpp"
 
 #include <nlohmann/json.hpp>
@@ -506,85 +507,97 @@ struct Writer {
 };
 
 // ---- reading
-[[noreturn]] void fail(const std::string& path, const char* expected, const json& got) {
-    throw ReportError("field '" + path + "' is " + got.type_name() + ", expected " + expected);
+
+// Where a value sits ("ranks[1].pid"), spelled out only when a message names it: reading allocates nothing
+// for it.
+struct Where {
+    const Where* up = nullptr;
+    std::string_view key;   // a member's name; with no up, the root
+    std::size_t index = 0;  // an element's, where element
+    bool element = false;
+
+    std::string text() const {
+        if (up == nullptr) return std::string(key);
+        std::string t = up->text();
+        if (element) return t + "[" + std::to_string(index) + "]";
+        return t.empty() ? std::string(key) : t + "." + std::string(key);
+    }
+};
+
+template <class J> [[noreturn]] void fail(const Where& w, const char* expected, const J& got) {
+    throw ReportError("field '" + w.text() + "' is " + json_tree::type_name(got) + ", expected " + expected);
 }
 
-struct Reader {
-    const json& in;
-    std::string path;  // dotted, for messages
+// One reader for both trees json_tree.hpp knows (J: nlohmann::json or rapidjson::Value).
+template <class J> struct Reader {
+    const J& in;
+    const Where& where;
 
-    std::string at(const char* k) const { return path.empty() ? k : path + "." + k; }
-
-    template <class T> static void read(const json& j, const std::string& p, T& x) {
+    template <class T> static void read(const J& j, const Where& w, T& x) {
+        using namespace json_tree;
         if constexpr (std::is_same_v<T, bool>) {
-            if (!j.is_boolean()) fail(p, "a boolean", j);
-            x = j.get<bool>();
+            if (!is_bool(j)) fail(w, "a boolean", j);
+            x = as_bool(j);
         } else if constexpr (std::is_integral_v<T> && std::is_unsigned_v<T>) {
-            if (!j.is_number_unsigned() && !(j.is_number_integer() && j.get<std::int64_t>() >= 0))
-                fail(p, "an unsigned integer", j);
-            x = j.get<T>();
+            if (!is_uint(j)) fail(w, "an unsigned integer", j);
+            x = static_cast<T>(as_uint(j));
         } else if constexpr (std::is_integral_v<T>) {
-            if (!j.is_number_integer()) fail(p, "an integer", j);
-            x = j.get<T>();
+            if (!is_int(j)) fail(w, "an integer", j);
+            x = static_cast<T>(as_int(j));
         } else if constexpr (std::is_floating_point_v<T>) {
-            if (!j.is_number()) fail(p, "a number", j);
-            x = j.get<T>();
+            if (!is_number(j)) fail(w, "a number", j);
+            x = static_cast<T>(as_double(j));
         } else if constexpr (std::is_same_v<T, std::string>) {
-            if (!j.is_string()) fail(p, "a string", j);
-            x = j.get<std::string>();
+            if (!is_string(j)) fail(w, "a string", j);
+            x = as_string(j);
         } else if constexpr (requires { x.has_value(); }) {
-            if (j.is_null()) {
+            if (is_null(j)) {
                 x.reset();
             } else {
                 typename T::value_type v{};
-                read(j, p, v);
-                x = v;
+                read(j, w, v);
+                x = std::move(v);
             }
         } else if constexpr (requires { x.begin()->second; }) {
-            if (!j.is_object()) fail(p, "an object", j);
+            if (!is_object(j)) fail(w, "an object", j);
             x.clear();
-            for (const auto& [k, v] : j.items()) read(v, p + "." + k, x[k]);
+            for_members(j, [&](std::string_view k, const J& v) { read(v, Where{&w, k}, x[std::string(k)]); });
         } else if constexpr (requires { x.begin(); }) {
-            if (!j.is_array()) fail(p, "an array", j);
+            if (!is_array(j)) fail(w, "an array", j);
             x.clear();
-            x.resize(j.size());
-            for (std::size_t i = 0; i < j.size(); ++i) read(j[i], p + "[" + std::to_string(i) + "]", x[i]);
+            x.resize(size(j));
+            for (std::size_t i = 0; i < x.size(); ++i) read(element(j, i), Where{&w, {}, i, true}, x[i]);
         } else {
-            if (!j.is_object()) fail(p, "an object", j);
-            Reader r{j, p};
+            if (!is_object(j)) fail(w, "an object", j);
+            Reader r{j, w};
             fields(r, x);
         }
     }
-    const json* find(const char* k) const {
-        auto it = in.find(k);
-        return it == in.end() ? nullptr : &*it;
-    }
     template <class T> void req(const char* k, T& x) {
-        const json* j = find(k);
-        if (!j) throw ReportError("missing field '" + at(k) + "'");
-        read(*j, at(k), x);
+        const J* j = json_tree::member(in, k);
+        if (!j) throw ReportError("missing field '" + Where{&where, k}.text() + "'");
+        read(*j, Where{&where, k}, x);
     }
     template <class T> void opt(const char* k, T& x) {
-        if (const json* j = find(k)) read(*j, at(k), x);
+        if (const J* j = json_tree::member(in, k)) read(*j, Where{&where, k}, x);
     }
     template <class T> void present(const char* k, std::optional<T>& x) {
-        if (const json* j = find(k)) read(*j, at(k), x);
+        if (const J* j = json_tree::member(in, k)) read(*j, Where{&where, k}, x);
     }
     void hex(const char* k, std::uint64_t& x) {
-        const json* j = find(k);
-        if (!j) throw ReportError("missing field '" + at(k) + "'");
-        parse_hex(*j, at(k), x);
+        const J* j = json_tree::member(in, k);
+        if (!j) throw ReportError("missing field '" + Where{&where, k}.text() + "'");
+        parse_hex(*j, Where{&where, k}, x);
     }
     void hex_opt(const char* k, std::uint64_t& x) {
-        if (const json* j = find(k)) parse_hex(*j, at(k), x);
+        if (const J* j = json_tree::member(in, k)) parse_hex(*j, Where{&where, k}, x);
     }
-    static void parse_hex(const json& j, const std::string& p, std::uint64_t& x) {
-        if (!j.is_string()) fail(p, "a hex string", j);
-        const std::string& s = j.get_ref<const std::string&>();
+    static void parse_hex(const J& j, const Where& w, std::uint64_t& x) {
+        if (!json_tree::is_string(j)) fail(w, "a hex string", j);
+        const std::string s(json_tree::as_string(j));
         char* end = nullptr;
         if (s.size() < 3 || s.compare(0, 2, "0x") != 0 || (x = std::strtoull(s.c_str() + 2, &end, 16), *end != '\0'))
-            throw ReportError("field '" + p + "' is \"" + s + "\", expected a hex string like \"0x7f12\"");
+            throw ReportError("field '" + w.text() + "' is \"" + s + "\", expected a hex string like \"0x7f12\"");
     }
 };
 
@@ -595,20 +608,22 @@ json to_json(const Site& s) { return Writer::value(s); }
 
 namespace {
 // Either model from its JSON: the schema checked first, then every field through the model's fields().
-template <class Model>
-Model read_model(const json& j, const std::string& schema_id, const char* what) {
-    if (!j.is_object()) throw ReportError(std::string("not a ") + what + ": the top level is " + j.type_name() + ", expected an object");
-    const auto schema = j.find("schema");
-    if (schema == j.end()) throw ReportError("missing field 'schema'");
-    if (!schema->is_string() || schema->get_ref<const std::string&>() != schema_id)
-        throw ReportError("schema is " + schema->dump() + ", expected \"" + schema_id + "\"");
+template <class Model, class J>
+Model read_model(const J& j, const std::string& schema_id, const char* what) {
+    using namespace json_tree;
+    if (!is_object(j)) throw ReportError(std::string("not a ") + what + ": the top level is " + type_name(j) + ", expected an object");
+    const J* schema = member(j, "schema");
+    if (schema == nullptr) throw ReportError("missing field 'schema'");
+    if (!is_string(*schema) || as_string(*schema) != schema_id)
+        throw ReportError("schema is " + dump(*schema) + ", expected \"" + schema_id + "\"");
     Model r;
-    Reader::read(j, "", r);
+    Reader<J>::read(j, Where{}, r);
     return r;
 }
 }  // namespace
 
 Report from_json(const json& j) { return read_model<Report>(j, kSchema, "report"); }
+Report from_json(const rapidjson::Value& j) { return read_model<Report>(j, kSchema, "report"); }
 
 namespace {
 // The text of a report, process or job: bytes that are not UTF-8 (argv, a label, a path, a host name, a
@@ -629,6 +644,7 @@ std::string to_string(const Report& r) { return dump_report(to_json(r)); }
 json to_json(const JobReport& r) { return Writer::value(r); }
 
 JobReport job_from_json(const json& j) { return read_model<JobReport>(j, kJobSchema, "job report"); }
+JobReport job_from_json(const rapidjson::Value& j) { return read_model<JobReport>(j, kJobSchema, "job report"); }
 
 std::string to_string(const JobReport& r) { return dump_report(to_json(r)); }
 
