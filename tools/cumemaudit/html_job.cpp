@@ -23,6 +23,8 @@ constexpr std::size_t kLeakingShown = 16;
 constexpr std::size_t kEndsNamed = 8;        // ranks the verdict names one by one
 constexpr std::size_t kEndCards = 16;        // a card each; the rest are in every rank's table
 constexpr std::size_t kEndsDrawn = 4;        // ranks that died drawn besides the leaking ones
+constexpr std::size_t kPageRows = 1000;      // rows of a rank table the page holds: job.json has every one
+constexpr std::size_t kOutliersShown = 200;
 
 using report::human_bytes;
 
@@ -120,9 +122,12 @@ std::string leaking_table(const report::JobReport& j, const std::vector<std::siz
     if (leaking.empty()) return "<p class=\"none\">No leaks.</p>\n";
     const std::size_t shown = std::min(leaking.size(), kLeakingShown);
     std::string s = leaking_rows(j, leaking, 0, shown, "leaking-ranks");
+    const std::size_t more = std::min(leaking.size(), kPageRows);
     if (shown < leaking.size())
         s += fmt::format("<details><summary>{} more leaking ranks</summary>\n", leaking.size() - shown) +
-             leaking_rows(j, leaking, shown, leaking.size(), "leaking-ranks-more") + "</details>\n";
+             leaking_rows(j, leaking, shown, more, "leaking-ranks-more") +
+             (more < leaking.size() ? fmt::format("<p>… and {} more: the job file lists every rank.</p>\n", leaking.size() - more) : "") +
+             "</details>\n";
     return s;
 }
 
@@ -216,7 +221,8 @@ std::string outliers_part(const report::JobReport& j) {
     if (j.outliers.empty()) return s + "<p class=\"none\">No rank stands out: the ranks hold alike.</p>\n";
     s += "<table class=\"outliers\"><thead><tr><th>rank</th><th>owner</th><th>over the median</th><th>holds</th><th>median</th>"
          "<th>rank over the median (every owner)</th><th>at step</th><th>steps standing out</th><th>explained by</th></tr></thead><tbody>\n";
-    for (const report::JobOutlier& o : j.outliers) {
+    for (std::size_t i = 0; i < j.outliers.size() && i < kOutliersShown; ++i) {
+        const report::JobOutlier& o = j.outliers[i];
         const std::string rank_total = fmt::format("<td class=\"num\" data-sort=\"{0}\" title=\"{0} bytes\">{1}</td>", o.rank_excess_bytes,
                                                    report::human_signed_bytes(o.rank_excess_bytes, true));
         s += fmt::format("<tr data-rank=\"{}\">", o.rank) + rank_cell(o.rank) + text_cell(o.owner) + bytes_cell(o.excess_bytes) +
@@ -227,9 +233,10 @@ std::string outliers_part(const report::JobReport& j) {
                      : text_cell("—")) + "</tr>\n";
     }
     s += "</tbody></table>\n";
-    if (j.outlier_pairs > j.outliers.size())
-        s += fmt::format("<p>… and {} more (rank, owner) pairs; the largest {} are listed.</p>\n", j.outlier_pairs - j.outliers.size(),
-                         j.outliers.size());
+    const std::size_t listed = std::min(j.outliers.size(), kOutliersShown);
+    if (j.outlier_pairs > listed)
+        s += fmt::format("<p>… and {} more (rank, owner) pairs; the largest {} are listed (the job file keeps {}).</p>\n",
+                         j.outlier_pairs - listed, listed, j.outliers.size());
     const std::string heat = job_heatmap_svg(j, HeatOf::excess);
     if (!heat.empty())
         s += "<h3>Live bytes over the job's median, rank by step</h3>\n<p>Blue where a rank held more than the median rank "
@@ -241,11 +248,16 @@ std::string ranks_table(const report::JobReport& j) {
     std::string s = "<table class=\"ranks\"><thead><tr><th>rank</th><th>leaked (held)</th><th>own</th><th>since</th>"
                     "<th>held at exit (not leaked)</th><th>pins peers</th><th>pinned by peers</th><th>exit</th><th>end</th><th>file</th>"
                     "</tr></thead><tbody>\n";
-    for (const report::JobRank& r : j.ranks)
+    for (std::size_t i = 0; i < j.ranks.size() && i < kPageRows; ++i) {
+        const report::JobRank& r = j.ranks[i];
         s += "<tr>" + rank_cell(r.rank) + bytes_cell(r.leaked_bytes) + bytes_cell(r.own_leaked_bytes) + text_cell(since(r)) +
              bytes_cell(r.held_at_exit_bytes) + bytes_cell(r.pins_peers_bytes) + bytes_cell(r.pinned_by_peers_bytes) +
              text_cell(exit_text(r)) + end_cell(r) + text_cell(r.file) + "</tr>\n";
-    return s + "</tbody></table>\n";
+    }
+    s += "</tbody></table>\n";
+    if (j.ranks.size() > kPageRows)
+        s += fmt::format("<p>The first {} ranks; the job file lists all {}.</p>\n", kPageRows, j.ranks.size());
+    return s;
 }
 
 }  // namespace

@@ -21,7 +21,8 @@ using namespace chart;
 namespace {
 
 constexpr std::size_t kMaxHeatColumns = 80;
-constexpr std::size_t kMaxHeatTitles = 20000;  // beyond, a tooltip per cell would make the page heavy
+constexpr std::size_t kMaxHeatRows = 128;      // beyond, consecutive ranks share a row
+constexpr std::size_t kMaxHeatTitles = 6000;   // beyond, a tooltip per cell would make the page heavy
 constexpr std::size_t kMaxPointTitles = 2000;
 
 // Every step number any rank kept, ascending.
@@ -149,8 +150,8 @@ std::vector<std::vector<std::uint64_t>> excess_by_rank(const report::JobReport& 
 
 std::string job_heatmap_svg(const report::JobReport& job, HeatOf what) {
     const std::vector<std::uint64_t> steps = job_step_numbers(job);
-    const std::size_t rows = job.ranks.size();
-    if (steps.empty() || rows == 0) return {};
+    const std::size_t ranks = job.ranks.size();
+    if (steps.empty() || ranks == 0) return {};
     const bool leaks = what == HeatOf::leaked;
     std::vector<std::vector<std::uint64_t>> values;  // parallel to each rank's steps
     if (leaks)
@@ -160,26 +161,40 @@ std::string job_heatmap_svg(const report::JobReport& job, HeatOf what) {
         }
     else
         values = excess_by_rank(job);
-    // Columns: each step, or consecutive steps binned, each cell the largest value in its bin.
-    const std::size_t cols = std::min(steps.size(), kMaxHeatColumns);
+    // Columns: each step, or consecutive steps binned; rows: each rank, or consecutive ranks binned (a job of
+    // thousands of ranks draws as many rows as a screen shows, not one per rank). A cell is the largest value
+    // of its bin.
+    const std::size_t cols = std::min(steps.size(), kMaxHeatColumns), rows = std::min(ranks, kMaxHeatRows);
     const auto column = [&](std::uint64_t step) {
         const std::size_t i = static_cast<std::size_t>(std::lower_bound(steps.begin(), steps.end(), step) - steps.begin());
         return i * cols / steps.size();
     };
-    std::vector<std::uint64_t> cell(rows * cols, 0), rank_max(rows, 0);
+    const auto row_of = [&](std::size_t rank_index) { return rank_index * rows / ranks; };
+    std::vector<std::size_t> first_of(rows, ranks), last_of(rows, 0);  // the rank indexes a row holds
+    for (std::size_t i = 0; i < ranks; ++i) {
+        first_of[row_of(i)] = std::min(first_of[row_of(i)], i);
+        last_of[row_of(i)] = std::max(last_of[row_of(i)], i);
+    }
+    std::vector<std::uint64_t> cell(rows * cols, 0), row_max(rows, 0);
     std::vector<bool> seen(rows * cols, false);
     std::uint64_t max = 0;
-    for (std::size_t r = 0; r < rows; ++r)
-        for (std::size_t k = 0; k < job.ranks[r].steps.size(); ++k) {
-            const std::size_t c = r * cols + column(job.ranks[r].steps[k].step);
-            const std::uint64_t v = values[r][k];
+    for (std::size_t i = 0; i < ranks; ++i)
+        for (std::size_t k = 0; k < job.ranks[i].steps.size(); ++k) {
+            const std::size_t r = row_of(i), c = r * cols + column(job.ranks[i].steps[k].step);
+            const std::uint64_t v = values[i][k];
             cell[c] = std::max(cell[c], v);
             seen[c] = true;
-            rank_max[r] = std::max(rank_max[r], v);
+            row_max[r] = std::max(row_max[r], v);
             max = std::max(max, v);
         }
     if (!leaks && max == 0) return {};
-    constexpr double left = 70, right = 20, top = 8, bottom = 52, width = 960;
+    const auto row_label = [&](std::size_t r) {
+        const report::JobRank& a = job.ranks[first_of[r]];
+        const report::JobRank& b = job.ranks[last_of[r]];
+        if (first_of[r] == last_of[r]) return rank_label(a);
+        return a.rank >= 0 && b.rank >= 0 ? fmt::format("ranks {}–{}", a.rank, b.rank) : rank_label(a) + " …";
+    };
+    constexpr double left = 90, right = 20, top = 8, bottom = 52, width = 960;
     const double h = std::clamp(720.0 / static_cast<double>(rows), 2.0, 14.0);
     const double w = (width - left - right) / static_cast<double>(cols);
     const double height = top + h * static_cast<double>(rows) + bottom;
@@ -188,7 +203,7 @@ std::string job_heatmap_svg(const report::JobReport& job, HeatOf what) {
                                 "viewBox=\"0 0 {} {:.0f}\" role=\"img\" aria-label=\"{}, rank by step\">\n",
                                 leaks ? "job-heatmap" : "job-excess-heatmap", width, height,
                                 leaks ? "leaked bytes" : "live bytes over the job's median");
-    // Row labels never overlap: the ranks with a value first, most bytes first, then others at a regular spacing,
+    // Row labels never overlap: the rows with a value first, most bytes first, then others at a regular spacing,
     // each where no label is already within a label's height.
     constexpr double kLabelGap = 9;
     std::set<double> label_y;
@@ -203,35 +218,40 @@ std::string job_heatmap_svg(const report::JobReport& job, HeatOf what) {
     };
     std::vector<std::size_t> marked;
     for (std::size_t r = 0; r < rows; ++r)
-        if (rank_max[r] > 0) marked.push_back(r);
-    std::stable_sort(marked.begin(), marked.end(), [&](std::size_t a, std::size_t b) { return rank_max[a] > rank_max[b]; });
+        if (row_max[r] > 0) marked.push_back(r);
+    std::stable_sort(marked.begin(), marked.end(), [&](std::size_t a, std::size_t b) { return row_max[a] > row_max[b]; });
     for (const std::size_t r : marked) place(r);
     const std::size_t label_every = std::max<std::size_t>(1, static_cast<std::size_t>(std::ceil(2 * kLabelGap / h)));
     for (std::size_t r = 0; r < rows; r += label_every) place(r);
     for (std::size_t r = 0; r < rows; ++r) {
-        const report::JobRank& rank = job.ranks[r];
         const double ry = top + h * static_cast<double>(r);
         if (labelled[r])
-            s += fmt::format("<text class=\"ylabel{}\" x=\"{}\" y=\"{:.1f}\">{}</text>\n", rank_max[r] > 0 ? (leaks ? " leaking" : " excess") : "",
-                             left - 6, ry + std::min(h, 12.0) - 2, html_escape(rank_label(rank)));
+            s += fmt::format("<text class=\"ylabel{}\" x=\"{}\" y=\"{:.1f}\">{}</text>\n", row_max[r] > 0 ? (leaks ? " leaking" : " excess") : "",
+                             left - 6, ry + std::min(h, 12.0) - 2, html_escape(row_label(r)));
         for (std::size_t c = 0; c < cols; ++c) {
             const std::uint64_t b = cell[r * cols + c];
-            if (!seen[r * cols + c]) continue;
+            if (!seen[r * cols + c] || (!leaks && b == 0)) continue;  // the page is white where nothing stands out
             // White is nothing; any value is visibly coloured (leaks red, excess blue), darker with more bytes.
             const double f = b == 0 || max == 0 ? 0.0 : 0.25 + 0.75 * static_cast<double>(b) / static_cast<double>(max);
             const int g = static_cast<int>(std::lround(245 - 205 * f));
             const int strong = b == 0 ? 245 : 230;
             s += fmt::format("<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" fill=\"rgb({},{},{})\"",
                              left + w * static_cast<double>(c), ry, w + 0.05, h + 0.05, leaks ? strong : g, g, leaks ? g : strong);
-            s += titles ? fmt::format("><title>{} · step {}: {} {} ({} bytes)</title></rect>\n", html_escape(rank_label(rank)),
+            s += titles ? fmt::format("><title>{} · step {}: {} {} ({} bytes)</title></rect>\n", html_escape(row_label(r)),
                                       steps[c * steps.size() / cols], report::human_bytes(b), leaks ? "leaked" : "over the job's median", b)
                         : "/>\n";
         }
-        if (const report::JobRankStep* end = end_point(rank)) {  // over the cell where it ended; its row is empty after
-            const double cx = left + w * (static_cast<double>(column(end->step)) + 0.5);
-            s += fmt::format("<path class=\"rank-end\" data-rank=\"{}\" data-end=\"{}\" d=\"{}\"><title>{}</title></path>\n", rank.rank,
-                             html_escape(rank.end.how), cross(cx, ry + h / 2, std::min(w, h) * 0.4 + 1), end_title(rank));
-        }
+    }
+    // Where ranks ran out or died: one cross a cell, over the cell where it ended (its row is empty after).
+    std::set<std::size_t> crossed;
+    for (std::size_t i = 0; i < ranks; ++i) {
+        const report::JobRank& rank = job.ranks[i];
+        const report::JobRankStep* end = end_point(rank);
+        if (end == nullptr || !crossed.insert(row_of(i) * cols + column(end->step)).second) continue;
+        const double cx = left + w * (static_cast<double>(column(end->step)) + 0.5);
+        const double cy = top + h * (static_cast<double>(row_of(i)) + 0.5);
+        s += fmt::format("<path class=\"rank-end\" data-rank=\"{}\" data-end=\"{}\" d=\"{}\"><title>{}</title></path>\n", rank.rank,
+                         html_escape(rank.end.how), cross(cx, cy, std::min(w, h) * 0.4 + 1), end_title(rank));
     }
     const std::size_t xlabel_every = std::max<std::size_t>(1, (cols + 11) / 12);
     for (std::size_t c = 0; c < cols; c += xlabel_every) {
