@@ -69,6 +69,9 @@ int cumemaudit_check_options(const char* text, char* problems, size_t problems_s
 /* PyTorch's own view of one memory pool ("default", or a CUDA graph pool), staged for the next
  * cumemaudit_torch_step or cumemaudit_torch_oom: bytes in live tensors and bytes the pool reserved. */
 void cumemaudit_torch_pool(const char* pool, uint64_t allocated_bytes, uint64_t reserved_bytes);
+/* The free blocks of the pool last staged under that name: how many, and the largest. Its reserved but
+ * unallocated bytes are split among them; a request larger than the largest fits none of them. */
+void cumemaudit_torch_pool_blocks(const char* pool, uint64_t free_blocks, uint64_t largest_free_block_bytes);
 
 /* Another framework's arena on the device ("cupy", "jax:0"), as its own statistics say: bytes in use and bytes
  * it holds. Staged for the next mark, and named in out-of-memory records until the mark after it. */

@@ -21,6 +21,7 @@ using KindBytes = std::array<std::uint64_t, static_cast<std::size_t>(ledger::Kin
 struct TorchPool {
     std::string pool;
     std::uint64_t allocated_bytes = 0, reserved_bytes = 0;
+    std::uint64_t free_blocks = 0, largest_free_block_bytes = 0;  // 0 and 0: not given
 };
 
 // Another framework's arena on the device, as its own statistics say (CuPy's default pool, JAX's allocator

@@ -54,7 +54,8 @@ std::vector<TorchPool> torch_pools(const std::vector<history::TorchPool>& pools)
     std::vector<TorchPool> out;
     for (const history::TorchPool& p : pools)
         out.push_back({p.pool, p.allocated_bytes, p.reserved_bytes,
-                       p.reserved_bytes > p.allocated_bytes ? p.reserved_bytes - p.allocated_bytes : 0});
+                       p.reserved_bytes > p.allocated_bytes ? p.reserved_bytes - p.allocated_bytes : 0, p.free_blocks,
+                       p.largest_free_block_bytes});
     return out;
 }
 

@@ -56,7 +56,8 @@ struct JobRank {
     std::int64_t first_leak_step = -1;  // the first step record whose leaked_bytes > 0; -1: none
     std::int64_t top_site = -1;         // index into JobReport::sites of this rank's largest leak row; -1: none
     std::uint64_t held_at_exit_bytes = 0;  // unfreed + mapped at exit: held, never leaked
-    std::vector<JobRankStep> steps{};   // numbered steps, at most kJobRankSteps (evenly sampled, first leak kept)
+    std::vector<JobRankStep> steps{};   // numbered steps, at most kJobRankSteps, fewer in a job of thousands of ranks
+                                        // (job_steps.hpp: evenly sampled, first leak kept)
     std::string replaced_by_exec;       // an image an exec replaced: the program that followed (its report is the rank's)
     JobRankEnd end{};
 };

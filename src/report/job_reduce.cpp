@@ -152,6 +152,7 @@ JobReport JobReduce::finish() {
     out.world_size = world_size_;
     out.reports = ranks_.size();
     out.ranks = by_rank();
+    thin_rank_steps(out.ranks);
     out.worst_ranks = worst_ranks();
     out.steps = steps_.finish();
     out.problems = problems_;

@@ -1,6 +1,7 @@
 #include "job_steps.hpp"
 #include "saturating.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <set>
 
@@ -21,15 +22,15 @@ std::vector<const Step*> oldest_first(const Report& r) {
     return all;
 }
 
-// Positions of `n` steps to keep: all of them up to kJobRankSteps, else evenly spread with one place left
-// for `first_leak` (SIZE_MAX: none), so a leak's start survives the sampling.
-std::set<std::size_t> sample(std::size_t n, std::size_t first_leak) {
+// Positions of `n` steps to keep: all of them up to `most`, else evenly spread with one place left for
+// `first_leak` (SIZE_MAX: none), so a leak's start survives the sampling.
+std::set<std::size_t> sample(std::size_t n, std::size_t first_leak, std::size_t most = kJobRankSteps) {
     std::set<std::size_t> keep;
-    if (n <= kJobRankSteps) {
+    if (n <= most) {
         for (std::size_t i = 0; i < n; ++i) keep.insert(i);
         return keep;
     }
-    const std::size_t even = kJobRankSteps - 1;
+    const std::size_t even = most - 1;
     for (std::size_t i = 0; i < even; ++i) keep.insert(i * (n - 1) / (even - 1));
     if (first_leak != SIZE_MAX) keep.insert(first_leak);
     return keep;
@@ -50,6 +51,21 @@ void rank_steps(const Report& r, JobRank& row) {
     for (const std::size_t i : sample(numbered.size(), first_leak)) {
         const Step& s = *numbered[i];
         row.steps.push_back({s.step, s.time_ns, live_bytes(s), s.leaked_bytes});
+    }
+}
+
+void thin_rank_steps(std::vector<JobRank>& ranks) {
+    std::size_t points = 0;
+    for (const JobRank& r : ranks) points += r.steps.size();
+    if (points <= kJobStepPoints) return;
+    const std::size_t most = std::max(kJobRankStepsLeast, kJobStepPoints / std::max<std::size_t>(1, ranks.size()));
+    for (JobRank& r : ranks) {
+        std::size_t first_leak = SIZE_MAX;
+        for (std::size_t i = 0; i < r.steps.size() && first_leak == SIZE_MAX; ++i)
+            if (static_cast<std::int64_t>(r.steps[i].step) == r.first_leak_step) first_leak = i;
+        std::vector<JobRankStep> kept;
+        for (const std::size_t i : sample(r.steps.size(), first_leak, most)) kept.push_back(r.steps[i]);
+        r.steps = std::move(kept);
     }
 }
 

@@ -13,6 +13,12 @@ namespace cumemaudit::report {
 // kJobRankSteps with that first leak kept.
 void rank_steps(const Report&, JobRank& row);
 
+// A job of many ranks keeps fewer steps a rank: at most kJobStepPoints in all (each rank at least
+// kJobRankStepsLeast), sampled as rank_steps does, its first leak kept. The job file of 16,384 ranks stays tens
+// of MB, and writing it stays within the merge's memory.
+inline constexpr std::size_t kJobStepPoints = 262144, kJobRankStepsLeast = 8;
+void thin_rank_steps(std::vector<JobRank>& ranks);
+
 // The recent numbered steps of every rank, by step number; phases and samples have no number shared across
 // ranks, and the folded windows keep no driver figure.
 class JobStepTable {

@@ -1,6 +1,7 @@
 #include "oom_text.hpp"
 
 #include "report/human_bytes.hpp"
+#include "report/human_numbers.hpp"
 #include "report/site_naming.hpp"
 
 #include <fmt/format.h>
@@ -81,9 +82,17 @@ std::string oom_text(const Oom& o, int max_parts) {
     for (const Arena& a : o.arenas)
         fmt::format_to(it, "  arena {}: {} in use of {} it holds (at the last step)\n", a.arena, human_bytes(a.used_bytes),
                        human_bytes(a.reserved_bytes));
-    for (const TorchPool& p : o.pytorch_pools)
-        fmt::format_to(it, "  PyTorch pool {}: {} allocated, {} reserved, {} reserved but unallocated\n", p.pool,
+    for (const TorchPool& p : o.pytorch_pools) {
+        fmt::format_to(it, "  PyTorch pool {}: {} allocated, {} reserved, {} reserved but unallocated", p.pool,
                        human_bytes(p.allocated_bytes), human_bytes(p.reserved_bytes), human_bytes(p.fragmentation_bytes));
+        // Whether the free memory could have served the request: held in one block, or spread too thin.
+        if (p.free_blocks != 0) {
+            fmt::format_to(it, " in {} free blocks, the largest {}", grouped(p.free_blocks), human_bytes(p.largest_free_block_bytes));
+            if (o.requested_bytes > p.largest_free_block_bytes)
+                fmt::format_to(it, " < {} asked: no free block fits", human_bytes(o.requested_bytes));
+        }
+        out += '\n';
+    }
     return out;
 }
 

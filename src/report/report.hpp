@@ -85,6 +85,8 @@ struct TorchPool {
     std::uint64_t allocated_bytes = 0;     // in live tensors
     std::uint64_t reserved_bytes = 0;      // segments cudaMalloc'ed by the pool
     std::uint64_t fragmentation_bytes = 0; // reserved but not allocated
+    // additions to v1: the free blocks fragmentation_bytes is split among, and the largest (0: not given)
+    std::uint64_t free_blocks = 0, largest_free_block_bytes = 0;
 };
 
 // Another framework's arena on the device as its own statistics say (CuPy's default pool, JAX's allocator

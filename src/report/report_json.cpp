@@ -3,6 +3,7 @@
 // reading; fields added since are optional, so reports from older writers still load.
 #include "job.hpp"
 #include "json_tree.hpp"
+#include "report_parse.hpp"
 #include "report.hpp"
 
 #include <nlohmann/json.hpp>
@@ -118,6 +119,8 @@ template <class V> void fields(V& v, TorchPool& p) {
     v.req("allocated_bytes", p.allocated_bytes);
     v.req("reserved_bytes", p.reserved_bytes);
     v.req("fragmentation_bytes", p.fragmentation_bytes);
+    v.opt("free_blocks", p.free_blocks);
+    v.opt("largest_free_block_bytes", p.largest_free_block_bytes);
 }
 template <class V> void fields(V& v, Arena& a) {
     v.req("arena", a.arena);

@@ -2,13 +2,15 @@
 // and load_any() read files; from_json(nlohmann) stays for models built in memory.
 #pragma once
 
-#include "job.hpp"
+#include "report.hpp"
 
 #include <rapidjson/document.h>
 
 #include <string>
 
 namespace cumemaudit::report {
+
+struct JobReport;  // job.hpp
 
 // Parses `text`, read from `path` by read_report_text, in place (the document's strings point into it).
 // Throws ReportError "<path>: empty file, not a report", "…: truncated JSON (ends early): …", "…: not JSON: …".

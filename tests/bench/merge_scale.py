@@ -2,7 +2,7 @@
 """A job of many ranks through `cumemaudit merge` and its page: figures, not a timed test.
 
 One real rank report comes from a run on the simulated driver (owners_job slow-leak: 20,000 steps, a DeepEP-like
-buffer leaked every 10th step), the size a long job's rank writes; it is copied to RANKS files, each its own
+buffer leaked every 10th step, the last 300 steps kept whole): about 1 MB, the size a long job's rank writes; it is copied to RANKS files, each its own
 rank, pid and host, one of them (rank 17) holding 1 GiB more nccl memory at every step. Then:
   merge   wall time, CPU time over wall time (the cores it kept busy), peak resident memory (its own rusage);
   page    `cumemaudit html` of the job: its size, and the time headless Chromium takes to draw it, less the
@@ -37,8 +37,9 @@ def rank_template(build, work):
     owners = os.path.join(build, "tests", "sim", "owners")
     run_dir = os.path.join(work, "run")
     os.makedirs(run_dir)
+    # 300 recent steps kept whole (and the older ones folded): a report of about 1 MB, as a long job's rank writes.
     cmd = [os.path.join(build, "tools", "cumemaudit", "cumemaudit"), "run", "--sim", "--report-dir", run_dir, "--fail-on", "none",
-           "--", os.path.join(owners, "owners_job"), "slow-leak", os.path.join(owners, "libc10_cuda.so"),
+           "--option", "steps_kept=300", "--", os.path.join(owners, "owners_job"), "slow-leak", os.path.join(owners, "libc10_cuda.so"),
            os.path.join(owners, "libnccl.so"), os.path.join(owners, "deep_ep_cpp.so")]
     subprocess.run(cmd, check=True, capture_output=True, env=dict(os.environ, RANK="0", WORLD_SIZE="1"))
     (path,) = glob.glob(os.path.join(run_dir, "cumemaudit.*.json"))

@@ -68,7 +68,8 @@ class Driver:
 
 def pool_figures():
     from cumemaudit import torch_view
-    return [{"pool": n, "allocated_bytes": a, "reserved_bytes": r} for n, a, r in torch_view.pools(torch)]
+    return [{"pool": p.name, "allocated_bytes": p.allocated, "reserved_bytes": p.reserved, "free_blocks": p.free_blocks,
+             "largest_free_block_bytes": p.largest_free} for p in torch_view.pools(torch)]
 
 
 def main():

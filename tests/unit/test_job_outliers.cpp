@@ -134,3 +134,23 @@ TEST_CASE("a long job is compared on at most 64 steps of one grid, the same what
     CHECK((b.outliers.front().rank == 7 && b.outliers.front().first_step == 512 && b.outliers.front().steps == 31 &&
            b.outliers.front().steps_checked == 62));
 }
+
+TEST_CASE("a job of thousands of ranks keeps fewer steps a rank, each rank's first leak among them") {
+    // 5,000 ranks of 100 steps: 64 a rank would be 320,000 points; the job keeps at most 262,144 (52 a rank: 51
+    // evenly spread, one place held for the first leak).
+    JobReduce job;
+    for (std::int64_t r = 0; r < 5000; ++r) {
+        Report rep = rank(r, range(1, 100), {{"nccl", GiB}});
+        if (r == 9)
+            for (Step& s : rep.steps) s.leaked_bytes = s.step >= 37 ? 2 * MiB : 0;
+        job.add("r" + std::to_string(r) + ".json", std::move(rep));
+    }
+    const JobReport j = job.finish();
+    std::size_t points = 0;
+    for (const JobRank& r : j.ranks) points += r.steps.size();
+    CHECK(points <= kJobStepPoints);
+    CHECK(j.ranks[0].steps.size() == 51);
+    CHECK((j.ranks[0].steps.front().step == 1 && j.ranks[0].steps.back().step == 100));
+    CHECK(j.ranks[9].first_leak_step == 37);
+    CHECK(std::any_of(j.ranks[9].steps.begin(), j.ranks[9].steps.end(), [](const JobRankStep& s) { return s.step == 37; }));
+}

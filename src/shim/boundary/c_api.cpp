@@ -182,6 +182,13 @@ __attribute__((visibility("default"))) void cumemaudit_torch_pool(const char* po
     });
 }
 
+__attribute__((visibility("default"))) void cumemaudit_torch_pool_blocks(const char* pool, uint64_t free_blocks, uint64_t largest) {
+    entered("cumemaudit_torch_pool_blocks", [&] {
+        if (Auditor* a = Auditor::reach(Auditor::Start::if_cuda_in_use))
+            a->recorder().torch_pools().blocks(pool != nullptr ? pool : "", free_blocks, largest);
+    });
+}
+
 __attribute__((visibility("default"))) void cumemaudit_arena(const char* arena, uint64_t used, uint64_t reserved) {
     entered("cumemaudit_arena", [&] {
         if (Auditor* a = Auditor::reach(Auditor::Start::if_cuda_in_use)) a->recorder().arenas().stage({arena != nullptr ? arena : "", used, reserved});

@@ -6,6 +6,7 @@
 #include "common/thread_annotations.hpp"
 #include "history/types.hpp"
 
+#include <string>
 #include <vector>
 
 namespace cumemaudit::shim {
@@ -16,6 +17,16 @@ public:
     void stage(history::TorchPool p) {
         MutexLock lock(mu_);
         if (staged_.size() < kKept) staged_.push_back(std::move(p));
+    }
+    // The free blocks of the last pool staged under `pool`; nothing when none is.
+    void blocks(const std::string& pool, std::uint64_t free_blocks, std::uint64_t largest) {
+        MutexLock lock(mu_);
+        for (auto it = staged_.rbegin(); it != staged_.rend(); ++it)
+            if (it->pool == pool) {
+                it->free_blocks = free_blocks;
+                it->largest_free_block_bytes = largest;
+                return;
+            }
     }
     std::vector<history::TorchPool> take() {
         MutexLock lock(mu_);

@@ -34,6 +34,7 @@ _SIGNATURES = {
     "format_size": ([_u64, ctypes.c_char_p, ctypes.c_size_t], ctypes.c_int),
     "check_options": ([ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t], ctypes.c_int),
     "torch_pool": ([ctypes.c_char_p, _u64, _u64], None),
+    "torch_pool_blocks": ([ctypes.c_char_p, _u64, _u64], None),
     "arena": ([ctypes.c_char_p, _u64, _u64], None),
     "torch_oom": ([_u64], None),
 }

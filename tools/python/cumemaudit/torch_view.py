@@ -6,29 +6,47 @@ Only used when torch is already imported, or when torch_step asks: importing tor
 program that never imported it has no PyTorch memory to report."""
 import sys
 
+from . import _capi
+
 
 def pool_name(pool_id):
     """(0, 0) is the default pool; any other id is a private pool (CUDA graph capture, MemPool)."""
     return "default" if tuple(pool_id) == (0, 0) else "graph " + str(tuple(pool_id))
 
 
+class Pool:
+    """One pool's figures: bytes in live tensors, bytes its segments hold, and its free blocks (how many, the
+    largest): free memory spread over many small blocks serves no large request."""
+
+    def __init__(self, name):
+        self.name, self.allocated, self.reserved, self.free_blocks, self.largest_free = name, 0, 0, 0, 0
+
+
 def pools(torch):
-    """[(name, allocated_bytes, reserved_bytes)] for the current device, default pool first."""
+    """[Pool] for the current device, default pool first."""
     device = torch.cuda.current_device()
     by_pool = {}
     for seg in torch.cuda.memory_snapshot():
         if seg.get("device", device) != device:
             continue
         key = tuple(seg.get("segment_pool_id", (0, 0)))
-        allocated, reserved = by_pool.get(key, (0, 0))
-        by_pool[key] = (allocated + int(seg["allocated_size"]), reserved + int(seg["total_size"]))
-    return [(pool_name(k), a, r) for k, (a, r) in sorted(by_pool.items())]
+        pool = by_pool.setdefault(key, Pool(pool_name(key)))
+        pool.allocated += int(seg["allocated_size"])
+        pool.reserved += int(seg["total_size"])
+        for block in seg.get("blocks", ()):
+            if block.get("state") == "inactive":  # free, cached by the pool
+                pool.free_blocks += 1
+                pool.largest_free = max(pool.largest_free, int(block["size"]))
+    return [by_pool[k] for k in sorted(by_pool)]
 
 
 def stage_pools(api, torch):
     """Hands each pool's figures to the shim for the next torch_step or torch_oom."""
-    for name, allocated, reserved in pools(torch):
-        api["torch_pool"](name.encode(), allocated, reserved)
+    blocks = _capi.function("torch_pool_blocks")  # a shim older than this package lacks it
+    for pool in pools(torch):
+        api["torch_pool"](pool.name.encode(), pool.allocated, pool.reserved)
+        if pool.free_blocks and blocks is not None:
+            blocks(pool.name.encode(), pool.free_blocks, pool.largest_free)
 
 
 _attached = False
