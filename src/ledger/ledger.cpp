@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
@@ -240,18 +241,27 @@ std::vector<std::pair<Site, std::uint64_t>> Ledger::growth_sites(OwnerId owner, 
 }
 
 std::vector<std::vector<std::pair<Site, std::uint64_t>>> Ledger::live_sites_by_owner() const {
-    std::vector<std::vector<std::pair<Site, std::uint64_t>>> items(kMaxOwners);
-    state_->classic.for_each([&](std::uint64_t, const detail::ClassicRecord& r) { items[r.owner].emplace_back(r.site(), r.size); });
+    // Summed as they are met: memory grows with the distinct sites, never with the allocations (a million
+    // live ones at a checkpoint).
+    std::map<std::tuple<OwnerId, std::string_view, TraceId>, std::pair<Site, std::uint64_t>> sums;
+    const auto add = [&](const Site& site, std::uint64_t size) {
+        auto& [kept, bytes] = sums[{site.owner, std::string_view(site.api), site.trace}];
+        kept = site;
+        bytes += size;
+    };
+    state_->classic.for_each([&](std::uint64_t, const detail::ClassicRecord& r) { add(r.site(), r.size); });
     state_->vmm.for_each_live([&](const Site& origin, std::uint64_t size, std::uint32_t, std::size_t, std::uint32_t, std::size_t,
                                   const std::vector<Site>&, Kind kind, Location, bool) {
-        if (kind != Kind::multicast) items[origin.owner].emplace_back(origin, size);
+        if (kind != Kind::multicast) add(origin, size);
     });
-    for (auto& sites : items) {
-        if (sites.empty()) continue;
-        sites = by_site(std::move(sites));
+    std::vector<std::vector<std::pair<Site, std::uint64_t>>> out(kMaxOwners);
+    for (const auto& [key, site_bytes] : sums)
+        if (std::get<0>(key) < kMaxOwners) out[std::get<0>(key)].push_back(site_bytes);
+    for (auto& sites : out) {
+        std::stable_sort(sites.begin(), sites.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
         if (sites.size() > kOwnerLiveSites) sites.resize(kOwnerLiveSites);
     }
-    return items;
+    return out;
 }
 
 Ledger::MarkLeaks Ledger::leaks_at_mark() const {

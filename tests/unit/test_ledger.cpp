@@ -912,3 +912,21 @@ TEST_CASE("a handle value reused after its release starts never mapped again") {
     CHECK(m.leaked_bytes == 0);
     CHECK(m.held_unmapped_bytes == 2 * MiB);
 }
+
+TEST_CASE("a snapshot names each owner's largest live sites, at most four, largest first") {
+    Ledger l;
+    const OwnerId nccl = l.owner_id("nccl"), torch = l.owner_id("pytorch");
+    std::uint64_t ptr = 0x100000;
+    for (TraceId t = 1; t <= 6; ++t)  // six nccl sites of 1 … 6 MiB, the fourth twice
+        for (int n = 0; n < (t == 4 ? 2 : 1); ++n) l.allocated(ptr += 0x10000000, t * MiB, Kind::classic, site("cuMemAlloc_v2", t, nccl));
+    l.allocated(ptr += 0x10000000, 64 * MiB, Kind::classic, site("cuMemAlloc_v2", 9, torch));
+    const Snapshot s = l.snapshot(Moment::checkpoint);
+    for (const OwnerRow& o : s.owners) {
+        std::vector<std::pair<TraceId, std::uint64_t>> got;
+        for (const auto& [at, bytes] : o.live_sites) got.emplace_back(at.trace, bytes);
+        if (o.name == "nccl")
+            CHECK(got == std::vector<std::pair<TraceId, std::uint64_t>>{{4, 8 * MiB}, {6, 6 * MiB}, {5, 5 * MiB}, {3, 3 * MiB}});
+        else
+            CHECK(got == std::vector<std::pair<TraceId, std::uint64_t>>{{9, 64 * MiB}});
+    }
+}
