@@ -86,11 +86,15 @@ std::string oom_text(const Oom& o, int max_parts) {
         fmt::format_to(it, "  PyTorch pool {}: {} allocated, {} reserved, {} reserved but unallocated", p.pool,
                        human_bytes(p.allocated_bytes), human_bytes(p.reserved_bytes), human_bytes(p.fragmentation_bytes));
         // Whether the free memory could have served the request: held in one block, or spread too thin.
-        if (p.free_blocks != 0) {
+        if (p.free_blocks == 1)
+            fmt::format_to(it, " in one free block");
+        else if (p.free_blocks != 0)
             fmt::format_to(it, " in {} free blocks, the largest {}", grouped(p.free_blocks), human_bytes(p.largest_free_block_bytes));
-            if (o.requested_bytes > p.largest_free_block_bytes)
-                fmt::format_to(it, " < {} asked: no free block fits", human_bytes(o.requested_bytes));
-        }
+        if (p.free_blocks != 0 && o.requested_bytes > p.largest_free_block_bytes)
+            fmt::format_to(it, " < {} asked: no free block fits", human_bytes(o.requested_bytes));
+        // A pool whose tensors are all gone (a graph freed or never replayed, a MemPool left empty) still holds
+        // its segments until emptied: memory no tensor and no other pool can use.
+        if (p.allocated_bytes == 0 && p.reserved_bytes != 0) fmt::format_to(it, "; idle: nothing allocated in it");
         out += '\n';
     }
     return out;

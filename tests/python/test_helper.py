@@ -88,7 +88,7 @@ class Helper(unittest.TestCase):
     def test_fragmented_pytorch_pools_name_their_free_blocks(self):
         """PyTorch out of memory for 2 GiB with 33 GiB free in its default pool: the step and the OOM record
         say how many free blocks the free bytes are split into and the largest, and the record's text that no
-        block fits the request."""
+        block fits the request; a graph pool with nothing allocated in it is called idle."""
         p = subprocess.run([CLI, "run", "--sim", "--report-dir", self.dir, "--fail-on", "none", "--", sys.executable,
                             os.path.join(HERE, "pools_user.py")], capture_output=True, text=True,
                            env=environment(torch="fake_torch_pools"), timeout=120)
@@ -99,7 +99,9 @@ class Helper(unittest.TestCase):
         want = [{"pool": "default", "allocated_bytes": 40 * GiB + 2 * MiB, "reserved_bytes": 40 * GiB + 2 * MiB + 1434 * MiB + 2309 * 14 * MiB,
                  "fragmentation_bytes": 1434 * MiB + 2309 * 14 * MiB, "free_blocks": 2310, "largest_free_block_bytes": 1434 * MiB},
                 {"pool": "graph (1, 3)", "allocated_bytes": 2 * GiB + 300 * MiB, "reserved_bytes": 2 * GiB + 300 * MiB,
-                 "fragmentation_bytes": 0, "free_blocks": 0, "largest_free_block_bytes": 0}]
+                 "fragmentation_bytes": 0, "free_blocks": 0, "largest_free_block_bytes": 0},
+                {"pool": "graph (2, 0)", "allocated_bytes": 0, "reserved_bytes": 512 * MiB, "fragmentation_bytes": 512 * MiB,
+                 "free_blocks": 1, "largest_free_block_bytes": 512 * MiB}]
         (step,) = [s for s in rep["steps"] if s["step"] == 1]
         self.assertEqual(step["pytorch_pools"], want)
         (oom,) = rep["oom"]
@@ -107,6 +109,8 @@ class Helper(unittest.TestCase):
         self.assertIn("  PyTorch pool default: 40.0 GiB allocated, 73.0 GiB reserved, 33.0 GiB reserved but unallocated in 2,310 "
                       "free blocks, the largest 1.4 GiB < 2.0 GiB asked: no free block fits\n", p.stderr)
         self.assertIn("  PyTorch pool graph (1, 3): 2.3 GiB allocated, 2.3 GiB reserved, 0 B reserved but unallocated\n", p.stderr)
+        self.assertIn("  PyTorch pool graph (2, 0): 0 B allocated, 512.0 MiB reserved, 512.0 MiB reserved but unallocated in one free "
+                      "block < 2.0 GiB asked: no free block fits; idle: nothing allocated in it\n", p.stderr)
 
     def test_without_the_shim_it_does_nothing_quietly(self):
         env = environment()

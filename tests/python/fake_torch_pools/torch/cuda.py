@@ -25,6 +25,7 @@ def memory_snapshot():
     for _ in range(SMALL_FREE_BLOCKS):
         segments.append(_segment((0, 0), [(SMALL_FREE, "inactive")]))
     segments.append(_segment((1, 3), [(2 * GiB + 300 * MiB, "active_allocated")]))
+    segments.append(_segment((2, 0), [(512 * MiB, "inactive")]))  # a graph's pool whose graph is gone
     return segments
 
 
