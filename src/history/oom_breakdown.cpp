@@ -28,12 +28,12 @@ void add_other_processes(std::vector<OomPart>& parts, std::vector<OtherProcess> 
 Oom oom_breakdown(const ledger::Ledger& book, const std::vector<Graph>& graphs, const OomFigures& in) {
     std::vector<OomPart> parts;
     using Key = std::pair<ledger::OwnerId, ledger::Kind>;
-    std::map<Key, std::uint64_t> leaked_of, leaked_rest;
+    std::map<Key, std::uint64_t> set_apart, leaked_rest;  // set_apart: out of the owners' live parts
     std::uint64_t leaked = 0;
     std::size_t with_site = 0;
     for (const ledger::Ledger::OriginBytes& row : book.unreachable_by_origin(in.device)) {
         if (!ledger::counts_on_device(row.kind)) continue;
-        leaked_of[{row.site.owner, row.kind}] += row.bytes;
+        set_apart[{row.site.owner, row.kind}] += row.bytes;
         leaked += row.bytes;
         if (with_site++ < kLeakSitesKept)
             parts.push_back({PartKind::leaked, row.site.owner, row.kind, 0, row.bytes, row.site, {}});
@@ -41,12 +41,24 @@ Oom oom_breakdown(const ledger::Ledger& book, const std::vector<Graph>& graphs, 
             leaked_rest[{row.site.owner, row.kind}] += row.bytes;
     }
     for (const auto& [key, bytes] : leaked_rest) parts.push_back({PartKind::leaked, key.first, key.second, 0, bytes, {}, {}});
+    // Held and never mapped: not leaked (the program may map it yet), not in use either; by the site that made it.
+    std::map<Key, std::uint64_t> unmapped_rest;
+    std::size_t unmapped_rows = 0;
+    for (const ledger::Ledger::OriginBytes& row : book.unreachable_by_origin(in.device, ledger::Ledger::Unmapped::never_mapped)) {
+        if (!ledger::counts_on_device(row.kind)) continue;
+        set_apart[{row.site.owner, row.kind}] += row.bytes;
+        if (unmapped_rows++ < kLeakSitesKept)
+            parts.push_back({PartKind::held_unmapped, row.site.owner, row.kind, 0, row.bytes, row.site, {}});
+        else
+            unmapped_rest[{row.site.owner, row.kind}] += row.bytes;
+    }
+    for (const auto& [key, bytes] : unmapped_rest) parts.push_back({PartKind::held_unmapped, key.first, key.second, 0, bytes, {}, {}});
     for (const ledger::OwnerRow& o : in.device >= 0 ? book.owners_on_device(in.device) : book.owners_now()) {
         for (int k = 0; k < static_cast<int>(ledger::Kind::count); ++k) {
             const auto kind = static_cast<ledger::Kind>(k);
             if (!ledger::counts_on_device(kind)) continue;
-            const auto it = leaked_of.find({o.owner, kind});
-            const std::uint64_t held = o.live_by_kind[k] - std::min(o.live_by_kind[k], it == leaked_of.end() ? 0 : it->second);
+            const auto it = set_apart.find({o.owner, kind});
+            const std::uint64_t held = o.live_by_kind[k] - std::min(o.live_by_kind[k], it == set_apart.end() ? 0 : it->second);
             if (held != 0) parts.push_back({PartKind::live, o.owner, kind, 0, held, {}, {}});
         }
     }

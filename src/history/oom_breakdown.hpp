@@ -1,7 +1,7 @@
 // oom_breakdown: who held the device at an out-of-memory moment — driver-used memory split into parts,
-// largest first, that add up to it exactly: live memory per owner and kind (less what is leaked), leaked
-// VMM memory per site that created it (the largest kLeakSitesKept with their site, the rest per owner and
-// kind), each graph's instantiate cost, idle pool memory, graph memory, the contexts' fixed parts and
+// largest first, that add up to it exactly: live memory per owner and kind (less what is leaked or held
+// unmapped), leaked VMM memory per site that created it (the largest kLeakSitesKept with their site, the rest
+// per owner and kind), VMM memory held and never mapped yet, the same way, each graph's instantiate cost, idle pool memory, graph memory, the contexts' fixed parts and
 // kernel stacks, other processes, and what nothing named. Pure over its inputs.
 #pragma once
 

@@ -208,7 +208,7 @@ inline constexpr std::size_t kContextsKept = 64;
 // One share of driver-used memory at an out-of-memory moment (they add up to it).
 enum class PartKind : std::uint8_t {
     live, leaked, graph, async_pool_idle, graph_memory, other_process, unattributed, context, local_memory,
-    dma_buf_pinned, managed_resident
+    dma_buf_pinned, managed_resident, held_unmapped
 };
 const char* to_string(PartKind);
 struct OomPart {

@@ -337,12 +337,13 @@ std::uint64_t Ledger::misuse_events() const {
     return n;
 }
 
-std::vector<Ledger::OriginBytes> Ledger::unreachable_by_origin(int device) const {
+std::vector<Ledger::OriginBytes> Ledger::unreachable_by_origin(int device, Unmapped which) const {
     std::vector<OriginBytes> out;
     state_->vmm.for_each_live([&](const Site& origin, std::uint64_t size, std::uint32_t, std::size_t refs,
                                   std::uint32_t mappings, std::size_t fds, const std::vector<Site>&, Kind kind,
-                                  Location where, bool) {
+                                  Location where, bool ever_mapped) {
         if (refs == 0 || mappings != 0 || fds != 0) return;
+        if (ever_mapped != (which == Unmapped::once_mapped)) return;
         if (device >= 0 && !(where.type == Location::Type::device && where.id == device)) return;
         out.push_back({origin, kind, size});
     });

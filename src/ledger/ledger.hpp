@@ -137,7 +137,10 @@ public:
         Kind kind = Kind::vmm_physical;
         std::uint64_t bytes = 0;
     };
-    std::vector<OriginBytes> unreachable_by_origin(int device = -1) const;  // -1: every device's
+    // Memory held with nothing mapped splits in two, as at a mark: what was mapped once and lost its last
+    // mapping (leaked), and what was never mapped yet (a handle made ahead of its map, a reserve).
+    enum class Unmapped { once_mapped, never_mapped };
+    std::vector<OriginBytes> unreachable_by_origin(int device = -1, Unmapped = Unmapped::once_mapped) const;  // -1: every device's
     // Classic memory the program freed that open dma-buf fds still keep (the driver keeps the whole allocation
     // while one is open), by the site of the fd's call, each allocation once; largest first. Bounded by the
     // dma-buf records kept (shared_ranges.hpp). Closed fds count until forget_closed_exports learns of them.

@@ -17,6 +17,12 @@ std::string part_label(const OomPart& p, const Oom& o) {
         if (!p.site.python_frames.empty() || !p.site.frames.empty()) s += " at " + where(p.site);
         return s;
     }
+    if (p.what == "held_unmapped") {
+        std::string s = fmt::format("{} {} held, never mapped", p.owner, p.kind);
+        if (!p.site.api.empty()) s += " from " + p.site.api;
+        if (!p.site.python_frames.empty() || !p.site.frames.empty()) s += " at " + where(p.site);
+        return s;
+    }
     if (p.what == "dma_buf_pinned") {
         std::string s = fmt::format("{} {} freed, kept by an open dma-buf fd", p.owner, p.kind);
         if (!p.site.python_frames.empty() || !p.site.frames.empty()) s += " from " + where(p.site);

@@ -114,6 +114,25 @@ TEST_CASE("other processes on the device are parts of their own: the largest by 
     CHECK(in.processes_listed);
 }
 
+TEST_CASE("VMM memory held and never mapped is a part of its own, neither leaked nor live") {
+    ledger::Ledger l;
+    const auto nvshmem = l.owner_id("nvshmem");
+    // A heap chunk created ahead of its map (never mapped), a leaked buffer, a mapped one.
+    l.created(0x10, 512 * MiB, ledger::HandleType::posix_fd, site("cuMemCreate", 1, nvshmem));
+    l.created(0x20, 128 * MiB, ledger::HandleType::posix_fd, site("cuMemCreate", 2, nvshmem));
+    l.mapped(0x7f0000000000, 128 * MiB, 0x20, true, "CUDA_SUCCESS", site("cuMemMap", 3, nvshmem));
+    l.unmapped(0x7f0000000000, 128 * MiB, true, "CUDA_SUCCESS", site("cuMemUnmap", 4, nvshmem));
+    l.created(0x30, 64 * MiB, ledger::HandleType::posix_fd, site("cuMemCreate", 5, nvshmem));
+    l.mapped(0x7f1000000000, 64 * MiB, 0x30, true, "CUDA_SUCCESS", site("cuMemMap", 6, nvshmem));
+    const history::Oom in = history::oom_breakdown(l, {}, {.driver_used = 704 * MiB, .other_processes = {}});
+    REQUIRE(in.parts.size() == 3);
+    CHECK((in.parts[0].what == history::PartKind::held_unmapped && in.parts[0].bytes == 512 * MiB && in.parts[0].site.trace == 1));
+    CHECK((in.parts[1].what == history::PartKind::leaked && in.parts[1].bytes == 128 * MiB && in.parts[1].site.trace == 2));
+    CHECK((in.parts[2].what == history::PartKind::live && in.parts[2].bytes == 64 * MiB));
+    CHECK(in.leaked_bytes == 128 * MiB);
+    CHECK(in.unattributed_bytes == 0);
+}
+
 TEST_CASE("an allocation leaked with two references counts once, under its creating site") {
     ledger::Ledger l;
     const auto owner = l.owner_id("deepep");

@@ -280,15 +280,17 @@ def case_torch_observer(tmp):
     seen = json.loads(proc.stdout.strip().splitlines()[-1])
     expect(seen == {"observers": 1, "raised": True}, f"the helper attached one observer: {seen}")
     rep = only_report(tmp)
-    want = [{"pool": "default", "allocated_bytes": 100 * MiB, "reserved_bytes": 160 * MiB, "fragmentation_bytes": 60 * MiB},
-            {"pool": "graph (1, 1)", "allocated_bytes": 2 * MiB, "reserved_bytes": 4 * MiB, "fragmentation_bytes": 2 * MiB}]
+    want = [{"pool": "default", "allocated_bytes": 100 * MiB, "reserved_bytes": 160 * MiB, "fragmentation_bytes": 60 * MiB,
+             "free_blocks": 3, "largest_free_block_bytes": 24 * MiB},
+            {"pool": "graph (1, 1)", "allocated_bytes": 2 * MiB, "reserved_bytes": 4 * MiB, "fragmentation_bytes": 2 * MiB,
+             "free_blocks": 1, "largest_free_block_bytes": 2 * MiB}]
     expect(rep["steps"][0]["pytorch_pools"] == want, f"torch_step pools: {rep['steps'][0].get('pytorch_pools')}")
     expect(len(rep["oom"]) == 1, f"the observer joined the driver's record: {rep['oom']}")
     oom = rep["oom"][0]
     expect((oom["api"], oom["requested_bytes"]) == ("cuMemAlloc", 128 * MiB), f"request: {oom}")
     expect(oom["pytorch_pools"] == want, f"oom pools: {oom['pytorch_pools']}")
-    expect("PyTorch pool default: 100.0 MiB allocated, 160.0 MiB reserved, 60.0 MiB reserved but unallocated"
-           in proc.stderr, proc.stderr)
+    expect("PyTorch pool default: 100.0 MiB allocated, 160.0 MiB reserved, 60.0 MiB reserved but unallocated in 3 free blocks, "
+           "the largest 24.0 MiB < 128.0 MiB asked: no free block fits\n" in proc.stderr, proc.stderr)
 
 
 def case_views(tmp):

@@ -3,10 +3,15 @@ from . import _C
 
 MiB = 1 << 20
 SEGMENTS = [
-    {"device": 0, "segment_pool_id": (0, 0), "total_size": 100 * MiB, "allocated_size": 80 * MiB},
-    {"device": 0, "segment_pool_id": (0, 0), "total_size": 60 * MiB, "allocated_size": 20 * MiB},
-    {"device": 0, "segment_pool_id": (1, 1), "total_size": 4 * MiB, "allocated_size": 2 * MiB},
-    {"device": 1, "segment_pool_id": (0, 0), "total_size": 8 * MiB, "allocated_size": 8 * MiB},  # another GPU
+    {"device": 0, "segment_pool_id": (0, 0), "total_size": 100 * MiB, "allocated_size": 80 * MiB,
+     "blocks": [{"size": 80 * MiB, "state": "active_allocated"}, {"size": 20 * MiB, "state": "inactive"}]},
+    {"device": 0, "segment_pool_id": (0, 0), "total_size": 60 * MiB, "allocated_size": 20 * MiB,
+     "blocks": [{"size": 16 * MiB, "state": "inactive"}, {"size": 20 * MiB, "state": "active_allocated"},
+                {"size": 24 * MiB, "state": "inactive"}]},
+    {"device": 0, "segment_pool_id": (1, 1), "total_size": 4 * MiB, "allocated_size": 2 * MiB,
+     "blocks": [{"size": 2 * MiB, "state": "active_allocated"}, {"size": 2 * MiB, "state": "inactive"}]},
+    {"device": 1, "segment_pool_id": (0, 0), "total_size": 8 * MiB, "allocated_size": 8 * MiB,  # another GPU
+     "blocks": [{"size": 8 * MiB, "state": "active_allocated"}]},
 ]
 
 
