@@ -85,6 +85,12 @@ def case_forecast_job(tmp):
         earliest = json.load(f)["earliest_forecast"]
     expect((earliest["rank"], earliest["ranks"], earliest["forecast"]["oom_step"], earliest["forecast"]["trend"]) ==
            (1, 3, 54, "leak"), f"{earliest}")
+    page = os.path.join(tmp, "job.html")
+    drawn = subprocess.run([CLI, "html", "-o", page, job], capture_output=True, text=True, timeout=60)
+    with open(page) as f:
+        html = f.read()
+    expect(drawn.returncode == 0 and re.search(r'<div class="verdict bad" id="forecast"><p><b>Rank 1 runs out of memory first</b>, '
+                                               r'at step ≈ 54 \(54–54\)', html) is not None, "the job page leads with the forecast")
     again = subprocess.run([CLI, "check", job], capture_output=True, text=True, timeout=60)
     expect(again.returncode == 1 and again.stdout.startswith(f"FAIL {job}: "), f"{again.returncode} {again.stdout} {again.stderr}")
 
