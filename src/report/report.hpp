@@ -444,7 +444,6 @@ std::string report_path(const std::string& dir, const std::string& host, std::in
 std::string expand_report_dir(const std::string& dir, const std::string& host, std::int64_t pid, std::int64_t rank);
 
 Report load(const std::string& path);  // throws ReportError "<path>: <problem>"
-nlohmann::json load_json(const std::string& path);  // the file's JSON, any schema; throws as load() does
 
 // The text of a report file, checked before any parser sees it: a regular file (a FIFO would block), of
 // bounded size, nested at most 128 levels (deeper overflowed the stack). Throws ReportError naming path.

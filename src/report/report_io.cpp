@@ -7,7 +7,6 @@
 
 #include "common/paths.hpp"
 
-#include <nlohmann/json.hpp>
 #include <rapidjson/error/en.h>
 
 #include <algorithm>
@@ -154,22 +153,6 @@ std::string read_report_text(const std::string& path) {
     if (nesting(text) > kMaxDepth)
         throw ReportError(path + ": nested deeper than " + std::to_string(kMaxDepth) + " levels, not a report");
     return text;
-}
-
-nlohmann::json load_json(const std::string& path) {
-    const std::string text = read_report_text(path);  // every reader goes through its bounds
-    if (text.find_first_not_of(" \t\r\n") == std::string::npos) throw ReportError(path + ": empty file, not a report");
-    nlohmann::json j;
-    try {
-        j = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
-        // A parse error at the very end means the writer stopped early (or something copied half a file).
-        const bool truncated = e.byte >= text.size();
-        throw ReportError(path + (truncated ? ": truncated JSON (ends early): " : ": not JSON: ") + e.what());
-    } catch (const nlohmann::json::exception& e) {  // a number no double holds (1e400), during the parse
-        throw ReportError(path + ": not a report: " + e.what());
-    }
-    return j;
 }
 
 void parse_report_text(const std::string& path, std::string& text, rapidjson::Document& doc) {
