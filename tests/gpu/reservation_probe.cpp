@@ -259,6 +259,67 @@ void fact_managed() {
                 u4 - u0, n4 - n0);
 }
 
+// Module code and data: where the driver takes device memory for a module's kernels and globals, under the
+// loading mode of this process (CUDA_MODULE_LOADING): at the load, at getting a function, or at its first
+// launch. Two kernels of many dependent instructions (their code cannot fold) and a 32 MiB global.
+std::string big_module_ptx(int instructions) {
+    std::string ptx = ".version 7.0\n.target sm_52\n.address_size 64\n.visible .global .align 4 .b8 big_global[33554432];\n";
+    for (const char* name : {"code_a", "code_b"}) {
+        ptx += std::string(".visible .entry ") + name + "(.param .u64 out, .param .u32 m)\n{\n.reg .u32 %r<3>;\n.reg .u64 %p;\n"
+               "ld.param.u64 %p, [out];\nld.param.u32 %r1, [m];\nmov.u32 %r2, %r1;\n";
+        for (int i = 0; i < instructions; ++i) ptx += "mad.lo.u32 %r2, %r2, %r1, " + std::to_string(i * 7 + 1) + ";\n";
+        ptx += "st.global.u32 [%p], %r2;\nret;\n}\n";
+    }
+    return ptx;
+}
+
+void fact_module_code() {
+    MUST(cuInit(0));
+    primary();
+    CUdeviceptr out = 0;
+    MUST(cuMemAlloc(&out, 4096));
+    const std::string ptx = big_module_ptx(40000);
+    const long long u0 = used_mib();
+    CUmodule m = nullptr;
+    MUST(cuModuleLoadData(&m, ptx.c_str()));
+    const long long u1 = used_mib();
+    CUfunction f = nullptr;
+    MUST(cuModuleGetFunction(&f, m, "code_a"));
+    const long long u2 = used_mib();
+    int k = 3;
+    void* args[] = {&out, &k};
+    MUST(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr));
+    MUST(cuCtxSynchronize());
+    const long long u3 = used_mib();
+    MUST(cuModuleGetFunction(&f, m, "code_b"));
+    MUST(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr));
+    MUST(cuCtxSynchronize());
+    const long long u4 = used_mib();
+    CUlibrary lib = nullptr;
+    MUST(cuLibraryLoadData(&lib, ptx.c_str(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+    const long long u5 = used_mib();
+    CUkernel kern = nullptr;
+    MUST(cuLibraryGetKernel(&kern, lib, "code_a"));
+    const long long u6 = used_mib();
+    CUfunction kf = nullptr;
+    MUST(cuKernelGetFunction(&kf, kern));
+    const long long u7 = used_mib();
+    MUST(cuLaunchKernel(kf, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr));
+    MUST(cuCtxSynchronize());
+    const long long u8 = used_mib();
+    MUST(cuModuleUnload(m));
+    const long long u9 = used_mib();
+    MUST(cuLibraryUnload(lib));
+    const long long u10 = used_mib();
+    CUmoduleLoadingMode mode{};
+    MUST(cuModuleGetLoadingMode(&mode));
+    std::printf("fact module_code lazy=%d module_load_mib=%lld get_function_mib=%lld first_launch_mib=%lld "
+                "second_kernel_mib=%lld library_load_mib=%lld get_kernel_mib=%lld kernel_get_function_mib=%lld "
+                "library_launch_mib=%lld module_unload_mib=%lld library_unload_mib=%lld\n",
+                mode == CU_MODULE_LAZY_LOADING ? 1 : 0, u1 - u0, u2 - u1, u3 - u2, u4 - u3, u5 - u4, u6 - u5, u7 - u6,
+                u8 - u7, u9 - u8, u10 - u9);
+}
+
 struct Fact {
     const char* name;
     void (*run)();
@@ -270,6 +331,7 @@ const Fact kFacts[] = {
     {"stack_oom", fact_stack_oom},
     {"modules", fact_modules},
     {"managed", fact_managed},
+    {"module_code", fact_module_code},
 };
 
 }  // namespace

@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""Where a training loop's unattributed bytes come from: the loop of torch_workloads.py split into phases, each
+followed by a named mark, so the report's marks say which phase moved driver-used memory by what the audit
+does not name. Printed too: driver-used per phase from cuMemGetInfo, for the same run without the audit.
+
+  unattributed_phases.py        (run under `cumemaudit run`, or plain)"""
+import json
+import os
+
+import torch
+
+
+def main():
+    try:
+        import cumemaudit
+        mark = cumemaudit.mark
+    except ImportError:
+        mark = lambda label: None  # noqa: E731
+    import torch.distributed as dist
+
+    rows = []
+
+    def phase(label):
+        torch.cuda.synchronize()
+        free, total = torch.cuda.mem_get_info()
+        rows.append({"phase": label, "used": total - free, "reserved": torch.cuda.memory_reserved()})
+        mark(label)
+
+    torch.cuda.set_device(0)
+    torch.zeros(1, device="cuda")
+    phase("cuda-init")
+    a = torch.randn(2048, 2048, device="cuda")
+    (a @ a).sum().item()
+    phase("matmul")
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29556")
+    dist.init_process_group("nccl", rank=0, world_size=1)
+    phase("nccl-init")
+    dist.all_reduce(a)
+    phase("all-reduce")
+    model = torch.nn.Sequential(*[torch.nn.Linear(2048, 2048) for _ in range(6)]).cuda()
+    loss = model(torch.randn(256, 2048, device="cuda")).square().mean()
+    loss.backward()
+    phase("backward")
+    g = torch.cuda.CUDAGraph()
+    static_in = torch.randn(128, 2048, device="cuda")
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        model(static_in)
+    torch.cuda.current_stream().wait_stream(s)
+    with torch.cuda.graph(g):
+        model(static_in)
+    g.replay()
+    phase("graph")
+    print(json.dumps(rows))
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
