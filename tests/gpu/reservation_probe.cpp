@@ -323,6 +323,7 @@ void fact_module_code() {
 struct Fact {
     const char* name;
     void (*run)();
+    bool named_only = false;  // run only when asked for: not yet measured, so the simulated driver is not held to it
 };
 const Fact kFacts[] = {
     {"context_primary", fact_context_primary},
@@ -331,7 +332,7 @@ const Fact kFacts[] = {
     {"stack_oom", fact_stack_oom},
     {"modules", fact_modules},
     {"managed", fact_managed},
-    {"module_code", fact_module_code},
+    {"module_code", fact_module_code, true},
 };
 
 }  // namespace
@@ -340,7 +341,8 @@ int main(int argc, char** argv) {
     std::vector<std::string> wanted(argv + 1, argv + argc);
     int failed = 0;
     for (const Fact& f : kFacts) {
-        if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), f.name) == wanted.end()) continue;
+        const bool asked = std::find(wanted.begin(), wanted.end(), f.name) != wanted.end();
+        if (wanted.empty() ? f.named_only : !asked) continue;
         std::fflush(stdout);
         const pid_t pid = fork();
         if (pid == 0) {
