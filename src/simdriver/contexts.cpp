@@ -23,6 +23,10 @@ CUresult SimState::Impl::begin_context(CUcontext ctx) {
         return CUDA_ERROR_OUT_OF_MEMORY;
     ctx->reserved = bytes;
     ctx->limits = kDefaultLimits;
+    if (CUresult r = eager_library_modules(ctx); r != CUDA_SUCCESS) {
+        end_context(ctx);
+        return r;
+    }
     return CUDA_SUCCESS;
 }
 

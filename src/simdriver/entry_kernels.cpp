@@ -1,5 +1,5 @@
-// Entry points for modules, libraries and launches: PTX loaded for its kernels' names and local memory, launches that
-// may raise the context's stack limit (kernels.cpp). Nothing executes on a simulated device.
+// Entry points for modules, libraries and launches: PTX loaded for its kernels' names, local memory and code and its
+// globals, launches that may raise the context's stack limit (kernels.cpp). Nothing executes on a simulated device.
 #include "entry_guard.hpp"
 #include "state.hpp"
 
@@ -112,6 +112,25 @@ CUresult cuLibraryGetModule(CUmodule* pMod, CUlibrary library) {
     return guarded([&] { return pMod == nullptr ? CUDA_ERROR_INVALID_VALUE : SimState::get().library_module(pMod, library); });
 }
 
+CUresult cuLibraryGetKernel(CUkernel* pKernel, CUlibrary library, const char* name) {
+    return guarded([&] {
+        return pKernel == nullptr || name == nullptr ? CUDA_ERROR_INVALID_VALUE
+                                                     : SimState::get().library_kernel(pKernel, library, name);
+    });
+}
+
+CUresult cuKernelGetFunction(CUfunction* pFunc, CUkernel kernel) {
+    return guarded([&] { return pFunc == nullptr ? CUDA_ERROR_INVALID_VALUE : SimState::get().kernel_function(pFunc, kernel); });
+}
+
+CUresult cuKernelGetLibrary(CUlibrary* pLib, CUkernel kernel) {
+    return guarded([&] { return pLib == nullptr ? CUDA_ERROR_INVALID_VALUE : SimState::get().kernel_library(pLib, kernel); });
+}
+
+CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode* mode) {
+    return guarded([&] { return mode == nullptr ? CUDA_ERROR_INVALID_VALUE : SimState::get().loading_mode(mode); });
+}
+
 CUresult cuModuleUnload(CUmodule hmod) {
     return guarded([&] { return SimState::get().module_unload(hmod); });
 }
@@ -130,7 +149,7 @@ CUresult cuFuncGetName(const char** name, CUfunction hfunc) {
     return guarded([&] { return name == nullptr ? CUDA_ERROR_INVALID_VALUE : SimState::get().function_name(name, hfunc); });
 }
 
-// Parameters are not read: nothing runs.
+// Parameters are not read: nothing runs. `f` may be a library's CUkernel, as cuda.h allows.
 CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
                         unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int,
                         CUstream hStream, void**, void**) {

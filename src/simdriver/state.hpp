@@ -155,18 +155,26 @@ public:
     CUresult graph_mem_trim(CUdevice dev);
     CUresult graph_mem_attribute(CUdevice dev, CUgraphMem_attribute attr, cuuint64_t* value);
 
-    // --- modules and launches (kernels.cpp; docs/DRIVER.md, "Contexts, kernel stacks and launches"): PTX
-    // read for its kernels and their local memory, loaded into the current context; nothing executes ---
+    // --- modules and launches (kernels.cpp; docs/DRIVER.md, "Contexts, kernel stacks and launches" and
+    // "Module code and globals"): PTX read for its kernels, their local memory and code, and its globals,
+    // loaded into the current context, which holds device memory for the code and globals; nothing executes ---
     CUresult module_load(CUmodule* out, const char* image);
     CUresult module_unload(CUmodule m);
-    // A library: its image read at the load, a module of the current context made at the first ask.
+    // A library: its image read at the load, a module of the current context made at the first ask (under
+    // eager loading, at the load).
     CUresult library_load(CUlibrary* out, const char* image);
     CUresult library_module(CUmodule* out, CUlibrary lib);
     CUresult library_unload(CUlibrary lib);
+    CUresult library_kernel(CUkernel* out, CUlibrary lib, const char* name);
+    CUresult kernel_function(CUfunction* out, CUkernel k);  // in the current context
+    CUresult kernel_library(CUlibrary* out, CUkernel k);
+    CUresult loading_mode(CUmoduleLoadingMode* out) const;
+    // The function named; under lazy loading its code is taken at the first get.
     CUresult module_function(CUfunction* out, CUmodule m, const char* name);
     CUresult function_attribute(int* out, CUfunction_attribute attr, CUfunction f);
     CUresult function_name(const char** out, CUfunction f);
-    // A launch in the current context: a kernel needing more local memory than the stack limit raises it.
+    // A launch in the current context (of a function, or of a library's kernel as cuda.h allows): a kernel
+    // needing more local memory than the stack limit raises it.
     CUresult launch(CUfunction f, CUstream s, const unsigned grid[3], const unsigned block[3]);
 
     // --- external memory (docs/DRIVER.md, "External memory"): an opaque fd of a VMM export on the node ---

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <new>
@@ -91,6 +92,8 @@ CUresult SimState::init() {
     s.config.graph_exec_bytes = cfg.config.graph_exec_bytes;  // each process's own: its graphs are its own
     s.config.context_bytes = cfg.config.context_bytes;        // and so are its contexts' reservations
     s.config.sms = cfg.config.sms;  // read by each process too: a node's segment keeps only capacity and count
+    const char* loading = std::getenv("CUDA_MODULE_LOADING");  // read at cuInit, as the real driver reads it
+    s.eager_loading = loading != nullptr && std::strcmp(loading, "EAGER") == 0;
     const auto n = static_cast<std::size_t>(s.config.devices);
     for (std::size_t d = 0; d < n; ++d) s.contexts.push_back(std::make_unique<CUctx_st>(CUctx_st{static_cast<int>(d), true}));
     s.ctx_retains.assign(n, 0);

@@ -37,6 +37,16 @@ inline constexpr std::array<std::size_t, CU_LIMIT_MAX> kDefaultLimits = [] {
     return l;
 }();
 
+// Where a context keeps module code or module globals: offsets only grow and are never reused, and each
+// kModuleChunk of it is charged to the context's device while a live range overlaps it.
+struct ModuleHeap {
+    std::uint64_t next = 0;
+    std::map<std::uint64_t, unsigned> live;  // chunk index -> live ranges overlapping it
+};
+struct HeapRange {
+    std::uint64_t offset = 0, bytes = 0;  // bytes 0: nothing taken
+};
+
 struct CUctx_st {
     int device;
     bool primary;  // a device's primary context, which lives as long as the driver; else cuCtxCreate's
@@ -47,24 +57,36 @@ struct CUctx_st {
     // A launch refused for want of stack gave the whole stack back (measured); the next launch or stack
     // limit set reserves it again, at the limit then.
     bool stack_given_back = false;
+    ModuleHeap code{}, data{};  // its modules' code and globals (docs/DRIVER.md, "Module code and globals")
 };
 // A module loaded from PTX (nothing is compiled): its kernels, each with the local memory one of its threads
-// needs, which a launch may raise the context's stack to.
+// needs, which a launch may raise the context's stack to, and the code it takes on the device once loaded.
 struct CUfunc_st {
     CUmod_st* module;
     std::string name;
     std::uint64_t local_bytes = 0;
+    std::uint64_t code_bytes = 0;
+    bool loaded = false;  // its code taken in its context's code heap (lazily: at the first get)
+    HeapRange code{};
 };
 struct CUmod_st {
     CUcontext ctx;  // the context it was loaded into, which unloads it at its end
     std::vector<std::unique_ptr<CUfunc_st>> functions;
     CUlibrary library = nullptr;  // the library it was made for (cuLibraryGetModule), which unloads it
+    HeapRange globals{};          // its module-scope .global variables, taken at its making
+};
+// A kernel of a library (cuLibraryGetKernel): a name that becomes a function in each context that asks.
+struct CUkern_st {
+    CUlibrary library;
+    std::string name;
 };
 // A library (cuLibraryLoadData): loaded into no context; its image becomes a module of the current context
-// when one is asked for.
+// when one is asked for (or at once, under eager loading).
 struct CUlib_st {
     std::string image;
     std::map<CUcontext, CUmodule> modules;
+    std::vector<std::unique_ptr<CUkern_st>> kernels;  // one per kernel of the image, for cuLibraryGetKernel
+    std::uint64_t serial = 0;  // load order: a context begun eagerly makes their modules in it
 };
 struct CUstream_st {
     CUcontext ctx;
@@ -117,6 +139,7 @@ namespace cumemaudit::sim {
 constexpr std::uint64_t kGranularity = 2ull << 20;  // measured: minimum and recommended, 2 MiB
 constexpr std::uint64_t kClassicRound = 512;         // classic allocations are charged in 512-byte units
 constexpr std::uint64_t kPoolChunk = 32ull << 20;  // measured: pools reserve and give back 32 MiB at a time
+constexpr std::uint64_t kModuleChunk = 2ull << 20;  // measured: module code and globals are charged 2 MiB at a time
 constexpr std::uint64_t kFirstHandle = 0x5e0000001ull;  // recognisable in logs; never 0
 
 // The current context is per thread, as in the real driver; it names an object SimState owns. It is the
@@ -249,6 +272,11 @@ struct SimState::Impl {
     std::map<CUmodule, std::unique_ptr<CUmod_st>> modules;  // loaded, until unloaded or their context ends
     std::map<CUlibrary, std::unique_ptr<CUlib_st>> libraries;  // loaded, until unloaded
     std::unordered_set<CUfunction> functions;               // the kernels of those modules
+    std::unordered_set<CUkernel> kernels;                   // the kernels of those libraries
+    std::uint64_t libraries_loaded = 0;
+    // CUDA_MODULE_LOADING=EAGER at cuInit: a module's code is taken at its making, and every context has a
+    // module of every library; else (the driver's default, lazy) a function's code at its first get.
+    bool eager_loading = false;
 
     // ---- helpers; all called with mu held, and the node's lock when they touch the node ----
     CUmemGenericAllocationHandle take_handle_value() {
@@ -459,9 +487,10 @@ struct SimState::Impl {
     }
 
     // A context's reservation (contexts.cpp): taken as it begins (a primary context's first retain, cuCtxCreate)
-    // or CUDA_ERROR_OUT_OF_MEMORY; its stack limit moved (rounded up to 16) with the difference reserved or
-    // given back at once, or CUDA_ERROR_OUT_OF_MEMORY changing nothing; all given back at its end, its limits
-    // as a new context's again. Both locks held.
+    // or CUDA_ERROR_OUT_OF_MEMORY (also when, under eager loading, the libraries' modules it begins with do not
+    // fit); its stack limit moved (rounded up to 16) with the difference reserved or given back at once, or
+    // CUDA_ERROR_OUT_OF_MEMORY changing nothing; all given back at its end, its limits as a new context's again.
+    // Both locks held.
     CUresult begin_context(CUcontext ctx);
     CUresult set_stack(CUcontext ctx, std::size_t limit);
     // A launch needing `local` bytes per thread: the stack raised to it (or taken again after a refusal); a
@@ -488,25 +517,29 @@ struct SimState::Impl {
             return a.second.ctx == ctx;
         });
         std::erase_if(modules, [&](const auto& m) {
-            if (m.second->ctx == ctx) forget_functions(*m.second);
+            if (m.second->ctx == ctx) release_module(*m.second);
             return m.second->ctx == ctx;
         });
     }
 
-    // A module made for the current context becomes one of its own.
-    CUresult adopt_module(std::unique_ptr<CUmod_st> m, CUmodule* out) {
-        int dev = 0;
-        if (CUresult r = current_device(&dev); r != CUDA_SUCCESS) return r;
-        for (const auto& f : m->functions) functions.insert(f.get());
-        *out = m.get();
-        modules.emplace(m.get(), std::move(m));
-        return CUDA_SUCCESS;
-    }
-
-    void forget_functions(const CUmod_st& m) {
-        for (const auto& f : m.functions) functions.erase(f.get());
-        if (m.library != nullptr) libraries.at(m.library)->modules.erase(m.ctx);
-    }
+    // ---- modules (kernels.cpp; docs/DRIVER.md, "Module code and globals"). Both locks held.
+    // A module made in its context (m->ctx): its globals taken at once, and under eager loading its code;
+    // kept, or CUDA_ERROR_OUT_OF_MEMORY with nothing taken.
+    CUresult make_module(std::unique_ptr<CUmod_st> m, std::uint64_t global_bytes, CUmodule* out);
+    // A function's code, taken in its context's code heap unless it was already.
+    CUresult load_code(CUfunction f);
+    // What a module holds given back and its functions forgotten; its record is the caller's to erase.
+    void release_module(CUmod_st& m);
+    // A library's module in `ctx`, made at the first ask.
+    CUresult library_module(CUlibrary lib, CUcontext ctx, CUmodule* out);
+    // A library kernel's function in `ctx`, its code loaded.
+    CUresult kernel_function(CUkernel k, CUcontext ctx, CUfunction* out);
+    // Under eager loading a context begun holds a module of every library loaded; else nothing to do.
+    CUresult eager_library_modules(CUcontext ctx);
+    // A range of a context's heap, its chunks charged when a range first overlaps them, given back when the
+    // last one goes.
+    CUresult take_range(CUcontext ctx, ModuleHeap& heap, std::uint64_t bytes, HeapRange* out);
+    void give_range(CUcontext ctx, ModuleHeap& heap, HeapRange r);
 };
 
 }  // namespace cumemaudit::sim

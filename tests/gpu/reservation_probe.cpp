@@ -323,7 +323,9 @@ void fact_module_code() {
 struct Fact {
     const char* name;
     void (*run)();
-    bool named_only = false;  // run only when asked for: not yet measured, so the simulated driver is not held to it
+    // Run only when asked for: its answers depend on the process's CUDA_MODULE_LOADING, so each mode has a run
+    // of its own (tests/gpu/runs/k22, held to by tests/gpu/test_reservations.py --facts).
+    bool named_only = false;
 };
 const Fact kFacts[] = {
     {"context_primary", fact_context_primary},

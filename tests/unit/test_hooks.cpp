@@ -64,7 +64,8 @@ TEST_CASE("every allocation, free and VMM entry point of the catalog is wrapped"
         "cuArray3DGetDescriptor_v2", "cuMipmappedArrayGetLevel",
         // questions (a library's module is booked with the library's load)
         "cuCtxGetLimit", "cuMemsetD8_v2", "cuMemPrefetchAsync_v2", "cuModuleGetFunction", "cuLibraryGetModule",
-        "cuFuncGetAttribute", "cuFuncGetName"};
+        "cuFuncGetAttribute", "cuFuncGetName", "cuLibraryGetKernel", "cuKernelGetFunction", "cuKernelGetLibrary",
+        "cuModuleGetLoadingMode"};
     for (const auto& e : catalog::entries()) {
         for (auto symbol : {e.symbol, e.per_thread}) {
             if (symbol.empty() || not_wrapped.count(std::string(symbol))) continue;

@@ -554,7 +554,7 @@ TEST_CASE("every catalog row is exported and cuGetProcAddress hands out exactly 
         }
         ++rows;
     }
-    CHECK(rows == 129);
+    CHECK(rows == 133);
     // The executable holds a copy of the data symbol (copy relocation); compare the strings it points to.
     auto* exported_version = static_cast<const char* const*>(::dlsym(lib, "cumemaudit_sim_driver_version"));
     REQUIRE(exported_version != nullptr);
@@ -1066,14 +1066,15 @@ TEST_CASE("child: reservations", "[.]") {
 
     // The stack: a launch beyond the limit reserves the difference and keeps it; cuCtxSetLimit moves it at once.
     Loaded k = load_kernels();
-    CHECK(free_bytes() == GiB - 108 * MiB);  // modules cost nothing
+    constexpr std::size_t kCode = 2 * MiB;  // the kernels' code: the first chunk of the context's code heap
+    CHECK(free_bytes() == GiB - 108 * MiB - kCode);
     REQUIRE(launch(k.heavy) == CUDA_SUCCESS);
     CHECK(stack_limit() == 32768);
-    CHECK(free_bytes() == GiB - 100 * MiB - 32 * kStackMiB * MiB);
+    CHECK(free_bytes() == GiB - 100 * MiB - 32 * kStackMiB * MiB - kCode);
     REQUIRE(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 1024) == CUDA_SUCCESS);
-    CHECK(free_bytes() == GiB - 108 * MiB);
+    CHECK(free_bytes() == GiB - 108 * MiB - kCode);
     REQUIRE(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 1000) == CUDA_SUCCESS);  // 1008: 16 bytes x 8192 threads less
-    CHECK(free_bytes() == GiB - 108 * MiB + 16 * 8192);
+    CHECK(free_bytes() == GiB - 108 * MiB - kCode + 16 * 8192);
     REQUIRE(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 1024) == CUDA_SUCCESS);
 
     // Refused for want of memory (as the H200, run k12): the whole stack is given back, the limit reads the same,
@@ -1160,4 +1161,228 @@ TEST_CASE("CUMEMAUDIT_SIM_CONTEXT and CUMEMAUDIT_SIM_SMS: contexts and kernel st
     ok = run_child("child: no room for a context", {"CUMEMAUDIT_SIM_CONTEXT=2GiB", "CUMEMAUDIT_SIM_MEMORY=1GiB"});
     CHECK(ok.status == 0);
     CHECK(ok.err.empty());
+}
+
+// ---------------- module code and globals (docs/DRIVER.md, "Module code and globals") ----------------
+namespace {
+
+// The module of reservation_probe's module_code fact: kernels code_a and code_b of `statements` multiply-adds
+// and five instructions more each, and a 32 MiB global.
+std::string code_ptx(int statements) {
+    std::string ptx = ".version 7.0\n.target sm_52\n.address_size 64\n.visible .global .align 4 .b8 big[33554432];\n";
+    for (const char* name : {"code_a", "code_b"}) {
+        ptx += std::string(".visible .entry ") + name +
+               "(.param .u64 out, .param .u32 m)\n{\n.reg .u32 %r<3>;\n.reg .u64 %p;\n"
+               "ld.param.u64 %p, [out];\nld.param.u32 %r1, [m];\nmov.u32 %r2, %r1;\n";
+        for (int i = 0; i < statements; ++i) ptx += "mad.lo.u32 %r2, %r2, %r1, " + std::to_string(i) + ";\n";
+        ptx += "st.global.u32 [%p], %r2;\nret;\n}\n";
+    }
+    return ptx;
+}
+
+// MiB of device memory taken since the meter's last reading (negative: given back).
+struct Meter {
+    std::size_t last = free_bytes();
+    long long operator()() {
+        const std::size_t now = free_bytes();
+        const long long moved = (static_cast<long long>(last) - static_cast<long long>(now)) / static_cast<long long>(MiB);
+        last = now;
+        return moved;
+    }
+};
+
+CUresult load_library(CUlibrary* lib, const std::string& ptx) {
+    return cuLibraryLoadData(lib, ptx.c_str(), nullptr, nullptr, 0, nullptr, nullptr, 0);
+}
+
+}  // namespace
+
+// Under lazy loading, as the H200 answered reservation_probe's module_code fact (run k22), then what that fact
+// does not reach: a kernel launched by its CUkernel, handles of an unloaded library, no room, a context's end,
+// what counts as an instruction and as a global.
+TEST_CASE("child: module code under lazy loading", "[.]") {
+    setup();
+    CUmoduleLoadingMode mode{};
+    REQUIRE(cuModuleGetLoadingMode(&mode) == CUDA_SUCCESS);
+    CHECK(mode == CU_MODULE_LAZY_LOADING);
+    const std::string ptx = code_ptx(40000);  // 643,072 bytes of code a kernel: three fit a 2 MiB chunk
+    Meter moved;
+    CUmodule m = nullptr;
+    REQUIRE(cuModuleLoadData(&m, ptx.c_str()) == CUDA_SUCCESS);
+    CHECK(moved() == 32);
+    CUfunction a = nullptr, b = nullptr;
+    REQUIRE(cuModuleGetFunction(&a, m, "code_a") == CUDA_SUCCESS);
+    CHECK(moved() == 2);
+    REQUIRE(cuModuleGetFunction(&a, m, "code_a") == CUDA_SUCCESS);
+    REQUIRE(launch(a) == CUDA_SUCCESS);
+    REQUIRE(cuModuleGetFunction(&b, m, "code_b") == CUDA_SUCCESS);
+    CHECK(moved() == 0);
+
+    CUlibrary lib = nullptr, of = nullptr;
+    REQUIRE(load_library(&lib, ptx) == CUDA_SUCCESS);
+    CUkernel ka = nullptr, kb = nullptr, again = nullptr;
+    REQUIRE(cuLibraryGetKernel(&ka, lib, "code_a") == CUDA_SUCCESS);
+    REQUIRE(cuLibraryGetKernel(&again, lib, "code_a") == CUDA_SUCCESS);
+    CHECK(again == ka);
+    REQUIRE(cuLibraryGetKernel(&kb, lib, "code_b") == CUDA_SUCCESS);
+    CHECK(kb != ka);
+    CHECK(cuLibraryGetKernel(&again, lib, "code_c") == CUDA_ERROR_NOT_FOUND);
+    CHECK(cuLibraryGetKernel(nullptr, lib, "code_a") == CUDA_ERROR_INVALID_VALUE);
+    REQUIRE(cuKernelGetLibrary(&of, kb) == CUDA_SUCCESS);
+    CHECK(of == lib);
+    CHECK(moved() == 0);
+    CUfunction la = nullptr, la_again = nullptr, la_of_module = nullptr;
+    REQUIRE(cuKernelGetFunction(&la, ka) == CUDA_SUCCESS);
+    CHECK(moved() == 32);  // the library module's globals; its code_a still fits the first code chunk
+    REQUIRE(cuKernelGetFunction(&la_again, ka) == CUDA_SUCCESS);
+    CHECK(la_again == la);
+    CUmodule lm = nullptr;
+    REQUIRE(cuLibraryGetModule(&lm, lib) == CUDA_SUCCESS);
+    REQUIRE(cuModuleGetFunction(&la_of_module, lm, "code_a") == CUDA_SUCCESS);
+    CHECK(la_of_module == la);
+    REQUIRE(launch(la) == CUDA_SUCCESS);
+    CHECK(moved() == 0);
+    REQUIRE(launch(reinterpret_cast<CUfunction>(kb)) == CUDA_SUCCESS);  // cuda.h: a CUkernel may be launched
+    CHECK(moved() == 2);  // its code loaded by the launch, across into a second chunk
+    REQUIRE(cuModuleUnload(m) == CUDA_SUCCESS);
+    CHECK(moved() == -32);  // the first code chunk still holds the library's code_a
+    REQUIRE(cuLibraryUnload(lib) == CUDA_SUCCESS);
+    CHECK(moved() == -36);
+    CHECK(cuLibraryGetKernel(&again, lib, "code_a") == CUDA_ERROR_INVALID_HANDLE);
+    CHECK(cuKernelGetFunction(&la, ka) == CUDA_ERROR_INVALID_HANDLE);
+    CHECK(cuKernelGetLibrary(&of, ka) == CUDA_ERROR_INVALID_HANDLE);
+    CHECK(launch(reinterpret_cast<CUfunction>(ka)) == CUDA_ERROR_INVALID_HANDLE);
+    CHECK(launch(la) == CUDA_ERROR_INVALID_HANDLE);
+
+    // No room: a module's globals or a function's code refused, nothing taken.
+    CUdeviceptr hog = 0;
+    REQUIRE(cuMemAlloc(&hog, free_bytes() - MiB) == CUDA_SUCCESS);
+    moved();
+    CHECK(cuModuleLoadData(&m, ptx.c_str()) == CUDA_ERROR_OUT_OF_MEMORY);
+    CUmodule small = nullptr;
+    REQUIRE(cuModuleLoadData(&small, kPtx) == CUDA_SUCCESS);  // no globals
+    CHECK(cuModuleGetFunction(&a, small, "plain") == CUDA_ERROR_OUT_OF_MEMORY);
+    CHECK(moved() == 0);
+    REQUIRE(cuMemFree(hog) == CUDA_SUCCESS);
+    moved();
+    REQUIRE(cuModuleGetFunction(&a, small, "plain") == CUDA_SUCCESS);
+    CHECK(moved() == 2);
+    REQUIRE(cuModuleUnload(small) == CUDA_SUCCESS);
+    CHECK(moved() == -2);
+
+    // A context's end gives back what its modules hold; a new context's heaps start empty.
+    CUcontext own = nullptr;
+    REQUIRE(cuCtxCreate(&own, nullptr, 0, 0) == CUDA_SUCCESS);
+    REQUIRE(cuModuleLoadData(&m, ptx.c_str()) == CUDA_SUCCESS);
+    REQUIRE(cuModuleGetFunction(&a, m, "code_a") == CUDA_SUCCESS);
+    CHECK(moved() == 34);
+    REQUIRE(cuCtxDestroy(own) == CUDA_SUCCESS);
+    CHECK(moved() == -34);
+
+    // 16 bytes of code an instruction, rounded up to 4 KiB; directives, labels and braces are not instructions:
+    // 131,072 instructions fill one chunk exactly, one more spills into a second and a third.
+    std::string edge = ".version 9.0\n.target sm_90\n.address_size 64\n";
+    for (const auto& [name, n] : {std::pair{"fills", 131072}, std::pair{"spills", 131073}}) {
+        edge += std::string(".visible .entry ") + name + "()\n{\n\t.reg .b32 \t%r<2>;\n\t.local .align 4 .b8 \tdepot[16];\n"
+                "\t{\n\t.reg .b32 %inner;\n\t}\n$L_top:\n\t.pragma \"nounroll\";\n";
+        for (int i = 1; i < n; ++i) edge += "\tadd.s32 \t%r1, %r1, 1;\n";
+        edge += "$L_end:\n\tret;\n}\n";
+    }
+    REQUIRE(cuCtxCreate(&own, nullptr, 0, 0) == CUDA_SUCCESS);
+    REQUIRE(cuModuleLoadData(&m, edge.c_str()) == CUDA_SUCCESS);
+    REQUIRE(cuModuleGetFunction(&a, m, "fills") == CUDA_SUCCESS);
+    CHECK(moved() == 2);
+    REQUIRE(cuModuleGetFunction(&b, m, "spills") == CUDA_SUCCESS);
+    CHECK(moved() == 4);
+    REQUIRE(cuCtxDestroy(own) == CUDA_SUCCESS);
+    CHECK(moved() == -6);
+
+    // Globals: the module's own .global definitions, initialised or not, rounded up to 4 KiB; another
+    // module's (.extern), a kernel's state spaces and comments take nothing. 4 KiB + 2 MiB - 4 KiB: one chunk.
+    const char* globals = R"PTX(.version 9.0
+.target sm_90
+.address_size 64
+.global .align 4 .u32 table[1024] = {1, 2, 3};
+.visible .global .align 8 .b8 rest[2093056];
+.extern .global .align 4 .b8 elsewhere[4194304];
+// .global .b8 commented[4194304];
+.visible .entry uses(.param .u64 p)
+{
+	.reg .b64 %rd<2>;
+	.local .align 4 .b8 depot[4194304];
+	ld.global.u64 %rd1, [rest];
+	ret;
+}
+)PTX";
+    REQUIRE(cuCtxCreate(&own, nullptr, 0, 0) == CUDA_SUCCESS);
+    REQUIRE(cuModuleLoadData(&m, globals) == CUDA_SUCCESS);
+    CHECK(moved() == 2);
+    REQUIRE(cuCtxDestroy(own) == CUDA_SUCCESS);
+    CHECK(moved() == -2);
+}
+
+// Under eager loading, as the H200 answered the same fact, then what a context begun with a library loaded
+// holds, and a load or a context refused for want of room.
+TEST_CASE("child: module code under eager loading", "[.]") {
+    setup();
+    CUmoduleLoadingMode mode{};
+    REQUIRE(cuModuleGetLoadingMode(&mode) == CUDA_SUCCESS);
+    CHECK(mode == CU_MODULE_EAGER_LOADING);
+    const std::string ptx = code_ptx(40000);
+    Meter moved;
+    CUmodule m = nullptr;
+    REQUIRE(cuModuleLoadData(&m, ptx.c_str()) == CUDA_SUCCESS);
+    CHECK(moved() == 34);
+    CUfunction a = nullptr;
+    REQUIRE(cuModuleGetFunction(&a, m, "code_a") == CUDA_SUCCESS);
+    REQUIRE(launch(a) == CUDA_SUCCESS);
+    CHECK(moved() == 0);
+    CUlibrary lib = nullptr;
+    REQUIRE(load_library(&lib, ptx) == CUDA_SUCCESS);
+    CHECK(moved() == 34);  // its code crosses into a second chunk
+    CUkernel k = nullptr;
+    REQUIRE(cuLibraryGetKernel(&k, lib, "code_a") == CUDA_SUCCESS);
+    REQUIRE(cuKernelGetFunction(&a, k) == CUDA_SUCCESS);
+    REQUIRE(launch(a) == CUDA_SUCCESS);
+    CHECK(moved() == 0);
+    REQUIRE(cuModuleUnload(m) == CUDA_SUCCESS);
+    CHECK(moved() == -32);
+
+    CUcontext own = nullptr;
+    REQUIRE(cuCtxCreate(&own, nullptr, 0, 0) == CUDA_SUCCESS);
+    CHECK(moved() == 34);  // the library's module, made at the context's beginning
+    REQUIRE(cuKernelGetFunction(&a, k) == CUDA_SUCCESS);
+    CHECK(moved() == 0);
+    REQUIRE(cuCtxDestroy(own) == CUDA_SUCCESS);
+    CHECK(moved() == -34);
+
+    // No room: the library's module refused with the context, or with the load; nothing taken.
+    CUdeviceptr hog = 0;
+    REQUIRE(cuMemAlloc(&hog, free_bytes() - 16 * MiB) == CUDA_SUCCESS);
+    moved();
+    own = nullptr;
+    CHECK(cuCtxCreate(&own, nullptr, 0, 0) == CUDA_ERROR_OUT_OF_MEMORY);
+    CUcontext current = nullptr;
+    REQUIRE(cuCtxGetCurrent(&current) == CUDA_SUCCESS);
+    CHECK(current != nullptr);
+    CHECK(current != own);
+    CUlibrary refused = nullptr;
+    CHECK(load_library(&refused, ptx) == CUDA_ERROR_OUT_OF_MEMORY);
+    CHECK(moved() == 0);
+    REQUIRE(cuMemFree(hog) == CUDA_SUCCESS);
+    moved();
+    REQUIRE(cuLibraryUnload(lib) == CUDA_SUCCESS);
+    CHECK(moved() == -36);
+}
+
+TEST_CASE("module code and globals: charged in 2 MiB chunks of a context's code and globals, lazily or eagerly") {
+    for (const char* mode : {"LAZY", "EAGER"}) {
+        const std::string lower = std::string(mode) == "LAZY" ? "lazy" : "eager";
+        const auto r = run_child(("child: module code under " + lower + " loading").c_str(),
+                                 {std::string("CUDA_MODULE_LOADING=") + mode});
+        INFO(mode << ": " << r.err);
+        CHECK(r.status == 0);
+    }
+    // Anything but EAGER is the driver's default, lazy.
+    CHECK(run_child("child: module code under lazy loading", {"CUDA_MODULE_LOADING=eager"}).status == 0);
 }
