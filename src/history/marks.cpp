@@ -60,14 +60,14 @@ Step Marks::figures(const MarkInput& m, const std::vector<ledger::OwnerRow>& own
         s.dma_buf_pinned_bytes += p.bytes;
     if (m.driver.known) {
         s.driver = m.driver;
-        // Modules, graph executables, a context's unmeasured fixed part (and other processes, when NVML did not
+        // Module code no measured call took (a kernel loaded at its launch), graph executables, a context's unmeasured fixed part (and other processes, when NVML did not
         // list them): what no call named. A pool's idle memory is named (the pool holds it), graph memory
         // too, the contexts' measured parts and kernel stacks, the other processes NVML listed, freed memory
         // open dma-buf fds keep, and managed memory the device holds.
         const std::uint64_t named = tracked_on_device + s.dma_buf_pinned_bytes +
                                     (m.pool_reserved - std::min(m.pool_reserved, m.pool_used)) +
                                     m.driver.graph_reserved + m.driver.other_processes_bytes + m.driver.context_bytes +
-                                    m.driver.local_memory_bytes + m.driver.managed_resident_bytes;
+                                    m.driver.local_memory_bytes + m.driver.managed_resident_bytes + m.driver.module_code_bytes;
         s.unattributed_bytes = m.driver.used > named ? m.driver.used - named : 0;
     }
     return s;

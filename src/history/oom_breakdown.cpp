@@ -81,10 +81,11 @@ Oom oom_breakdown(const ledger::Ledger& book, const std::vector<Graph>& graphs, 
     if (in.context != 0) parts.push_back({PartKind::context, 0, {}, 0, in.context, {}, {}});
     if (in.local_memory != 0) parts.push_back({PartKind::local_memory, 0, {}, 0, in.local_memory, {}, {}});
     if (in.managed_resident != 0) parts.push_back({PartKind::managed_resident, 0, {}, 0, in.managed_resident, {}, {}});
+    if (in.module_code != 0) parts.push_back({PartKind::module_code, 0, {}, 0, in.module_code, {}, {}});
     add_other_processes(parts, in.other_processes);
     const std::uint64_t named = std::accumulate(parts.begin(), parts.end(), std::uint64_t{0},
                                                 [](std::uint64_t s, const OomPart& p) { return s + p.bytes; });
-    // Modules, a context's fixed part that was not measured (and other processes' memory when NVML could
+    // Module code no measured call took, a context's fixed part that was not measured (and other processes' memory when NVML could
     // not list them): what no wrapped call named. Zero when the named parts exceed driver-used memory (memory freed between the
     // failing call and the question).
     const std::uint64_t rest = in.driver_used > named ? in.driver_used - named : 0;

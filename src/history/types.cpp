@@ -25,6 +25,7 @@ const char* to_string(PartKind k) {
         case PartKind::dma_buf_pinned: return "dma_buf_pinned";
         case PartKind::managed_resident: return "managed_resident";
         case PartKind::held_unmapped: return "held_unmapped";
+        case PartKind::module_code: return "module_code";
     }
     return "";
 }

@@ -54,13 +54,15 @@ struct DeviceFigures {
     std::uint64_t context_bytes = 0, local_memory_bytes = 0;
     std::uint64_t stack_bytes_per_thread = 0;       // the largest stack limit among them
     std::uint64_t managed_resident_bytes = 0;       // this process's managed memory the device holds (0: none, or unknown)
+    std::uint64_t module_code_bytes = 0;            // what the device holds of loaded modules' code and globals (ModulesLive)
 };
 
 // The modules and libraries the program loaded and has not unloaded (every device's: a library is loaded
-// into no one context), and the bytes of their images. Their code's device memory is not among them: the
-// driver says nothing of it per load.
+// into no one context), the bytes of their images, and the device memory the driver took for their code and
+// globals (every device's), measured around the calls that take it (module_book.hpp).
 struct ModulesLive {
     std::uint64_t count = 0, image_bytes = 0;
+    std::uint64_t code_bytes = 0;
 };
 
 // The loads of one site (the call that loaded them), as the module book keeps them.
@@ -68,6 +70,7 @@ struct ModuleSite {
     ledger::Site site;
     std::uint64_t loads = 0, unloads = 0;
     std::uint64_t live = 0, image_bytes = 0;  // live now, and their images' bytes
+    std::uint64_t code_bytes = 0;             // the device memory measured for their code and globals, live now
     std::uint64_t peak_live = 0;
     std::uint64_t first_step = 0;
 };
@@ -208,7 +211,7 @@ inline constexpr std::size_t kContextsKept = 64;
 // One share of driver-used memory at an out-of-memory moment (they add up to it).
 enum class PartKind : std::uint8_t {
     live, leaked, graph, async_pool_idle, graph_memory, other_process, unattributed, context, local_memory,
-    dma_buf_pinned, managed_resident, held_unmapped
+    dma_buf_pinned, managed_resident, held_unmapped, module_code
 };
 const char* to_string(PartKind);
 struct OomPart {
@@ -233,7 +236,7 @@ struct Oom {
     bool processes_listed = false;  // other processes were named: unattributed memory is this process's
     std::string kernel;             // a launch refused: the kernel's name ("" when the driver cannot say)
     std::int64_t kernel_local_bytes_per_thread = -1;  // and the local memory it needs per thread (-1: unknown)
-    ModulesLive modules;            // then; their code is part of unattributed
+    ModulesLive modules;            // then
     std::vector<Arena> arenas;      // as of the last mark
     std::vector<OomPart> parts;  // largest first
     bool recovered = false;

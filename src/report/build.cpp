@@ -106,6 +106,7 @@ Step step_of(const history::Step& s, Names& names) {
     out.held_unmapped_bytes = s.held_unmapped_bytes;
     out.dma_buf_pinned_bytes = s.dma_buf_pinned_bytes;
     out.managed_resident_bytes = s.driver.managed_resident_bytes;
+    out.module_code_bytes = s.driver.module_code_bytes;
     out.modules_live = s.modules.count;
     out.module_image_bytes = s.modules.image_bytes;
     out.arenas = arenas_of(s.arenas);
@@ -190,7 +191,7 @@ void add_contexts(Report& r, const history::History& h, Names& names) {
 void add_modules(Report& r, const history::History& h, Names& names) {
     for (const history::ModuleSite& m : h.modules)
         r.modules.push_back(ModuleSite{names.owner(m.site.owner), names.site(m.site), m.loads, m.unloads, m.live,
-                                       m.image_bytes, m.peak_live, m.first_step});
+                                       m.image_bytes, m.peak_live, m.first_step, m.code_bytes});
 }
 
 void add_forecasts(Report& r, const history::History& h, Names& names) {

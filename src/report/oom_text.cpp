@@ -33,10 +33,11 @@ std::string part_label(const OomPart& p, const Oom& o) {
     if (p.what == "graph_memory") return "graph memory (committed at graph launches)";
     if (p.what == "context") return "contexts (each one's own reservation, measured at its creation)";
     if (p.what == "local_memory") return "kernel stacks (the stack limit × the threads the device holds)";
+    if (p.what == "module_code") return "module code and globals (measured at the loads and first gets that took them)";
     // With NVML's list every other process is a part of its own, so what is left is this process's.
     if (p.what == "unattributed")
-        return o.processes_listed ? "unattributed (this process: modules, a context not measured, the heap)"
-                                  : "unattributed (modules, a context not measured, other processes)";
+        return o.processes_listed ? "unattributed (this process: code loaded at a launch, a context not measured, the heap)"
+                                  : "unattributed (code loaded at a launch, a context not measured, other processes)";
     if (p.what == "other_process") {
         if (p.pid == 0) return "other processes, the smaller ones";
         return p.process.empty() ? fmt::format("other process {}", p.pid) : fmt::format("other process {} ({})", p.pid, p.process);
@@ -80,10 +81,8 @@ std::string oom_text(const Oom& o, int max_parts) {
         fmt::format_to(it, "  {:>10} {:5.1f}%  {}\n", human_bytes(p.bytes), pct, part_label(p, o));
     }
     if (rest_parts) fmt::format_to(it, "  {:>10}         ... {} more parts\n", human_bytes(rest), rest_parts);
-    // What their code costs on the device is not known per load: it is part of the unattributed bytes.
     if (o.modules_live != 0)
-        fmt::format_to(it, "  modules and libraries loaded: {} ({} of images; their code is in unattributed)\n",
-                       o.modules_live, human_bytes(o.module_image_bytes));
+        fmt::format_to(it, "  modules and libraries loaded: {} ({} of images)\n", o.modules_live, human_bytes(o.module_image_bytes));
     // An arena is one allocation (or a few) among the parts: how much of it the framework uses.
     for (const Arena& a : o.arenas)
         fmt::format_to(it, "  arena {}: {} in use of {} it holds (at the last step)\n", a.arena, human_bytes(a.used_bytes),

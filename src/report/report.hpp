@@ -133,6 +133,9 @@ struct Step {
     std::uint64_t held_unmapped_bytes = 0;
     std::uint64_t dma_buf_pinned_bytes = 0;  // freed classic memory open dma-buf fds keep
     std::uint64_t managed_resident_bytes = 0;  // this process's managed memory the device holds
+    // The device memory the driver took for loaded modules' code and globals, measured at the calls that took
+    // it (module loads, a kernel's function first got in a context).
+    std::uint64_t module_code_bytes = 0;
     // The modules and libraries loaded and not unloaded (every device's), and their images' bytes: not device
     // bytes (what their code costs on the device is part of unattributed_bytes).
     std::uint64_t modules_live = 0, module_image_bytes = 0;
@@ -244,6 +247,7 @@ struct ModuleSite {
     Site site;
     std::uint64_t loads = 0, unloads = 0, live = 0, image_bytes = 0, peak_live = 0;
     std::uint64_t first_step = 0;
+    std::uint64_t code_bytes = 0;  // the device memory measured for the live ones' code and globals
 };
 
 // A stream-ordered pool: a device's default pool or one the program created, as the driver described it at
@@ -283,7 +287,7 @@ inline constexpr std::size_t kReturnsKept = 64;  // the summary counts every one
 // the rest.
 struct OomPart {
     std::string what;        // "live" | "leaked" | "graph" | "async_pool_idle" | "graph_memory" | "other_process"
-                             // | "unattributed" | "context" | "local_memory" | "dma_buf_pinned" | "managed_resident"
+                             // | "unattributed" | "context" | "local_memory" | "dma_buf_pinned" | "managed_resident" | "module_code"
     std::string owner;       // live, leaked, dma_buf_pinned (the fd call's owner)
     std::string kind;        // live, leaked, dma_buf_pinned: the ledger kind, e.g. "vmm_physical"
     std::uint64_t graph = 0; // graph: its id in `graphs`

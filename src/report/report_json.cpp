@@ -96,6 +96,7 @@ template <class V> void fields(V& v, Step& s) {
     v.opt("held_unmapped_bytes", s.held_unmapped_bytes);
     v.opt("dma_buf_pinned_bytes", s.dma_buf_pinned_bytes);
     v.opt("managed_resident_bytes", s.managed_resident_bytes);
+    v.opt("module_code_bytes", s.module_code_bytes);
     v.opt("modules_live", s.modules_live);
     v.opt("module_image_bytes", s.module_image_bytes);
     v.opt("arenas", s.arenas);
@@ -183,6 +184,7 @@ template <class V> void fields(V& v, ModuleSite& m) {
     v.req("image_bytes", m.image_bytes);
     v.req("peak_live", m.peak_live);
     v.req("first_step", m.first_step);
+    v.opt("code_bytes", m.code_bytes);
 }
 template <class V> void fields(V& v, Context& c) {
     v.req("device", c.device);

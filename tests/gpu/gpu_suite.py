@@ -91,7 +91,7 @@ AUDIT_CASES = ["deepep", "deepep-fixed", "door-direct", "door-dlsym", "door-proc
                "deepbind", "checkpoint-api", "deep-stacks", "enforce-deepep", "enforce-clean", "enforce-misuse",
                "held-export", "capture-free", "held-headings", "hybrid-ep", "enforce-hybrid-ep", "vllm-sleep",
                "context-reset", "ipc-dmabuf", "host-register", "pool-idle", "graph-memory", "arrays", "pool-ipc", "external-memory", "leave",
-               "jit-modules"]
+               "jit-modules", "module-code", "module-code-eager"]
 
 
 def part_audit(s):
@@ -402,13 +402,14 @@ def part_timeline(s):
         pt_alloc, pt_reserved = x.get("pytorch_allocated_bytes", 0), x.get("pytorch_reserved_bytes", 0)
         others = sum(v for k, v in x["by_owner"].items() if k != "pytorch")
         reserved = x.get("context_bytes", 0) + x.get("local_memory_bytes", 0)  # what the contexts reserve
-        parts = pt_reserved + others + reserved + x["unattributed_bytes"]
+        parts = pt_reserved + others + reserved + x.get("module_code_bytes", 0) + x["unattributed_bytes"]
         err_pct = abs(parts - used) / used * 100 if used else 100.0
         worst = max(worst, err_pct)
         table.append({"step": x["step"], "driver_used": used, "pytorch_allocated": pt_alloc,
                       "pytorch_cached_free": pt_reserved - pt_alloc, "others": others,
                       "unattributed": x["unattributed_bytes"], "tracked_pytorch": x["by_owner"].get("pytorch", 0),
                       "contexts": x.get("context_bytes", 0), "kernel_stacks": x.get("local_memory_bytes", 0),
+                      "module_code": x.get("module_code_bytes", 0),
                       "process_used": x.get("process_used_bytes", 0), "parts_vs_used_pct": round(err_pct, 3)})
     owners = sorted({o["owner"] for o in rep["owners"]})
     s.facts["timeline_steps"] = table
@@ -629,6 +630,25 @@ def part_neighbour(s):
     s.check("neighbour: with the context measured, step 2 leaves at most max(64 MiB, 1% of driver-used) unattributed",
             bool(step2) and step2[0]["unattributed_bytes"] <= max(64 * MiB, step2[0]["driver_used_bytes"] // 100)
             and step2[0].get("context_bytes", 0) > 0, step=step2[0] if step2 else None)
+
+
+def part_phases(s):
+    """A training loop's phases (tests/gpu/unattributed_phases.py: CUDA init, a matmul, NCCL's init and first
+    all-reduce, a backward pass, a CUDA graph), each followed by a mark, under lazy and eager module loading:
+    what each phase leaves unattributed once module code is measured, and the code the audit named."""
+    for mode in ("LAZY", "EAGER"):
+        d = tempfile.mkdtemp()
+        env = {"PYTHONPATH": f"{ROOT}/tools/python", "CUDA_MODULE_LOADING": mode}
+        rc, out, err = s.audited([sys.executable, f"{HERE}/unattributed_phases.py"], d, env=env, flags=["--fail-on", "none"])
+        reps = s.report(d)
+        marks = [x for x in (reps[0]["steps"] if reps else []) if x.get("label")]
+        rows = [{"phase": x["label"], "driver_used": x["driver_used_bytes"], "unattributed": x["unattributed_bytes"],
+                 "module_code": x.get("module_code_bytes", 0), "modules_live": x.get("modules_live", 0),
+                 "contexts": x.get("context_bytes", 0)} for x in marks]
+        s.facts[f"phases_{mode.lower()}"] = {"rc": rc, "rows": rows, "err": err[-600:] if rc else ""}
+        s.check(f"phases ({mode.lower()} loading): every phase leaves at most max(64 MiB, 1% of driver-used) unattributed",
+                rc == 0 and bool(rows) and all(r["unattributed"] <= max(64 * MiB, r["driver_used"] // 100) for r in rows),
+                rows=[(r["phase"], r["unattributed"] >> 20, r["module_code"] >> 20) for r in rows])
 
 
 def part_ranks(s):

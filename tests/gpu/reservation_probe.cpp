@@ -7,6 +7,7 @@
 // tests/gpu/test_reservations.py holds the simulated driver to them.
 //   reservation_probe [FACT...]   (all facts without arguments)
 #include "support/kernels_ptx.hpp"
+#include "support/module_code_ptx.hpp"
 
 #include "support/probe_facts.hpp"
 
@@ -261,24 +262,13 @@ void fact_managed() {
 
 // Module code and data: where the driver takes device memory for a module's kernels and globals, under the
 // loading mode of this process (CUDA_MODULE_LOADING): at the load, at getting a function, or at its first
-// launch. Two kernels of many dependent instructions (their code cannot fold) and a 32 MiB global.
-std::string big_module_ptx(int instructions) {
-    std::string ptx = ".version 7.0\n.target sm_52\n.address_size 64\n.visible .global .align 4 .b8 big_global[33554432];\n";
-    for (const char* name : {"code_a", "code_b"}) {
-        ptx += std::string(".visible .entry ") + name + "(.param .u64 out, .param .u32 m)\n{\n.reg .u32 %r<3>;\n.reg .u64 %p;\n"
-               "ld.param.u64 %p, [out];\nld.param.u32 %r1, [m];\nmov.u32 %r2, %r1;\n";
-        for (int i = 0; i < instructions; ++i) ptx += "mad.lo.u32 %r2, %r2, %r1, " + std::to_string(i * 7 + 1) + ";\n";
-        ptx += "st.global.u32 [%p], %r2;\nret;\n}\n";
-    }
-    return ptx;
-}
-
+// launch (support/module_code_ptx.hpp: two long kernels and a 32 MiB global).
 void fact_module_code() {
     MUST(cuInit(0));
     primary();
     CUdeviceptr out = 0;
     MUST(cuMemAlloc(&out, 4096));
-    const std::string ptx = big_module_ptx(40000);
+    const std::string ptx = cumemaudit::program::module_code_ptx(40000);
     const long long u0 = used_mib();
     CUmodule m = nullptr;
     MUST(cuModuleLoadData(&m, ptx.c_str()));

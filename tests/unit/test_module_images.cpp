@@ -59,8 +59,8 @@ TEST_CASE("the module book counts live loads by site, and unloads of handles it 
     const history::ModuleGrowth grew = book.take_growth();
     CHECK(grew.site.trace == 7);
     CHECK(grew.count == 2);
-    book.unloaded(&handles[0]);
-    book.unloaded(&handles[3]);  // loaded before the audit began
+    book.unloaded(&handles[0], -1, 0);
+    book.unloaded(&handles[3], -1, 0);  // loaded before the audit began
     CHECK(book.live().count == 2);
     CHECK(book.live().image_bytes == 1050);
     CHECK(book.take_growth().count == 0);
@@ -69,4 +69,44 @@ TEST_CASE("the module book counts live loads by site, and unloads of handles it 
     REQUIRE(rows.size() == 2);
     CHECK((rows[0].loads == 2 && rows[0].unloads == 1 && rows[0].live == 1 && rows[0].image_bytes == 50 && rows[0].peak_live == 2));
     CHECK((rows[1].loads == 1 && rows[1].live == 1 && rows[1].first_step == 2));
+}
+
+TEST_CASE("module code: a device's figure is what was measured there; a site's, what its own modules took") {
+    constexpr std::int64_t MiB = 1 << 20;
+    shim::ModuleBook book;
+    const ledger::Site jit{"cuModuleLoadData", 7, 1}, lib{"cuLibraryLoadData", 9, 1};
+    int module = 0, library = 0, unknown = 0;
+    book.loaded(&module, 100, jit, 1);
+    book.took(&module, 0, 32 * MiB);    // its globals, at the load
+    book.took(&module, 0, 2 * MiB);     // its code, at the first get of a function
+    book.loaded(&library, 100, lib, 1);
+    book.took(&library, 1, 32 * MiB);   // in a context of device 1
+    book.took(&unknown, 0, 4 * MiB);    // a library loaded before the audit: the device's figure only
+    CHECK(book.code_bytes(0) == 38 * MiB);
+    CHECK(book.code_bytes(1) == 32 * MiB);
+    CHECK(book.code_bytes(-1) == 70 * MiB);
+    CHECK(book.live().code_bytes == 70 * MiB);
+    std::vector<history::ModuleSite> rows;
+    book.copy_to(rows);
+    CHECK((rows[0].code_bytes == 34 * MiB && rows[1].code_bytes == 32 * MiB));
+    // The driver kept 2 MiB of the module's at its unload (a chunk another module shares): the device says so.
+    book.unloaded(&module, 0, -32 * MiB);
+    CHECK(book.code_bytes(0) == 6 * MiB);
+    book.copy_to(rows);
+    CHECK(rows[0].code_bytes == 0);
+    // A device past the ones kept, and nothing measured, change nothing.
+    book.took(&library, shim::kCodeDevices, MiB);
+    book.took(&library, 0, 0);
+    CHECK(book.code_bytes(-1) == 38 * MiB);
+}
+
+TEST_CASE("module code: only the first get of a function is measured, and the gets remembered are bounded") {
+    shim::ModuleBook book;
+    CHECK(book.first_get(1));
+    CHECK_FALSE(book.first_get(1));
+    std::size_t firsts = 0;
+    for (std::uint64_t k = 2; k <= shim::kFirstGetsKept; ++k) firsts += book.first_get(k) ? 1 : 0;
+    CHECK(firsts == shim::kFirstGetsKept - 1);
+    CHECK_FALSE(book.first_get(shim::kFirstGetsKept + 1));  // full: no longer measured
+    CHECK_FALSE(book.first_get(1));
 }

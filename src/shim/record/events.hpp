@@ -103,6 +103,16 @@ void record(ev::ModuleLoad, Call&, CUresult, CUlibrary*, const char*, CUjit_opti
             void**, unsigned int);
 void record(ev::ModuleUnload, Call&, CUresult, CUmodule);
 void record(ev::ModuleUnload, Call&, CUresult, CUlibrary);
+// What a load, an unload or a first get of a function takes or gives back is measured around it.
+void prepare_code_measure(Call&);
+template <class... Args> void prepare(ev::ModuleLoad, Call& call, Args...) { prepare_code_measure(call); }
+template <class... Args> void prepare(ev::ModuleUnload, Call& call, Args...) { prepare_code_measure(call); }
+void prepare(ev::CodeLoad, Call&, CUfunction*, CUmodule, const char*);
+void prepare(ev::CodeLoad, Call&, CUfunction*, CUkernel);
+void prepare(ev::CodeLoad, Call&, CUmodule*, CUlibrary);
+void record(ev::CodeLoad, Call&, CUresult, CUfunction*, CUmodule, const char*);
+void record(ev::CodeLoad, Call&, CUresult, CUfunction*, CUkernel);
+void record(ev::CodeLoad, Call&, CUresult, CUmodule*, CUlibrary);
 void record(ev::CtxReset, Call&, CUresult, CUdevice);
 void record(ev::CtxRelease, Call&, CUresult, CUdevice);
 void record(ev::CtxDestroy, Call&, CUresult, CUcontext);

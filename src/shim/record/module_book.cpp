@@ -11,7 +11,7 @@ std::size_t ModuleBook::site_index(const ledger::Site& site, std::uint64_t step)
     for (std::size_t i = 0; i < sites_.size(); ++i)
         if (history::site_key(sites_[i].site) == key) return i;
     if (sites_.size() == history::kModuleSitesKept) return sites_.size() - 1;
-    sites_.push_back(history::ModuleSite{site, 0, 0, 0, 0, 0, step});
+    sites_.push_back(history::ModuleSite{.site = site, .first_step = step});
     live_at_mark_.push_back(0);
     return sites_.size() - 1;
 }
@@ -32,8 +32,35 @@ void ModuleBook::loaded(const void* handle, std::uint64_t image_bytes, const led
         ++untracked_;
 }
 
-void ModuleBook::unloaded(const void* handle) {
+void ModuleBook::took(const void* handle, int device, std::int64_t bytes) {
+    if (bytes == 0 || device < 0 || device >= kCodeDevices) return;
     std::lock_guard lock(mu_);
+    code_by_device_[device] += bytes;
+    auto it = handle == nullptr ? handles_.end() : handles_.find(handle);
+    if (it == handles_.end()) return;
+    it->second.code_bytes += bytes;
+    std::uint64_t& site_bytes = sites_[it->second.site].code_bytes;
+    site_bytes = bytes > 0 ? site_bytes + static_cast<std::uint64_t>(bytes)
+                           : site_bytes - std::min(site_bytes, static_cast<std::uint64_t>(-bytes));
+}
+
+bool ModuleBook::first_get(std::uint64_t key) {
+    std::lock_guard lock(mu_);
+    if (first_gets_.size() == kFirstGetsKept) return false;  // bounded: later gets go unmeasured
+    return first_gets_.insert(key).second;
+}
+
+std::uint64_t ModuleBook::code_bytes(int device) const {
+    std::lock_guard lock(mu_);
+    std::int64_t sum = 0;
+    for (int d = 0; d < kCodeDevices; ++d)
+        if (device < 0 || d == device) sum += code_by_device_[d];
+    return sum > 0 ? static_cast<std::uint64_t>(sum) : 0;  // an unload measured with another thread's free beside it
+}
+
+void ModuleBook::unloaded(const void* handle, int device, std::int64_t released) {
+    std::lock_guard lock(mu_);
+    if (device >= 0 && device < kCodeDevices) code_by_device_[device] += released;
     auto it = handles_.find(handle);
     if (it == handles_.end()) {
         if (untracked_ == 0) return;  // loaded before the audit began, or through a call it does not see
@@ -45,14 +72,20 @@ void ModuleBook::unloaded(const void* handle) {
     ++s.unloads;
     --s.live;
     s.image_bytes -= it->second.image_bytes;
+    s.code_bytes -= std::min<std::uint64_t>(s.code_bytes, std::max<std::int64_t>(it->second.code_bytes, 0));
     --live_.count;
     live_.image_bytes -= it->second.image_bytes;
     handles_.erase(it);
 }
 
 history::ModulesLive ModuleBook::live() const {
-    std::lock_guard lock(mu_);
-    return live_;
+    history::ModulesLive l;
+    {
+        std::lock_guard lock(mu_);
+        l = live_;
+    }
+    l.code_bytes = code_bytes(-1);
+    return l;
 }
 
 history::ModuleGrowth ModuleBook::take_growth() {

@@ -1,20 +1,77 @@
 // The events of modules and libraries: a load the driver accepted is booked at its site with its image's
-// bytes, an unload takes it off. A refused load needs nothing here: its row watches refusals, so an
-// out-of-memory answer makes an OOM record like an allocation's.
+// bytes, an unload takes it off. What the driver takes on the device for their code and globals is measured
+// around the calls that take it: the load (globals always; code too under eager loading), the first get of a
+// function in a context under lazy loading, and the unload that gives it back (docs/DRIVER.md, "Module code
+// and globals"). A refused load or get needs nothing here: its row watches refusals, so an out-of-memory
+// answer makes an OOM record like an allocation's.
 #include "shim/record/events.hpp"
 
+#include "ledger/ledger.hpp"
 #include "shim/record/recorder.hpp"
+#include "shim/services/driver_query.hpp"
 #include "shim/services/module_image.hpp"
+
+#include <functional>
+#include <string_view>
 
 namespace cumemaudit::shim {
 namespace {
 
+// The device's used memory and the tracked bytes on it before the call, so that what the program's other
+// threads allocated or freed meanwhile is not taken for code.
+struct Before {
+    DeviceUsed device;
+    std::uint64_t tracked = 0;
+};
+thread_local Before t_before;
+
+std::uint64_t tracked_on(Recorder& rec, int device) {
+    std::uint64_t sum = 0;
+    for (const ledger::OwnerRow& o : rec.several_devices() ? rec.ledger().owners_on_device(device) : rec.ledger().owners_now())
+        sum += ledger::live_on_device(o);
+    return sum;
+}
+
+void look_before(Call& call, bool worth = true) {
+    t_before.device = worth ? device_used_now() : DeviceUsed{};
+    t_before.tracked = t_before.device.known ? tracked_on(call.recorder(), t_before.device.device) : 0;
+}
+
+// What the call moved the device's used memory by, less the tracked allocations' share; 0 when either look
+// could not be made (no context current: nothing loads then) or the call switched device.
+std::int64_t moved_since_before(Call& call) {
+    const Before before = t_before;
+    t_before.device.known = false;  // one measure per look
+    if (!before.device.known) return 0;
+    const DeviceUsed after = device_used_now();
+    if (!after.known || after.device != before.device.device) return 0;
+    const std::uint64_t tracked = tracked_on(call.recorder(), after.device);
+    return (static_cast<std::int64_t>(after.used) - static_cast<std::int64_t>(before.device.used)) -
+           (static_cast<std::int64_t>(tracked) - static_cast<std::int64_t>(before.tracked));
+}
+
 void loaded(Call& call, const void* handle, std::uint64_t image_bytes) {
     Recorder& rec = call.recorder();
     rec.modules().loaded(handle, image_bytes, call.site(), rec.timeline().last_step());
+    rec.modules().took(handle, t_before.device.device, moved_since_before(call));
+}
+
+// Under eager loading a get takes nothing; under lazy loading only a first get can.
+std::uint64_t get_key(const void* handle, std::uint64_t what) {
+    return std::hash<const void*>{}(handle) * 0x9E3779B97F4A7C15ull ^ what;
+}
+bool worth_measuring(Call& call, std::uint64_t key) { return lazy_module_loading() && call.recorder().modules().first_get(key); }
+std::uint64_t context_key() { return reinterpret_cast<std::uintptr_t>(current_context()); }
+
+void got(Call& call, CUresult r, const void* handle) {
+    const int device = t_before.device.device;
+    const std::int64_t moved = moved_since_before(call);
+    if (r == CUDA_SUCCESS) call.recorder().modules().took(handle, device, moved);
 }
 
 }  // namespace
+
+void prepare_code_measure(Call& call) { look_before(call); }
 
 void record(ev::ModuleLoad, Call& call, CUresult r, CUmodule* module, const char* fname) {
     if (r == CUDA_SUCCESS && module != nullptr) loaded(call, *module, module_file_bytes(fname));
@@ -35,10 +92,30 @@ void record(ev::ModuleLoad, Call& call, CUresult r, CUlibrary* library, const ch
 }
 
 void record(ev::ModuleUnload, Call& call, CUresult r, CUmodule module) {
-    if (r == CUDA_SUCCESS) call.recorder().modules().unloaded(module);
+    const int device = t_before.device.device;
+    const std::int64_t moved = moved_since_before(call);
+    if (r == CUDA_SUCCESS) call.recorder().modules().unloaded(module, device, moved);
 }
 void record(ev::ModuleUnload, Call& call, CUresult r, CUlibrary library) {
-    if (r == CUDA_SUCCESS) call.recorder().modules().unloaded(library);
+    const int device = t_before.device.device;
+    const std::int64_t moved = moved_since_before(call);
+    if (r == CUDA_SUCCESS) call.recorder().modules().unloaded(library, device, moved);
 }
+
+void prepare(ev::CodeLoad, Call& call, CUfunction*, CUmodule module, const char* name) {
+    look_before(call, name != nullptr && worth_measuring(call, get_key(module, std::hash<std::string_view>{}(name))));
+}
+void prepare(ev::CodeLoad, Call& call, CUfunction*, CUkernel kernel) {
+    look_before(call, worth_measuring(call, get_key(kernel, context_key())));
+}
+void prepare(ev::CodeLoad, Call& call, CUmodule*, CUlibrary library) {
+    look_before(call, worth_measuring(call, get_key(library, context_key())));
+}
+void record(ev::CodeLoad, Call& call, CUresult r, CUfunction*, CUmodule module, const char*) { got(call, r, module); }
+void record(ev::CodeLoad, Call& call, CUresult r, CUfunction*, CUkernel kernel) {
+    // The kernel's library is asked only when something was taken: a second driver call on a rare path.
+    if (t_before.device.known) got(call, r, r == CUDA_SUCCESS ? library_of_kernel(kernel) : nullptr);
+}
+void record(ev::CodeLoad, Call& call, CUresult r, CUmodule*, CUlibrary library) { got(call, r, library); }
 
 }  // namespace cumemaudit::shim

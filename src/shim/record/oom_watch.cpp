@@ -52,6 +52,7 @@ history::Oom take_moment(Recorder& a, const char* api, const char* result, std::
                                                .context = reserved.context_bytes,
                                                .local_memory = reserved.local_memory_bytes,
                                                .managed_resident = managed_resident(a, m),
+                                               .module_code = a.modules().code_bytes(a.several_devices() ? m.device : -1),
                                                .device = a.several_devices() ? m.device : -1,
                                                .processes_listed = m.processes_listed,
                                                .other_processes = std::move(m.other_processes)});

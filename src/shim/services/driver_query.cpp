@@ -83,6 +83,37 @@ std::vector<std::pair<int, CUmemoryPool>> default_pools() {
     return out;
 }
 
+DeviceUsed device_used_now() {
+    DriverScope in_driver;
+    DeviceUsed d;
+    if (current_context() == nullptr) return d;
+    static const auto info = driver_function<CUresult(CUDAAPI*)(size_t*, size_t*)>("cuMemGetInfo_v2");
+    size_t free = 0, total = 0;
+    d.device = current_device();
+    if (info == nullptr || d.device < 0 || info(&free, &total) != CUDA_SUCCESS) return d;
+    d.known = true;
+    d.used = total - free;
+    return d;
+}
+
+bool lazy_module_loading() {
+    static const bool lazy = [] {
+        DriverScope in_driver;
+        const auto mode = driver_function<CUresult(CUDAAPI*)(CUmoduleLoadingMode*)>("cuModuleGetLoadingMode");
+        CUmoduleLoadingMode m = CU_MODULE_LAZY_LOADING;
+        // A driver that cannot say is one from before lazy loading: it loads at the load.
+        return mode != nullptr && mode(&m) == CUDA_SUCCESS && m == CU_MODULE_LAZY_LOADING;
+    }();
+    return lazy;
+}
+
+CUlibrary library_of_kernel(CUkernel kernel) {
+    DriverScope in_driver;
+    static const auto get = driver_function<CUresult(CUDAAPI*)(CUlibrary*, CUkernel)>("cuKernelGetLibrary");
+    CUlibrary lib = nullptr;
+    return get != nullptr && get(&lib, kernel) == CUDA_SUCCESS ? lib : nullptr;
+}
+
 DriverMemory driver_memory(CUcontext fallback, WithNvml nvml) {
     DriverScope in_driver;  // our own questions are not the program's calls
     DriverMemory m;

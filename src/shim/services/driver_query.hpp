@@ -46,6 +46,22 @@ std::vector<std::pair<int, CUmemoryPool>> default_pools();
 // The calling thread's current context's device (cuCtxGetDevice), or -1.
 int current_device();
 
+// The current context's device and its used memory (cuMemGetInfo), for a measure around one call: not known
+// without a current context. Never makes a context current.
+struct DeviceUsed {
+    bool known = false;
+    int device = -1;
+    std::uint64_t used = 0;
+};
+DeviceUsed device_used_now();
+
+// Whether the driver loads module code at a kernel's first use (cuModuleGetLoadingMode: lazy, the default
+// since CUDA 12.2) rather than at the load; asked once.
+bool lazy_module_loading();
+
+// The library a kernel handle belongs to (cuKernelGetLibrary), or null.
+CUlibrary library_of_kernel(CUkernel kernel);
+
 // The calling thread's current context, or null.
 CUcontext current_context();
 

@@ -5,6 +5,8 @@
 // runs on the GPU too.
 #include "scenarios.hpp"
 
+#include "support/module_code_ptx.hpp"
+
 #include <string>
 
 namespace {
@@ -64,6 +66,53 @@ int jit_modules(int, char**) {
     return 0;
 }
 
+// What a module's code and globals take on the device, step by step, as a JIT (a module: load, get the
+// function, launch) and CUDA's runtime under lazy loading (a library: load, get the kernel, get its function
+// in this context, launch) take it; then a load refused for want of room while the library is still loaded,
+// and both given back. Under CUDA_MODULE_LOADING=EAGER the same calls take it at the loads.
+int module_code(int, char**) {
+    init_primary_context();
+    const auto step = reinterpret_cast<StepFn>(dlsym(RTLD_DEFAULT, "cumemaudit_step"));
+    CUdeviceptr out = 0;
+    OK(cuMemAlloc(&out, 4096));
+    step(0);
+    const std::string ptx = cumemaudit::program::module_code_ptx(40000);
+    CUmodule module = nullptr;
+    OK(cuModuleLoadData(&module, ptx.c_str()));  // site:code_module_load
+    step(1);
+    CUfunction code_a = nullptr;
+    OK(cuModuleGetFunction(&code_a, module, "code_a"));  // site:code_get_function
+    int m = 3;
+    void* args[] = {&out, &m};
+    OK(cuLaunchKernel(code_a, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr));
+    OK(cuCtxSynchronize());
+    step(2);
+    CUlibrary library = nullptr;
+    OK(cuLibraryLoadData(&library, ptx.c_str(), nullptr, nullptr, 0, nullptr, nullptr, 0));  // site:code_library_load
+    CUkernel kernel = nullptr;
+    OK(cuLibraryGetKernel(&kernel, library, "code_a"));
+    step(3);
+    CUfunction library_a = nullptr;
+    OK(cuKernelGetFunction(&library_a, kernel));  // site:code_kernel_function
+    OK(cuLaunchKernel(library_a, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr));
+    OK(cuCtxSynchronize());
+    step(4);
+    OK(cuModuleUnload(module));
+    step(5);
+    size_t free = 0, total = 0;
+    OK(cuMemGetInfo(&free, &total));
+    CUdeviceptr filler = 0;
+    OK(cuMemAlloc(&filler, free - 16 * kMiB));  // site:code_filler
+    CUmodule refused = nullptr;
+    std::printf("module_code: a load with 16 MiB free: %s\n", result_name(cuModuleLoadData(&refused, ptx.c_str())));  // site:code_refused
+    OK(cuMemFree(filler));
+    OK(cuLibraryUnload(library));
+    step(6);
+    OK(cuMemFree(out));
+    return 0;
+}
+
 }  // namespace
 
 AUDIT_SCENARIO("jit-modules", jit_modules);
+AUDIT_SCENARIO("module-code", module_code);

@@ -48,6 +48,51 @@ def case_jit_modules(tmp):
     expect(f"modules and libraries loaded: 302 (" in proc.stderr, proc.stderr)
 
 
+MiB = 1 << 20
+
+
+def module_code_case(tmp, env, want_steps, want_refused_part):
+    """The module-code scenario under one loading mode: each step names the device memory the driver took for
+    the module's and the library's code and globals, exactly as the H200 answered the same calls
+    (docs/DRIVER.md, "Module code and globals"), and leaves no more unattributed than before the first load;
+    the load refused for room is an out-of-memory record whose parts name the library's code still loaded,
+    and the stderr block says so; the sites give back what they took when unloaded."""
+    proc = run([SCENARIOS, "module-code"], tmp, env=env)
+    expect("a load with 16 MiB free: CUDA_ERROR_OUT_OF_MEMORY" in proc.stdout, proc.stdout)
+    rep = only_report(tmp)
+    steps = {s["step"]: s for s in rep["steps"] if not s["label"]}
+    got = {n: steps[n].get("module_code_bytes", 0) // MiB for n in sorted(steps)}
+    expect(got == want_steps, f"module code by step (MiB): {got}")
+    unattributed = {n: steps[n]["unattributed_bytes"] for n in sorted(steps)}
+    expect(len(set(unattributed.values())) == 1, f"unattributed by step: {unattributed}")
+    (oom,) = rep["oom"]
+    expect((oom["api"], oom["requested_bytes"], top_frame(oom)["line"]) == ("cuModuleLoadData", 0, marker_line(SRC, "code_refused")),
+           f"oom: {oom}")
+    parts = {p["what"]: p["bytes"] for p in oom["parts"]}
+    expect(parts.get("module_code") == want_refused_part * MiB and sum(p["bytes"] for p in oom["parts"]) == oom["driver_used_bytes"],
+           f"oom parts: {oom['parts']}")
+    expect(f"{want_refused_part}.0 MiB" in proc.stderr and "module code and globals (measured at the loads and first gets that took them)"
+           in proc.stderr, proc.stderr)
+    rows = sorted((m["site"]["api"], top_frame(m)["line"], m["loads"], m["unloads"], m["live"], m.get("code_bytes", 0))
+                  for m in rep["modules"])
+    expect(rows == sorted([("cuModuleLoadData", marker_line(SRC, "code_module_load"), 1, 1, 0, 0),
+                           ("cuLibraryLoadData", marker_line(SRC, "code_library_load"), 1, 1, 0, 0)]), f"module rows: {rows}")
+
+
+def case_module_code(tmp):
+    """Lazy loading (the default): the module's globals at its load (32 MiB), its code at the first get of a
+    function (2 MiB), the library's nothing until its kernel's function is got in this context (32 MiB: its
+    code shares the module's chunk); the module's unload gives back its globals only (the library's code
+    keeps the chunk), the library's the rest."""
+    module_code_case(tmp, {"CUDA_MODULE_LOADING": "LAZY"}, {0: 0, 1: 32, 2: 34, 3: 34, 4: 66, 5: 34, 6: 0}, 34)
+
+
+def case_module_code_eager(tmp):
+    """Eager loading: each load takes its globals and all its code at once (34 MiB each; the library's code
+    crosses into a second chunk), a get takes nothing; the module's unload gives back 32 MiB, the library's 36."""
+    module_code_case(tmp, {"CUDA_MODULE_LOADING": "EAGER"}, {0: 0, 1: 34, 2: 34, 3: 68, 4: 68, 5: 36, 6: 0}, 36)
+
+
 CASES = named_cases(globals())
 
 if __name__ == "__main__":

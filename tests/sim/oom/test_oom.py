@@ -193,7 +193,7 @@ def case_neighbour(tmp):
                    rc=0)
     oom, = only_report(tmp2)["oom"]
     expect(oom["processes_listed"] is False and oom["unattributed_bytes"] == 800 * MiB, f"without NVML: {oom}")
-    expect("unattributed (modules, a context not measured, other processes)" in proc.stderr, f"without NVML:\n{proc.stderr}")
+    expect("unattributed (code loaded at a launch, a context not measured, other processes)" in proc.stderr, f"without NVML:\n{proc.stderr}")
 
 
 def case_context_refused(tmp):
@@ -260,7 +260,8 @@ def case_launch_stack(tmp):
            ("cuLaunchKernel", "CUDA_ERROR_OUT_OF_MEMORY", seen["request"], "local_huge", 65536), f"the record: {oom}")
     expect_site(oom["site"], "cuLaunchKernel", "refused_launch")
     expect([(p["what"], p["bytes"]) for p in oom["parts"]] ==
-           [("context", 512 * MiB), ("live", 214 * MiB), ("local_memory", 8 * MiB)], f"parts: {oom['parts']}")
+           [("context", 512 * MiB), ("live", 212 * MiB), ("local_memory", 8 * MiB), ("module_code", 2 * MiB)],
+           f"parts: {oom['parts']}")
     block = proc.stderr
     expect("kernel local_huge needs 64.0 KiB of local memory per thread" in block, f"the stderr block:\n{block}")
     expect(re.search(r"8\.0 MiB\s+1\.1%\s+kernel stacks", block), f"the stderr block names the stacks:\n{block}")
