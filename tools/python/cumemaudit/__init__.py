@@ -15,8 +15,9 @@ the marks can stay in a training script that also runs without the audit.
 import contextlib
 
 from . import _capi, arenas
+from .holes import capture_profile
 
-__all__ = ["active", "step", "mark", "phase", "checkpoint", "torch_step",
+__all__ = ["active", "step", "mark", "phase", "checkpoint", "torch_step", "capture_profile",
            "leak_mark", "held_since", "enable_in_children", "shim_path"]  # torch_view: PyTorch's pools and OOM observer
 
 

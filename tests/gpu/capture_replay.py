@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""The capture out-of-memory error at small scale, for the capture profile: a vLLM-style loop over batch sizes,
+largest first, each warmed up and then captured into one shared graph pool; the model step's combine
+multiplies its output by a per-row score into a new tensor (as DeepEP's combine_tokens does), so every size
+leaves temporaries of its own in the default pool.
+
+  capture_replay.py SNAPSHOT_JSON [--sizes 4096,3072,...] [--hidden 4096]
+      runs the loop inside cumemaudit.capture_profile() (its profile printed on stderr) and writes PyTorch's
+      snapshot, history included, to SNAPSHOT_JSON: the recorded input the profile's tests replay."""
+import argparse
+import json
+
+import torch
+
+import cumemaudit.holes as cp
+
+
+def combine(hidden_states, per_row_score):
+    return hidden_states * per_row_score
+
+
+def model_step(x, weight, score):
+    h = torch.relu(x @ weight)
+    return combine(h, score)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("snapshot")
+    p.add_argument("--sizes", default="4096,3072,2048,1536,1024,768,512,384,256,192,128,96,64,32,16,8")
+    p.add_argument("--hidden", type=int, default=4096)
+    a = p.parse_args()
+    sizes = [int(s) for s in a.sizes.split(",")]
+    torch.cuda.memory._record_memory_history(max_entries=100_000, stacks="python")
+    weight = torch.randn(a.hidden, a.hidden, device="cuda", dtype=torch.bfloat16)
+    pool = torch.cuda.graph_pool_handle()
+    kept = []
+    for n in sizes:
+        x = torch.randn(n, a.hidden, device="cuda", dtype=torch.bfloat16)
+        score = torch.rand(n, 1, device="cuda", dtype=torch.bfloat16)
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(2):
+                model_step(x, weight, score)
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g, pool=pool):
+            out = model_step(x, weight, score)
+        kept.append((g, x, score, out))
+    torch.cuda.synchronize()
+    snapshot = torch.cuda.memory._snapshot()
+    torch.cuda.memory._record_memory_history(enabled=None)
+    with open(a.snapshot, "w") as f:
+        json.dump(snapshot, f)
+    profile = cp.summarize(snapshot, torch.cuda.current_device())
+    print("\n".join(cp.lines(profile)))
+    print("PROFILE " + json.dumps(profile))
+
+
+if __name__ == "__main__":
+    main()
