@@ -77,6 +77,15 @@ void cumemaudit_torch_pool_blocks(const char* pool, uint64_t free_blocks, uint64
  * it holds. Staged for the next mark, and named in out-of-memory records until the mark after it. */
 void cumemaudit_arena(const char* arena, uint64_t used_bytes, uint64_t reserved_bytes);
 
+/* A capture profile (Python: cumemaudit.capture_profile): cumemaudit_capture_profile begins a new one, replacing
+ * the last, over `trace_entries` allocator events; each cumemaudit_capture_hole adds one row of it, a Python
+ * line ("model.py:40 (combine)") in one pool ("default", "graph (1, 1)"): its allocations in the window, their
+ * bytes and the largest, and the bytes of the free blocks at the window's end that it last covered (the holes
+ * it left) and in how many blocks. At most 32 rows are kept; the report names them (`capture_profile`). */
+void cumemaudit_capture_profile(uint64_t trace_entries);
+void cumemaudit_capture_hole(const char* line, const char* pool, uint64_t allocations, uint64_t allocated_bytes,
+                             uint64_t largest_bytes, uint64_t hole_bytes, uint64_t hole_blocks);
+
 /* PyTorch raised OutOfMemoryError for `requested_bytes` (its out-of-memory observer): the staged pools join
  * the report's latest `oom` record, and the report is written. */
 void cumemaudit_torch_oom(uint64_t requested_bytes);

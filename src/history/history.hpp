@@ -30,6 +30,8 @@ struct History {
     std::vector<Context> contexts;      // alive at the snapshot, the first kContextsKept
     std::vector<ModuleSite> modules;    // module and library loads by site, the first kModuleSitesKept
     std::vector<DeviceForecast> forecasts;  // one per device marked
+    std::uint64_t capture_trace_entries = 0;     // the last capture profile's allocator events
+    std::vector<CaptureHole> capture_holes;      // and its rows, the first kCaptureHolesKept
 };
 
 // One snapshot of a recorder: the ledger's state and the history. `book` names the snapshot's ids (owners,

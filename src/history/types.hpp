@@ -244,6 +244,14 @@ struct Oom {
     std::vector<TorchPool> torch_pools;
 };
 
+// One row of a capture profile: a Python line's allocations in one pool over the window, and the free bytes
+// at its end the line's allocations last covered (the holes it left).
+struct CaptureHole {
+    std::string line, pool;
+    std::uint64_t allocations = 0, allocated_bytes = 0, largest_bytes = 0, hole_bytes = 0, hole_blocks = 0;
+};
+inline constexpr std::size_t kCaptureHolesKept = 32;
+
 // References enforce mode released for the program, by the site that took them.
 struct Reclaim {
     std::uint64_t bytes = 0, allocations = 0, references = 0;

@@ -366,6 +366,9 @@ Report build(const history::Recording& rec, const ProcessFacts& facts, Symbolize
     add_teardowns(r, rec.history, names);
     add_contexts(r, rec.history, names);
     add_modules(r, rec.history, names);
+    r.capture_trace_entries = rec.history.capture_trace_entries;
+    for (const history::CaptureHole& c : rec.history.capture_holes)
+        r.capture_profile.push_back(CaptureHole{c.line, c.pool, c.allocations, c.allocated_bytes, c.largest_bytes, c.hole_bytes, c.hole_blocks});
     add_forecasts(r, rec.history, names);
     add_pools(r, rec.history, names);
     add_returns(r, rec.history, names);

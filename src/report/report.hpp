@@ -242,6 +242,13 @@ struct Forecast {
 // The modules and libraries one call site loaded (cuModuleLoad*, cuLibraryLoad*): how many, how many are
 // live, and the bytes of the live ones' images (not device bytes: the driver says nothing of what their code
 // costs there).
+// One row of a capture profile (Python: cumemaudit.capture_profile): a Python line's allocations in one pool
+// over the window, and the free bytes at its end they last covered.
+struct CaptureHole {
+    std::string line, pool;
+    std::uint64_t allocations = 0, allocated_bytes = 0, largest_bytes = 0, hole_bytes = 0, hole_blocks = 0;
+};
+
 struct ModuleSite {
     std::string owner;
     Site site;
@@ -422,6 +429,8 @@ struct Report {
     std::vector<Context> contexts;               // alive when written
     std::vector<ModuleSite> modules;             // module and library loads by site
     std::vector<Forecast> forecasts;             // one per device marked
+    std::vector<CaptureHole> capture_profile;    // the last capture profile's rows, the most free first
+    std::uint64_t capture_trace_entries = 0;     // the allocator events it read
     bool checkpoint = false;                     // written while running, not at exit
     std::uint64_t time_ns = 0;                   // CLOCK_REALTIME when written
 };

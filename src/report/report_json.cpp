@@ -175,6 +175,15 @@ template <class V> void fields(V& v, Forecast& f) {
     v.req("owner", f.owner);
     v.req("site", f.site);
 }
+template <class V> void fields(V& v, CaptureHole& c) {
+    v.req("line", c.line);
+    v.req("pool", c.pool);
+    v.req("allocations", c.allocations);
+    v.req("allocated_bytes", c.allocated_bytes);
+    v.req("largest_bytes", c.largest_bytes);
+    v.req("hole_bytes", c.hole_bytes);
+    v.req("hole_blocks", c.hole_blocks);
+}
 template <class V> void fields(V& v, ModuleSite& m) {
     v.req("owner", m.owner);
     v.req("site", m.site);
@@ -350,6 +359,8 @@ template <class V> void fields(V& v, Report& r) {
     v.opt("returns", r.returns);
     v.opt("contexts", r.contexts);
     v.opt("modules", r.modules);
+    v.opt("capture_profile", r.capture_profile);
+    v.opt("capture_trace_entries", r.capture_trace_entries);
     v.opt("forecasts", r.forecasts);
     v.opt("checkpoint", r.checkpoint);
     v.opt("time_ns", r.time_ns);

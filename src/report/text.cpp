@@ -183,6 +183,12 @@ std::string text_summary(const Report& r, const TextDetail& detail) {
         fmt::format_to(it, "  (at most the first {} returns are listed; the driver took back {} bytes in all)\n", kReturnsKept,
                        r.summary.returned_bytes);
     out += graph_table(r);
+    // The lines whose blocks a capture window left free, as the helper named them from PyTorch's history.
+    if (!r.capture_profile.empty())
+        fmt::format_to(it, "\nCapture profile ({} allocator events): the lines whose blocks were left free\n", r.capture_trace_entries);
+    for (const CaptureHole& c : r.capture_profile)
+        fmt::format_to(it, "  {}: {} allocations in pool {} (the largest {}); {} of it free in {} blocks\n", c.line,
+                       c.allocations, c.pool, human_bytes(c.largest_bytes), human_bytes(c.hole_bytes), c.hole_blocks);
     // Where the steps lead: each device's forecast, once it has one.
     for (const Forecast& f : r.forecasts)
         if (f.oom_step) fmt::format_to(it, "\nForecast: {}\n", forecast_line(f));

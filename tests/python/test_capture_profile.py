@@ -108,18 +108,22 @@ class Summary(unittest.TestCase):
         self.assertEqual(holes._line_of([{"filename": "??", "line": 0, "name": "c10::alloc"}]), "(no Python frame)")
 
 
+def window_env(tmp):
+    snapshot_path = os.path.join(tmp, "snapshot.json")
+    with open(snapshot_path, "w") as f:
+        json.dump(SNAPSHOT, f)
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "CUMEMAUDIT_OPTIONS")}
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(SOURCE_ROOT, "tools", "python"), os.path.join(HERE, "fake_torch_history")])
+    env["FAKE_TORCH_SNAPSHOT"] = snapshot_path
+    return env
+
+
 class Window(unittest.TestCase):
     def test_the_profile_is_printed_and_written_when_the_body_raises(self):
         with tempfile.TemporaryDirectory() as tmp:
-            snapshot_path, out = os.path.join(tmp, "snapshot.json"), os.path.join(tmp, "profile.json")
-            with open(snapshot_path, "w") as f:
-                json.dump(SNAPSHOT, f)
-            env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "CUMEMAUDIT_OPTIONS")}
-            env["PYTHONPATH"] = os.pathsep.join([os.path.join(SOURCE_ROOT, "tools", "python"),
-                                                 os.path.join(HERE, "fake_torch_history")])
-            env["FAKE_TORCH_SNAPSHOT"] = snapshot_path
+            out = os.path.join(tmp, "profile.json")
             proc = subprocess.run([sys.executable, os.path.join(HERE, "capture_profile_user.py"), out], capture_output=True,
-                                  text=True, env=env, timeout=60)
+                                  text=True, env=window_env(tmp), timeout=60)
             self.assertEqual(proc.returncode, 0, proc.stderr)
             self.assertIn("raised: CUDA out of memory (stand-in)", proc.stdout)
             calls = json.loads(proc.stdout.split("history calls:", 1)[1])
@@ -128,6 +132,30 @@ class Window(unittest.TestCase):
             self.assertIn("cumemaudit:   model.py:40 (combine): 2 allocations in pool default", proc.stderr)
             with open(out) as f:
                 self.assertEqual(json.load(f), json.loads(json.dumps(holes.summarize(SNAPSHOT))))
+
+    def test_under_the_shim_the_report_names_the_lines_that_left_holes(self):
+        """The rows that left free bytes reach the report (`capture_profile`), the most free first, and
+        `cumemaudit report` prints them."""
+        cli, sim = os.environ.get("CLI"), os.environ.get("CUMEMAUDIT_SIM_DIR")
+        if not cli or not sim:
+            self.skipTest("CLI and CUMEMAUDIT_SIM_DIR come from meson")
+        with tempfile.TemporaryDirectory() as tmp:
+            proc = subprocess.run([cli, "run", "--sim", "--report-dir", tmp, "--fail-on", "none", "--", sys.executable,
+                                   os.path.join(HERE, "capture_profile_user.py"), os.path.join(tmp, "profile.json"), "--cuda"],
+                                  capture_output=True, text=True, env=window_env(tmp), timeout=60)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            (path,) = [os.path.join(tmp, f) for f in os.listdir(tmp) if f.startswith("cumemaudit.") and f.endswith(".json")]
+            with open(path) as f:
+                rep = json.load(f)
+            self.assertEqual(rep["capture_trace_entries"], 11)
+            self.assertEqual([(r["line"], r["pool"], r["allocations"], r["allocated_bytes"], r["largest_bytes"], r["hole_bytes"],
+                               r["hole_blocks"]) for r in rep["capture_profile"]],
+                             [("model.py:40 (combine)", "default", 2, 96 * MiB, 64 * MiB, 64 * MiB, 1),
+                              ("model.py:52 (capture)", "graph (1, 1)", 1, 4 * MiB, 4 * MiB, 4 * MiB, 1)])
+            text = subprocess.run([cli, "report", path], capture_output=True, text=True, timeout=60).stdout
+            self.assertIn("Capture profile (11 allocator events): the lines whose blocks were left free\n"
+                          "  model.py:40 (combine): 2 allocations in pool default (the largest 64.0 MiB); 64.0 MiB of it "
+                          "free in 1 blocks\n", text)
 
 
 if __name__ == "__main__":

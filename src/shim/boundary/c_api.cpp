@@ -195,6 +195,22 @@ __attribute__((visibility("default"))) void cumemaudit_arena(const char* arena, 
     });
 }
 
+__attribute__((visibility("default"))) void cumemaudit_capture_profile(uint64_t trace_entries) {
+    entered("cumemaudit_capture_profile", [&] {
+        if (Auditor* a = Auditor::reach(Auditor::Start::if_cuda_in_use)) a->recorder().captures().begin(trace_entries);
+    });
+}
+
+__attribute__((visibility("default"))) void cumemaudit_capture_hole(const char* line, const char* pool, uint64_t allocations,
+                                                                    uint64_t allocated_bytes, uint64_t largest_bytes,
+                                                                    uint64_t hole_bytes, uint64_t hole_blocks) {
+    entered("cumemaudit_capture_hole", [&] {
+        if (Auditor* a = Auditor::reach(Auditor::Start::if_cuda_in_use))
+            a->recorder().captures().add({line != nullptr ? line : "", pool != nullptr ? pool : "", allocations,
+                                          allocated_bytes, largest_bytes, hole_bytes, hole_blocks});
+    });
+}
+
 __attribute__((visibility("default"))) void cumemaudit_torch_oom(uint64_t requested_bytes) {
     entered("cumemaudit_torch_oom", [&] {
         Auditor* a = Auditor::reach(Auditor::Start::if_cuda_in_use);

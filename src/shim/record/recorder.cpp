@@ -41,6 +41,7 @@ history::Recording Recorder::snapshot(ledger::Moment moment) {
     enforcer_.copy_to(r.history);
     contexts_.copy_to(r.history.contexts);
     modules_.copy_to(r.history.modules);
+    captures_.copy_to(r.history);
     return r;
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "shim/record/arena_stage.hpp"
+#include "shim/record/capture_book.hpp"
 #include "shim/record/array_book.hpp"
 #include "shim/record/context_book.hpp"
 #include "shim/record/managed_residency.hpp"
@@ -87,6 +88,7 @@ public:
     ExternalBook& externals() { return externals_; }
     TorchPoolStage& torch_pools() { return torch_pools_; }
     ArenaStage& arenas() { return arenas_; }
+    CaptureBook& captures() { return captures_; }
 
     // Everything recorded, for a report: the ledger's snapshot at `moment` and the history, each part copied
     // under its own keeper's lock (the ledger's, the timeline's, the OOM log's, the pool book's, enforce's).
@@ -121,6 +123,7 @@ private:
     ExternalBook externals_{hot_.external_buffers};
     TorchPoolStage torch_pools_;
     ArenaStage arenas_;
+    CaptureBook captures_;
     ReportWriter report_writer_ = nullptr;
 };
 

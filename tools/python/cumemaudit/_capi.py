@@ -37,6 +37,8 @@ _SIGNATURES = {
     "torch_pool_blocks": ([ctypes.c_char_p, _u64, _u64], None),
     "arena": ([ctypes.c_char_p, _u64, _u64], None),
     "torch_oom": ([_u64], None),
+    "capture_profile": ([_u64], None),
+    "capture_hole": ([ctypes.c_char_p, ctypes.c_char_p, _u64, _u64, _u64, _u64, _u64], None),
 }
 
 

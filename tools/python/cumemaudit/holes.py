@@ -19,7 +19,9 @@ import json
 import os
 import sys
 
-from . import sizes
+from . import _capi, sizes
+
+_HOLES_KEPT = 32  # the shim keeps as many (history::kCaptureHolesKept)
 
 # Frames that only carry an allocation to PyTorch: the line named is the first frame outside them.
 _WRAPPER_PARTS = (os.sep + "torch" + os.sep, os.sep + "cumemaudit" + os.sep, os.sep + "contextlib.py")
@@ -165,6 +167,18 @@ def lines(profile, top=8):
     return out
 
 
+def hand_over(profile):
+    """Gives the profile's rows that left holes to the shim, for the report (`capture_profile`), where one is
+    loaded; the most free first, as many as it keeps."""
+    api = _capi.functions("capture_profile", "capture_hole")
+    if api is None:
+        return
+    api["capture_profile"](profile["trace_entries"])
+    for r in [r for r in profile["lines"] if r["hole_bytes"]][:_HOLES_KEPT]:
+        api["capture_hole"](r["line"].encode("utf-8", "replace"), r["pool"].encode(), r["allocations"], r["allocated_bytes"],
+                            r["largest_bytes"], r["hole_bytes"], r["hole_blocks"])
+
+
 @contextlib.contextmanager
 def capture_profile(path=None, max_entries=1_000_000):
     """Records PyTorch's allocation history (Python stacks) inside the window, and at its end, also when the
@@ -183,6 +197,7 @@ def capture_profile(path=None, max_entries=1_000_000):
             torch.cuda.memory._record_memory_history(enabled=None)
         profile = summarize(snapshot, torch.cuda.current_device())
         sys.stderr.write("".join(f"cumemaudit: {line}\n" for line in lines(profile)))
+        hand_over(profile)
         if path is not None:
             with open(path, "w") as f:
                 json.dump(profile, f, indent=1)
