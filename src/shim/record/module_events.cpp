@@ -63,6 +63,12 @@ std::uint64_t get_key(const void* handle, std::uint64_t what) {
 bool worth_measuring(Call& call, std::uint64_t key) { return lazy_module_loading() && call.recorder().modules().first_get(key); }
 std::uint64_t context_key() { return reinterpret_cast<std::uintptr_t>(current_context()); }
 
+void unloaded(Call& call, CUresult r, const void* handle) {
+    const int device = t_before.device.device;
+    const std::int64_t moved = moved_since_before(call);
+    if (r == CUDA_SUCCESS) call.recorder().modules().unloaded(handle, device, moved);
+}
+
 void got(Call& call, CUresult r, const void* handle) {
     const int device = t_before.device.device;
     const std::int64_t moved = moved_since_before(call);
@@ -91,16 +97,8 @@ void record(ev::ModuleLoad, Call& call, CUresult r, CUlibrary* library, const ch
     if (r == CUDA_SUCCESS && library != nullptr) loaded(call, *library, module_file_bytes(fileName));
 }
 
-void record(ev::ModuleUnload, Call& call, CUresult r, CUmodule module) {
-    const int device = t_before.device.device;
-    const std::int64_t moved = moved_since_before(call);
-    if (r == CUDA_SUCCESS) call.recorder().modules().unloaded(module, device, moved);
-}
-void record(ev::ModuleUnload, Call& call, CUresult r, CUlibrary library) {
-    const int device = t_before.device.device;
-    const std::int64_t moved = moved_since_before(call);
-    if (r == CUDA_SUCCESS) call.recorder().modules().unloaded(library, device, moved);
-}
+void record(ev::ModuleUnload, Call& call, CUresult r, CUmodule module) { unloaded(call, r, module); }
+void record(ev::ModuleUnload, Call& call, CUresult r, CUlibrary library) { unloaded(call, r, library); }
 
 void prepare(ev::CodeLoad, Call& call, CUfunction*, CUmodule module, const char* name) {
     look_before(call, name != nullptr && worth_measuring(call, get_key(module, std::hash<std::string_view>{}(name))));
