@@ -13,6 +13,16 @@ import time
 import torch
 
 
+def warm_up(step, times=1):
+    """Runs step() `times` on a side stream, as PyTorch asks before a capture, and has the current stream wait."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(times):
+            step()
+    torch.cuda.current_stream().wait_stream(s)
+
+
 def checksum(t):
     return f"{float(t.double().sum().item()):.6e}"
 
@@ -47,12 +57,7 @@ def graph(_):
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(512, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 256)).cuda()
     static_in = torch.randn(64, 512, device="cuda")
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            model(static_in)
-    torch.cuda.current_stream().wait_stream(s)
+    warm_up(lambda: model(static_in), times=3)
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
         static_out = model(static_in)
@@ -148,11 +153,7 @@ def loop(args):
     model = torch.nn.Sequential(*[torch.nn.Linear(2048, 2048) for _ in range(6)]).cuda()
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
     static_in = torch.randn(128, 2048, device="cuda")
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        model(static_in)
-    torch.cuda.current_stream().wait_stream(s)
+    warm_up(lambda: model(static_in))
     g = torch.cuda.CUDAGraph()
     with cumemaudit.phase("capture"):
         with torch.cuda.graph(g):

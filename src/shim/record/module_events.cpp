@@ -60,7 +60,10 @@ void loaded(Call& call, const void* handle, std::uint64_t image_bytes) {
 std::uint64_t get_key(const void* handle, std::uint64_t what) {
     return std::hash<const void*>{}(handle) * 0x9E3779B97F4A7C15ull ^ what;
 }
-bool worth_measuring(Call& call, std::uint64_t key) { return lazy_module_loading() && call.recorder().modules().first_get(key); }
+// The key is made only under lazy loading: under eager loading a get costs one cached compare here.
+template <class Key> bool worth_measuring(Call& call, Key key) {
+    return lazy_module_loading() && call.recorder().modules().first_get(key());
+}
 std::uint64_t context_key() { return reinterpret_cast<std::uintptr_t>(current_context()); }
 
 void unloaded(Call& call, CUresult r, const void* handle) {
@@ -101,13 +104,14 @@ void record(ev::ModuleUnload, Call& call, CUresult r, CUmodule module) { unloade
 void record(ev::ModuleUnload, Call& call, CUresult r, CUlibrary library) { unloaded(call, r, library); }
 
 void prepare(ev::CodeLoad, Call& call, CUfunction*, CUmodule module, const char* name) {
-    look_before(call, name != nullptr && worth_measuring(call, get_key(module, std::hash<std::string_view>{}(name))));
+    look_before(call, name != nullptr &&
+                          worth_measuring(call, [&] { return get_key(module, std::hash<std::string_view>{}(name)); }));
 }
 void prepare(ev::CodeLoad, Call& call, CUfunction*, CUkernel kernel) {
-    look_before(call, worth_measuring(call, get_key(kernel, context_key())));
+    look_before(call, worth_measuring(call, [&] { return get_key(kernel, context_key()); }));
 }
 void prepare(ev::CodeLoad, Call& call, CUmodule*, CUlibrary library) {
-    look_before(call, worth_measuring(call, get_key(library, context_key())));
+    look_before(call, worth_measuring(call, [&] { return get_key(library, context_key()); }));
 }
 void record(ev::CodeLoad, Call& call, CUresult r, CUfunction*, CUmodule module, const char*) { got(call, r, module); }
 void record(ev::CodeLoad, Call& call, CUresult r, CUfunction*, CUkernel kernel) {
