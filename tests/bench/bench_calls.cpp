@@ -24,8 +24,8 @@
 // (tests/bench/floor: one open-addressing slot and a per-thread counter, the floor of any recorder). It
 // prints hot and cold figures per iteration (a pair, or a VMM cycle) beside each other.
 //
-// A child alone (--child, as tests/gpu/cost.py runs it on a GPU) takes --patterns a,b (all) and
-// --threads 1,4,16 (1,2) and prints "RESULT pattern threads ns-per-call" lines. With --ab [--blocks 7]
+// A child alone (--child, as tests/gpu/cost.py and tests/bench/between.py run it) takes --patterns a,b (all),
+// --threads 1,4,16 (1,2) and --pass-through (below) and prints "RESULT pattern threads ns-per-call" lines. With --ab [--blocks 7]
 // it compares, inside one process, direct, passed-through and recorded calls (see ab_child).
 //
 // Usage: bench_calls [--markdown] [--iters N] [--iters32 N] [--repeats R] [--rounds K] [--depth D]
@@ -353,8 +353,16 @@ int cold_child(long iters, long cold_iters, int repeats, std::size_t evict_bytes
 
 // Prints the best of the repeats, or their median (--median: on a GPU, where the driver's own time varies
 // and the best would flatter whichever mode got a lucky repeat).
-int child(long iters, int repeats, int depth, const char* patterns, const std::vector<int>& thread_counts, bool median) {
+// --pass-through: the preloaded library's wrappers forward without recording, from the first timed call on (the
+// shim loaded, its doors crossed, its ledger idle): what interposing alone costs, apart from recording.
+int child(long iters, int repeats, int depth, const char* patterns, const std::vector<int>& thread_counts, bool median,
+          bool pass_through) {
     init_driver();
+    if (pass_through) {
+        using PassThrough = int (*)(int);
+        auto set = reinterpret_cast<PassThrough>(dlsym(RTLD_DEFAULT, "cumemaudit_bench_pass_through"));
+        if (set == nullptr || set(1) != 0) bench::die("--pass-through needs the shim preloaded and recording");
+    }
     for (const PatternInfo& pi : kPatterns) {
         if (!listed(patterns, pi.name)) continue;
         for (int threads : thread_counts) {
@@ -617,7 +625,8 @@ int main(int argc, char** argv) {
                         bench::flag_value(argc, argv, "--patterns", "all"), numbers(bench::flag_value(argc, argv, "--threads", "1,2")));
     if (bench::has_flag(argc, argv, "--child"))
         return child(iters, repeats, depth, bench::flag_value(argc, argv, "--patterns", "all"),
-                     numbers(bench::flag_value(argc, argv, "--threads", "1,2")), bench::has_flag(argc, argv, "--median"));
+                     numbers(bench::flag_value(argc, argv, "--threads", "1,2")), bench::has_flag(argc, argv, "--median"),
+                     bench::has_flag(argc, argv, "--pass-through"));
     if (bench::has_flag(argc, argv, "--child-cold"))
         return cold_child(iters, std::atol(bench::flag_value(argc, argv, "--cold-iters", "400")), repeats,
                           std::size_t(std::atoi(bench::flag_value(argc, argv, "--evict-mib", "8"))) << 20,
