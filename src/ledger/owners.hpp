@@ -58,6 +58,7 @@ private:
         SpinLock lock;
         std::atomic<std::uint64_t> live{0}, peak{0}, since_mark_peak{0};  // one line: a change touches it anyway
     };
+    static_assert(sizeof(Totals) == 64, "the lock and the totals share one cache line");
     // An id from another ledger must not index past the table (bounded by the table, not by count(), so a
     // change reads no line of registration state).
     static OwnerId clamp(OwnerId o) { return o < kMaxOwners ? o : 0; }

@@ -1,18 +1,91 @@
-// spin_lock: a lock held for tens of nanoseconds (a probe, a few counters; rarely a table's growth). It
-// takes one atomic exchange and releases with a plain store, where a mutex pays a second atomic to
-// release (locked instructions are what the hot path costs: docs/HOT_PATH.md). A waiter yields its core
-// after a short spin, so a holder preempted on a busy machine gets it back.
+// spin_lock: a lock held for tens of nanoseconds (a probe, a few counters; rarely a table's growth), biased
+// towards the one thread that takes it most.
+//
+// Most programs make their allocations from one thread. For that thread (the lock's owner) taking the lock
+// is a plain store and two loads, no locked instruction: an atomic exchange was a quarter of what the shim
+// added to an async pair (docs/HOT_PATH.md, "The one ledger lock"). Until a thread has taken it
+// kClaimStreak times in a row, every thread takes the exchange lock; then that thread owns it. Any other
+// thread announces itself (others_), makes every thread of the process pass a full memory barrier
+// (membarrier's private expedited command: the owner's store and loads then cannot pass each other
+// unseen), waits for the owner to be out and takes the exchange lock, which the owner takes too while
+// anyone else is announced. That costs the other thread a system call, so past kOthersPerSecond
+// acquisitions by other threads within a second the bias ends for good: every thread then takes the
+// exchange lock, as they all do where membarrier is not available. The owner never changes to another
+// thread (two threads could then both believe they own it). A waiter yields its core after a short spin,
+// so a holder preempted on a busy machine gets it back.
 #pragma once
 
 #include <sched.h>
+#include <time.h>
 
 #include <atomic>
+#include <cstdint>
 
 namespace cumemaudit::ledger::detail {
 
 class SpinLock {
 public:
     void lock() noexcept {
+        const void* me = self();
+        for (;;) {
+            const void* owner = owner_.load(std::memory_order_acquire);
+            if (owner == me) [[likely]] {
+                owner_in_.store(true, std::memory_order_relaxed);
+                // Only the compiler is held back here; the hardware barrier is the other side's membarrier.
+                std::atomic_signal_fence(std::memory_order_seq_cst);
+                if (others_.load(std::memory_order_acquire) == 0 && owner_.load(std::memory_order_acquire) == me)
+                    [[likely]] return;
+                owner_in_.store(false, std::memory_order_release);
+                take(false);
+                return;
+            }
+            if (owner == none()) {
+                take(false);
+                return;
+            }
+            if (owner != nullptr) {
+                lock_as_other();
+                return;
+            }
+            take(false);
+            // Claimed by another thread while this one waited: it may be inside without the exchange lock.
+            if (const void* now = owner_.load(std::memory_order_acquire); now != nullptr && now != none()) {
+                held_.store(false, std::memory_order_release);
+                continue;
+            }
+            count_streak(me);
+            return;
+        }
+    }
+
+    void unlock() noexcept {
+        if (owner_in_.load(std::memory_order_relaxed) && owner_.load(std::memory_order_relaxed) == self()) {
+            owner_in_.store(false, std::memory_order_release);
+            return;
+        }
+        const bool counted = counted_;
+        held_.store(false, std::memory_order_release);
+        if (counted) others_.fetch_sub(1, std::memory_order_release);
+    }
+
+    // Whether a thread owns it (tests, benchmarks).
+    bool biased() const noexcept {
+        const void* owner = owner_.load(std::memory_order_acquire);
+        return owner != nullptr && owner != none();
+    }
+
+    static constexpr int kClaimStreak = 64;
+    static constexpr int kOthersPerSecond = 1024;  // a report walks the table shard by shard: 64 and more
+
+private:
+    // This thread's identity: the address of a thread-local byte (initial-exec: no __tls_get_addr).
+    static const void* self() noexcept {
+        static thread_local char t_self __attribute__((tls_model("initial-exec")));
+        return &t_self;
+    }
+    static const void* none() noexcept { return reinterpret_cast<const void*>(std::uintptr_t{1}); }
+
+    void take(bool counted) noexcept {
         for (int spins = 0; held_.exchange(true, std::memory_order_acquire); ++spins) {
             while (held_.load(std::memory_order_relaxed)) {
                 if (spins++ >= 64) sched_yield();
@@ -21,13 +94,59 @@ public:
 #endif
             }
         }
+        counted_ = counted;
     }
-    void unlock() noexcept { held_.store(false, std::memory_order_release); }
-    // A fork child: the holder may be a thread that no longer exists.
-    void reset() noexcept { held_.store(false, std::memory_order_relaxed); }
 
-private:
-    std::atomic<bool> held_{false};
+    // Under the exchange lock, before any owner: the thread that takes it kClaimStreak times in a row owns it.
+    void count_streak(const void* me) noexcept {
+        if (streak_thread_ != me) {
+            streak_thread_ = me;
+            streak_ = 0;
+        }
+        if (++streak_ >= kClaimStreak) claim(me);
+    }
+    // Registers for membarrier (once per process for the kernel; a fork child's fresh ledger registers its
+    // own address space again) and sets the owner; refused (an old kernel, a seccomp filter): no bias.
+    void claim(const void* me) noexcept;
+    // Every thread of the process passes a full barrier before this returns; false if the kernel refused.
+    static bool barrier_everywhere() noexcept;
+    // The kernel refused a barrier it had agreed to (never seen): no bias from now on, and time for the
+    // owner's store to leave its core before it is read.
+    void give_up_bias() noexcept;
+
+    void lock_as_other() noexcept {
+        others_.fetch_add(1, std::memory_order_acq_rel);
+        if (!barrier_everywhere()) [[unlikely]]
+            give_up_bias();
+        for (int spins = 0; owner_in_.load(std::memory_order_acquire); ++spins) {
+            if (spins >= 64) sched_yield();
+#if defined(__x86_64__)
+            else __builtin_ia32_pause();
+#endif
+        }
+        take(true);
+        // Under the exchange lock, announced, with the owner out: the window is this holder's alone, and the
+        // owner cannot come in before it has seen the end of the bias.
+        timespec now {};
+        clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+        if (now.tv_sec != window_s_) {
+            window_s_ = now.tv_sec;
+            window_count_ = 0;
+        }
+        if (++window_count_ > kOthersPerSecond) owner_.store(none(), std::memory_order_release);
+    }
+
+    // 40 bytes, so that the owners' totals ride on the lock's line (owners.hpp); the owner's fast path
+    // reads owner_ and others_ and writes owner_in_.
+    std::atomic<const void*> owner_{nullptr};  // null: not yet claimed; none(): never biased again
+    std::atomic<std::uint32_t> others_{0};     // other threads inside or waiting
+    std::atomic<bool> owner_in_{false};        // the owner is inside without the exchange lock
+    std::atomic<bool> held_{false};            // the exchange lock
+    bool counted_ = false;                     // the holder of held_ counted itself in others_
+    std::int32_t window_count_ = 0;            // other threads' acquisitions in the second window_s_
+    std::int32_t streak_ = 0;                  // consecutive acquisitions by streak_thread_, before a claim
+    std::int64_t window_s_ = 0;
+    const void* streak_thread_ = nullptr;
 };
 
 }  // namespace cumemaudit::ledger::detail

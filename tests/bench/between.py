@@ -83,17 +83,23 @@ def mode_env(mode, paths, report_dir):
 
 def measure(a, paths):
     pin = ["taskset", "-c", a.cores] if shutil.which("taskset") else []
-    patterns = ",".join(sorted({r[1] for r in ROWS}))
-    threads = ",".join(str(t) for t in sorted({r[2] for r in ROWS}))
-    base = pin + [paths["bench"], "--child", "--patterns", patterns, "--threads", threads, "--iters", str(a.iters),
-                  "--repeats", str(a.repeats), "--median", "--depth", "40"]
+    # One child per thread count: a process whose threads once allocated together keeps the ledger's lock
+    # unbiased (src/ledger/spin_lock.hpp), so a one-thread row run after a two-thread one would measure that.
+    children = []
+    for threads in sorted({r[2] for r in ROWS}):
+        patterns = ",".join(sorted({r[1] for r in ROWS if r[2] == threads}))
+        children.append(pin + [paths["bench"], "--child", "--patterns", patterns, "--threads", str(threads),
+                               "--iters", str(a.iters), "--repeats", str(a.repeats), "--median", "--depth", "40"])
     figures = {m: [] for m in MODES}  # mode -> [{(pattern, threads): ns per call} per round]
     with tempfile.TemporaryDirectory(prefix="cumemaudit-between-") as report_dir:
         for r in range(a.rounds):
             order = MODES[r % len(MODES):] + MODES[:r % len(MODES)]
             for mode in order:
-                cmd = base + (["--pass-through"] if mode == "forward-only" else [])
-                figures[mode].append(run_child(cmd, mode_env(mode, paths, report_dir)))
+                seen = {}
+                for base in children:
+                    cmd = base + (["--pass-through"] if mode == "forward-only" else [])
+                    seen.update(run_child(cmd, mode_env(mode, paths, report_dir)))
+                figures[mode].append(seen)
             print(f"round {r + 1} of {a.rounds}: {' '.join(order)}", file=sys.stderr, flush=True)
     return figures
 
