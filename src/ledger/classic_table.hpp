@@ -68,6 +68,7 @@ public:
     // Visits every live record, the lock taken for one shard at a time (a snapshot, not an atomic view).
     template <class F>
     void for_each(F&& f) const {
+        SpinLock::Visit visit(owners_.lock());  // from a thread other than the lock's owner: one announcement
         for (const Shard& s : shards_) {
             std::lock_guard lock(owners_.lock());
             const Slot* slots = s.array();

@@ -2,7 +2,8 @@
 // per owner and kind, and the totals, are read without a lock, so a step sample reads O(owners) numbers.
 // Every change of them is made under one lock, the same one the classic table takes (classic_table.hpp):
 // a change is then a few plain stores, where counters of their own took a locked instruction each
-// (tests/bench/RESULTS.md), and a classic allocation or free takes one locked instruction in all. One lock
+// (tests/bench/RESULTS.md), and a classic allocation or free takes one locked instruction in all, none on
+// the thread the lock is biased to (spin_lock.hpp). One lock
 // costs no parallelism the driver gives: the driver serializes these calls itself (on an H200 host 16
 // threads together make async pairs more slowly than one thread alone). The peaks stay exact: a peak is the
 // maximum of one live figure every change moves.

@@ -1,15 +1,37 @@
 #include "spin_lock.hpp"
 
 #include <linux/membarrier.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <ctime>
 
 namespace cumemaudit::ledger::detail {
 
+namespace {
+
+// Whether this process may use membarrier's private expedited command: -1 not asked yet, 0 no, 1 yes.
+std::atomic<int> g_membarrier{-1};
+
+// Registering is cheap while the process has one thread and waits for an RCU grace period (milliseconds)
+// once it has more: so it is done as the library loads and again in a fork child (one thread then).
+void register_membarrier() noexcept {
+    g_membarrier.store(::syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0 ? 1 : 0,
+                       std::memory_order_release);
+}
+
+__attribute__((constructor)) void register_at_load() {
+    register_membarrier();
+    ::pthread_atfork(nullptr, nullptr, register_membarrier);
+}
+
+}  // namespace
+
 void SpinLock::claim(const void* me) noexcept {
-    const bool can = ::syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+    if (g_membarrier.load(std::memory_order_acquire) < 0) register_membarrier();
+    const bool can = g_membarrier.load(std::memory_order_acquire) == 1;
     owner_.store(can ? me : none(), std::memory_order_release);
 }
 

@@ -8,9 +8,9 @@
 // thread announces itself (others_), makes every thread of the process pass a full memory barrier
 // (membarrier's private expedited command: the owner's store and loads then cannot pass each other
 // unseen), waits for the owner to be out and takes the exchange lock, which the owner takes too while
-// anyone else is announced. That costs the other thread a system call, so past kOthersPerSecond
-// acquisitions by other threads within a second the bias ends for good: every thread then takes the
-// exchange lock, as they all do where membarrier is not available. The owner never changes to another
+// anyone else is announced. That costs the other thread a system call, so past kVisitsPerSecond visits by
+// other threads within a second (an acquisition, or a Visit's many) the bias ends for good: every thread
+// then takes the exchange lock, as they all do where membarrier is not available. The owner never changes to another
 // thread (two threads could then both believe they own it). A waiter yields its core after a short spin,
 // so a holder preempted on a busy machine gets it back.
 #pragma once
@@ -39,7 +39,7 @@ public:
                 take(false);
                 return;
             }
-            if (owner == none()) {
+            if (owner == none() || visiting() == this) {  // a visit announced this thread already
                 take(false);
                 return;
             }
@@ -74,8 +74,24 @@ public:
         return owner != nullptr && owner != none();
     }
 
-    static constexpr int kClaimStreak = 64;
-    static constexpr int kOthersPerSecond = 1024;  // a report walks the table shard by shard: 64 and more
+    // A thread other than the owner that takes the lock many times in a row (a report walking the table
+    // shard by shard) announces itself once for all of them: one membarrier, one visit counted.
+    class Visit {
+    public:
+        explicit Visit(SpinLock& lock) noexcept : lock_(lock), announced_(lock.begin_visit()) {}
+        ~Visit() {
+            if (announced_) lock_.end_visit();
+        }
+        Visit(const Visit&) = delete;
+        Visit& operator=(const Visit&) = delete;
+
+    private:
+        SpinLock& lock_;
+        bool announced_;
+    };
+
+    static constexpr int kClaimStreak = 4096;  // more than a report's walks of the table take it
+    static constexpr int kVisitsPerSecond = 32;  // each costs a membarrier: tens of microseconds in a VM
 
 private:
     // This thread's identity: the address of a thread-local byte (initial-exec: no __tls_get_addr).
@@ -84,6 +100,11 @@ private:
         return &t_self;
     }
     static const void* none() noexcept { return reinterpret_cast<const void*>(std::uintptr_t{1}); }
+    // The lock this thread announced itself to for a Visit, if any.
+    static const SpinLock*& visiting() noexcept {
+        static thread_local const SpinLock* t_visiting __attribute__((tls_model("initial-exec"))) = nullptr;
+        return t_visiting;
+    }
 
     void take(bool counted) noexcept {
         for (int spins = 0; held_.exchange(true, std::memory_order_acquire); ++spins) {
@@ -105,8 +126,8 @@ private:
         }
         if (++streak_ >= kClaimStreak) claim(me);
     }
-    // Registers for membarrier (once per process for the kernel; a fork child's fresh ledger registers its
-    // own address space again) and sets the owner; refused (an old kernel, a seccomp filter): no bias.
+    // Sets the owner where the process registered for membarrier (as the library loaded, and in a fork
+    // child); refused (an old kernel, a seccomp filter): no bias.
     void claim(const void* me) noexcept;
     // Every thread of the process passes a full barrier before this returns; false if the kernel refused.
     static bool barrier_everywhere() noexcept;
@@ -114,7 +135,9 @@ private:
     // owner's store to leave its core before it is read.
     void give_up_bias() noexcept;
 
-    void lock_as_other() noexcept {
+    // Announced (others_), every thread past a full barrier, the owner out: from here the owner takes the
+    // exchange lock too until others_ is back to 0.
+    void announce() noexcept {
         others_.fetch_add(1, std::memory_order_acq_rel);
         if (!barrier_everywhere()) [[unlikely]]
             give_up_bias();
@@ -124,16 +147,40 @@ private:
             else __builtin_ia32_pause();
 #endif
         }
-        take(true);
-        // Under the exchange lock, announced, with the owner out: the window is this holder's alone, and the
-        // owner cannot come in before it has seen the end of the bias.
+    }
+
+    // Under the exchange lock, announced, with the owner out: the window is this holder's alone, and the
+    // owner cannot come in before it has seen the end of the bias.
+    void count_visit() noexcept {
         timespec now {};
         clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
         if (now.tv_sec != window_s_) {
             window_s_ = now.tv_sec;
-            window_count_ = 0;
+            window_visits_ = 0;
         }
-        if (++window_count_ > kOthersPerSecond) owner_.store(none(), std::memory_order_release);
+        if (++window_visits_ > kVisitsPerSecond) owner_.store(none(), std::memory_order_release);
+    }
+
+    void lock_as_other() noexcept {
+        announce();
+        take(true);
+        count_visit();
+    }
+
+    bool begin_visit() noexcept {
+        const void* owner = owner_.load(std::memory_order_acquire);
+        if (owner == nullptr || owner == none() || owner == self() || visiting() != nullptr) return false;
+        announce();
+        take(false);
+        count_visit();
+        held_.store(false, std::memory_order_release);
+        visiting() = this;
+        return true;
+    }
+
+    void end_visit() noexcept {
+        visiting() = nullptr;
+        others_.fetch_sub(1, std::memory_order_release);
     }
 
     // 40 bytes, so that the owners' totals ride on the lock's line (owners.hpp); the owner's fast path
@@ -143,7 +190,7 @@ private:
     std::atomic<bool> owner_in_{false};        // the owner is inside without the exchange lock
     std::atomic<bool> held_{false};            // the exchange lock
     bool counted_ = false;                     // the holder of held_ counted itself in others_
-    std::int32_t window_count_ = 0;            // other threads' acquisitions in the second window_s_
+    std::int32_t window_visits_ = 0;           // other threads' visits in the second window_s_
     std::int32_t streak_ = 0;                  // consecutive acquisitions by streak_thread_, before a claim
     std::int64_t window_s_ = 0;
     const void* streak_thread_ = nullptr;

@@ -47,12 +47,34 @@ TEST_CASE("another thread now and then: the owner stays biased and nothing is lo
     Guarded g;
     g.add(SpinLock::kClaimStreak);  // this thread owns it
     REQUIRE(g.lock.biased());
-    const long others = SpinLock::kOthersPerSecond / 2;
+    const long others = SpinLock::kVisitsPerSecond / 2;
     // Both hold it a while, so that one let in while the other is inside loses increments.
     std::thread other([&] { g.add(others, std::chrono::microseconds(50)); });
     g.add(50000, std::chrono::microseconds(1));
     other.join();
     CHECK(g.count == SpinLock::kClaimStreak + others + 50000);
+    CHECK(g.lock.biased());
+}
+
+TEST_CASE("a walk inside one Visit counts once: the owner stays biased, and nothing is lost") {
+    Guarded g;
+    g.add(SpinLock::kClaimStreak);
+    REQUIRE(g.lock.biased());
+    std::thread walker([&] {
+        for (int walk = 0; walk < SpinLock::kVisitsPerSecond / 2; ++walk) {
+            SpinLock::Visit visit(g.lock);
+            g.add(64, std::chrono::microseconds(20));  // a report's walk, shard by shard
+        }
+    });
+    g.add(50000, std::chrono::microseconds(1));
+    walker.join();
+    CHECK(g.count == SpinLock::kClaimStreak + SpinLock::kVisitsPerSecond / 2 * 64 + 50000);
+    CHECK(g.lock.biased());
+    {
+        SpinLock::Visit own(g.lock);  // the owner's own visit is nothing
+        g.add(10);
+    }
+    CHECK(g.count == SpinLock::kClaimStreak + SpinLock::kVisitsPerSecond / 2 * 64 + 50010);
     CHECK(g.lock.biased());
 }
 
