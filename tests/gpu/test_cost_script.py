@@ -2,7 +2,7 @@
 """tests/gpu/cost.py end to end on the simulated driver: one round, one block, no PyTorch. The GPU run
 spends device time that a broken parser or a renamed output line would waste, so this checks, without a
 GPU, that every call row gets its in-process figures for cumemaudit and for the floor, that the
-between-process table is filled, and that the script reports no failure. Figures are not asserted.
+between-process table is filled for forward-only, the floor and cumemaudit, with intervals, and that the script reports no failure. Figures are not asserted.
 
 Run by meson (tests/gpu/meson.build): test_cost_script.py BUILD_ROOT COST_PY SIM_DIR"""
 import json
@@ -39,11 +39,13 @@ def main():
         got = raw[f"{row} | in-process"]
         if len(got["cumemaudit"]) != 1 or len(got["floor"]) != 1:
             problems.append(f"{row}: in-process figures {got}")
-        for mode in ("cumemaudit", "floor"):
+        for mode in ("forward-only", "floor", "cumemaudit"):
             if f"{row} | {mode}" not in raw:
                 problems.append(f"{row}: no between-process figure for {mode}")
-    if table.count("no data") != 1:  # the PyTorch row alone, left out by --no-torch
-        problems.append(f"expected only the PyTorch row without data:\n{table}")
+    if table.count("no data") != 2:  # the PyTorch row of each table alone, left out by --no-torch
+        problems.append(f"expected only the PyTorch rows without data:\n{table}")
+    if table.count("[") < 5 * 4:  # every call row's three modes and excess carry a bootstrap interval
+        problems.append(f"expected intervals in the between-process table:\n{table}")
     if problems:
         print("FAIL\n" + "\n".join(problems), file=sys.stderr)
         return 1
