@@ -35,6 +35,29 @@ void SpinLock::claim(const void* me) noexcept {
     owner_.store(can ? me : none(), std::memory_order_release);
 }
 
+void SpinLock::lock_rest(const void* owner) noexcept {
+    const void* me = self();
+    for (;;) {
+        if (owner == none() || visiting() == this) {  // a visit announced this thread already
+            take(false);
+            return;
+        }
+        if (owner != nullptr) {
+            lock_as_other();
+            return;
+        }
+        take(false);
+        // Claimed by another thread while this one waited: it may be inside without the exchange lock.
+        if (const void* now = owner_.load(std::memory_order_acquire); now != nullptr && now != none()) {
+            held_.store(false, std::memory_order_release);
+            owner = now;
+            continue;
+        }
+        count_streak(me);
+        return;
+    }
+}
+
 bool SpinLock::barrier_everywhere() noexcept {
     return ::syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0;
 }

@@ -25,40 +25,28 @@ namespace cumemaudit::ledger::detail {
 
 class SpinLock {
 public:
-    void lock() noexcept {
-        const void* me = self();
-        for (;;) {
-            const void* owner = owner_.load(std::memory_order_acquire);
-            if (owner == me) [[likely]] {
-                owner_in_.store(true, std::memory_order_relaxed);
-                // Only the compiler is held back here; the hardware barrier is the other side's membarrier.
-                std::atomic_signal_fence(std::memory_order_seq_cst);
-                if (others_.load(std::memory_order_acquire) == 0 && owner_.load(std::memory_order_acquire) == me)
-                    [[likely]] return;
-                owner_in_.store(false, std::memory_order_release);
-                take(false);
-                return;
-            }
-            if (owner == none() || visiting() == this) {  // a visit announced this thread already
-                take(false);
-                return;
-            }
-            if (owner != nullptr) {
-                lock_as_other();
-                return;
-            }
+    // Inline for the owner and for an unbiased lock; the rest (a visit, another thread, before any owner)
+    // out of line.
+    [[gnu::always_inline]] void lock() noexcept {
+        const void* owner = owner_.load(std::memory_order_acquire);
+        if (owner == self()) [[likely]] {
+            owner_in_.store(true, std::memory_order_relaxed);
+            // Only the compiler is held back here; the hardware barrier is the other side's membarrier.
+            std::atomic_signal_fence(std::memory_order_seq_cst);
+            if (others_.load(std::memory_order_acquire) == 0 && owner_.load(std::memory_order_acquire) == owner)
+                [[likely]] return;
+            owner_in_.store(false, std::memory_order_release);
             take(false);
-            // Claimed by another thread while this one waited: it may be inside without the exchange lock.
-            if (const void* now = owner_.load(std::memory_order_acquire); now != nullptr && now != none()) {
-                held_.store(false, std::memory_order_release);
-                continue;
-            }
-            count_streak(me);
             return;
         }
+        if (owner == none()) {
+            take(false);
+            return;
+        }
+        lock_rest(owner);
     }
 
-    void unlock() noexcept {
+    [[gnu::always_inline]] void unlock() noexcept {
         if (owner_in_.load(std::memory_order_relaxed) && owner_.load(std::memory_order_relaxed) == self()) {
             owner_in_.store(false, std::memory_order_release);
             return;
@@ -106,7 +94,7 @@ private:
         return t_visiting;
     }
 
-    void take(bool counted) noexcept {
+    [[gnu::always_inline]] void take(bool counted) noexcept {
         for (int spins = 0; held_.exchange(true, std::memory_order_acquire); ++spins) {
             while (held_.load(std::memory_order_relaxed)) {
                 if (spins++ >= 64) sched_yield();
@@ -134,6 +122,9 @@ private:
     // The kernel refused a barrier it had agreed to (never seen): no bias from now on, and time for the
     // owner's store to leave its core before it is read.
     void give_up_bias() noexcept;
+
+    // A visit announced this thread already, another thread owns it, or nobody owns it yet.
+    [[gnu::noinline]] void lock_rest(const void* owner) noexcept;
 
     // Announced (others_), every thread past a full barrier, the owner out: from here the owner takes the
     // exchange lock too until others_ is back to 0.

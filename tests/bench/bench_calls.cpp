@@ -37,9 +37,11 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
+#include <unistd.h>
 #include <x86intrin.h>
 
 #include <atomic>
+#include <csignal>
 #include <map>
 #include <thread>
 
@@ -61,7 +63,24 @@ PFN_cuMemAlloc_v3020 g_table_alloc = nullptr;
 PFN_cuMemFree_v3020 g_table_free = nullptr;
 CUfunction g_empty = nullptr;  // a kernel that does nothing: the launch pattern's
 
+// A process that uses CUDA runs the driver's own threads; the simulated driver starts none. Without a
+// second thread glibc keeps its single-thread fast paths (malloc without atomics), so a plain run of the
+// simulated driver would be cheaper than any real process's, and every preload that starts a thread (the
+// shim's checkpoint thread) would seem to cost that difference. One idle thread, as the driver's, for
+// every mode alike.
+void start_driver_like_thread() {
+    sigset_t all;
+    sigfillset(&all);
+    sigset_t old;
+    pthread_sigmask(SIG_BLOCK, &all, &old);  // the thread inherits the mask: no signal is ever its
+    std::thread([] {
+        for (;;) pause();
+    }).detach();
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
 void init_driver() {
+    start_driver_like_thread();
     OK(cuInit(0));
     CUdevice dev;
     OK(cuDeviceGet(&dev, 0));
