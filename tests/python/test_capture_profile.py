@@ -156,6 +156,18 @@ class Window(unittest.TestCase):
             self.assertIn("Capture profile (11 allocator events): the lines whose blocks were left free\n"
                           "  model.py:40 (combine): 2 allocations in pool default (the largest 64.0 MiB); 64.0 MiB of it "
                           "free in 1 blocks\n", text)
+            page = os.path.join(tmp, "page.html")
+            subprocess.run([cli, "html", "-o", page, path], check=True, capture_output=True, timeout=60)
+            with open(page) as f:
+                html = f.read()
+            self.assertIn("<h3>Capture profile</h3>", html)
+            self.assertIn("(11 allocator events of PyTorch's history)", html)
+            self.assertIn(f"<tr><td>model.py:40 (combine)</td><td>default</td><td class=\"num\" data-sort=\"2\">2</td>"
+                          f"<td class=\"num\" data-sort=\"{96 * MiB}\"", html)
+            row = html[html.index("<tr><td>model.py:40 (combine)</td>"):]
+            row = row[:row.index("</tr>")]
+            self.assertIn(f"data-sort=\"{64 * MiB}\" title=\"{64 * MiB} bytes\">64.0 MiB</td><td class=\"num\" "
+                          f"data-sort=\"1\">1</td>", row)
 
 
 if __name__ == "__main__":

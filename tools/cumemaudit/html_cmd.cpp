@@ -54,6 +54,10 @@ std::string section(const report::Report& r, const std::string& file, std::size_
     s += "<h3>By stack</h3>\n" + flame_graphs(r, index);
     s += "<h3>Growth alarms</h3>\n" + alarms_table(r);
     s += "<h3>CUDA graphs</h3>\n" + graphs_table(r);
+    if (!r.capture_profile.empty())
+        s += fmt::format("<h3>Capture profile</h3>\n<p>The lines whose blocks a capture window left free ({} allocator "
+                         "events of PyTorch's history), the most free first.</p>\n", r.capture_trace_entries) +
+             capture_table(r);
     s += "<h3>Owners</h3>\n" + owners_table(r);
     s += "<h3>Misuse</h3>\n" + misuse_table(r);
     s += "<h3>Steps</h3>\n<details><summary>" + std::to_string(t.points.size()) + " steps and marks</summary>\n" +

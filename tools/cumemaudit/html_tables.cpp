@@ -133,6 +133,16 @@ std::string graphs_table(const report::Report& r) {
                  rows, "No CUDA graphs captured.");
 }
 
+std::string capture_table(const report::Report& r) {
+    std::string rows;
+    for (const report::CaptureHole& c : r.capture_profile)
+        rows += "<tr>" + text_cell(c.line) + text_cell(c.pool) + num_cell(c.allocations) + bytes_cell(c.allocated_bytes) +
+                bytes_cell(c.largest_bytes) + bytes_cell(c.hole_bytes) + num_cell(c.hole_blocks) + "</tr>\n";
+    return table("capture",
+                 {"line", "pool", "allocations", "allocated", "largest", "left free at the end", "in free blocks"}, rows,
+                 "No capture profile: wrap the warm-up and capture loop in cumemaudit.capture_profile() (docs/PYTHON.md).");
+}
+
 std::string oom_table(const report::Report& r) {
     std::string s;
     for (const report::Oom& o : r.oom) {

@@ -15,6 +15,7 @@ std::string misuse_table(const report::Report&);
 std::string owners_table(const report::Report&);
 std::string alarms_table(const report::Report&);
 std::string graphs_table(const report::Report&);
+std::string capture_table(const report::Report&);  // the capture profile: the lines whose blocks were left free
 std::string oom_table(const report::Report&);  // each out-of-memory moment: its parts, PyTorch's pools, the call
 std::string steps_table(const report::Timeline&);
 
