@@ -413,6 +413,36 @@ def case_own_signals(tmp):
         job.kill()
 
 
+def case_snapshot_abandoned_answers(tmp):
+    # An answer that came after its CLI gave up is removed at a later snapshot once it is ten minutes old;
+    # a younger answer (a CLI may still take it), a file of another name and a link stay.
+    names = {k: os.path.join(ANSWERS, f"snapshot.{os.urandom(8).hex()}") for k in ("old", "young", "link")}
+    other = os.path.join(ANSWERS, f"notes.{os.urandom(4).hex()}")
+    job = Job(tmp, 1, options=["checkpoint_s=0"])
+    try:
+        snapshot(job.pid)  # makes the directory if this is the first snapshot here
+        for path in (names["old"], names["young"], other):
+            with open(path, "w") as f:
+                f.write('{"report": "/nowhere"}\n')
+        os.symlink("/etc/hostname", names["link"])
+        hour_ago = time.time() - 3600
+        for path in (names["old"], other):
+            os.utime(path, (hour_ago, hour_ago))
+        os.utime(names["link"], (hour_ago, hour_ago), follow_symlinks=False)
+        path = snapshot(job.pid).stdout.strip()
+        expect(os.path.isfile(path), "the snapshot's report")
+        expect(not os.path.exists(names["old"]), "an answer an hour old is removed")
+        expect(os.path.exists(names["young"]), "an answer of a moment ago stays")
+        expect(os.path.exists(other) and os.path.islink(names["link"]), "a file of another name and a link stay")
+        rc, err = job.finish(line="exit 0")
+        expect(rc == 23, f"{rc}\n{err}")
+    finally:
+        job.kill()
+        for p in (*names.values(), other):
+            if os.path.lexists(p):
+                os.unlink(p)
+
+
 def case_snapshot_timeout(tmp):
     # A stopped process cannot answer: exit 5 after --timeout, and the process is left as it was.
     job = Job(tmp, 1, options=["checkpoint_s=0"])

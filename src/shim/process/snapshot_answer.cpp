@@ -7,11 +7,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <ctime>
+#include <string_view>
 
 namespace cumemaudit::shim {
 
@@ -27,6 +33,35 @@ std::string own_answer_dir(const std::string& dir) {
     return "";
 }
 
+// An answer nobody took: the CLI gave up (--timeout, a directory it refused) before it came. The CLI polls
+// every few milliseconds, so an answer this old was abandoned. Only names an answer has, regular files of
+// this user's, never following a link; a snapshot is rare, so a scan of the directory is cheap enough.
+constexpr std::int64_t kAbandonedAfterS = 600;
+
+bool answer_name(const char* name) {
+    constexpr std::string_view prefix = "snapshot.";
+    const std::string_view n(name);
+    if (n.size() != prefix.size() + 16 || n.substr(0, prefix.size()) != prefix) return false;
+    for (char c : n.substr(prefix.size()))
+        if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
+    return true;
+}
+
+void remove_abandoned_answers(const std::string& dir) {
+    DIR* d = ::opendir(dir.c_str());
+    if (d == nullptr) return;
+    const int fd = ::dirfd(d);
+    const std::int64_t now = static_cast<std::int64_t>(::time(nullptr));
+    while (const dirent* e = ::readdir(d)) {
+        if (!answer_name(e->d_name)) continue;
+        struct stat st {};
+        if (::fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid())
+            continue;
+        if (now - static_cast<std::int64_t>(st.st_mtime) > kAbandonedAfterS) ::unlinkat(fd, e->d_name, 0);
+    }
+    ::closedir(d);
+}
+
 }  // namespace
 
 void answer_snapshot(std::uint64_t number, const std::string& path, const std::string& error) {
@@ -34,9 +69,14 @@ void answer_snapshot(std::uint64_t number, const std::string& path, const std::s
     const nlohmann::json answer = path.empty() ? nlohmann::json{{"error", error}} : nlohmann::json{{"report", path}};
     // A path need not be UTF-8; JSON text must be.
     const std::string text = answer.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-    std::string err = own_answer_dir(live::answer_dir(::geteuid()));
+    const std::string dir = live::answer_dir(::geteuid());
+    std::string err = own_answer_dir(dir);
     if (err.empty()) err = report::write_text_atomic(live::answer_path(::geteuid(), number), text, 0600);
-    if (!err.empty()) log_warning("could not answer a snapshot request: {}", err);
+    if (!err.empty()) {
+        log_warning("could not answer a snapshot request: {}", err);
+        return;
+    }
+    remove_abandoned_answers(dir);
 }
 
 }  // namespace cumemaudit::shim
