@@ -8,7 +8,6 @@
 #include <nlohmann/json.hpp>
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -50,14 +49,14 @@ bool answer_name(const char* name) {
 void remove_abandoned_answers(const std::string& dir) {
     DIR* d = ::opendir(dir.c_str());
     if (d == nullptr) return;
-    const int fd = ::dirfd(d);
     const std::int64_t now = static_cast<std::int64_t>(::time(nullptr));
     while (const dirent* e = ::readdir(d)) {
         if (!answer_name(e->d_name)) continue;
+        // lstat by path, not fstatat: the shim's glibc floor (2.28) has the one, not the other.
+        const std::string path = dir + "/" + e->d_name;
         struct stat st {};
-        if (::fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid())
-            continue;
-        if (now - static_cast<std::int64_t>(st.st_mtime) > kAbandonedAfterS) ::unlinkat(fd, e->d_name, 0);
+        if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) continue;
+        if (now - static_cast<std::int64_t>(st.st_mtime) > kAbandonedAfterS) ::unlink(path.c_str());
     }
     ::closedir(d);
 }
