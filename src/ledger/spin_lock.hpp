@@ -94,15 +94,18 @@ private:
         return t_visiting;
     }
 
-    [[gnu::always_inline]] void take(bool counted) noexcept {
-        for (int spins = 0; held_.exchange(true, std::memory_order_acquire); ++spins) {
-            while (held_.load(std::memory_order_relaxed)) {
-                if (spins++ >= 64) sched_yield();
+    // Waits while `flag` is set: a short spin, then the core yielded so that a preempted holder gets it back.
+    static void wait_while(const std::atomic<bool>& flag, std::memory_order order) noexcept {
+        for (int spins = 0; flag.load(order); ++spins) {
+            if (spins >= 64) sched_yield();
 #if defined(__x86_64__)
-                else __builtin_ia32_pause();
+            else __builtin_ia32_pause();
 #endif
-            }
         }
+    }
+
+    [[gnu::always_inline]] void take(bool counted) noexcept {
+        while (held_.exchange(true, std::memory_order_acquire)) wait_while(held_, std::memory_order_relaxed);
         counted_ = counted;
     }
 
@@ -132,12 +135,7 @@ private:
         others_.fetch_add(1, std::memory_order_acq_rel);
         if (!barrier_everywhere()) [[unlikely]]
             give_up_bias();
-        for (int spins = 0; owner_in_.load(std::memory_order_acquire); ++spins) {
-            if (spins >= 64) sched_yield();
-#if defined(__x86_64__)
-            else __builtin_ia32_pause();
-#endif
-        }
+        wait_while(owner_in_, std::memory_order_acquire);
     }
 
     // Under the exchange lock, announced, with the owner out: the window is this holder's alone, and the

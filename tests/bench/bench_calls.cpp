@@ -301,25 +301,25 @@ __attribute__((noinline)) void deep_ab(int depth, Pattern p, long iters, Vmm& v,
 template <class Body>
 double on_threads(const PatternInfo& pi, int threads, Body&& body) {
     std::atomic<int> go{0}, ready{0};
+    auto run = [&](std::size_t t) {
+        Vmm v;
+        if (pi.p == Pattern::vmm) v.setup();
+        body(t, v, &go, &ready);
+        if (pi.p == Pattern::vmm) v.teardown();
+    };
     if (threads == 1) {
         // One thread: the one that set the driver up, as in most programs (a fresh thread per loop would be
         // a stranger to the ledger's lock every time: src/ledger/spin_lock.hpp).
-        Vmm v;
-        if (pi.p == Pattern::vmm) v.setup();
         go.store(1, std::memory_order_release);
         const double t0 = bench::now_ns();
-        body(0, v, &go, &ready);
-        if (pi.p == Pattern::vmm) v.teardown();
+        run(0);
         return t0;
     }
     std::vector<std::thread> pool;
     for (int t = 0; t < threads; ++t) {
         pool.emplace_back([&, t] {
             OK(cuCtxSetCurrent(g_ctx));
-            Vmm v;
-            if (pi.p == Pattern::vmm) v.setup();
-            body(static_cast<std::size_t>(t), v, &go, &ready);
-            if (pi.p == Pattern::vmm) v.teardown();
+            run(static_cast<std::size_t>(t));
         });
     }
     while (ready.load() < threads) std::this_thread::yield();
