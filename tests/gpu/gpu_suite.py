@@ -644,8 +644,10 @@ def part_phases(s):
         marks = [x for x in (reps[0]["steps"] if reps else []) if x.get("label")]
         rows = [{"phase": x["label"], "driver_used": x["driver_used_bytes"], "unattributed": x["unattributed_bytes"],
                  "module_code": x.get("module_code_bytes", 0), "modules_live": x.get("modules_live", 0),
-                 "contexts": x.get("context_bytes", 0)} for x in marks]
-        s.facts[f"phases_{mode.lower()}"] = {"rc": rc, "rows": rows, "err": err[-600:] if rc else ""}
+                 "contexts": x.get("context_bytes", 0), "local_memory": x.get("local_memory_bytes", 0),
+                 "stack_per_thread": x.get("stack_bytes_per_thread", 0)} for x in marks]
+        printed = out.strip().splitlines()[-1] if out.strip() else ""  # the script's own per-phase figures
+        s.facts[f"phases_{mode.lower()}"] = {"rc": rc, "rows": rows, "printed": printed[:4000], "err": err[-600:] if rc else ""}
         s.check(f"phases ({mode.lower()} loading): every phase leaves at most max(64 MiB, 1% of driver-used) unattributed",
                 rc == 0 and bool(rows) and all(r["unattributed"] <= max(64 * MiB, r["driver_used"] // 100) for r in rows),
                 rows=[(r["phase"], r["unattributed"] >> 20, r["module_code"] >> 20) for r in rows])

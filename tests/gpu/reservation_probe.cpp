@@ -6,6 +6,7 @@
 // Run on the H200 and on the simulated driver; docs/DRIVER.md keeps the real answers and
 // tests/gpu/test_reservations.py holds the simulated driver to them.
 //   reservation_probe [FACT...]   (all facts without arguments)
+#include "support/heap_fifo_ptx.hpp"
 #include "support/kernels_ptx.hpp"
 #include "support/module_code_ptx.hpp"
 
@@ -27,6 +28,8 @@
 namespace {
 
 using cumemaudit::program::g_fact;
+using cumemaudit::program::kFifoUserPtx;
+using cumemaudit::program::kHeapUserPtx;
 using cumemaudit::program::name_of;
 using cumemaudit::program::used_mib;
 constexpr size_t kMiB = cumemaudit::program::kProbeMiB;
@@ -220,6 +223,111 @@ void fact_stack_oom() {
                 name_of(again).c_str(), name_of(sync2).c_str(), u3 - u2);
 }
 
+CUfunction load_one(const char* ptx, const char* name, CUmodule* module) {
+    CUfunction f = nullptr;
+    MUST(cuModuleLoadData(module, ptx));
+    MUST(cuModuleGetFunction(&f, *module, name));
+    return f;
+}
+
+// The device heap (malloc in a kernel) and the printf FIFO at their default limits: whether the driver
+// reserves them at the module's load, at getting its kernel or at the kernel's first launch, and whether the
+// limit can move once a kernel used them.
+void fact_heap_fifo() {
+    CUdeviceptr out = 0;
+    warmed(&out);
+    const std::size_t heap0 = limit(CU_LIMIT_MALLOC_HEAP_SIZE), fifo0 = limit(CU_LIMIT_PRINTF_FIFO_SIZE);
+    CUmodule hm = nullptr, fm = nullptr;
+    const long long u0 = used_mib();
+    MUST(cuModuleLoadData(&hm, kHeapUserPtx));
+    const long long u1 = used_mib();
+    CUfunction heap = nullptr;
+    MUST(cuModuleGetFunction(&heap, hm, "heap_user"));
+    const long long u2 = used_mib();
+    const CUresult hl = launch(heap, out, 1024);
+    MUST(cuCtxSynchronize());
+    const long long u3 = used_mib();
+    MUST(launch(heap, out, 1024));
+    MUST(cuCtxSynchronize());
+    const long long u4 = used_mib();
+    const CUresult hset = cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 64 * kMiB);
+    const long long u5 = used_mib();
+    const std::size_t heap1 = limit(CU_LIMIT_MALLOC_HEAP_SIZE);
+    MUST(cuModuleLoadData(&fm, kFifoUserPtx));
+    const long long u6 = used_mib();
+    CUfunction fifo = nullptr;
+    MUST(cuModuleGetFunction(&fifo, fm, "fifo_user"));
+    const long long u7 = used_mib();
+    const CUresult fl = launch(fifo, out, 0);
+    MUST(cuCtxSynchronize());
+    const long long u8 = used_mib();
+    const CUresult fset = cuCtxSetLimit(CU_LIMIT_PRINTF_FIFO_SIZE, 64 * kMiB);
+    const long long u9 = used_mib();
+    const std::size_t fifo1 = limit(CU_LIMIT_PRINTF_FIFO_SIZE);
+    MUST(cuModuleUnload(hm));
+    MUST(cuModuleUnload(fm));
+    const long long u10 = used_mib();
+    std::printf("fact heap_fifo heap=%zu fifo=%zu heap_load_mib=%lld heap_get_mib=%lld heap_launch=%s "
+                "heap_launch_mib=%lld heap_again_mib=%lld heap_set_after_use=%s heap_set_mib=%lld heap_after_set=%zu "
+                "fifo_load_mib=%lld fifo_get_mib=%lld fifo_launch=%s fifo_launch_mib=%lld fifo_set_after_use=%s "
+                "fifo_set_mib=%lld fifo_after_set=%zu unload_mib=%lld\n",
+                heap0, fifo0, u1 - u0, u2 - u1, name_of(hl).c_str(), u3 - u2, u4 - u3, name_of(hset).c_str(), u5 - u4,
+                heap1, u6 - u5, u7 - u6, name_of(fl).c_str(), u8 - u7, name_of(fset).c_str(), u9 - u8, fifo1, u10 - u9);
+}
+
+// The same with both limits raised before any use: whether cuCtxSetLimit reserves, whether a kernel that uses
+// neither does, and what the first kernel that uses each takes.
+void fact_heap_fifo_raised() {
+    CUdeviceptr out = 0;
+    const Kernels k = warmed(&out);
+    const long long u0 = used_mib();
+    const CUresult hset = cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 256 * kMiB);
+    const CUresult fset = cuCtxSetLimit(CU_LIMIT_PRINTF_FIFO_SIZE, 128 * kMiB);
+    const long long u1 = used_mib();
+    MUST(launch(k.plain, out, 0));
+    MUST(cuCtxSynchronize());
+    const long long u2 = used_mib();
+    CUmodule hm = nullptr, fm = nullptr;
+    CUfunction heap = load_one(kHeapUserPtx, "heap_user", &hm);
+    const long long u3 = used_mib();
+    const CUresult hl = launch(heap, out, 1024);
+    MUST(cuCtxSynchronize());
+    const long long u4 = used_mib();
+    CUfunction fifo = load_one(kFifoUserPtx, "fifo_user", &fm);
+    const long long u5 = used_mib();
+    const CUresult fl = launch(fifo, out, 0);
+    MUST(cuCtxSynchronize());
+    const long long u6 = used_mib();
+    const CUresult lower = cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 8 * kMiB);
+    const long long u7 = used_mib();
+    std::printf("fact heap_fifo_raised set_heap=%s set_fifo=%s set_mib=%lld plain_launch_mib=%lld heap_load_get_mib=%lld "
+                "heap_launch=%s heap_launch_mib=%lld fifo_load_get_mib=%lld fifo_launch=%s fifo_launch_mib=%lld "
+                "heap_lower_after_use=%s heap_lower_mib=%lld heap_after_lower=%zu\n",
+                name_of(hset).c_str(), name_of(fset).c_str(), u1 - u0, u2 - u1, u3 - u2, name_of(hl).c_str(), u4 - u3,
+                u5 - u4, name_of(fl).c_str(), u6 - u5, name_of(lower).c_str(), u7 - u6, limit(CU_LIMIT_MALLOC_HEAP_SIZE));
+}
+
+// A heap larger than what is free: whether cuCtxSetLimit refuses it, or the first kernel's launch does.
+void fact_heap_oom() {
+    CUdeviceptr out = 0;
+    warmed(&out);
+    size_t free = 0, total = 0;
+    MUST(cuMemGetInfo(&free, &total));
+    CUdeviceptr hog = 0;
+    MUST(cuMemAlloc(&hog, free - 1024 * kMiB));
+    const long long u0 = used_mib();
+    const CUresult set = cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 4096 * kMiB);
+    const long long u1 = used_mib();
+    CUmodule hm = nullptr;
+    CUfunction heap = load_one(kHeapUserPtx, "heap_user", &hm);
+    const CUresult hl = launch(heap, out, 1024);
+    const CUresult sync = cuCtxSynchronize();
+    const long long u2 = used_mib();
+    std::printf("fact heap_oom set_4096=%s set_mib=%lld heap_after_set=%zu launch=%s sync=%s launch_mib=%lld\n",
+                name_of(set).c_str(), u1 - u0, limit(CU_LIMIT_MALLOC_HEAP_SIZE), name_of(hl).c_str(), name_of(sync).c_str(),
+                u2 - u1);
+}
+
 // Modules: what a load costs, and whether an unload gives it back.
 void fact_modules() {
     MUST(cuInit(0));
@@ -325,6 +433,9 @@ const Fact kFacts[] = {
     {"modules", fact_modules},
     {"managed", fact_managed},
     {"module_code", fact_module_code, true},
+    {"heap_fifo", fact_heap_fifo, true},
+    {"heap_fifo_raised", fact_heap_fifo_raised, true},
+    {"heap_oom", fact_heap_oom, true},
 };
 
 }  // namespace

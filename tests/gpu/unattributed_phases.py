@@ -11,6 +11,18 @@ import torch
 from torch_workloads import warm_up  # this directory: the scripts run from it
 
 
+def driver_limits():
+    """The current context's stack, heap and printf FIFO limits at a phase (what the driver reserves for them
+    moves with them), from cuda-python where it is importable."""
+    try:
+        from cuda.bindings import driver
+    except ImportError:
+        return lambda: {}
+    names = {"stack": driver.CUlimit.CU_LIMIT_STACK_SIZE, "malloc_heap": driver.CUlimit.CU_LIMIT_MALLOC_HEAP_SIZE,
+             "printf_fifo": driver.CUlimit.CU_LIMIT_PRINTF_FIFO_SIZE}
+    return lambda: {name: int(driver.cuCtxGetLimit(which)[1]) for name, which in names.items()}
+
+
 def main():
     try:
         import cumemaudit
@@ -20,11 +32,12 @@ def main():
     import torch.distributed as dist
 
     rows = []
+    limits = driver_limits()
 
     def phase(label):
         torch.cuda.synchronize()
         free, total = torch.cuda.mem_get_info()
-        rows.append({"phase": label, "used": total - free, "reserved": torch.cuda.memory_reserved()})
+        rows.append({"phase": label, "used": total - free, "reserved": torch.cuda.memory_reserved(), **limits()})
         mark(label)
 
     torch.cuda.set_device(0)
