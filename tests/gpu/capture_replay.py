@@ -7,25 +7,32 @@ leaves temporaries of its own in the default pool.
   capture_replay.py SNAPSHOT_JSON [--sizes 4096,3072,...] [--hidden 4096]
       records PyTorch's history over the loop and writes its snapshot, history included, to SNAPSHOT_JSON
       (the recorded input the profile's tests replay), then prints the profile of it
-  capture_replay.py PROFILE_JSON --window [--leave-gib G]
+  capture_replay.py PROFILE_JSON --window [--leave-gib G] [--vmm-mib M] [--scratch]
       the loop inside `with cumemaudit.capture_profile(PROFILE_JSON)`, as a user runs it; with --leave-gib the
-      GPU is first filled to leave G GiB, so the loop runs out of memory part way, as the original did"""
+      GPU is first filled to leave G GiB, so the loop runs out of memory part way, as the original did; with
+      --vmm-mib a DeepEP-style buffer (cuMemCreate, mapped) sits beside PyTorch's pools; with --scratch the
+      combine writes into one buffer of the largest size, reused by every size (the cure the reporter proposed)"""
 import argparse
 import json
 
 import torch
 
 import cumemaudit.holes as cp
-from torch_workloads import warm_up  # this directory: the scripts run from it
+from oom_workload import Driver  # this directory: the scripts run from it
+from torch_workloads import warm_up
+
+MiB = 1 << 20
 
 
-def combine(hidden_states, per_row_score):
+def combine(hidden_states, per_row_score, out=None):
+    if out is not None:
+        return torch.mul(hidden_states, per_row_score, out=out[: hidden_states.shape[0]])
     return hidden_states * per_row_score
 
 
-def model_step(x, weight, score):
+def model_step(x, weight, score, out=None):
     h = torch.relu(x @ weight)
-    return combine(h, score)
+    return combine(h, score, out)
 
 
 def main():
@@ -35,17 +42,22 @@ def main():
     p.add_argument("--hidden", type=int, default=4096)
     p.add_argument("--window", action="store_true")
     p.add_argument("--leave-gib", type=float)
+    p.add_argument("--vmm-mib", type=int, default=0)
+    p.add_argument("--scratch", action="store_true")
     a = p.parse_args()
     sizes = [int(s) for s in a.sizes.split(",")]
     if a.window:
         import cumemaudit
+        torch.zeros(1, device="cuda")
+        if a.vmm_mib:
+            Driver().vmm_buffer(a.vmm_mib * MiB)
         filler = None
         if a.leave_gib is not None:
             free, _ = torch.cuda.mem_get_info()
             filler = torch.empty(free - int(a.leave_gib * (1 << 30)), dtype=torch.uint8, device="cuda")
         try:
             with cumemaudit.capture_profile(a.snapshot):
-                kept = capture_all(sizes, a.hidden)  # noqa: F841  (the graphs live until the window's end)
+                kept = capture_all(sizes, a.hidden, a.scratch)  # noqa: F841  (the graphs live until the window's end)
             print("captured every size")
         except torch.cuda.OutOfMemoryError as e:
             print("out of memory:", str(e).splitlines()[0][:200])
@@ -63,18 +75,20 @@ def main():
     print("PROFILE " + json.dumps(profile))
 
 
-def capture_all(sizes, hidden):
-    """Each size warmed up on a side stream, then captured into the one shared graph pool, largest first."""
+def capture_all(sizes, hidden, scratch=False):
+    """Each size warmed up on a side stream, then captured into the one shared graph pool, largest first;
+    with `scratch` every size's combine writes into one buffer made before the loop."""
     weight = torch.randn(hidden, hidden, device="cuda", dtype=torch.bfloat16)
+    buffer = torch.empty(max(sizes), hidden, device="cuda", dtype=torch.bfloat16) if scratch else None
     pool = torch.cuda.graph_pool_handle()
     kept = []
     for n in sizes:
         x = torch.randn(n, hidden, device="cuda", dtype=torch.bfloat16)
         score = torch.rand(n, 1, device="cuda", dtype=torch.bfloat16)
-        warm_up(lambda: model_step(x, weight, score), times=2)
+        warm_up(lambda: model_step(x, weight, score, buffer), times=2)
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g, pool=pool):
-            out = model_step(x, weight, score)
+            out = model_step(x, weight, score, buffer)
         kept.append((g, x, score, out))
     torch.cuda.synchronize()
     return kept
