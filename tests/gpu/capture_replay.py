@@ -55,6 +55,7 @@ def main():
         if a.leave_gib is not None:
             free, _ = torch.cuda.mem_get_info()
             filler = torch.empty(free - int(a.leave_gib * (1 << 30)), dtype=torch.uint8, device="cuda")
+        cumemaudit.mark("before capture")  # what the device holds before the loop: `cumemaudit budget` starts there
         try:
             with cumemaudit.capture_profile(a.snapshot):
                 kept = capture_all(sizes, a.hidden, a.scratch)  # noqa: F841  (the graphs live until the window's end)

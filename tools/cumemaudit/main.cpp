@@ -3,6 +3,7 @@
 // views of reports already written. Exit codes: the program's own for `run` (or the shim's gate: 23 for a
 // leak, 125 for no report); 0/1 for pass/fail; 2 for bad arguments or unusable reports, and for what `run`
 // refuses before the program starts; 126/127 for a program that cannot run, like a shell.
+#include "budget_cmd.hpp"
 #include "check_cmd.hpp"
 #include "command_line.hpp"
 #include "diff_cmd.hpp"
@@ -200,6 +201,21 @@ int main(int argc, char** argv) {
     diff_cmd->add_flag("--match-lines", diff_match_lines,
                        "Sites differ by their lines too (by default an edit above a leak moves its line, not the leak)");
 
+    BudgetArgs budget;
+    CLI::App* budget_cmd = app.add_subcommand(
+        "budget", "What capturing every size of a CUDA graph loop will cost, from a run that captured the first sizes");
+    budget_cmd->add_option("REPORT", budget.path, "The run's report (a file, or a directory holding one)")->required()->type_name("");
+    budget_cmd->add_option("--sizes", budget.sizes,
+                           "Every size the loop captures, in its order, the run's first (4096,3072,...,8)")
+        ->required()
+        ->type_name("N,N,...");
+    budget_cmd->add_option("--utilization", budget.utilization,
+                           "Share of the device's memory the job may use, above 0 and at most 1 (default 0.9)")
+        ->type_name("U")
+        ->check(CLI::Range(0.0, 1.0).description(""))
+        ->check(CLI::Validator([](std::string& t) { return std::strtod(t.c_str(), nullptr) > 0 ? "" : "must be above 0"; }, ""));
+    budget_cmd->add_option("--json", budget.json, "Also write the budget as JSON to this file (- for stdout, alone)")->type_name("FILE");
+
     // The program's own arguments (-c and all) must reach it untouched: cut off before CLI11 parses.
     CommandLine line;
     try {
@@ -240,6 +256,7 @@ int main(int argc, char** argv) {
         if (*trace_cmd) return trace_command(trace_files, trace_out);
         if (*html_cmd) return html_command(html_files, html_out);
         if (*diff_cmd) return diff_command(diff_files, diff_steps, diff_match_lines);
+        if (*budget_cmd) return budget_command(budget);
         return check_command(check);
     } catch (const std::exception& e) {  // UsageError and every other: the input cannot be used
         cli::error("{}\n", e.what());
