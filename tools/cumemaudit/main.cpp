@@ -1,8 +1,9 @@
 // cumemaudit: the command line. `run` audits a program under the preload library, `report` prints report
 // files as text, `check` gates CI on them, `merge` joins the ranks of a job; `trace`, `html` and `diff` are
-// views of reports already written. Exit codes: the program's own for `run` (or the shim's gate: 23 for a
-// leak, 125 for no report); 0/1 for pass/fail; 2 for bad arguments or unusable reports, and for what `run`
-// refuses before the program starts; 126/127 for a program that cannot run, like a shell.
+// views of reports already written, and `budget` predicts a graph capture loop's cost from one. Exit codes:
+// the program's own for `run` (or the shim's gate: 23 for a leak, 125 for no report); 0/1 for pass/fail; 2
+// for bad arguments or unusable reports, and for what `run` refuses before the program starts; 126/127 for a
+// program that cannot run, like a shell.
 #include "budget_cmd.hpp"
 #include "check_cmd.hpp"
 #include "command_line.hpp"
