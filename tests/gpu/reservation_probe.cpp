@@ -328,6 +328,47 @@ void fact_heap_oom() {
                 u2 - u1);
 }
 
+// A green context (a share of the device's multiprocessors): what its creation reserves, whether its
+// CUcontext and a first launch in it reserve more, its stack limit, and what its destruction gives back.
+void fact_green_ctx() {
+    CUdeviceptr out = 0;
+    warmed(&out);
+    CUdevResource sm{};
+    MUST(cuDeviceGetDevResource(0, &sm, CU_DEV_RESOURCE_TYPE_SM));
+    CUdevResource groups[1]{}, rest{};
+    unsigned n = 1;
+    const CUresult split = cuDevSmResourceSplitByCount(groups, &n, &sm, &rest, 0, 16);
+    CUdevResourceDesc desc = nullptr;
+    MUST(cuDevResourceGenerateDesc(&desc, groups, 1));
+    const long long u0 = used_mib();
+    CUgreenCtx green = nullptr;
+    const CUresult create = cuGreenCtxCreate(&green, desc, 0, CU_GREEN_CTX_DEFAULT_STREAM);
+    const long long u1 = used_mib();
+    CUcontext ctx = nullptr;
+    MUST(cuCtxFromGreenCtx(&ctx, green));
+    const long long u2 = used_mib();
+    MUST(cuCtxPushCurrent(ctx));
+    const std::size_t stack = limit(CU_LIMIT_STACK_SIZE);
+    const Kernels k = load();
+    CUdeviceptr mine = 0;
+    MUST(cuMemAlloc(&mine, 4096));
+    const long long u3 = used_mib();
+    const CUresult l = launch(k.plain, mine, 0);
+    MUST(cuCtxSynchronize());
+    const long long u4 = used_mib();
+    MUST(cuMemFree(mine));
+    MUST(cuModuleUnload(k.module));
+    CUcontext popped = nullptr;
+    MUST(cuCtxPopCurrent(&popped));
+    const long long u5 = used_mib();
+    const CUresult destroy = cuGreenCtxDestroy(green);
+    const long long u6 = used_mib();
+    std::printf("fact green_ctx split=%s groups=%u group_sms=%u rest_sms=%u create=%s create_mib=%lld from_green_mib=%lld "
+                "stack=%zu load_alloc_mib=%lld launch=%s launch_mib=%lld destroy=%s destroy_mib=%lld\n",
+                name_of(split).c_str(), n, groups[0].sm.smCount, rest.sm.smCount, name_of(create).c_str(), u1 - u0, u2 - u1,
+                stack, u3 - u2, name_of(l).c_str(), u4 - u3, name_of(destroy).c_str(), u6 - u5);
+}
+
 // Modules: what a load costs, and whether an unload gives it back.
 void fact_modules() {
     MUST(cuInit(0));
@@ -436,6 +477,7 @@ const Fact kFacts[] = {
     {"heap_fifo", fact_heap_fifo, true},
     {"heap_fifo_raised", fact_heap_fifo_raised, true},
     {"heap_oom", fact_heap_oom, true},
+    {"green_ctx", fact_green_ctx, true},
 };
 
 }  // namespace
