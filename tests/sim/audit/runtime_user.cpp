@@ -1,10 +1,15 @@
 // A program using the runtime (the stand-in libcudart): one cudaMalloc left unfreed, one balanced pair, and
 // a cudaMalloc3D and a cudaMallocFromPoolAsync left unfreed. Each must be reported once, at this file's
-// line, with the runtime's API.
+// line, with the runtime's API. Two libraries loaded through cudaLibraryLoadData, one unloaded: a module row at
+// this file's line.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include "support/kernels_ptx.hpp"
+
 #include <cstdio>
+#include <cstring>
+#include <initializer_list>
 
 int main() {
     cuInit(0);
@@ -25,6 +30,12 @@ int main() {
     void* pooled = nullptr;
     if (cudaMallocFromPoolAsync(&pooled, 3 << 20, reinterpret_cast<cudaMemPool_t>(pool), nullptr) != cudaSuccess)  // site:runtime_pool
         return 99;
-    std::printf("runtime_user: leaked %d bytes\n", 6 << 20);
+    cudaLibrary_t kept_library = nullptr, unloaded = nullptr;
+    const char* ptx = cumemaudit::program::kLocalMemoryPtx;
+    for (cudaLibrary_t* lib : {&kept_library, &unloaded})
+        if (cudaLibraryLoadData(lib, ptx, nullptr, nullptr, 0, nullptr, nullptr, 0) != cudaSuccess)  // site:runtime_library
+            return 99;
+    if (cudaLibraryUnload(unloaded) != cudaSuccess) return 99;
+    std::printf("runtime_user: leaked %d bytes; library image %zu bytes\n", 6 << 20, std::strlen(ptx) + 1);
     return 0;
 }

@@ -1,4 +1,4 @@
-// A stand-in for libcudart: cudaMalloc and cudaFree reaching the driver the way cudart 13 does (dlopen
+// A stand-in for libcudart: cudaMalloc, cudaFree and cudaLibraryLoadData reaching the driver the way cudart 13 does (dlopen
 // libcuda.so.1, dlsym cuGetProcAddress_v2, ask it for "cuGetProcAddress" at 12000, then look entry points
 // up by base name and version). Built as libcudart.so.13 so the shim treats it as the runtime.
 #include <cuda.h>
@@ -14,12 +14,17 @@ using Alloc = CUresult(CUDAAPI*)(CUdeviceptr*, size_t);
 using Free = CUresult(CUDAAPI*)(CUdeviceptr);
 using AllocPitch = CUresult(CUDAAPI*)(CUdeviceptr*, size_t*, size_t, size_t, unsigned int);
 using AllocFromPool = CUresult(CUDAAPI*)(CUdeviceptr*, size_t, CUmemoryPool, CUstream);
+using LibraryLoad = CUresult(CUDAAPI*)(CUlibrary*, const void*, CUjit_option*, void**, unsigned int, CUlibraryOption*,
+                                       void**, unsigned int);
+using LibraryUnload = CUresult(CUDAAPI*)(CUlibrary);
 
 struct Table {
     Alloc alloc = nullptr;
     Free free = nullptr;
     AllocPitch alloc_pitch = nullptr;
     AllocFromPool alloc_from_pool = nullptr;
+    LibraryLoad library_load = nullptr;
+    LibraryUnload library_unload = nullptr;
 };
 
 const Table& table() {
@@ -37,6 +42,8 @@ const Table& table() {
         get("cuMemFree", reinterpret_cast<void**>(&t.free), 3020, 0, &st);
         get("cuMemAllocPitch", reinterpret_cast<void**>(&t.alloc_pitch), 3020, 0, &st);
         get("cuMemAllocFromPoolAsync", reinterpret_cast<void**>(&t.alloc_from_pool), 11020, 0, &st);
+        get("cuLibraryLoadData", reinterpret_cast<void**>(&t.library_load), 12000, 0, &st);
+        get("cuLibraryUnload", reinterpret_cast<void**>(&t.library_unload), 12000, 0, &st);
     });
     return t;
 }
@@ -72,4 +79,22 @@ extern "C" cudaError_t cudaMallocFromPoolAsync(void** ptr, size_t size, cudaMemP
     const CUresult r = table().alloc_from_pool(&d, size, reinterpret_cast<CUmemoryPool>(pool), reinterpret_cast<CUstream>(stream));
     *ptr = reinterpret_cast<void*>(d);
     return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+
+// cudart 13's cudaLibraryLoadData passes its options on to the driver's cuLibraryLoadData (the types are the
+// driver's under other names).
+extern "C" cudaError_t cudaLibraryLoadData(cudaLibrary_t* library, const void* code, cudaJitOption* jit_options,
+                                           void** jit_values, unsigned int jit_count, cudaLibraryOption* library_options,
+                                           void** library_values, unsigned int library_count) {
+    if (table().library_load == nullptr) return cudaErrorInitializationError;
+    CUlibrary lib = nullptr;
+    const CUresult r = table().library_load(&lib, code, reinterpret_cast<CUjit_option*>(jit_options), jit_values, jit_count,
+                                            reinterpret_cast<CUlibraryOption*>(library_options), library_values, library_count);
+    *library = reinterpret_cast<cudaLibrary_t>(lib);
+    return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+extern "C" cudaError_t cudaLibraryUnload(cudaLibrary_t library) {
+    if (table().library_unload == nullptr) return cudaErrorInitializationError;
+    return table().library_unload(reinterpret_cast<CUlibrary>(library)) == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
