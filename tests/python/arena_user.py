@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""A CuPy and JAX program in miniature for test_helper.py: 64 MiB allocated through ctypes (the arena), the
+"""A CuPy, JAX and RMM program in miniature for test_helper.py: 64 MiB allocated through ctypes (the arena), the
 stand-in frameworks imported, one step, then an allocation larger than the device refused."""
 import ctypes
 import sys
 
 import cupy  # noqa: F401  (the stand-ins: the helper reads only what the program imported)
 import jax  # noqa: F401
+import rmm  # noqa: F401
 
 import cumemaudit
 from helper_user import cuda_alloc

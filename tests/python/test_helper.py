@@ -67,7 +67,7 @@ class Helper(unittest.TestCase):
             last = json.load(f)["steps"][-1]
         self.assertEqual((last["step"], last["pytorch_allocated_bytes"], last["pytorch_reserved_bytes"]), (3, 0, 0))
 
-    def test_arenas_of_cupy_and_jax_join_the_step_and_the_oom_record(self):
+    def test_arenas_of_cupy_jax_and_rmm_join_the_step_and_the_oom_record(self):
         p = subprocess.run([CLI, "run", "--sim", "--report-dir", self.dir, "--fail-on", "none", "--", sys.executable,
                             os.path.join(HERE, "arena_user.py")], capture_output=True, text=True,
                            env=environment(torch="fake_arenas"), timeout=60)
@@ -77,13 +77,15 @@ class Helper(unittest.TestCase):
             rep = json.load(f)
         # The CPU device has no statistics: only the GPU's arena is named.
         want = [{"arena": "cupy", "used_bytes": 3 * MiB, "reserved_bytes": 64 * MiB},
-                {"arena": "jax:0", "used_bytes": 5 * MiB, "reserved_bytes": 48 * MiB}]
+                {"arena": "jax:0", "used_bytes": 5 * MiB, "reserved_bytes": 48 * MiB},
+                {"arena": "rmm", "used_bytes": 7 * MiB, "reserved_bytes": 32 * MiB}]
         (step,) = [s for s in rep["steps"] if s["step"] == 1]
         self.assertEqual(step["arenas"], want)
         (oom,) = rep["oom"]
         self.assertEqual(oom["arenas"], want)
         self.assertIn("  arena cupy: 3.0 MiB in use of 64.0 MiB it holds (at the last step)\n", p.stderr)
         self.assertIn("  arena jax:0: 5.0 MiB in use of 48.0 MiB it holds (at the last step)\n", p.stderr)
+        self.assertIn("  arena rmm: 7.0 MiB in use of 32.0 MiB it holds (at the last step)\n", p.stderr)
 
     def test_fragmented_pytorch_pools_name_their_free_blocks(self):
         """PyTorch out of memory for 2 GiB with 33 GiB free in its default pool: the step and the OOM record

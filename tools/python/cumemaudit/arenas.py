@@ -1,6 +1,7 @@
 """The arenas other frameworks keep on the device, as their own statistics say, staged for the next step so
 the report (and an out-of-memory record after it) says how much of each is in use: CuPy's default memory pool
-(the current device's) and JAX's allocator on each local device. The arena itself is one allocation, or a
+(the current device's), JAX's allocator on each local device, and RMM's current device resource where its
+statistics are on (rmm.statistics.enable_statistics). The arena itself is one allocation, or a
 few, in the owners' figures; the audit cannot see inside it.
 
 Only frameworks the program already imported are asked: importing one costs seconds, and a program that
@@ -25,7 +26,22 @@ def _jax(jax):
     return out
 
 
-_READERS = {"cupy": _cupy, "jax": _jax}
+def _rmm(rmm):
+    """In use: the statistics adaptor's current bytes; held: the pool resource's size under it (else what is in
+    use). Without the adaptor RMM does not count what is in use, and nothing is said."""
+    used = held = None
+    mr = rmm.mr.get_current_device_resource()
+    while mr is not None:
+        if used is None and isinstance(mr, rmm.mr.StatisticsResourceAdaptor):
+            counts = mr.allocation_counts  # a Statistics; a dict in RMM releases before 24.10
+            used = counts["current_bytes"] if isinstance(counts, dict) else counts.current_bytes
+        if held is None and isinstance(mr, rmm.mr.PoolMemoryResource):
+            held = mr.pool_size()
+        mr = getattr(mr, "upstream_mr", None)
+    return [] if used is None else [("rmm", int(used), int(held if held is not None else used))]
+
+
+_READERS = {"cupy": _cupy, "jax": _jax, "rmm": _rmm}
 
 
 def figures():
