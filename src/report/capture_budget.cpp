@@ -51,10 +51,12 @@ Budget capture_budget(const Report& r, const std::vector<std::uint64_t>& sizes, 
     const std::size_t captured = r.graphs.size();
     // The first graph pays for the shared pool's temporaries; the later ones show what a size adds.
     const std::size_t fit_from = captured >= 2 ? 1 : 0;
+    std::vector<std::map<std::string, std::int64_t>> parts;  // each graph's, in capture order
     std::set<std::string> names;
     std::vector<std::int64_t> instantiations;
     for (const Graph& g : r.graphs) {
-        for (const auto& part : parts_of(g)) names.insert(part.first);
+        parts.push_back(parts_of(g));
+        for (const auto& part : parts.back()) names.insert(part.first);
         instantiations.push_back(g.instantiate_cost_bytes);
     }
     b.instantiate_median_bytes = median(instantiations);
@@ -62,9 +64,8 @@ Budget capture_budget(const Report& r, const std::vector<std::uint64_t>& sizes, 
         BudgetFit fit{name, 0, {}};
         double sum_xy = 0, sum_xx = 0;
         for (std::size_t i = fit_from; i < captured; ++i) {
-            const auto parts = parts_of(r.graphs[i]);
-            const auto it = parts.find(name);
-            const double x = static_cast<double>(sizes[i]), y = it == parts.end() ? 0.0 : static_cast<double>(it->second);
+            const auto it = parts[i].find(name);
+            const double x = static_cast<double>(sizes[i]), y = it == parts[i].end() ? 0.0 : static_cast<double>(it->second);
             sum_xy += x * y;
             sum_xx += x * x;
             fit.from.push_back(r.graphs[i].id);
@@ -79,7 +80,7 @@ Budget capture_budget(const Report& r, const std::vector<std::uint64_t>& sizes, 
             const Graph& g = r.graphs[i];
             row.measured = true;
             row.graph = g.id;
-            row.by_owner = parts_of(g);
+            row.by_owner = parts[i];
             row.instantiate_bytes = g.instantiate_cost_bytes;
         } else {
             for (const BudgetFit& f : b.fits)

@@ -230,49 +230,43 @@ CUfunction load_one(const char* ptx, const char* name, CUmodule* module) {
     return f;
 }
 
+// What the device memory does as one kernel that uses a device system call (malloc, printf) is loaded, got
+// and launched twice, and whether its limit can move after that use: "PREFIX_key=value" pairs.
+std::string system_call_user(const char* prefix, const char* ptx, const char* name, CUlimit which, CUdeviceptr out,
+                             int n) {
+    CUmodule m = nullptr;
+    const std::size_t before = limit(which);
+    const long long u0 = used_mib();
+    MUST(cuModuleLoadData(&m, ptx));
+    const long long u1 = used_mib();
+    CUfunction f = nullptr;
+    MUST(cuModuleGetFunction(&f, m, name));
+    const long long u2 = used_mib();
+    const CUresult first = launch(f, out, n);
+    MUST(cuCtxSynchronize());
+    const long long u3 = used_mib();
+    MUST(launch(f, out, n));
+    MUST(cuCtxSynchronize());
+    const long long u4 = used_mib();
+    const CUresult set = cuCtxSetLimit(which, 64 * kMiB);
+    const long long u5 = used_mib();
+    const std::string p = std::string(" ") + prefix + "_";
+    return p + "limit=" + std::to_string(before) + p + "load_mib=" + std::to_string(u1 - u0) + p + "get_mib=" +
+           std::to_string(u2 - u1) + p + "launch=" + name_of(first) + p + "launch_mib=" + std::to_string(u3 - u2) + p +
+           "again_mib=" + std::to_string(u4 - u3) + p + "set_after_use=" + name_of(set) + p + "set_mib=" +
+           std::to_string(u5 - u4) + p + "after_set=" + std::to_string(limit(which));
+}
+
 // The device heap (malloc in a kernel) and the printf FIFO at their default limits: whether the driver
 // reserves them at the module's load, at getting its kernel or at the kernel's first launch, and whether the
 // limit can move once a kernel used them.
 void fact_heap_fifo() {
     CUdeviceptr out = 0;
     warmed(&out);
-    const std::size_t heap0 = limit(CU_LIMIT_MALLOC_HEAP_SIZE), fifo0 = limit(CU_LIMIT_PRINTF_FIFO_SIZE);
-    CUmodule hm = nullptr, fm = nullptr;
-    const long long u0 = used_mib();
-    MUST(cuModuleLoadData(&hm, kHeapUserPtx));
-    const long long u1 = used_mib();
-    CUfunction heap = nullptr;
-    MUST(cuModuleGetFunction(&heap, hm, "heap_user"));
-    const long long u2 = used_mib();
-    const CUresult hl = launch(heap, out, 1024);
-    MUST(cuCtxSynchronize());
-    const long long u3 = used_mib();
-    MUST(launch(heap, out, 1024));
-    MUST(cuCtxSynchronize());
-    const long long u4 = used_mib();
-    const CUresult hset = cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 64 * kMiB);
-    const long long u5 = used_mib();
-    const std::size_t heap1 = limit(CU_LIMIT_MALLOC_HEAP_SIZE);
-    MUST(cuModuleLoadData(&fm, kFifoUserPtx));
-    const long long u6 = used_mib();
-    CUfunction fifo = nullptr;
-    MUST(cuModuleGetFunction(&fifo, fm, "fifo_user"));
-    const long long u7 = used_mib();
-    const CUresult fl = launch(fifo, out, 0);
-    MUST(cuCtxSynchronize());
-    const long long u8 = used_mib();
-    const CUresult fset = cuCtxSetLimit(CU_LIMIT_PRINTF_FIFO_SIZE, 64 * kMiB);
-    const long long u9 = used_mib();
-    const std::size_t fifo1 = limit(CU_LIMIT_PRINTF_FIFO_SIZE);
-    MUST(cuModuleUnload(hm));
-    MUST(cuModuleUnload(fm));
-    const long long u10 = used_mib();
-    std::printf("fact heap_fifo heap=%zu fifo=%zu heap_load_mib=%lld heap_get_mib=%lld heap_launch=%s "
-                "heap_launch_mib=%lld heap_again_mib=%lld heap_set_after_use=%s heap_set_mib=%lld heap_after_set=%zu "
-                "fifo_load_mib=%lld fifo_get_mib=%lld fifo_launch=%s fifo_launch_mib=%lld fifo_set_after_use=%s "
-                "fifo_set_mib=%lld fifo_after_set=%zu unload_mib=%lld\n",
-                heap0, fifo0, u1 - u0, u2 - u1, name_of(hl).c_str(), u3 - u2, u4 - u3, name_of(hset).c_str(), u5 - u4,
-                heap1, u6 - u5, u7 - u6, name_of(fl).c_str(), u8 - u7, name_of(fset).c_str(), u9 - u8, fifo1, u10 - u9);
+    std::string line = "fact heap_fifo";
+    line += system_call_user("heap", kHeapUserPtx, "heap_user", CU_LIMIT_MALLOC_HEAP_SIZE, out, 1024);
+    line += system_call_user("fifo", kFifoUserPtx, "fifo_user", CU_LIMIT_PRINTF_FIFO_SIZE, out, 0);
+    std::printf("%s\n", line.c_str());
 }
 
 // The same with both limits raised before any use: whether cuCtxSetLimit reserves, whether a kernel that uses
