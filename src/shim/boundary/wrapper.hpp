@@ -43,8 +43,8 @@ struct DriverHook<Id, Event, CUresult(A...)> {
         const bool enforce = rec->enforcing();
         std::optional<CUresult> answered;
         decltype(Row::before_driver(call, a...)) order;  // a stripe's lock, or NoHold
-        bool prepared;
-        {
+        bool prepared = true;
+        if (enforce || Row::acts_before) {
             // A ledger lock may be taken here (a free's ticket read under the lock when writers keep moving
             // its shard; enforce mode's table): a SIGTERM's report written on this thread meanwhile would
             // wait for it forever, so the signal waits for the scope's end.

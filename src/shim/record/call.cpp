@@ -58,6 +58,9 @@ const ledger::Site& Call::site() {
         have_site_ = true;
         const Recorder::Hot& o = recorder_.hot();
         const bool vmm = class_ != CallClass::classic;
+        if (!vmm && o.stack_depth <= 1 && o.python_frames != options::PythonFrames::all &&
+            cached_one_frame_site(recorder_.generation(), api_, reinterpret_cast<ledger::Pc>(caller_), &site_)) [[likely]]
+            return site_;
         site_ = capture_site(vmm, o.python_frames == options::PythonFrames::all ||
                                       (vmm && o.python_frames == options::PythonFrames::vmm));
     }

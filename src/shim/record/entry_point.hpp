@@ -96,6 +96,11 @@ struct Declared {
         else return static_cast<std::uint64_t>(v);
     }
 
+    // Whether before_driver does anything: an allocation's row (its order begins after the driver) has the
+    // wrapper skip that phase and its scope unless enforce mode asks for its part.
+    static constexpr bool acts_before =
+        d.prepares || d.order.role == Order::ends_held || d.order.role == Order::ends_ticket;
+
     // Before the driver call: enforce mode's part (an answer here means the driver is not called), then the
     // call's order (a stripe held across the driver call and the record, or a free's ticket) and what the
     // call prepares.

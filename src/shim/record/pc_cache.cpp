@@ -17,22 +17,8 @@
 
 namespace cumemaudit::shim {
 
-// One return address. `passes_on` is the object's, the same under every recorder; the owner and the trace
-// are ids of one recorder's ledger, valid while `generation` is that recorder's.
-struct alignas(32) PcFacts {  // two a cache line, never one across two
-    ledger::Pc pc = 0;
-    std::uint64_t generation = 0;
-    ledger::TraceId trace = 0;  // 0: not interned yet
-    ledger::OwnerId owner = 0;
-    bool owner_known = false;
-    std::int8_t passes_on = -1;  // -1: not looked up
-    bool binds = false;          // a Python binding (object_roles.hpp); valid once passes_on is
-};
-static_assert(sizeof(PcFacts) == 32);
 
 namespace {
-
-constexpr std::size_t kEntries = 256;  // direct-mapped, 8 KiB a thread
 
 void free_at_thread_exit();
 
@@ -40,10 +26,10 @@ PcFacts& facts(ledger::Pc pc) {
     ThreadState& t = thread_state();
     // On the heap, one per thread: in the TLS block itself it would overflow the static TLS a dlopen() may get.
     if (t.pcs == nullptr) {
-        t.pcs = new PcFacts[kEntries]();
+        t.pcs = new PcFacts[kPcEntries]();
         free_at_thread_exit();
     }
-    PcFacts& e = t.pcs[(pc >> 2) % kEntries];
+    PcFacts& e = t.pcs[pc_slot(pc)];
     if (e.pc != pc) e = PcFacts{.pc = pc};
     return e;
 }

@@ -6,12 +6,44 @@
 #pragma once
 
 #include "ledger/ledger.hpp"
+#include "shim/services/thread_state.hpp"
 
 #include <span>
 
 namespace cumemaudit::shim {
 
 class Recorder;
+
+// One return address. `passes_on` is the object's, the same under every recorder; the owner and the trace
+// are ids of one recorder's ledger, valid while `generation` is that recorder's.
+struct alignas(32) PcFacts {  // two a cache line, never one across two
+    ledger::Pc pc = 0;
+    std::uint64_t generation = 0;
+    ledger::TraceId trace = 0;  // 0: not interned yet
+    ledger::OwnerId owner = 0;
+    bool owner_known = false;
+    std::int8_t passes_on = -1;  // -1: not looked up
+    bool binds = false;          // a Python binding (object_roles.hpp); valid once passes_on is
+};
+static_assert(sizeof(PcFacts) == 32);
+
+inline constexpr std::size_t kPcEntries = 256;  // direct-mapped, 8 KiB a thread
+inline std::size_t pc_slot(ledger::Pc pc) { return (pc >> 2) % kPcEntries; }
+
+// The one-frame site of a call from `pc` under the recorder of `generation`, from this thread's cache alone,
+// inline: every classic allocation asks, and the same few lines allocate again and again. False when only
+// one_frame_site can answer (pc not seen, not learnt yet, another recorder, a Python binding).
+[[gnu::always_inline]] inline bool cached_one_frame_site(std::uint64_t generation, const char* api, ledger::Pc pc,
+                                                         ledger::Site* out) {
+    const PcFacts* pcs = thread_state().pcs;
+    if (pcs == nullptr) [[unlikely]] return false;
+    const PcFacts& e = pcs[pc_slot(pc)];
+    if (e.pc != pc || e.generation != generation || e.trace == 0 || e.passes_on < 0 || e.binds ||
+        (!e.passes_on && !e.owner_known)) [[unlikely]]
+        return false;
+    *out = ledger::Site{api, e.trace, e.passes_on ? ledger::OwnerId{0} : e.owner};
+    return true;
+}
 
 // The site of a call of `api` whose stack is the one frame `pc`. `binding`, when given, says whether pc
 // lies in a Python binding (libffi, the interpreter, cuda-python's Cython): its Python caller is the place.
