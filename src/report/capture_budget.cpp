@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -13,6 +14,46 @@ namespace cumemaudit::report {
 namespace {
 
 constexpr const char* kGraphMemory = "graph_memory";
+constexpr const char* kPyTorch = "pytorch";
+// PyTorch's caching allocator serves a request of up to 1 MiB from 2 MiB segments of its own (the small
+// pool), never from a large block's free space.
+constexpr std::int64_t kSmallRequest = 1 << 20, kSmallSegment = 2 << 20;
+
+// The free bytes the graph pools held at the capture profile's end (rows of pools named "graph (...)").
+std::optional<std::uint64_t> graph_pool_free(const Report& r) {
+    if (r.capture_profile.empty()) return std::nullopt;
+    std::uint64_t free = 0;
+    for (const CaptureHole& row : r.capture_profile)
+        if (row.pool.rfind("graph", 0) == 0) free += row.hole_bytes;
+    return free;
+}
+
+// What a predicted graph's PyTorch bytes add on the driver once the pools' free space is used: a large
+// request is cut from the free blocks first; a small one goes into the small pool's segments, a new 2 MiB
+// segment each time the small requests so far outgrow the ones made.
+class PoolReuse {
+public:
+    explicit PoolReuse(std::uint64_t free) : free_(static_cast<std::int64_t>(free)) {}
+    // The bytes new to the driver; `from_pool` gets what the free blocks held.
+    std::int64_t take(std::int64_t demand, std::int64_t* from_pool) {
+        *from_pool = 0;
+        if (demand <= 0) return 0;
+        if (demand <= kSmallRequest) {
+            small_ += demand;
+            const std::int64_t segments = (small_ + kSmallSegment - 1) / kSmallSegment;
+            const std::int64_t added = (segments - segments_) * kSmallSegment;
+            segments_ = segments;
+            return added;
+        }
+        *from_pool = std::min(demand, free_);
+        free_ -= *from_pool;
+        return demand - *from_pool;
+    }
+
+private:
+    std::int64_t free_;
+    std::int64_t small_ = 0, segments_ = 0;
+};
 
 std::map<std::string, std::int64_t> parts_of(const Graph& g) {
     std::map<std::string, std::int64_t> parts;
@@ -73,6 +114,8 @@ Budget capture_budget(const Report& r, const std::vector<std::uint64_t>& sizes, 
         fit.bytes_per_unit = sum_xx > 0 ? std::max(0.0, sum_xy / sum_xx) : 0;
         b.fits.push_back(std::move(fit));
     }
+    b.pool_free_bytes = graph_pool_free(r);
+    PoolReuse pool(b.pool_free_bytes.value_or(0));
     for (std::size_t i = 0; i < sizes.size(); ++i) {
         BudgetRow row;
         row.size = sizes[i];
@@ -85,6 +128,10 @@ Budget capture_budget(const Report& r, const std::vector<std::uint64_t>& sizes, 
         } else {
             for (const BudgetFit& f : b.fits)
                 row.by_owner[f.part] = std::llround(f.bytes_per_unit * static_cast<double>(sizes[i]));
+            if (b.pool_free_bytes && row.by_owner.count(kPyTorch)) {
+                row.by_owner[kPyTorch] = pool.take(row.by_owner[kPyTorch], &row.from_pool_bytes);
+                b.from_pool_bytes += row.from_pool_bytes;
+            }
             row.instantiate_bytes = b.instantiate_median_bytes;
         }
         row.total_bytes = row.instantiate_bytes;
@@ -137,6 +184,10 @@ std::string budget_text(const Budget& b) {
     }
     if (measured < b.rows.size())
         fmt::format_to(it, "  an instantiation: {}, the median of the captured graphs'\n", human_signed_bytes(b.instantiate_median_bytes));
+    if (b.pool_free_bytes && measured < b.rows.size())
+        fmt::format_to(it, "  PyTorch's graph pools held {} free after the captured graphs (the capture profile): the predicted "
+                           "graphs take {} of it; requests of 1 MiB or less take 2 MiB segments of their own\n",
+                       human_bytes(*b.pool_free_bytes), human_signed_bytes(b.from_pool_bytes));
     if (b.left_bytes)
         fmt::format_to(it, "At {:g}% of {}: {} used before the first capture, {} for every size's graph, {} left (for the KV cache)\n",
                        b.utilization * 100, human_bytes(*b.device_total_bytes), human_bytes(*b.used_before_bytes),

@@ -4,7 +4,9 @@
 // captured is predicted from the graphs after the first: in a shared pool the first graph pays for the
 // temporaries that every later graph reuses, so what a later graph adds grows with its size alone (bytes per
 // unit of size, a least-squares line through the origin). An instantiation costs about the same at every size:
-// the captured graphs' median.
+// the captured graphs' median. PyTorch's part of a predicted graph first fills what its graph pools held free
+// after the captured ones (the capture profile's free bytes), as the caching allocator does: only the rest
+// reaches the driver.
 #pragma once
 
 #include "report.hpp"
@@ -22,6 +24,7 @@ struct BudgetRow {
     bool measured = false;                          // a graph of the run; else predicted
     std::uint64_t graph = 0;                        // its id in the report (0: predicted)
     std::map<std::string, std::int64_t> by_owner;   // reserved during its capture ("graph_memory" included)
+    std::int64_t from_pool_bytes = 0;               // predicted: PyTorch's bytes the graph pools' free blocks hold
     std::int64_t instantiate_bytes = 0;
     std::int64_t total_bytes = 0, cumulative_bytes = 0;
 };
@@ -42,6 +45,10 @@ struct Budget {
     std::optional<std::uint64_t> used_before_bytes, device_total_bytes;
     double utilization = 0;
     std::optional<std::int64_t> left_bytes;
+    // Free bytes in PyTorch's graph pools after the captured graphs (from the report's capture profile; null
+    // without one), and what of it the predicted graphs used.
+    std::optional<std::uint64_t> pool_free_bytes;
+    std::int64_t from_pool_bytes = 0;
 };
 
 // Throws std::invalid_argument, saying why, when the report has no graphs or more graphs than sizes.

@@ -60,7 +60,7 @@ def main():
             with cumemaudit.capture_profile(a.snapshot):
                 kept = capture_all(sizes, a.hidden, a.scratch)  # noqa: F841  (the graphs live until the window's end)
             print("captured every size")
-        except torch.cuda.OutOfMemoryError as e:
+        except RuntimeError as e:  # OutOfMemoryError, or the capture it invalidated (torch.AcceleratorError)
             print("out of memory:", str(e).splitlines()[0][:200])
         del filler
         return

@@ -79,3 +79,41 @@ TEST_CASE("no graphs, or more graphs than sizes, is refused with the reason") {
     r.graphs = {graph(1, 1, kMiB, 0, 0, 0), graph(2, 2, kMiB, 0, 0, 0)};
     CHECK_THROWS_WITH(capture_budget(r, {8}, 0.9), Catch::Contains("the report has 2 graphs but --sizes names 1 sizes"));
 }
+
+TEST_CASE("PyTorch's predicted bytes first fill the graph pools' free blocks; small requests take 2 MiB segments") {
+    // The H100 run of tests/gpu/capture_replay.py --window --sizes 4096,3072,2048,1536 (2026-12-05): what each
+    // graph added, and the graph pool's 32 MiB left free after them. Capturing all 16 sizes measured 154 MiB.
+    Report r;
+    r.graphs = {graph(1, 10, 96 * kMiB, 0, 0, 0), graph(2, 20, 24 * kMiB, 0, 0, 0), graph(3, 30, 16 * kMiB, 0, 0, 0),
+                graph(4, 40, 12 * kMiB, 0, 0, 0)};
+    r.capture_profile = {CaptureHole{"capture_replay.py:34 (model_step)", "graph (0, 1)", 13, 312 * kMiB, 32 * kMiB, 32 * kMiB, 4},
+                         CaptureHole{"capture_replay.py:30 (combine)", "default", 2, 64 * kMiB, 32 * kMiB, 2 * kMiB, 1}};
+    const Budget b = capture_budget(r, {4096, 3072, 2048, 1536, 1024, 768, 512, 384, 256, 192, 128, 96, 64, 32, 16, 8}, 0.9);
+    REQUIRE(b.pool_free_bytes);
+    CHECK(*b.pool_free_bytes == 32 * kMiB);  // the graph pool's rows only
+    // 8 KiB per unit of size: 1024..192 ask 8, 6, 4, 3, 2 and 1.5 MiB, all cut from the free 32 MiB.
+    for (std::size_t i = 4; i < 10; ++i) {
+        CHECK(b.rows[i].by_owner.at("pytorch") == 0);
+        CHECK(b.rows[i].from_pool_bytes == static_cast<std::int64_t>(b.rows[i].size * 8 * 1024));
+    }
+    CHECK(b.from_pool_bytes == (1024 + 768 + 512 + 384 + 256 + 192) * 8 * 1024);
+    // 128 asks 1 MiB: a small request, a first 2 MiB segment; 96 (768 KiB) fits in it; 64 opens a second.
+    CHECK(b.rows[10].by_owner.at("pytorch") == 2 * kMiB);
+    CHECK(b.rows[11].by_owner.at("pytorch") == 0);
+    CHECK(b.rows[12].by_owner.at("pytorch") == 2 * kMiB);
+    CHECK(b.rows[13].by_owner.at("pytorch") == 0);
+    CHECK(b.predicted_bytes == 4 * kMiB);
+    CHECK(b.total_bytes == 152 * kMiB);
+    CHECK(budget_text(b).find("  PyTorch's graph pools held 32.0 MiB free after the captured graphs (the capture profile): the "
+                              "predicted graphs take 24.5 MiB of it;") != std::string::npos);
+}
+
+TEST_CASE("without a capture profile the predicted bytes are the fitted line's") {
+    Report r;
+    r.graphs = {graph(1, 10, 96 * kMiB, 0, 0, 0), graph(2, 20, 24 * kMiB, 0, 0, 0)};
+    const Budget b = capture_budget(r, {4096, 3072, 1024}, 0.9);
+    CHECK_FALSE(b.pool_free_bytes);
+    CHECK(b.rows[2].by_owner.at("pytorch") == 8 * kMiB);
+    CHECK(b.rows[2].from_pool_bytes == 0);
+    CHECK(budget_text(b).find("graph pools held") == std::string::npos);
+}

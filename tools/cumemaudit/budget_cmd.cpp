@@ -36,7 +36,7 @@ std::string as_json(const report::Budget& b) {
     for (const report::BudgetRow& r : b.rows)
         rows.push_back({{"size", r.size}, {"measured", r.measured}, {"graph", r.graph}, {"by_owner", r.by_owner},
                         {"instantiate_bytes", r.instantiate_bytes}, {"total_bytes", r.total_bytes},
-                        {"cumulative_bytes", r.cumulative_bytes}});
+                        {"cumulative_bytes", r.cumulative_bytes}, {"from_pool_bytes", r.from_pool_bytes}});
     for (const report::BudgetFit& f : b.fits)
         fits.push_back({{"part", f.part}, {"bytes_per_unit", f.bytes_per_unit}, {"from_graphs", f.from}});
     nlohmann::json j = {{"schema", "cumemaudit/budget/v1"}, {"sizes", rows}, {"fits", fits},
@@ -46,6 +46,8 @@ std::string as_json(const report::Budget& b) {
     j["used_before_bytes"] = b.used_before_bytes ? nlohmann::json(*b.used_before_bytes) : nlohmann::json();
     j["device_total_bytes"] = b.device_total_bytes ? nlohmann::json(*b.device_total_bytes) : nlohmann::json();
     j["left_bytes"] = b.left_bytes ? nlohmann::json(*b.left_bytes) : nlohmann::json();
+    j["pool_free_bytes"] = b.pool_free_bytes ? nlohmann::json(*b.pool_free_bytes) : nlohmann::json();
+    j["from_pool_bytes"] = b.from_pool_bytes;
     return j.dump(1) + "\n";
 }
 
