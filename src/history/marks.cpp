@@ -1,14 +1,13 @@
 #include "history/marks.hpp"
 
+#include "ledger/types.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <optional>
 
 namespace cumemaudit::history {
 namespace {
-
-// The owner whose growth is PyTorch's own business (its allocator stats see it), not an alarm.
-constexpr std::string_view kPyTorch = "pytorch";
 
 // The site whose leaked bytes grew most since the last quiet point (the largest now, among equals), or none.
 // The largest site overall may be an old leak that stood still while another one grew.
@@ -100,7 +99,8 @@ void Marks::check_growth(const Step& s, const std::vector<ledger::OwnerRow>& own
         const std::uint64_t live = ledger::live_on_device(o);
         const std::uint64_t before = last_live_[o.owner];
         last_live_[o.owner] = live;
-        if (!past_warmup || o.name == kPyTorch || live <= before) continue;
+        // PyTorch's growth is its own business (its allocator stats see it), not an alarm.
+        if (!past_warmup || o.name == ledger::kPyTorchOwner || live <= before) continue;
         const std::uint64_t growth = live - before;
         if (growth <= limits_.growth_alarm) continue;
         const auto sites = ledger_.growth_sites(o.owner, since_epoch_);

@@ -15,6 +15,10 @@ namespace cumemaudit::ledger {
 
 using OwnerId = std::uint16_t;
 inline constexpr OwnerId kMaxOwners = 256;
+// The owner the shim's owner rules give PyTorch's objects (torch's package, libc10, libtorch). The OOM
+// observer books torch.OutOfMemoryError to it, the steps leave its growth to its own pools' figures and the
+// capture budget fills its graph pools' free bytes first.
+inline constexpr char kPyTorchOwner[] = "pytorch";
 
 // What kind of memory an allocation is; the owners table splits live bytes by it.
 // A multicast object holds no memory of its own (the memory bound to it does): its bytes are the size per

@@ -1,5 +1,6 @@
 #include "capture_budget.hpp"
 
+#include "ledger/types.hpp"
 #include "report/human_bytes.hpp"
 
 #include <fmt/format.h>
@@ -14,7 +15,7 @@ namespace cumemaudit::report {
 namespace {
 
 constexpr const char* kGraphMemory = "graph_memory";
-constexpr const char* kPyTorch = "pytorch";
+constexpr const char* kPyTorch = ledger::kPyTorchOwner;
 // PyTorch's caching allocator serves a request of up to 1 MiB from 2 MiB segments of its own (the small
 // pool), never from a large block's free space.
 constexpr std::int64_t kSmallRequest = 1 << 20, kSmallSegment = 2 << 20;

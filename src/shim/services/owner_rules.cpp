@@ -3,6 +3,7 @@
 #include "shim/services/options_store.hpp"
 
 #include "common/paths.hpp"
+#include "ledger/types.hpp"
 
 #include <dlfcn.h>
 #include <fnmatch.h>
@@ -35,8 +36,8 @@ constexpr std::array kRules = {
     Rule{"*-packages/nvidia/nvshmem/*", "nvshmem"},  Rule{"libnvshmem*", "nvshmem"},
     Rule{"*-packages/nvidia/nccl/*", "nccl"},        Rule{"libnccl*", "nccl"},
     Rule{"*-packages/triton/*", "triton"},           Rule{"*/.triton/cache/*", "triton"},
-    Rule{"*triton*", "triton"},                      Rule{"*-packages/torch/*", "pytorch"},
-    Rule{"libc10*", "pytorch"},                      Rule{"libtorch*", "pytorch"},
+    Rule{"*triton*", "triton"},                      Rule{"*-packages/torch/*", ledger::kPyTorchOwner},
+    Rule{"libc10*", ledger::kPyTorchOwner},     Rule{"libtorch*", ledger::kPyTorchOwner},
     Rule{"*-packages/nvidia/cublas/*", "cublas"},    Rule{"libcublas*", "cublas"},
     Rule{"*-packages/nvidia/cudnn/*", "cudnn"},      Rule{"libcudnn*", "cudnn"},
     Rule{"libcufft*", "cufft"},                      Rule{"libcusparse*", "cusparse"},
