@@ -236,6 +236,7 @@ struct Oom {
     bool processes_listed = false;  // other processes were named: unattributed memory is this process's
     std::string kernel;             // a launch refused: the kernel's name ("" when the driver cannot say)
     std::int64_t kernel_local_bytes_per_thread = -1;  // and the local memory it needs per thread (-1: unknown)
+    std::int64_t kernel_heap_bytes = -1;  // a launch refused for its device heap: the heap limit (-1: not that)
     ModulesLive modules;            // then
     std::vector<Arena> arenas;      // as of the last mark
     std::vector<OomPart> parts;  // largest first

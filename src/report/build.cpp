@@ -169,6 +169,7 @@ void add_ooms(Report& r, const history::History& h, Names& names) {
         out.kernel = o.kernel;
         if (o.kernel_local_bytes_per_thread >= 0)
             out.kernel_local_bytes_per_thread = static_cast<std::uint64_t>(o.kernel_local_bytes_per_thread);
+        if (o.kernel_heap_bytes >= 0) out.kernel_heap_bytes = static_cast<std::uint64_t>(o.kernel_heap_bytes);
         for (const history::OomPart& p : o.parts) out.parts.push_back(part_of(p, names));
         out.recovered = o.recovered;
         out.device = o.device;

@@ -56,7 +56,11 @@ std::string oom_text(const Oom& o, int max_parts) {
     // The place a person names (report/site_naming.hpp): from Python, past the binding and the program's
     // own thin wrapper; the native frame under Python is libffi's or Cython's.
     if (!o.site.python_frames.empty() || !o.site.frames.empty()) fmt::format_to(it, "    at {}\n", where(o.site));
-    if (o.kernel_local_bytes_per_thread)
+    if (o.kernel_heap_bytes)
+        fmt::format_to(it, "  kernel {} calls malloc: its first launch could not reserve its context's device heap (a {} "
+                       "CU_LIMIT_MALLOC_HEAP_SIZE, and the driver's own chunk)\n",
+                       o.kernel.empty() ? "(name unknown)" : o.kernel, human_bytes(*o.kernel_heap_bytes));
+    else if (o.kernel_local_bytes_per_thread)
         fmt::format_to(it, "  kernel {} needs {} of local memory per thread: the kernel stack could not grow to it\n",
                        o.kernel.empty() ? "(name unknown)" : o.kernel, human_bytes(*o.kernel_local_bytes_per_thread));
     // A device has a size: 0 means the driver could not be asked (no context current, as at a first one refused).

@@ -329,6 +329,7 @@ struct Oom {
     // A launch refused (its kernel's stack could not grow): the kernel and its local memory per thread.
     std::string kernel;                                             // "": not a launch, or not known
     std::optional<std::uint64_t> kernel_local_bytes_per_thread;     // absent: not a launch, or not known
+    std::optional<std::uint64_t> kernel_heap_bytes;                 // absent: not a launch refused for its heap
     std::uint64_t modules_live = 0, module_image_bytes = 0;         // as a step's
     std::vector<Arena> arenas;                                      // as of the last mark
 };

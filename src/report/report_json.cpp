@@ -159,6 +159,7 @@ template <class V> void fields(V& v, Oom& o) {
     v.opt("processes_listed", o.processes_listed);
     v.opt("kernel", o.kernel);
     v.present("kernel_local_bytes_per_thread", o.kernel_local_bytes_per_thread);
+    v.present("kernel_heap_bytes", o.kernel_heap_bytes);
     v.opt("modules_live", o.modules_live);
     v.opt("module_image_bytes", o.module_image_bytes);
     v.opt("arenas", o.arenas);

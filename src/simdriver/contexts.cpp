@@ -5,6 +5,8 @@
 #include "state.hpp"
 #include "state_impl.hpp"
 
+#include "common/heap_bytes.hpp"
+
 #include <algorithm>
 #include <limits>
 
@@ -69,6 +71,17 @@ void SimState::Impl::end_context(CUcontext ctx) {
     ctx->reserved = 0;
     ctx->limits = kDefaultLimits;
     ctx->stack_given_back = false;
+    ctx->heap_fixed = ctx->fifo_fixed = ctx->heap_code_taken = false;
+}
+
+CUresult SimState::Impl::heap_for_launch(CUcontext ctx) {
+    if (ctx->heap_fixed) return CUDA_SUCCESS;
+    // Measured: a heap larger than free memory is accepted by cuCtxSetLimit and refused here.
+    const std::uint64_t bytes = heap_reservation(ctx->limits[CU_LIMIT_MALLOC_HEAP_SIZE]);
+    if (!room_for(ctx->device, bytes) || !node->charge_classic(ctx->device, bytes)) return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+    ctx->reserved += bytes;
+    ctx->heap_fixed = true;
+    return CUDA_SUCCESS;
 }
 
 // A primary context begins at its first retain, or its first after a reset or last release: it reserves then.
@@ -193,8 +206,14 @@ CUresult SimState::ctx_set_limit(CUlimit limit, std::size_t value) {
         case CU_LIMIT_MAX_L2_FETCH_GRANULARITY:  // a hint from 0 to 128 bytes, clamped
             tls_current->limits[limit] = std::min<std::size_t>(value, 128);
             return CUDA_SUCCESS;
-        case CU_LIMIT_PRINTF_FIFO_SIZE:
         case CU_LIMIT_MALLOC_HEAP_SIZE:
+        case CU_LIMIT_PRINTF_FIFO_SIZE: {
+            // Fixed by the first launch of a kernel that uses it (measured, raising or lowering alike).
+            const bool fixed = limit == CU_LIMIT_MALLOC_HEAP_SIZE ? tls_current->heap_fixed : tls_current->fifo_fixed;
+            if (fixed) return CUDA_ERROR_INVALID_VALUE;
+            tls_current->limits[limit] = value;
+            return CUDA_SUCCESS;
+        }
         case CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT:
         case CU_LIMIT_PERSISTING_L2_CACHE_SIZE:
         case CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED:

@@ -6,10 +6,12 @@
 // kernel stack: a kernel needing more local memory per thread than the context's stack limit raises the limit
 // to it and reserves the difference for every thread the device holds, or is refused with
 // CUDA_ERROR_OUT_OF_MEMORY after giving the whole stack back (docs/DRIVER.md, "Contexts, kernel stacks and
-// launches").
+// launches"). A kernel that calls malloc reserves the context's device heap at its first launch, one that
+// calls vprintf fixes the printf FIFO's limit (docs/DRIVER.md, "Device heap, printf FIFO and green contexts").
 #include "state.hpp"
 #include "state_impl.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <optional>
@@ -30,6 +32,7 @@ struct Kernel {
     std::string name;
     std::uint64_t local_bytes = 0;
     std::uint64_t code_bytes = 0;
+    bool uses_heap = false, prints = false;
 };
 
 struct Image {
@@ -138,6 +141,16 @@ std::uint64_t local_bytes(std::string_view body) {
     return total;
 }
 
+// Whether a kernel's body names `function` as a whole identifier (a call's target: `call.uni (retval0),
+// malloc, (param0);`), not as part of another name.
+bool names(std::string_view body, std::string_view function) {
+    for (std::size_t at = body.find(function); at != std::string_view::npos; at = body.find(function, at + 1)) {
+        const std::size_t end = at + function.size();
+        if ((at == 0 || !ident(body[at - 1])) && (end == body.size() || !ident(body[end]))) return true;
+    }
+    return false;
+}
+
 // The instructions of a kernel's body: its `;`-terminated statements but for directives (`.reg`, `.local`,
 // `.pragma`), a label before one counting for nothing.
 std::uint64_t statements(std::string_view body) {
@@ -235,6 +248,8 @@ Read read_ptx(std::string_view image, Image& out) {
         const std::string_view body = s.substr(open + 1, close - open - 2);
         k.local_bytes = local_bytes(body);
         k.code_bytes = round_up(statements(body) * kCodePerStatement, kModulePage);
+        k.uses_heap = names(body, "malloc") || names(body, "free");
+        k.prints = names(body, "vprintf");
         kernels.push_back(std::move(k));
         at = close - 1;
     }
@@ -258,8 +273,12 @@ CUresult read_image(const char* image, Image& out) {
 // A module of these kernels for `ctx`, to be made there (Impl::make_module).
 std::unique_ptr<CUmod_st> module_of(const Image& image, CUcontext ctx, CUlibrary library) {
     auto m = std::make_unique<CUmod_st>(CUmod_st{ctx, {}, library});
-    for (const Kernel& k : image.kernels)
-        m->functions.push_back(std::make_unique<CUfunc_st>(CUfunc_st{m.get(), k.name, k.local_bytes, k.code_bytes}));
+    for (const Kernel& k : image.kernels) {
+        auto f = std::make_unique<CUfunc_st>(CUfunc_st{m.get(), k.name, k.local_bytes, k.code_bytes});
+        f->uses_heap = k.uses_heap;
+        f->prints = k.prints;
+        m->functions.push_back(std::move(f));
+    }
     return m;
 }
 
@@ -300,6 +319,14 @@ CUresult SimState::Impl::load_code(CUfunction f) {
 
 CUresult SimState::Impl::make_module(std::unique_ptr<CUmod_st> m, std::uint64_t global_bytes, CUmodule* out) {
     CUcontext ctx = m->ctx;
+    // What malloc brings with it, at the making of the first module in a context with a kernel that calls it
+    // (measured at the load, lazy loading or eager), held with the context.
+    const bool heap_user = std::any_of(m->functions.begin(), m->functions.end(), [](const auto& f) { return f->uses_heap; });
+    const std::uint64_t heap_code = heap_user && !ctx->heap_code_taken ? config.heap_code_bytes : 0;
+    if (heap_code != 0 && (!room_for(ctx->device, heap_code) || !node->charge_classic(ctx->device, heap_code)))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    ctx->reserved += heap_code;
+    ctx->heap_code_taken = ctx->heap_code_taken || heap_user;
     if (CUresult r = take_range(ctx, ctx->data, global_bytes, &m->globals); r != CUDA_SUCCESS) return r;
     for (const auto& f : m->functions) {
         const CUresult r = eager_loading ? load_code(f.get()) : CUDA_SUCCESS;
@@ -549,10 +576,19 @@ CUresult SimState::launch(CUfunction f, CUstream st, const unsigned grid[3], con
     }
     // A launch into a capture runs nothing until its graph does, and graphs keep no kernels here.
     if (s.streams.count(st) != 0 && st->capturing) return CUDA_SUCCESS;
-    if (f->local_bytes <= tls_current->limits[CU_LIMIT_STACK_SIZE] && !tls_current->stack_given_back) return CUDA_SUCCESS;
+    const bool stack_fits = f->local_bytes <= tls_current->limits[CU_LIMIT_STACK_SIZE] && !tls_current->stack_given_back;
+    if (stack_fits && (!f->uses_heap || tls_current->heap_fixed)) {
+        tls_current->fifo_fixed = tls_current->fifo_fixed || f->prints;
+        return CUDA_SUCCESS;
+    }
     SimNode::Lock node(*s.node);
     s.reap_all();
-    return s.stack_for_launch(tls_current, f->local_bytes);
+    if (!stack_fits)
+        if (CUresult r = s.stack_for_launch(tls_current, f->local_bytes); r != CUDA_SUCCESS) return r;
+    if (f->uses_heap)
+        if (CUresult r = s.heap_for_launch(tls_current); r != CUDA_SUCCESS) return r;
+    tls_current->fifo_fixed = tls_current->fifo_fixed || f->prints;
+    return CUDA_SUCCESS;
 }
 
 }  // namespace cumemaudit::sim

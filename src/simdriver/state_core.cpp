@@ -75,7 +75,7 @@ CUresult SimState::init() {
     if (s.initialized) return CUDA_SUCCESS;
     const ConfigResult cfg = read_config(std::getenv("CUMEMAUDIT_SIM_MEMORY"), std::getenv("CUMEMAUDIT_SIM_DEVICES"),
                                          std::getenv("CUMEMAUDIT_SIM_GRAPH_EXEC"), std::getenv("CUMEMAUDIT_SIM_CONTEXT"),
-                                         std::getenv("CUMEMAUDIT_SIM_SMS"));
+                                         std::getenv("CUMEMAUDIT_SIM_SMS"), std::getenv("CUMEMAUDIT_SIM_HEAP_CODE"));
     if (!cfg.error.empty()) {
         if (!s.config_reported) std::fprintf(stderr, "%s\n", cfg.error.c_str());
         s.config_reported = true;
@@ -92,6 +92,7 @@ CUresult SimState::init() {
     s.config.graph_exec_bytes = cfg.config.graph_exec_bytes;  // each process's own: its graphs are its own
     s.config.context_bytes = cfg.config.context_bytes;        // and so are its contexts' reservations
     s.config.sms = cfg.config.sms;  // read by each process too: a node's segment keeps only capacity and count
+    s.config.heap_code_bytes = cfg.config.heap_code_bytes;
     const char* loading = std::getenv("CUDA_MODULE_LOADING");  // read at cuInit, as the real driver reads it
     s.eager_loading = loading != nullptr && std::strcmp(loading, "EAGER") == 0;
     const auto n = static_cast<std::size_t>(s.config.devices);

@@ -57,6 +57,11 @@ struct CUctx_st {
     // A launch refused for want of stack gave the whole stack back (measured); the next launch or stack
     // limit set reserves it again, at the limit then.
     bool stack_given_back = false;
+    // The device heap (malloc in kernels) and the printf FIFO: the first launch of a kernel that uses one
+    // fixes that limit (measured: set again, CUDA_ERROR_INVALID_VALUE); the heap's bytes are reserved then,
+    // the FIFO takes no device memory. `heap_code_taken`: what the first load of a kernel that calls malloc
+    // brings with it (Config::heap_code_bytes) is held.
+    bool heap_fixed = false, fifo_fixed = false, heap_code_taken = false;
     ModuleHeap code{}, data{};  // its modules' code and globals (docs/DRIVER.md, "Module code and globals")
 };
 // A module loaded from PTX (nothing is compiled): its kernels, each with the local memory one of its threads
@@ -68,6 +73,7 @@ struct CUfunc_st {
     std::uint64_t code_bytes = 0;
     bool loaded = false;  // its code taken in its context's code heap (lazily: at the first get)
     HeapRange code{};
+    bool uses_heap = false, prints = false;  // its body calls malloc or free, vprintf
 };
 struct CUmod_st {
     CUcontext ctx;  // the context it was loaded into, which unloads it at its end
@@ -496,6 +502,9 @@ struct SimState::Impl {
     // A launch needing `local` bytes per thread: the stack raised to it (or taken again after a refusal); a
     // refusal gives the whole stack back.
     CUresult stack_for_launch(CUcontext ctx, std::size_t local);
+    // The heap a kernel that calls malloc needs at its first launch in `ctx`: reserved at the limit then in
+    // force, or CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (not OUT_OF_MEMORY, measured) with nothing taken.
+    CUresult heap_for_launch(CUcontext ctx);
     void end_context(CUcontext ctx);
 
     // What a context's end frees (cuCtxDestroy, a primary context's reset): its classic allocations, host

@@ -8,7 +8,7 @@ Usage: test_reservations.py [--facts NAME,...] [--env VAR=VALUE]... RESERVATION_
 (the simulated libcuda.so.1 and its NVML first on LD_LIBRARY_PATH). Several runs' files: a fact a later run
 measured again is taken from it. --facts runs the probe with those facts only (as the H200 run did, for facts
 it runs only when named); --env sets a variable for the probe as the H200 run had it (CUDA_MODULE_LOADING,
-unset otherwise, as in the runs that did not name it)."""
+unset otherwise, as in the runs that did not name it). With --facts, only those facts of the files are held to."""
 import argparse
 import os
 import re
@@ -52,6 +52,8 @@ wanted = args.facts.split(",") if args.facts else []
 measured = {}
 for path in args.measured_files:
     measured.update(facts(open(path).read()))
+if wanted:  # a run's file may hold facts measured for another purpose
+    measured = {fact: answers for fact, answers in measured.items() if fact in wanted}
 measured_file = " and ".join(args.measured_files)
 env = {k: v for k, v in os.environ.items() if not k.startswith("CUMEMAUDIT_SIM_") and k != "CUDA_MODULE_LOADING"}
 env.update(H200)

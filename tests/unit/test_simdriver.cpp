@@ -1146,6 +1146,9 @@ TEST_CASE("CUMEMAUDIT_SIM_CONTEXT and CUMEMAUDIT_SIM_SMS: contexts and kernel st
     auto bad = run_child("child: cuInit with the environment given", {"CUMEMAUDIT_SIM_CONTEXT=lots"});
     CHECK(bad.status == 0);
     CHECK(bad.err == "cumemaudit-sim: CUMEMAUDIT_SIM_CONTEXT='lots' is not a size (expected e.g. 2MiB, 0 or a byte count)\n");
+    bad = run_child("child: cuInit with the environment given", {"CUMEMAUDIT_SIM_HEAP_CODE=lots"});
+    CHECK(bad.status == 0);
+    CHECK(bad.err == "cumemaudit-sim: CUMEMAUDIT_SIM_HEAP_CODE='lots' is not a size (expected e.g. 2MiB, 0 or a byte count)\n");
     bad = run_child("child: cuInit with the environment given", {"CUMEMAUDIT_SIM_SMS=-1"});
     CHECK(bad.status == 0);
     CHECK(bad.err ==

@@ -31,10 +31,11 @@ struct DriverHook<Id, Event, CUresult(A...)> {
         if (!guarded(api, [&] { real = reinterpret_cast<Real>(real_fn(Id)); }) || real == nullptr)
             return CUDA_ERROR_NOT_INITIALIZED;
         if constexpr (Row::d.call_class == CallClass::watched) {
-            // One compare on the way back: only a refusal for lack of memory is the shim's business.
+            // One compare on the way back: only a refusal for lack of memory is the shim's business, and a
+            // launch's device heap that does not fit is refused as CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES.
             const CUresult r = real(a...);
-            if (r != CUDA_ERROR_OUT_OF_MEMORY) [[likely]] return r;
-            refused(api, caller, r, a...);
+            if (r == CUDA_SUCCESS) [[likely]] return r;
+            if (r == CUDA_ERROR_OUT_OF_MEMORY || r == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES) refused(api, caller, r, a...);
             return r;
         }
         Recorder* rec = nullptr;
@@ -69,7 +70,7 @@ struct DriverHook<Id, Event, CUresult(A...)> {
         return r;
     }
 
-    // A watched call the driver refused for lack of memory: recorded (its OOM record) as any call is.
+    // A watched call the driver refused, maybe for lack of memory: recorded (its OOM record) as any call is.
     [[gnu::noinline, gnu::cold]] static void refused(const char* api, void* caller, CUresult r, A... a) noexcept {
         Recorder* rec = nullptr;
         if (!guarded(api, [&] { rec = recorder_for_call(caller); }) || rec == nullptr) return;

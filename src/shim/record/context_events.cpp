@@ -3,6 +3,7 @@
 // their creation, the kernel stack that cuCtxSetLimit sets, and the launches refused for want of stack.
 #include "shim/record/events.hpp"
 
+#include "common/heap_bytes.hpp"
 #include "shim/record/oom_watch.hpp"
 #include "shim/record/recorder.hpp"
 #include "shim/services/context_query.hpp"
@@ -51,13 +52,31 @@ void context_ended(Call& call, int device, CUcontext ctx) {
 }
 
 // A launch the driver refused for lack of memory: the kernel, and the stack it needed beyond the limit.
-void launch_refused(Call& call, CUresult r, CUfunction f) {
-    if (r != CUDA_ERROR_OUT_OF_MEMORY) return;
+void stack_refused(Call& call, CUresult r, CUfunction f) {
     KernelFacts k = kernel_facts(f);
     const std::uint64_t limit = stack_limit_of(current_context());
     const std::uint64_t needs = k.local_bytes_per_thread > 0 ? static_cast<std::uint64_t>(k.local_bytes_per_thread) : 0;
     const std::uint64_t bytes = needs > limit ? (needs - limit) * device_threads(current_device()) : 0;
-    if (launch_out_of_memory(call, r, bytes, std::move(k.name), k.local_bytes_per_thread)) call.recorder().report_due();
+    if (launch_out_of_memory(call, r, bytes, std::move(k))) call.recorder().report_due();
+}
+
+// The driver refuses the first launch of a kernel that calls malloc, when its context's device heap does not
+// fit in free memory, with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (measured), the answer it also gives a block
+// too large for the kernel's registers. Only a heap larger than free memory, for a block the kernel can run,
+// makes it an out-of-memory moment.
+void heap_refused(Call& call, CUresult r, CUfunction f, std::uint64_t block_threads) {
+    const std::uint64_t limit = limit_of(current_context(), CU_LIMIT_MALLOC_HEAP_SIZE);
+    const DriverMemory m = driver_memory();
+    if (limit == 0 || !m.known || m.total - m.used >= heap_reservation(limit)) return;
+    KernelFacts k = kernel_facts(f);
+    if (k.max_threads_per_block >= 0 && block_threads > static_cast<std::uint64_t>(k.max_threads_per_block)) return;
+    if (launch_out_of_memory(call, r, heap_reservation(limit), std::move(k), static_cast<std::int64_t>(limit)))
+        call.recorder().report_due();
+}
+
+void launch_refused(Call& call, CUresult r, CUfunction f, std::uint64_t block_threads) {
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) stack_refused(call, r, f);
+    if (r == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES) heap_refused(call, r, f, block_threads);
 }
 
 }  // namespace
@@ -107,16 +126,17 @@ void record(ev::Limit, Call& call, CUresult r, CUlimit limit, size_t) {
     call.recorder().contexts().stack_set(ctx, stack_limit_of(ctx), call.site());  // the driver rounds the value
 }
 
-void record(ev::Launch, Call& call, CUresult r, CUfunction f, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-            unsigned, CUstream, void**, void**) {
-    launch_refused(call, r, f);
+void record(ev::Launch, Call& call, CUresult r, CUfunction f, unsigned, unsigned, unsigned, unsigned bx, unsigned by,
+            unsigned bz, unsigned, CUstream, void**, void**) {
+    launch_refused(call, r, f, std::uint64_t{bx} * by * bz);
 }
-void record(ev::Launch, Call& call, CUresult r, const CUlaunchConfig*, CUfunction f, void**, void**) {
-    launch_refused(call, r, f);
+void record(ev::Launch, Call& call, CUresult r, const CUlaunchConfig* config, CUfunction f, void**, void**) {
+    const std::uint64_t threads = config == nullptr ? 0 : std::uint64_t{config->blockDimX} * config->blockDimY * config->blockDimZ;
+    launch_refused(call, r, f, threads);
 }
-void record(ev::Launch, Call& call, CUresult r, CUfunction f, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-            unsigned, CUstream, void**) {
-    launch_refused(call, r, f);
+void record(ev::Launch, Call& call, CUresult r, CUfunction f, unsigned, unsigned, unsigned, unsigned bx, unsigned by,
+            unsigned bz, unsigned, CUstream, void**) {
+    launch_refused(call, r, f, std::uint64_t{bx} * by * bz);
 }
 
 }  // namespace cumemaudit::shim

@@ -3,6 +3,7 @@
 #include "shim/record/marking.hpp"
 
 #include "history/oom_breakdown.hpp"
+#include "ledger/types.hpp"
 
 #include "shim/record/events.hpp"
 #include "shim/record/export_key.hpp"
@@ -86,10 +87,12 @@ bool out_of_memory(Call& call, CUresult r, std::uint64_t bytes) {
     return call.recorder().oom_log().refused(refused_call(call, r, bytes), call.recorder().options().oom_interval_s);
 }
 
-bool launch_out_of_memory(Call& call, CUresult r, std::uint64_t bytes, std::string kernel, std::int64_t local_bytes_per_thread) {
-    history::Oom oom = refused_call(call, r, bytes, current_context());
-    oom.kernel = std::move(kernel);
-    oom.kernel_local_bytes_per_thread = local_bytes_per_thread;
+bool launch_out_of_memory(Call& call, CUresult r, std::uint64_t bytes, KernelFacts kernel, std::int64_t heap_bytes) {
+    // A refusal for want of stack gave the context's stack back; one for want of heap did not.
+    history::Oom oom = refused_call(call, r, bytes, heap_bytes < 0 ? current_context() : nullptr);
+    oom.kernel = std::move(kernel.name);
+    oom.kernel_local_bytes_per_thread = kernel.local_bytes_per_thread;
+    oom.kernel_heap_bytes = heap_bytes;
     return call.recorder().oom_log().refused(std::move(oom), call.recorder().options().oom_interval_s);
 }
 
@@ -100,7 +103,7 @@ void allocation_succeeded(Call& call, std::uint64_t bytes) {
 bool torch_out_of_memory(Recorder& a, std::uint64_t bytes) {
     history::Oom oom = take_moment(a, "torch", "torch.OutOfMemoryError", bytes, ledger::Site{"torch", 0, 0});
     oom.site = ledger::Site{"torch", 0, 0};
-    oom.owner = "pytorch";
+    oom.owner = ledger::kPyTorchOwner;
     return a.oom_log().torch_oom(bytes, a.torch_pools().take(), std::move(oom));
 }
 

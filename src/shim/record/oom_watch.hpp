@@ -9,6 +9,7 @@
 #pragma once
 
 #include "shim/record/call.hpp"
+#include "shim/services/context_query.hpp"
 #include "shim/services/cuda_api.hpp"
 
 #include <cstdint>
@@ -22,10 +23,10 @@ class Recorder;
 // is due now), or of a successful allocation while records wait
 // for their retry.
 bool out_of_memory(Call&, CUresult, std::uint64_t requested_bytes);
-// A launch refused for lack of memory (its kernel's stack could not grow): the record names the kernel and
-// its local memory per thread. True: the report is due now.
-bool launch_out_of_memory(Call&, CUresult, std::uint64_t requested_bytes, std::string kernel,
-                          std::int64_t local_bytes_per_thread);
+// A launch refused for lack of memory (its kernel's stack could not grow, or its context's device heap did not
+// fit): the record names the kernel, its local memory per thread and the heap limit it needed (-1: the
+// stack's refusal). True: the report is due now.
+bool launch_out_of_memory(Call&, CUresult, std::uint64_t requested_bytes, KernelFacts kernel, std::int64_t heap_bytes = -1);
 void allocation_succeeded(Call&, std::uint64_t requested_bytes);
 // cumemaudit_torch_oom(): PyTorch's out-of-memory observer fired (the Python helper registers it). True:
 // the report is due now.

@@ -10,7 +10,7 @@ namespace cumemaudit::shim {
 
 // Each question looks its entry points up anew (they are rare): a program may dlclose libcuda and load it
 // again elsewhere.
-std::uint64_t stack_limit_of(CUcontext ctx) {
+std::uint64_t limit_of(CUcontext ctx, CUlimit which) {
     DriverScope in_driver;
     const auto get_current = driver_function<CUresult(CUDAAPI*)(CUcontext*)>("cuCtxGetCurrent");
     const auto set_current = driver_function<CUresult(CUDAAPI*)(CUcontext)>("cuCtxSetCurrent");
@@ -22,7 +22,7 @@ std::uint64_t stack_limit_of(CUcontext ctx) {
     // The limit is the current context's: `ctx` stands in for the thread's own for the question.
     if (mine != ctx && set_current(ctx) != CUDA_SUCCESS) return 0;
     size_t v = 0;
-    if (get(&v, CU_LIMIT_STACK_SIZE) != CUDA_SUCCESS) v = 0;
+    if (get(&v, which) != CUDA_SUCCESS) v = 0;
     if (mine != ctx) set_current(mine);
     return v;
 }
@@ -51,7 +51,8 @@ KernelFacts kernel_facts(CUfunction f) {
     const auto kernel_attr =
         driver_function<CUresult(CUDAAPI*)(int*, CUfunction_attribute, CUkernel, CUdevice)>("cuKernelGetAttribute");
     KernelFacts k;
-    int local = 0;
+    int local = 0, most = 0;
+    if (attr != nullptr && attr(&most, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f) == CUDA_SUCCESS) k.max_threads_per_block = most;
     if (attr != nullptr && attr(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f) == CUDA_SUCCESS) {
         k.local_bytes_per_thread = local;
     } else if (kernel_attr != nullptr) {

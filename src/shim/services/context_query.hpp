@@ -11,9 +11,11 @@
 
 namespace cumemaudit::shim {
 
-// `ctx`'s CU_LIMIT_STACK_SIZE in bytes per thread (made current for the question, then the thread's own
-// context is current again); 0 when the driver cannot say (a context that ended).
-std::uint64_t stack_limit_of(CUcontext ctx);
+// `ctx`'s limit `which` (made current for the question, then the thread's own context is current again); 0
+// when the driver cannot say (a context that ended).
+std::uint64_t limit_of(CUcontext ctx, CUlimit which);
+// Its CU_LIMIT_STACK_SIZE in bytes per thread.
+inline std::uint64_t stack_limit_of(CUcontext ctx) { return limit_of(ctx, CU_LIMIT_STACK_SIZE); }
 // The threads `device` holds at once (multiprocessors × threads per multiprocessor); 0 when unknown.
 std::uint64_t device_threads(int device);
 
@@ -22,6 +24,9 @@ std::uint64_t device_threads(int device);
 struct KernelFacts {
     std::string name;
     std::int64_t local_bytes_per_thread = -1;
+    // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: a larger block fails for its registers, whatever memory is free
+    // (-1: unknown; a CUkernel's is not asked).
+    std::int64_t max_threads_per_block = -1;
 };
 KernelFacts kernel_facts(CUfunction f);
 

@@ -3,6 +3,7 @@
 // the driver's answers, and prints `used=` (cuMemGetInfo at the refusal) and `request=` for the test to
 // compare with the report. Sites the tests look for are marked `// site:NAME`.
 #include "support/driver_checks.hpp"
+#include "support/heap_fifo_ptx.hpp"
 #include "support/kernels_ptx.hpp"
 
 #include <cuda.h>
@@ -206,6 +207,37 @@ int launch_stack() {
     return 0;
 }
 
+// A launch refused for its device heap (malloc in a kernel). Run on a GPU, or with CUMEMAUDIT_SIM_CONTEXT=256MiB,
+// CUMEMAUDIT_SIM_SMS=4 and CUMEMAUDIT_SIM_HEAP_CODE=138MiB: the kernel that calls malloc loaded, its context's
+// heap limit set to 1 GiB (the driver accepts it whatever is free), the device filled to leave 512 MiB, then
+// the kernel's first launch, which the driver refuses with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (measured).
+int launch_heap() {
+    init_primary_context();
+    CUmodule module;
+    OK(cuModuleLoadData(&module, cumemaudit::program::kHeapUserPtx));
+    CUfunction heap_user;
+    OK(cuModuleGetFunction(&heap_user, module, "heap_user"));
+    constexpr size_t kHeap = 1024 * kMiB;
+    OK(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, kHeap));  // site:heap_limit
+    CUdeviceptr out;
+    OK(cuMemAlloc(&out, 4096));
+    size_t free = 0, total = 0;
+    OK(cuMemGetInfo(&free, &total));
+    CUdeviceptr filler;
+    OK(cuMemAlloc(&filler, free - 512 * kMiB));  // site:filler
+    int n = 1024;
+    void* args[] = {&out, &n};
+    const size_t used = used_bytes();
+    CHECK(cuLaunchKernel(heap_user, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr), CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);  // site:heap_launch
+    std::printf("request=%zu used=%zu after=%zu filler=%zu\n", kHeap + 2 * kMiB, used, used_bytes(), free - 512 * kMiB);
+    // Room again: the same launch reserves the heap.
+    OK(cuMemFree(filler));
+    OK(cuLaunchKernel(heap_user, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr));
+    OK(cuCtxSynchronize());
+    std::printf("again=%zu\n", used_bytes());
+    return 0;
+}
+
 // A context the device has no room for (CUMEMAUDIT_SIM_CONTEXT=256MiB, CUMEMAUDIT_SIM_SMS=4): the primary
 // context, an allocation that leaves 100 MiB, then a second context refused; the current one stays the primary.
 int context_refused() {
@@ -240,8 +272,9 @@ int main(int argc, char** argv) {
     if (!std::strcmp(cmd, "graph-loop")) return graph_loop();
     if (!std::strcmp(cmd, "storm") && argc > 2) return storm(std::atoi(argv[2]));
     if (!std::strcmp(cmd, "launch-stack")) return launch_stack();
+    if (!std::strcmp(cmd, "launch-heap")) return launch_heap();
     if (!std::strcmp(cmd, "context-refused")) return context_refused();
     if (!std::strcmp(cmd, "first-context-refused")) return first_context_refused();
-    std::fprintf(stderr, "usage: oom_scenarios deepep-leak|alloc-recover|graph-loop|launch-stack|context-refused|first-context-refused|storm N\n");
+    std::fprintf(stderr, "usage: oom_scenarios deepep-leak|alloc-recover|graph-loop|launch-stack|launch-heap|context-refused|first-context-refused|storm N\n");
     return 2;
 }

@@ -274,6 +274,37 @@ def case_launch_stack(tmp):
                      r"launch of a kernel with that much local memory\)\n", block), f"the summary names the raised stack:\n{block}")
 
 
+def case_launch_heap(tmp):
+    """A kernel that calls malloc, its context's heap limit at 1 GiB and 512 MiB free: the driver refuses its
+    first launch with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (as the H100 did), and the audit writes an OOM record
+    naming the kernel, the heap limit and the bytes the launch needed, with every part; the refusing context
+    keeps its stack, so the parts still add up."""
+    env = {"CUMEMAUDIT_SIM_CONTEXT": "256MiB", "CUMEMAUDIT_SIM_SMS": "4", "CUMEMAUDIT_SIM_HEAP_CODE": "138MiB"}
+    proc = run([PROGRAM, "launch-heap"], tmp, "2GiB", env=env)
+    seen = figures(proc.stdout)
+    report = only_report(tmp)
+    oom, = report["oom"]
+    # The primary context: 256 MiB and its 1 KiB stack (8 MiB); the heap module's load took what malloc brings
+    # (138 MiB) and its get the code heap's first 2 MiB chunk; a 4 KiB buffer and the filler.
+    expect(seen["used"] == seen["after"] == 2048 * MiB - 512 * MiB, f"the driver's used memory around the refusal: {seen}")
+    expect_adds_up(oom, seen["used"])
+    expect((oom["api"], oom["result"], oom["requested_bytes"], oom["kernel"], oom["kernel_heap_bytes"],
+            oom["kernel_local_bytes_per_thread"]) ==
+           ("cuLaunchKernel", "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", 1026 * MiB, "heap_user", 1024 * MiB, 0),
+           f"the record: {oom}")
+    expect_site(oom["site"], "cuLaunchKernel", "heap_launch")
+    expect([(p["what"], p["bytes"]) for p in oom["parts"]] ==
+           [("live", seen["filler"] + 4096), ("context", 256 * MiB), ("module_code", 140 * MiB), ("local_memory", 8 * MiB)],
+           f"parts: {oom['parts']}")
+    block = proc.stderr
+    expect("Out of memory: cuLaunchKernel of 1075838976 bytes (1.0 GiB) returned CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES" in block,
+           f"the stderr block names the refusal:\n{block}")
+    expect("kernel heap_user calls malloc: its first launch could not reserve its context's device heap "
+           "(a 1.0 GiB CU_LIMIT_MALLOC_HEAP_SIZE, and the driver's own chunk)" in block, f"the stderr block names the heap:\n{block}")
+    # Room again: the launch took the heap, 1 GiB and 2 MiB.
+    expect(seen["again"] == seen["used"] - seen["filler"] + 1026 * MiB, f"the heap reserved at the next launch: {seen}")
+
+
 def case_torch_observer(tmp):
     """With a fake torch imported, the helper registers PyTorch's out-of-memory observer: the pools of
     torch.cuda.memory_snapshot() join the oom record of the driver's refusal, and torch_step records them."""
