@@ -322,6 +322,32 @@ void fact_heap_oom() {
                 u2 - u1);
 }
 
+// Two modules that call malloc: whether the second one's load takes what the first one's took, whether
+// unloads give it back, and whether setting the heap limit to the value it has is refused once it is used.
+void fact_heap_modules() {
+    CUdeviceptr out = 0;
+    warmed(&out);
+    const long long u0 = used_mib();
+    CUmodule a = nullptr, b = nullptr;
+    CUfunction fa = load_one(kHeapUserPtx, "heap_user", &a);
+    MUST(launch(fa, out, 1024));
+    MUST(cuCtxSynchronize());
+    const long long u1 = used_mib();
+    CUfunction fb = load_one(kHeapUserPtx, "heap_user", &b);
+    const long long u2 = used_mib();
+    MUST(launch(fb, out, 1024));
+    MUST(cuCtxSynchronize());
+    const long long u3 = used_mib();
+    const CUresult same = cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, limit(CU_LIMIT_MALLOC_HEAP_SIZE));
+    MUST(cuModuleUnload(b));
+    const long long u4 = used_mib();
+    MUST(cuModuleUnload(a));
+    const long long u5 = used_mib();
+    std::printf("fact heap_modules first_load_launch_mib=%lld second_load_get_mib=%lld second_launch_mib=%lld "
+                "set_same_after_use=%s unload_second_mib=%lld unload_first_mib=%lld\n",
+                u1 - u0, u2 - u1, u3 - u2, name_of(same).c_str(), u4 - u3, u5 - u4);
+}
+
 // A green context (a share of the device's multiprocessors): what its creation reserves, whether its
 // CUcontext and a first launch in it reserve more, its stack limit, and what its destruction gives back.
 void fact_green_ctx() {
@@ -472,6 +498,7 @@ const Fact kFacts[] = {
     {"heap_fifo_raised", fact_heap_fifo_raised, true},
     {"heap_oom", fact_heap_oom, true},
     {"green_ctx", fact_green_ctx, true},
+    {"heap_modules", fact_heap_modules, true},
 };
 
 }  // namespace
