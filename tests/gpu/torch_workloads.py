@@ -13,9 +13,10 @@ import time
 import torch
 
 
-def warm_up(step, times=1):
-    """Runs step() `times` on a side stream, as PyTorch asks before a capture, and has the current stream wait."""
-    s = torch.cuda.Stream()
+def warm_up(step, times=1, stream=None):
+    """Runs step() `times` on a side stream (a new one unless given), as PyTorch asks before a capture, and has
+    the current stream wait."""
+    s = stream if stream is not None else torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
         for _ in range(times):
