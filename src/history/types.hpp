@@ -205,6 +205,8 @@ struct Context {
     ledger::Site site;                      // the call that made it
     std::uint64_t stack_set_bytes_per_thread = 0;  // the last cuCtxSetLimit(STACK) through us (0: none)
     ledger::Site stack_set_site;
+    bool green = false;      // a green context (cuGreenCtxCreate): no stack of its own
+    bool destroyed = false;  // a green context destroyed, whose creation's cost the driver keeps
 };
 inline constexpr std::size_t kContextsKept = 64;
 

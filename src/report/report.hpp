@@ -225,6 +225,8 @@ struct Context {
     Site site;                                  // the call that made it
     std::uint64_t stack_set_bytes_per_thread = 0;  // the last cuCtxSetLimit(STACK) (0: none through the audit)
     Site stack_set_site;
+    bool green = false;      // a green context (cuGreenCtxCreate): its fixed_bytes are its creation's whole cost
+    bool destroyed = false;  // a green context destroyed: the driver keeps what its creation took
 };
 inline constexpr std::size_t kTeardownsKept = 64;  // the summary counts every one
 

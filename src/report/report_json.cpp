@@ -208,6 +208,8 @@ template <class V> void fields(V& v, Context& c) {
     v.req("site", c.site);
     v.opt("stack_set_bytes_per_thread", c.stack_set_bytes_per_thread);
     v.opt("stack_set_site", c.stack_set_site);
+    v.opt("green", c.green);
+    v.opt("destroyed", c.destroyed);
 }
 template <class V> void fields(V& v, Teardown& t) {
     v.req("api", t.api);

@@ -78,11 +78,13 @@ bool read_reservation(const char* text, const char* variable, std::uint64_t& int
 }  // namespace
 
 ConfigResult read_config(const char* memory, const char* devices, const char* graph_exec, const char* context,
-                         const char* sms, const char* heap_code) {
+                         const char* sms, const char* heap_code, const char* green_context) {
     ConfigResult out;
     if (!read_reservation(graph_exec, "CUMEMAUDIT_SIM_GRAPH_EXEC", out.config.graph_exec_bytes, out.error)) return out;
     if (!read_reservation(context, "CUMEMAUDIT_SIM_CONTEXT", out.config.context_bytes, out.error)) return out;
     if (!read_reservation(heap_code, "CUMEMAUDIT_SIM_HEAP_CODE", out.config.heap_code_bytes, out.error)) return out;
+    if (!read_reservation(green_context, "CUMEMAUDIT_SIM_GREEN_CONTEXT", out.config.green_context_bytes, out.error))
+        return out;
     if (sms != nullptr) {
         char* end = nullptr;
         const long n = std::strtol(sms, &end, 10);

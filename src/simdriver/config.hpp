@@ -1,6 +1,6 @@
 // config: the simulated node's shape, read from CUMEMAUDIT_SIM_MEMORY and CUMEMAUDIT_SIM_DEVICES, and what a
 // process's driver reserves on its own (CUMEMAUDIT_SIM_GRAPH_EXEC, CUMEMAUDIT_SIM_CONTEXT, CUMEMAUDIT_SIM_SMS,
-// CUMEMAUDIT_SIM_HEAP_CODE).
+// CUMEMAUDIT_SIM_HEAP_CODE, CUMEMAUDIT_SIM_GREEN_CONTEXT).
 // Parsing is pure (no I/O) so it can be tested alone; cuInit prints the one error line it produces.
 #pragma once
 
@@ -29,6 +29,9 @@ struct Config {
     // What the first module in a context with a kernel that calls malloc takes besides its code (docs/DRIVER.md,
     // "Device heap, printf FIFO and green contexts"). 0 by default, as the context's parts are.
     std::uint64_t heap_code_bytes = 0;
+    // What a green context takes at its creation and keeps past its destroy, here until its device's primary
+    // context ends. 0 by default, as the context's parts are.
+    std::uint64_t green_context_bytes = 0;
 };
 
 inline constexpr int kThreadsPerSm = 2048;  // CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR of an H200
@@ -44,11 +47,12 @@ struct ConfigResult {
 };
 
 // Reads the environment (null means unset, i.e. the default): CUMEMAUDIT_SIM_MEMORY, CUMEMAUDIT_SIM_DEVICES,
-// CUMEMAUDIT_SIM_GRAPH_EXEC, CUMEMAUDIT_SIM_CONTEXT and CUMEMAUDIT_SIM_HEAP_CODE (sizes, as for the memory;
-// "0" allowed),
+// CUMEMAUDIT_SIM_GRAPH_EXEC, CUMEMAUDIT_SIM_CONTEXT, CUMEMAUDIT_SIM_HEAP_CODE and CUMEMAUDIT_SIM_GREEN_CONTEXT
+// (sizes, as for the memory; "0" allowed),
 // CUMEMAUDIT_SIM_SMS (an integer from 0 to kMaxSms).
 inline constexpr int kMaxSms = 1024;
 ConfigResult read_config(const char* memory, const char* devices, const char* graph_exec = nullptr,
-                         const char* context = nullptr, const char* sms = nullptr, const char* heap_code = nullptr);
+                         const char* context = nullptr, const char* sms = nullptr, const char* heap_code = nullptr,
+                         const char* green_context = nullptr);
 
 }  // namespace cumemaudit::sim

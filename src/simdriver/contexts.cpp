@@ -184,7 +184,7 @@ CUresult SimState::ctx_get_limit(std::size_t* value, CUlimit limit) const {
     if (CUresult r = impl_->current_device(&dev); r != CUDA_SUCCESS) return r;
     if (static_cast<int>(limit) < 0 || static_cast<int>(limit) >= CU_LIMIT_MAX) return CUDA_ERROR_INVALID_VALUE;
     if (limit == CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH) return CUDA_ERROR_UNSUPPORTED_LIMIT;
-    *value = tls_current->limits[limit];
+    *value = Impl::home(tls_current)->limits[limit];
     return CUDA_SUCCESS;
 }
 
@@ -193,31 +193,32 @@ CUresult SimState::ctx_set_limit(CUlimit limit, std::size_t value) {
     Impl& s = *impl_;
     int dev = 0;
     if (CUresult r = s.current_device(&dev); r != CUDA_SUCCESS) return r;
+    const CUcontext ctx = Impl::home(tls_current);
     switch (limit) {
         case CU_LIMIT_STACK_SIZE: {
             SimNode::Lock node(*s.node);
             s.reap_all();
-            return s.set_stack(tls_current, value);
+            return s.set_stack(ctx, value);
         }
         case CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH:
         case CU_LIMIT_SHMEM_SIZE:
         case CU_LIMIT_CIG_ENABLED:
             return CUDA_ERROR_UNSUPPORTED_LIMIT;
         case CU_LIMIT_MAX_L2_FETCH_GRANULARITY:  // a hint from 0 to 128 bytes, clamped
-            tls_current->limits[limit] = std::min<std::size_t>(value, 128);
+            ctx->limits[limit] = std::min<std::size_t>(value, 128);
             return CUDA_SUCCESS;
         case CU_LIMIT_MALLOC_HEAP_SIZE:
         case CU_LIMIT_PRINTF_FIFO_SIZE: {
             // Fixed by the first launch of a kernel that uses it (measured, raising or lowering alike).
-            const bool fixed = limit == CU_LIMIT_MALLOC_HEAP_SIZE ? tls_current->heap_fixed : tls_current->fifo_fixed;
+            const bool fixed = limit == CU_LIMIT_MALLOC_HEAP_SIZE ? ctx->heap_fixed : ctx->fifo_fixed;
             if (fixed) return CUDA_ERROR_INVALID_VALUE;
-            tls_current->limits[limit] = value;
+            ctx->limits[limit] = value;
             return CUDA_SUCCESS;
         }
         case CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT:
         case CU_LIMIT_PERSISTING_L2_CACHE_SIZE:
         case CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED:
-            tls_current->limits[limit] = value;
+            ctx->limits[limit] = value;
             return CUDA_SUCCESS;
         default:
             return CUDA_ERROR_INVALID_VALUE;
@@ -266,6 +267,79 @@ CUresult SimState::pointer_attribute(void* data, CUpointer_attribute attribute, 
         case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: *static_cast<CUmemoryPool*>(data) = pool; return CUDA_SUCCESS;
         default: return CUDA_ERROR_NOT_SUPPORTED;  // not modelled
     }
+}
+
+}  // namespace cumemaudit::sim
+
+namespace cumemaudit::sim {
+
+CUresult SimState::resource_desc(CUdevResourceDesc* out, unsigned sms) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    s.resource_descs.push_back(std::make_unique<CUdevResourceDesc_st>(CUdevResourceDesc_st{sms}));
+    *out = s.resource_descs.back().get();
+    return CUDA_SUCCESS;
+}
+
+// Measured on an H100: the creation took 6 MiB that its destroy did not give back (Config::green_context_bytes,
+// held here by the primary context until its end), and its context shares the primary's stack limit and
+// module code (docs/DRIVER.md, "Device heap, printf FIFO and green contexts").
+CUresult SimState::green_create(CUgreenCtx* out, CUdevResourceDesc desc, CUdevice dev) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (CUresult r = s.check_device(dev); r != CUDA_SUCCESS) return r;
+    auto known = [&](const auto& d) { return d.get() == desc; };
+    if (std::none_of(s.resource_descs.begin(), s.resource_descs.end(), known)) return CUDA_ERROR_INVALID_VALUE;
+    const auto d = static_cast<std::size_t>(dev);
+    if (!s.primary_active[d]) return CUDA_ERROR_INVALID_CONTEXT;  // not modelled: see docs/DRIVER.md
+    CUcontext primary = s.contexts[d].get();
+    const std::uint64_t bytes = s.config.green_context_bytes;
+    if (bytes != 0) {
+        SimNode::Lock node(*s.node);
+        s.reap_all();
+        if (!s.room_for(dev, bytes) || !s.node->charge_classic(dev, bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    primary->reserved += bytes;
+    auto g = std::make_unique<CUgreenCtx_st>();
+    g->ctx = std::make_unique<CUctx_st>(CUctx_st{dev, false});
+    g->ctx->home = primary;
+    g->sms = desc->sms;
+    *out = g.get();
+    s.green_contexts.push_back(std::move(g));
+    return CUDA_SUCCESS;
+}
+
+// Its context's allocations and modules end with it, as a context's do at cuCtxDestroy; what its creation
+// took stays.
+CUresult SimState::green_destroy(CUgreenCtx g) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    auto it = std::find_if(s.green_contexts.begin(), s.green_contexts.end(), [&](const auto& p) { return p.get() == g; });
+    if (it == s.green_contexts.end()) return CUDA_ERROR_INVALID_HANDLE;
+    CUcontext ctx = (*it)->ctx.get();
+    {
+        SimNode::Lock node(*s.node);
+        s.tear_down(ctx);
+    }
+    std::erase(tls_below, ctx);
+    if (tls_current == ctx) {
+        tls_current = tls_below.empty() ? nullptr : tls_below.back();
+        if (!tls_below.empty()) tls_below.pop_back();
+    }
+    s.green_contexts.erase(it);
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::green_context(CUcontext* out, CUgreenCtx g) {
+    std::lock_guard lock(impl_->mu);
+    Impl& s = *impl_;
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    auto it = std::find_if(s.green_contexts.begin(), s.green_contexts.end(), [&](const auto& p) { return p.get() == g; });
+    if (it == s.green_contexts.end()) return CUDA_ERROR_INVALID_HANDLE;
+    *out = (*it)->ctx.get();
+    return CUDA_SUCCESS;
 }
 
 }  // namespace cumemaudit::sim

@@ -4,6 +4,7 @@
 #include "config.hpp"
 #include "state.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -181,6 +182,84 @@ CUresult cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* paramsArray, int n
     });
 }
 
+// Green contexts (docs/DRIVER.md, "Device heap, printf FIFO and green contexts"): a device's multiprocessors as
+// one SM resource, split in groups of at least 8 and a multiple of 8 (cuda.h's rule for compute capability
+// 9.0), a descriptor of some groups, and a green context made of it over the primary context.
+namespace {
+constexpr unsigned kSmGranularity = 8;
+}
+
+CUresult cuDeviceGetDevResource(CUdevice dev, CUdevResource* result, CUdevResourceType type) {
+    return guarded([&] {
+        if (CUresult r = check_device(dev); r != CUDA_SUCCESS) return r;
+        if (result == nullptr) return CUDA_ERROR_INVALID_VALUE;
+        if (type != CU_DEV_RESOURCE_TYPE_SM) return CUDA_ERROR_INVALID_RESOURCE_TYPE;
+        *result = CUdevResource{};
+        result->type = CU_DEV_RESOURCE_TYPE_SM;
+        result->sm.smCount = static_cast<unsigned>(SimState::get().multiprocessors());
+        result->sm.minSmPartitionSize = kSmGranularity;
+        result->sm.smCoscheduledAlignment = kSmGranularity;
+        return CUDA_SUCCESS;
+    });
+}
+
+// Flags (coscheduling, cluster sizes) are not modelled: CUDA_ERROR_NOT_SUPPORTED.
+CUresult cuDevSmResourceSplitByCount(CUdevResource* result, unsigned int* nbGroups, const CUdevResource* input,
+                                     CUdevResource* remaining, unsigned int useFlags, unsigned int minCount) {
+    return guarded([&] {
+        if (!SimState::get().initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+        if (nbGroups == nullptr || input == nullptr) return CUDA_ERROR_INVALID_VALUE;
+        if (input->type != CU_DEV_RESOURCE_TYPE_SM) return CUDA_ERROR_INVALID_RESOURCE_TYPE;
+        if (useFlags != 0) return CUDA_ERROR_NOT_SUPPORTED;
+        if (minCount > input->sm.smCount) return CUDA_ERROR_INVALID_VALUE;
+        const unsigned each = std::max(kSmGranularity, (minCount + kSmGranularity - 1) / kSmGranularity * kSmGranularity);
+        const unsigned possible = input->sm.smCount / each;
+        if (result == nullptr) {
+            *nbGroups = possible;
+            return CUDA_SUCCESS;
+        }
+        const unsigned groups = std::min(*nbGroups, possible);
+        for (unsigned i = 0; i < groups; ++i) {
+            result[i] = *input;
+            result[i].sm.smCount = each;
+        }
+        *nbGroups = groups;
+        if (remaining != nullptr) {
+            *remaining = *input;
+            remaining->sm.smCount = input->sm.smCount - groups * each;
+        }
+        return CUDA_SUCCESS;
+    });
+}
+
+CUresult cuDevResourceGenerateDesc(CUdevResourceDesc* phDesc, CUdevResource* resources, unsigned int nbResources) {
+    return guarded([&] {
+        if (phDesc == nullptr || resources == nullptr || nbResources == 0) return CUDA_ERROR_INVALID_VALUE;
+        unsigned sms = 0;
+        for (unsigned i = 0; i < nbResources; ++i) {
+            if (resources[i].type != CU_DEV_RESOURCE_TYPE_SM) return CUDA_ERROR_INVALID_RESOURCE_TYPE;
+            sms += resources[i].sm.smCount;
+        }
+        return SimState::get().resource_desc(phDesc, sms);
+    });
+}
+
+// cuda.h: CU_GREEN_CTX_DEFAULT_STREAM is the only flag, and it is required.
+CUresult cuGreenCtxCreate(CUgreenCtx* phCtx, CUdevResourceDesc desc, CUdevice dev, unsigned int flags) {
+    return guarded([&] {
+        if (phCtx == nullptr || desc == nullptr || flags != CU_GREEN_CTX_DEFAULT_STREAM) return CUDA_ERROR_INVALID_VALUE;
+        return SimState::get().green_create(phCtx, desc, dev);
+    });
+}
+
+CUresult cuGreenCtxDestroy(CUgreenCtx hCtx) {
+    return guarded([&] { return SimState::get().green_destroy(hCtx); });
+}
+
+CUresult cuCtxFromGreenCtx(CUcontext* pContext, CUgreenCtx hCtx) {
+    return guarded([&] { return pContext == nullptr ? CUDA_ERROR_INVALID_VALUE : SimState::get().green_context(pContext, hCtx); });
+}
+
 CUresult cuCtxGetLimit(size_t* pvalue, CUlimit limit) {
     return guarded([&] { return pvalue == nullptr ? CUDA_ERROR_INVALID_VALUE : SimState::get().ctx_get_limit(pvalue, limit); });
 }
@@ -209,6 +288,14 @@ CUresult cuCtxGetCurrent(CUcontext* pctx) {
 
 CUresult cuCtxSetCurrent(CUcontext ctx) {
     return guarded([&] { return SimState::get().set_current_context(ctx); });
+}
+
+CUresult cuCtxPushCurrent_v2(CUcontext ctx) {
+    return guarded([&] { return SimState::get().push_context(ctx); });
+}
+
+CUresult cuCtxPopCurrent_v2(CUcontext* pctx) {
+    return guarded([&] { return SimState::get().pop_context(pctx); });
 }
 
 CUresult cuCtxGetDevice(CUdevice* device) {

@@ -311,14 +311,14 @@ void SimState::Impl::give_range(CUcontext ctx, ModuleHeap& heap, HeapRange r) {
 
 CUresult SimState::Impl::load_code(CUfunction f) {
     if (f->loaded) return CUDA_SUCCESS;
-    CUcontext ctx = f->module->ctx;
+    CUcontext ctx = home(f->module->ctx);
     if (CUresult r = take_range(ctx, ctx->code, f->code_bytes, &f->code); r != CUDA_SUCCESS) return r;
     f->loaded = true;
     return CUDA_SUCCESS;
 }
 
 CUresult SimState::Impl::make_module(std::unique_ptr<CUmod_st> m, std::uint64_t global_bytes, CUmodule* out) {
-    CUcontext ctx = m->ctx;
+    CUcontext ctx = home(m->ctx);
     // What malloc brings with it, at the making of the first module in a context with a kernel that calls it
     // (measured at the load, lazy loading or eager), held with the context.
     const bool heap_user = std::any_of(m->functions.begin(), m->functions.end(), [](const auto& f) { return f->uses_heap; });
@@ -342,9 +342,10 @@ CUresult SimState::Impl::make_module(std::unique_ptr<CUmod_st> m, std::uint64_t 
 }
 
 void SimState::Impl::release_module(CUmod_st& m) {
-    give_range(m.ctx, m.ctx->data, m.globals);
+    CUcontext ctx = home(m.ctx);
+    give_range(ctx, ctx->data, m.globals);
     for (const auto& f : m.functions) {
-        if (f->loaded) give_range(m.ctx, m.ctx->code, f->code);
+        if (f->loaded) give_range(ctx, ctx->code, f->code);
         functions.erase(f.get());
     }
     if (m.library == nullptr) return;
@@ -576,18 +577,19 @@ CUresult SimState::launch(CUfunction f, CUstream st, const unsigned grid[3], con
     }
     // A launch into a capture runs nothing until its graph does, and graphs keep no kernels here.
     if (s.streams.count(st) != 0 && st->capturing) return CUDA_SUCCESS;
-    const bool stack_fits = f->local_bytes <= tls_current->limits[CU_LIMIT_STACK_SIZE] && !tls_current->stack_given_back;
-    if (stack_fits && (!f->uses_heap || tls_current->heap_fixed)) {
-        tls_current->fifo_fixed = tls_current->fifo_fixed || f->prints;
+    CUcontext ctx = Impl::home(tls_current);
+    const bool stack_fits = f->local_bytes <= ctx->limits[CU_LIMIT_STACK_SIZE] && !ctx->stack_given_back;
+    if (stack_fits && (!f->uses_heap || ctx->heap_fixed)) {
+        ctx->fifo_fixed = ctx->fifo_fixed || f->prints;
         return CUDA_SUCCESS;
     }
     SimNode::Lock node(*s.node);
     s.reap_all();
     if (!stack_fits)
-        if (CUresult r = s.stack_for_launch(tls_current, f->local_bytes); r != CUDA_SUCCESS) return r;
+        if (CUresult r = s.stack_for_launch(ctx, f->local_bytes); r != CUDA_SUCCESS) return r;
     if (f->uses_heap)
-        if (CUresult r = s.heap_for_launch(tls_current); r != CUDA_SUCCESS) return r;
-    tls_current->fifo_fixed = tls_current->fifo_fixed || f->prints;
+        if (CUresult r = s.heap_for_launch(ctx); r != CUDA_SUCCESS) return r;
+    ctx->fifo_fixed = ctx->fifo_fixed || f->prints;
     return CUDA_SUCCESS;
 }
 

@@ -47,6 +47,12 @@ public:
     CUresult primary_ctx_state(CUdevice dev, unsigned* flags, int* active);
     CUresult ctx_create(CUcontext* out, CUdevice dev);  // made current, on top of the thread's stack
     CUresult ctx_destroy(CUcontext ctx);
+    // Green contexts: a share of `sms` multiprocessors over the device's primary context, which must be
+    // active; their context (cuCtxFromGreenCtx) shares its modules' heaps, limits and reservations.
+    CUresult resource_desc(CUdevResourceDesc* out, unsigned sms);
+    CUresult green_create(CUgreenCtx* out, CUdevResourceDesc desc, CUdevice dev);
+    CUresult green_destroy(CUgreenCtx g);
+    CUresult green_context(CUcontext* out, CUgreenCtx g);
     // The current context's limits; setting the stack moves its reservation at once.
     CUresult ctx_get_limit(std::size_t* value, CUlimit limit) const;
     CUresult ctx_set_limit(CUlimit limit, std::size_t value);
@@ -54,6 +60,9 @@ public:
     CUresult pointer_attribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr);
     CUcontext current_context() const;
     CUresult set_current_context(CUcontext ctx);
+    // The thread's context stack: the current context is its top.
+    CUresult push_context(CUcontext ctx);
+    CUresult pop_context(CUcontext* out);  // out may be null
     // Device of the current context: NOT_INITIALIZED / INVALID_CONTEXT when there is none.
     CUresult current_device(int* dev) const;
 

@@ -75,7 +75,8 @@ CUresult SimState::init() {
     if (s.initialized) return CUDA_SUCCESS;
     const ConfigResult cfg = read_config(std::getenv("CUMEMAUDIT_SIM_MEMORY"), std::getenv("CUMEMAUDIT_SIM_DEVICES"),
                                          std::getenv("CUMEMAUDIT_SIM_GRAPH_EXEC"), std::getenv("CUMEMAUDIT_SIM_CONTEXT"),
-                                         std::getenv("CUMEMAUDIT_SIM_SMS"), std::getenv("CUMEMAUDIT_SIM_HEAP_CODE"));
+                                         std::getenv("CUMEMAUDIT_SIM_SMS"), std::getenv("CUMEMAUDIT_SIM_HEAP_CODE"),
+                                         std::getenv("CUMEMAUDIT_SIM_GREEN_CONTEXT"));
     if (!cfg.error.empty()) {
         if (!s.config_reported) std::fprintf(stderr, "%s\n", cfg.error.c_str());
         s.config_reported = true;
@@ -93,6 +94,7 @@ CUresult SimState::init() {
     s.config.context_bytes = cfg.config.context_bytes;        // and so are its contexts' reservations
     s.config.sms = cfg.config.sms;  // read by each process too: a node's segment keeps only capacity and count
     s.config.heap_code_bytes = cfg.config.heap_code_bytes;
+    s.config.green_context_bytes = cfg.config.green_context_bytes;
     const char* loading = std::getenv("CUDA_MODULE_LOADING");  // read at cuInit, as the real driver reads it
     s.eager_loading = loading != nullptr && std::strcmp(loading, "EAGER") == 0;
     const auto n = static_cast<std::size_t>(s.config.devices);
@@ -161,6 +163,25 @@ CUresult SimState::set_current_context(CUcontext ctx) {
     if (!impl_->initialized) return CUDA_ERROR_NOT_INITIALIZED;
     if (ctx != nullptr && !impl_->is_our_context(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
     tls_current = ctx;
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::push_context(CUcontext ctx) {
+    std::lock_guard lock(impl_->mu);
+    if (!impl_->initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    if (ctx == nullptr || !impl_->is_our_context(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+    if (tls_current != nullptr) tls_below.push_back(tls_current);
+    tls_current = ctx;
+    return CUDA_SUCCESS;
+}
+
+CUresult SimState::pop_context(CUcontext* out) {
+    std::lock_guard lock(impl_->mu);
+    if (!impl_->initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    if (tls_current == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+    if (out != nullptr) *out = tls_current;
+    tls_current = tls_below.empty() ? nullptr : tls_below.back();
+    if (!tls_below.empty()) tls_below.pop_back();
     return CUDA_SUCCESS;
 }
 

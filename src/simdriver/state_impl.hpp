@@ -62,7 +62,21 @@ struct CUctx_st {
     // the FIFO takes no device memory. `heap_code_taken`: what the first load of a kernel that calls malloc
     // brings with it (Config::heap_code_bytes) is held.
     bool heap_fixed = false, fifo_fixed = false, heap_code_taken = false;
-    ModuleHeap code{}, data{};  // its modules' code and globals (docs/DRIVER.md, "Module code and globals")
+    ModuleHeap code{}, data{};
+    // A green context's: the primary context of its device, whose module heaps, limits, stack and device heap
+    // it shares (measured: its stack limit reads the primary's, and a module loaded and launched in it took
+    // nothing). Null for every other context.
+    CUcontext home = nullptr;  // its modules' code and globals (docs/DRIVER.md, "Module code and globals")
+};
+// A green context (cuGreenCtxCreate): a share of a device's multiprocessors, and the context that runs on
+// them (cuCtxFromGreenCtx).
+struct CUgreenCtx_st {
+    std::unique_ptr<CUctx_st> ctx;
+    unsigned sms = 0;
+};
+// What cuDevResourceGenerateDesc made of its resources: the multiprocessors they add up to.
+struct CUdevResourceDesc_st {
+    unsigned sms = 0;
 };
 // A module loaded from PTX (nothing is compiled): its kernels, each with the local memory one of its threads
 // needs, which a launch may raise the context's stack to, and the code it takes on the device once loaded.
@@ -250,6 +264,8 @@ struct SimState::Impl {
     std::vector<unsigned> ctx_retains;
     std::vector<bool> primary_active;                 // retained since its last reset (cuDevicePrimaryCtxGetState)
     std::vector<std::unique_ptr<CUctx_st>> own_contexts;  // cuCtxCreate's, until cuCtxDestroy
+    std::vector<std::unique_ptr<CUgreenCtx_st>> green_contexts;  // cuGreenCtxCreate's, until cuGreenCtxDestroy
+    std::vector<std::unique_ptr<CUdevResourceDesc_st>> resource_descs;  // cuDevResourceGenerateDesc's (never freed)
 
     std::uint64_t next_handle = kFirstHandle;
     std::vector<CUmemGenericAllocationHandle> free_handles;  // LIFO: the last value freed is reused first
@@ -375,8 +391,13 @@ struct SimState::Impl {
 
     bool is_our_context(CUcontext c) const {
         auto is = [&](const auto& p) { return p.get() == c; };
-        return std::any_of(contexts.begin(), contexts.end(), is) || std::any_of(own_contexts.begin(), own_contexts.end(), is);
+        auto green = [&](const auto& g) { return g->ctx.get() == c; };
+        return std::any_of(contexts.begin(), contexts.end(), is) || std::any_of(own_contexts.begin(), own_contexts.end(), is) ||
+               std::any_of(green_contexts.begin(), green_contexts.end(), green);
     }
+
+    // The context whose module heaps, limits and reservations `c` uses: its own, or a green context's primary.
+    static CUcontext home(CUcontext c) { return c != nullptr && c->home != nullptr ? c->home : c; }
 
     // The classic allocation containing ptr, or classic.end().
     std::map<std::uint64_t, Classic>::iterator classic_at(std::uint64_t ptr) {

@@ -78,12 +78,12 @@ for fact, answers in measured.items():
             continue
         compared += 1
         if got != value:
-            failures.append(f"{fact} {key}: the simulated driver answers {got}, the H200 {value}")
+            failures.append(f"{fact} {key}: the simulated driver answers {got}, the GPU {value}")
 failures += [f"{fact}: printed on the simulated driver but not measured in {measured_file}" for fact in simulated
              if fact not in measured]
 failures += [f"{fact} {key}: listed as not modelled but not measured" for fact, key in NOT_MODELLED
              if (not wanted or fact in wanted) and key not in measured.get(fact, {})]
 if not measured:
     failures.append(f"no facts in {measured_file}")
-print("\n".join(failures) or f"{compared} answers of {len(measured)} facts agree with the H200's")
+print("\n".join(failures) or f"{compared} answers of {len(measured)} facts agree with the measured ones")
 sys.exit(1 if failures else 0)

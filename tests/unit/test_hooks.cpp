@@ -64,7 +64,10 @@ TEST_CASE("every allocation, free and VMM entry point of the catalog is wrapped"
         "cuArray3DGetDescriptor_v2", "cuMipmappedArrayGetLevel",
         // questions (a kernel handle takes no device memory until its function is got or it is launched)
         "cuCtxGetLimit", "cuMemsetD8_v2", "cuMemPrefetchAsync_v2", "cuFuncGetAttribute", "cuFuncGetName",
-        "cuLibraryGetKernel", "cuKernelGetLibrary", "cuModuleGetLoadingMode"};
+        "cuLibraryGetKernel", "cuKernelGetLibrary", "cuModuleGetLoadingMode",
+        // a thread's context stack, and the parts a green context is made of (its creation is wrapped)
+        "cuCtxPushCurrent_v2", "cuCtxPopCurrent_v2", "cuDeviceGetDevResource", "cuDevSmResourceSplitByCount",
+        "cuDevResourceGenerateDesc", "cuCtxFromGreenCtx"};
     for (const auto& e : catalog::entries()) {
         for (auto symbol : {e.symbol, e.per_thread}) {
             if (symbol.empty() || not_wrapped.count(std::string(symbol))) continue;

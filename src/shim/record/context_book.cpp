@@ -12,19 +12,33 @@ void ContextBook::made(CUcontext ctx, int device, bool primary, bool measured, s
     facts.primary = primary;
     facts.measured = measured && charged_after > charged_before;
     if (facts.measured) {
-        // The creation's cost holds the stack the context began with; the stack is named on its own.
-        const std::uint64_t stack = stack_limit_of(ctx) * device_threads(device);
+        // The creation's cost holds the stack the context began with; the stack is named on its own. A green
+        // context has none of its own (it runs on the primary context's: measured), and its handle is no
+        // context to ask the driver about.
+        const std::uint64_t stack = facts.green ? 0 : stack_limit_of(ctx) * device_threads(device);
         const std::uint64_t cost = charged_after - charged_before;
         facts.fixed_bytes = cost > stack ? cost - stack : 0;
     }
     std::lock_guard lock(mu_);
-    std::erase_if(live_, [&](const Live& l) { return l.ctx == ctx; });
+    std::erase_if(live_, [&](const Live& l) { return l.ctx == ctx && !l.facts.destroyed; });
     if (live_.size() < history::kContextsKept) live_.push_back({ctx, std::move(facts)});
 }
 
 void ContextBook::ended(CUcontext ctx) {
     std::lock_guard lock(mu_);
-    std::erase_if(live_, [&](const Live& l) { return l.ctx == ctx; });
+    for (const Live& l : live_)
+        if (l.ctx == ctx && l.facts.primary) {
+            const std::int64_t device = l.facts.device;
+            std::erase_if(live_, [&](const Live& g) { return g.facts.destroyed && g.facts.device == device; });
+            break;
+        }
+    std::erase_if(live_, [&](const Live& l) { return l.ctx == ctx && !l.facts.destroyed; });
+}
+
+void ContextBook::green_destroyed(CUcontext green) {
+    std::lock_guard lock(mu_);
+    for (Live& l : live_)
+        if (l.ctx == green && l.facts.green) l.facts.destroyed = true;
 }
 
 void ContextBook::stack_set(CUcontext ctx, std::uint64_t bytes_per_thread, const ledger::Site& site) {
@@ -45,6 +59,7 @@ std::vector<ContextBook::Live> ContextBook::live_now(CUcontext stack_gone) {
         out = live_;
     }
     for (Live& l : out) {
+        if (l.facts.green) continue;  // no stack of its own, and no context to ask
         l.facts.stack_bytes_per_thread = stack_limit_of(l.ctx);
         l.facts.local_memory_bytes =
             l.ctx == stack_gone ? 0 : l.facts.stack_bytes_per_thread * device_threads(static_cast<int>(l.facts.device));

@@ -21,7 +21,10 @@ public:
     // could not say after it (the fixed part is then left unattributed).
     void made(CUcontext ctx, int device, bool primary, bool measured, std::uint64_t charged_before,
               std::uint64_t charged_after, history::Context made);
+    // A context ended: forgotten, and with a primary context the green contexts destroyed on its device.
     void ended(CUcontext ctx);
+    // A green context destroyed: the driver keeps what its creation took, so its fixed part stays booked.
+    void green_destroyed(CUcontext green);
     void stack_set(CUcontext ctx, std::uint64_t bytes_per_thread, const ledger::Site& site);
 
     // What `device`'s live contexts reserve now (every device's: -1), asking the driver for their stacks

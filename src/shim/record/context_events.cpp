@@ -27,7 +27,7 @@ void look_before(CUdevice dev, bool begins) {
 }
 
 // After it: the context began; its cost is what NVML charges this process more now.
-void began(Call& call, CUcontext ctx, CUdevice dev, bool primary) {
+void began(Call& call, CUcontext ctx, CUdevice dev, bool primary, bool green = false) {
     Recorder& rec = call.recorder();
     rec.device_seen(dev);
     if (!t_before.begins || ctx == nullptr) return;
@@ -36,19 +36,24 @@ void began(Call& call, CUcontext ctx, CUdevice dev, bool primary) {
     facts.step = rec.timeline().last_step();
     facts.time_ns = wall_clock_ns();
     facts.site = call.site();
+    facts.green = green;
     rec.contexts().made(ctx, dev, primary, after.listed, t_before.charged, after.self, std::move(facts));
 }
 
 // The driver freed what the ended context owned: the ledger forgets what the driver no longer knows, and
 // the timeline keeps it as one event (never as held at exit).
 // An array is never put to the driver: its handle may name a freed object (array_book.hpp).
-void context_ended(Call& call, int device, CUcontext ctx) {
-    call.recorder().contexts().ended(ctx);
+void forget_what_the_driver_freed(Call& call, int device, CUcontext ctx) {
     ArrayBook& arrays = call.recorder().arrays();
     std::vector<ledger::LeakRow> freed = call.recorder().ledger().forget_freed_by_driver([&](std::uint64_t ptr, ledger::Kind kind) {
         return kind == ledger::Kind::array ? !arrays.ended_with(ptr, ctx) : driver_knows_pointer(ptr);
     });
     if (!freed.empty()) call.recorder().timeline().context_ended(call.site(), device, std::move(freed));
+}
+
+void context_ended(Call& call, int device, CUcontext ctx) {
+    call.recorder().contexts().ended(ctx);
+    forget_what_the_driver_freed(call, device, ctx);
 }
 
 // A launch the driver refused for lack of memory: the kernel, and the stack it needed beyond the limit.
@@ -105,6 +110,20 @@ void record(ev::CtxCreate, Call& call, CUresult r, CUcontext* ctx, CUexecAffinit
 }
 void record(ev::CtxCreate, Call& call, CUresult r, CUcontext* ctx, CUctxCreateParams*, unsigned int, CUdevice dev) {
     if (r == CUDA_SUCCESS && ctx != nullptr) began(call, *ctx, dev, false);
+}
+
+// A green context's handle stands for it in the book; it is never put to the driver as a context.
+void prepare(ev::GreenCtxCreate, Call&, CUgreenCtx*, CUdevResourceDesc, CUdevice dev, unsigned int) { look_before(dev, true); }
+void record(ev::GreenCtxCreate, Call& call, CUresult r, CUgreenCtx* ctx, CUdevResourceDesc, CUdevice dev, unsigned int) {
+    if (r == CUDA_SUCCESS && ctx != nullptr) began(call, reinterpret_cast<CUcontext>(*ctx), dev, false, true);
+}
+
+// The driver keeps what a green context's creation took past its destroy (measured): the book keeps it too,
+// until its device's primary context ends. What the driver freed with it, the ledger forgets.
+void record(ev::GreenCtxDestroy, Call& call, CUresult r, CUgreenCtx ctx) {
+    if (r != CUDA_SUCCESS) return;
+    call.recorder().contexts().green_destroyed(reinterpret_cast<CUcontext>(ctx));
+    forget_what_the_driver_freed(call, -1, nullptr);
 }
 
 void record(ev::CtxReset, Call& call, CUresult r, CUdevice dev) {

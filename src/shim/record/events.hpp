@@ -32,6 +32,7 @@ void prepare(ev::CtxRetain, Call&, CUcontext*, CUdevice);
 void prepare(ev::CtxCreate, Call&, CUcontext*, unsigned int, CUdevice);
 void prepare(ev::CtxCreate, Call&, CUcontext*, CUexecAffinityParam*, int, unsigned int, CUdevice);
 void prepare(ev::CtxCreate, Call&, CUcontext*, CUctxCreateParams*, unsigned int, CUdevice);
+void prepare(ev::GreenCtxCreate, Call&, CUgreenCtx*, CUdevResourceDesc, CUdevice, unsigned int);
 
 // What each event that `records` tells the ledger, the timeline or the graphs, after the driver answered.
 void record(ev::Create, Call&, CUresult, CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*,
@@ -88,6 +89,7 @@ void record(ev::CtxRetain, Call&, CUresult, CUcontext*, CUdevice);
 void record(ev::CtxCreate, Call&, CUresult, CUcontext*, unsigned int, CUdevice);
 void record(ev::CtxCreate, Call&, CUresult, CUcontext*, CUexecAffinityParam*, int, unsigned int, CUdevice);
 void record(ev::CtxCreate, Call&, CUresult, CUcontext*, CUctxCreateParams*, unsigned int, CUdevice);
+void record(ev::GreenCtxCreate, Call&, CUresult, CUgreenCtx*, CUdevResourceDesc, CUdevice, unsigned int);
 void record(ev::Limit, Call&, CUresult, CUlimit, size_t);
 void record(ev::Launch, Call&, CUresult, CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
             CUstream, void**, void**);
@@ -116,6 +118,7 @@ void record(ev::CodeLoad, Call&, CUresult, CUmodule*, CUlibrary);
 void record(ev::CtxReset, Call&, CUresult, CUdevice);
 void record(ev::CtxRelease, Call&, CUresult, CUdevice);
 void record(ev::CtxDestroy, Call&, CUresult, CUcontext);
+void record(ev::GreenCtxDestroy, Call&, CUresult, CUgreenCtx);
 void record(ev::CaptureBegin, Call&, CUresult, CUstream, CUstreamCaptureMode);
 void record(ev::CaptureBegin, Call&, CUresult, CUstream, CUgraph, const CUgraphNode*, const CUgraphEdgeData*, size_t,
             CUstreamCaptureMode);

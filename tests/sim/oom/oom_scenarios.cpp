@@ -238,6 +238,41 @@ int launch_heap() {
     return 0;
 }
 
+// A green context: 8 of the device's multiprocessors over the primary context, a buffer allocated in it, a
+// mark, its destroy (the driver keeps what its creation took: measured), a mark, then an allocation refused.
+// Run on a GPU, or with CUMEMAUDIT_SIM_CONTEXT=256MiB, CUMEMAUDIT_SIM_SMS=16 (32 MiB of stack at 1 KiB per
+// thread) and CUMEMAUDIT_SIM_GREEN_CONTEXT=6MiB.
+int green_context() {
+    init_primary_context();
+    CUdevResource sm{};
+    OK(cuDeviceGetDevResource(0, &sm, CU_DEV_RESOURCE_TYPE_SM));
+    CUdevResource group{}, rest{};
+    unsigned groups = 1;
+    OK(cuDevSmResourceSplitByCount(&group, &groups, &sm, &rest, 0, 8));
+    CUdevResourceDesc desc = nullptr;
+    OK(cuDevResourceGenerateDesc(&desc, &group, 1));
+    CUgreenCtx green = nullptr;
+    OK(cuGreenCtxCreate(&green, desc, 0, CU_GREEN_CTX_DEFAULT_STREAM));  // site:green_create
+    CUcontext ctx = nullptr;
+    OK(cuCtxFromGreenCtx(&ctx, green));
+    OK(cuCtxPushCurrent(ctx));
+    CUdeviceptr buffer;
+    OK(cuMemAlloc(&buffer, 64 * kMiB));  // site:green_buffer
+    CUcontext popped = nullptr;
+    OK(cuCtxPopCurrent(&popped));
+    step(1);
+    std::printf("marked=%zu\n", used_bytes());
+    OK(cuGreenCtxDestroy(green));  // site:green_destroy
+    step(2);
+    std::printf("destroyed=%zu\n", used_bytes());
+    size_t free = 0, total = 0;
+    OK(cuMemGetInfo(&free, &total));
+    CUdeviceptr more;
+    CHECK(cuMemAlloc(&more, free + kMiB), CUDA_ERROR_OUT_OF_MEMORY);  // site:refused_after_green
+    std::printf("used=%zu request=%zu\n", used_bytes(), free + kMiB);
+    return 0;
+}
+
 // A context the device has no room for (CUMEMAUDIT_SIM_CONTEXT=256MiB, CUMEMAUDIT_SIM_SMS=4): the primary
 // context, an allocation that leaves 100 MiB, then a second context refused; the current one stays the primary.
 int context_refused() {
@@ -273,8 +308,9 @@ int main(int argc, char** argv) {
     if (!std::strcmp(cmd, "storm") && argc > 2) return storm(std::atoi(argv[2]));
     if (!std::strcmp(cmd, "launch-stack")) return launch_stack();
     if (!std::strcmp(cmd, "launch-heap")) return launch_heap();
+    if (!std::strcmp(cmd, "green-context")) return green_context();
     if (!std::strcmp(cmd, "context-refused")) return context_refused();
     if (!std::strcmp(cmd, "first-context-refused")) return first_context_refused();
-    std::fprintf(stderr, "usage: oom_scenarios deepep-leak|alloc-recover|graph-loop|launch-stack|launch-heap|context-refused|first-context-refused|storm N\n");
+    std::fprintf(stderr, "usage: oom_scenarios deepep-leak|alloc-recover|graph-loop|launch-stack|launch-heap|green-context|context-refused|first-context-refused|storm N\n");
     return 2;
 }
