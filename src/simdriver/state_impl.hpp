@@ -265,6 +265,9 @@ struct SimState::Impl {
     std::vector<bool> primary_active;                 // retained since its last reset (cuDevicePrimaryCtxGetState)
     std::vector<std::unique_ptr<CUctx_st>> own_contexts;  // cuCtxCreate's, until cuCtxDestroy
     std::vector<std::unique_ptr<CUgreenCtx_st>> green_contexts;  // cuGreenCtxCreate's, until cuGreenCtxDestroy
+    // Destroyed green contexts' contexts: what was allocated and loaded in them stays (measured), until their
+    // primary context ends.
+    std::vector<std::unique_ptr<CUctx_st>> retired_green;
     std::vector<std::unique_ptr<CUdevResourceDesc_st>> resource_descs;  // cuDevResourceGenerateDesc's (never freed)
 
     std::uint64_t next_handle = kFirstHandle;
@@ -529,10 +532,14 @@ struct SimState::Impl {
     void end_context(CUcontext ctx);
 
     // What a context's end frees (cuCtxDestroy, a primary context's reset): its classic allocations, host
-    // and managed memory included, its IPC opens, its host registrations, its arrays and its modules; never
+    // and managed memory included, its IPC opens, its host registrations, its arrays and its modules, and
+    // those of the green contexts destroyed over it; never
     // stream-ordered or cuMemCreate memory. Memory a dma-buf fd or another process's IPC open still holds stays
     // charged. Its own reservation is end_context's. Both locks held.
     void tear_down(CUcontext ctx) {
+        for (const auto& retired : retired_green)
+            if (retired->home == ctx) tear_down(retired.get());
+        std::erase_if(retired_green, [&](const auto& retired) { return retired->home == ctx; });
         for (auto it = classic.begin(); it != classic.end();) {
             if (it->second.ctx != ctx) {
                 ++it;

@@ -239,7 +239,8 @@ int launch_heap() {
 }
 
 // A green context: 8 of the device's multiprocessors over the primary context, a buffer allocated in it, a
-// mark, its destroy (the driver keeps what its creation took: measured), a mark, then an allocation refused.
+// mark, its destroy (the driver keeps what its creation took and the buffer: measured), a mark, then an
+// allocation refused.
 // Run on a GPU, or with CUMEMAUDIT_SIM_CONTEXT=256MiB, CUMEMAUDIT_SIM_SMS=16 (32 MiB of stack at 1 KiB per
 // thread) and CUMEMAUDIT_SIM_GREEN_CONTEXT=6MiB.
 int green_context() {
