@@ -149,8 +149,7 @@ CUresult SimState::ctx_create(CUcontext* out, CUdevice dev) {
         if (CUresult r = s.begin_context(made.get()); r != CUDA_SUCCESS) return r;
     }
     s.own_contexts.push_back(std::move(made));
-    if (tls_current != nullptr) tls_below.push_back(tls_current);
-    tls_current = s.own_contexts.back().get();
+    push_current(s.own_contexts.back().get());
     *out = tls_current;
     return CUDA_SUCCESS;
 }
@@ -166,11 +165,7 @@ CUresult SimState::ctx_destroy(CUcontext ctx) {
         s.tear_down(ctx);
         s.end_context(ctx);
     }
-    std::erase(tls_below, ctx);
-    if (tls_current == ctx) {
-        tls_current = tls_below.empty() ? nullptr : tls_below.back();
-        if (!tls_below.empty()) tls_below.pop_back();
-    }
+    forget_current(ctx);
     s.own_contexts.erase(it);
     return CUDA_SUCCESS;
 }
@@ -320,11 +315,7 @@ CUresult SimState::green_destroy(CUgreenCtx g) {
     if (it == s.green_contexts.end()) return CUDA_ERROR_INVALID_HANDLE;
     CUcontext ctx = (*it)->ctx.get();
     s.retired_green.push_back(std::move((*it)->ctx));
-    std::erase(tls_below, ctx);
-    if (tls_current == ctx) {
-        tls_current = tls_below.empty() ? nullptr : tls_below.back();
-        if (!tls_below.empty()) tls_below.pop_back();
-    }
+    forget_current(ctx);
     s.green_contexts.erase(it);
     return CUDA_SUCCESS;
 }

@@ -170,8 +170,7 @@ CUresult SimState::push_context(CUcontext ctx) {
     std::lock_guard lock(impl_->mu);
     if (!impl_->initialized) return CUDA_ERROR_NOT_INITIALIZED;
     if (ctx == nullptr || !impl_->is_our_context(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
-    if (tls_current != nullptr) tls_below.push_back(tls_current);
-    tls_current = ctx;
+    push_current(ctx);
     return CUDA_SUCCESS;
 }
 
@@ -180,8 +179,7 @@ CUresult SimState::pop_context(CUcontext* out) {
     if (!impl_->initialized) return CUDA_ERROR_NOT_INITIALIZED;
     if (tls_current == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
     if (out != nullptr) *out = tls_current;
-    tls_current = tls_below.empty() ? nullptr : tls_below.back();
-    if (!tls_below.empty()) tls_below.pop_back();
+    pop_current();
     return CUDA_SUCCESS;
 }
 

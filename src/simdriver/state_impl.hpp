@@ -168,6 +168,22 @@ constexpr std::uint64_t kFirstHandle = 0x5e0000001ull;  // recognisable in logs;
 inline thread_local CUcontext tls_current = nullptr;
 inline thread_local std::vector<CUcontext> tls_below;
 
+// `ctx` made current on top of the thread's stack (cuCtxCreate, cuCtxPushCurrent).
+inline void push_current(CUcontext ctx) {
+    if (tls_current != nullptr) tls_below.push_back(tls_current);
+    tls_current = ctx;
+}
+// The top of the thread's stack taken off, the one below current again (cuCtxPopCurrent).
+inline void pop_current() {
+    tls_current = tls_below.empty() ? nullptr : tls_below.back();
+    if (!tls_below.empty()) tls_below.pop_back();
+}
+// A context that ended leaves the thread's stack, wherever it is in it.
+inline void forget_current(CUcontext ctx) {
+    std::erase(tls_below, ctx);
+    if (tls_current == ctx) pop_current();
+}
+
 inline std::uint64_t round_up(std::uint64_t v, std::uint64_t m) { return (v + m - 1) / m * m; }
 
 // Access by the host itself (a host location in cuMemSetAccess / cuMemGetAccess), kept under this key.

@@ -434,6 +434,29 @@ TEST_CASE("no current context: classic allocations fail with CUDA_ERROR_INVALID_
     CHECK(vmm == CUDA_SUCCESS);
 }
 
+TEST_CASE("cuCtxPushCurrent and cuCtxPopCurrent keep a stack of contexts per thread") {
+    setup();
+    CUcontext before = nullptr, own = nullptr, popped = nullptr, now = nullptr;
+    REQUIRE(cuCtxGetCurrent(&before) == CUDA_SUCCESS);
+    REQUIRE(cuCtxCreate(&own, nullptr, 0, 0) == CUDA_SUCCESS);  // pushed
+    REQUIRE(cuCtxPopCurrent(&popped) == CUDA_SUCCESS);
+    CHECK(popped == own);
+    REQUIRE(cuCtxGetCurrent(&now) == CUDA_SUCCESS);
+    CHECK(now == before);
+    REQUIRE(cuCtxPushCurrent(own) == CUDA_SUCCESS);
+    REQUIRE(cuCtxGetCurrent(&now) == CUDA_SUCCESS);
+    CHECK(now == own);
+    CHECK(cuCtxPushCurrent(nullptr) == CUDA_ERROR_INVALID_CONTEXT);
+    CHECK(cuCtxPushCurrent(reinterpret_cast<CUcontext>(&now)) == CUDA_ERROR_INVALID_CONTEXT);  // not a context
+    REQUIRE(cuCtxDestroy(own) == CUDA_SUCCESS);  // destroying the current one makes the one below current
+    REQUIRE(cuCtxGetCurrent(&now) == CUDA_SUCCESS);
+    CHECK(now == before);
+    CUresult empty = CUDA_SUCCESS;
+    std::thread t([&] { empty = cuCtxPopCurrent(nullptr); });  // a new thread's stack is empty
+    t.join();
+    CHECK(empty == CUDA_ERROR_INVALID_CONTEXT);
+}
+
 TEST_CASE("child: calls before cuInit", "[.]") {
     std::size_t f = 0, t = 0;
     CHECK(cuMemGetInfo(&f, &t) == CUDA_ERROR_NOT_INITIALIZED);
