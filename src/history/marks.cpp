@@ -66,7 +66,8 @@ Step Marks::figures(const MarkInput& m, const std::vector<ledger::OwnerRow>& own
         const std::uint64_t named = tracked_on_device + s.dma_buf_pinned_bytes +
                                     (m.pool_reserved - std::min(m.pool_reserved, m.pool_used)) +
                                     m.driver.graph_reserved + m.driver.other_processes_bytes + m.driver.context_bytes +
-                                    m.driver.local_memory_bytes + m.driver.managed_resident_bytes + m.driver.module_code_bytes;
+                                    m.driver.local_memory_bytes + m.driver.managed_resident_bytes + m.driver.module_code_bytes +
+                                    m.driver.malloc_heap_bytes;
         s.unattributed_bytes = m.driver.used > named ? m.driver.used - named : 0;
     }
     return s;

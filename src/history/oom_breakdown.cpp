@@ -82,6 +82,7 @@ Oom oom_breakdown(const ledger::Ledger& book, const std::vector<Graph>& graphs, 
     if (in.local_memory != 0) parts.push_back({PartKind::local_memory, 0, {}, 0, in.local_memory, {}, {}});
     if (in.managed_resident != 0) parts.push_back({PartKind::managed_resident, 0, {}, 0, in.managed_resident, {}, {}});
     if (in.module_code != 0) parts.push_back({PartKind::module_code, 0, {}, 0, in.module_code, {}, {}});
+    if (in.malloc_heap != 0) parts.push_back({PartKind::malloc_heap, 0, {}, 0, in.malloc_heap, {}, {}});
     add_other_processes(parts, in.other_processes);
     const std::uint64_t named = std::accumulate(parts.begin(), parts.end(), std::uint64_t{0},
                                                 [](std::uint64_t s, const OomPart& p) { return s + p.bytes; });

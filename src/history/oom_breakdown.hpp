@@ -23,6 +23,7 @@ struct OomFigures {
     std::uint64_t context = 0, local_memory = 0;  // what the device's contexts reserve (DeviceFigures)
     std::uint64_t managed_resident = 0;           // this process's managed memory the device holds
     std::uint64_t module_code = 0;                // the device's measured module code and globals
+    std::uint64_t malloc_heap = 0;                // the device heaps its contexts reserved (DeviceFigures)
     int device = -1;  // >= 0: only what is on that device (a process that drives several)
     bool processes_listed = false;  // NVML listed the device's processes (none but this one is a list too)
     std::vector<OtherProcess> other_processes;  // every process but this one, any order

@@ -22,6 +22,7 @@ const char* to_string(PartKind k) {
         case PartKind::unattributed: return "unattributed";
         case PartKind::context: return "context";
         case PartKind::local_memory: return "local_memory";
+        case PartKind::malloc_heap: return "malloc_heap";
         case PartKind::dma_buf_pinned: return "dma_buf_pinned";
         case PartKind::managed_resident: return "managed_resident";
         case PartKind::held_unmapped: return "held_unmapped";

@@ -55,6 +55,7 @@ struct DeviceFigures {
     std::uint64_t stack_bytes_per_thread = 0;       // the largest stack limit among them
     std::uint64_t managed_resident_bytes = 0;       // this process's managed memory the device holds (0: none, or unknown)
     std::uint64_t module_code_bytes = 0;            // what the device holds of loaded modules' code and globals (ModulesLive)
+    std::uint64_t malloc_heap_bytes = 0;            // the device heaps its contexts reserved (Context::malloc_heap_bytes)
 };
 
 // The modules and libraries the program loaded and has not unloaded (every device's: a library is loaded
@@ -207,13 +208,16 @@ struct Context {
     ledger::Site stack_set_site;
     bool green = false;      // a green context (cuGreenCtxCreate): no stack of its own
     bool destroyed = false;  // a green context destroyed, whose creation's cost the driver keeps
+    // Its device heap: what the first launch of a kernel that calls malloc reserved beyond the kernel's code and
+    // stack (the heap limit and 2 MiB, measured around that launch); 0 until one ran.
+    std::uint64_t malloc_heap_bytes = 0;
 };
 inline constexpr std::size_t kContextsKept = 64;
 
 // One share of driver-used memory at an out-of-memory moment (they add up to it).
 enum class PartKind : std::uint8_t {
     live, leaked, graph, async_pool_idle, graph_memory, other_process, unattributed, context, local_memory,
-    dma_buf_pinned, managed_resident, held_unmapped, module_code
+    dma_buf_pinned, managed_resident, held_unmapped, module_code, malloc_heap
 };
 const char* to_string(PartKind);
 struct OomPart {

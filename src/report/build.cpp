@@ -118,6 +118,7 @@ Step step_of(const history::Step& s, Names& names) {
     out.context_bytes = s.driver.context_bytes;
     out.local_memory_bytes = s.driver.local_memory_bytes;
     out.stack_bytes_per_thread = s.driver.stack_bytes_per_thread;
+    out.malloc_heap_bytes = s.driver.malloc_heap_bytes;
     return out;
 }
 
@@ -187,7 +188,7 @@ void add_contexts(Report& r, const history::History& h, Names& names) {
         r.contexts.push_back(Context{c.device, c.primary, c.measured, c.fixed_bytes, c.stack_bytes_per_thread,
                                      c.local_memory_bytes, c.step, c.time_ns, names.site(c.site),
                                      c.stack_set_bytes_per_thread, names.site_if_any(c.stack_set_site), c.green,
-                                     c.destroyed});
+                                     c.destroyed, c.malloc_heap_bytes});
 }
 
 void add_modules(Report& r, const history::History& h, Names& names) {

@@ -33,11 +33,13 @@ std::string part_label(const OomPart& p, const Oom& o) {
     if (p.what == "graph_memory") return "graph memory (committed at graph launches)";
     if (p.what == "context") return "contexts (each one's own reservation, measured at its creation)";
     if (p.what == "local_memory") return "kernel stacks (the stack limit × the threads the device holds)";
-    if (p.what == "module_code") return "module code and globals (measured at the loads and first gets that took them)";
+    if (p.what == "module_code")
+        return "module code and globals (measured at the loads, first gets and first launches that took them)";
+    if (p.what == "malloc_heap") return "device heaps (reserved for kernels that call malloc, measured at their first launch)";
     // With NVML's list every other process is a part of its own, so what is left is this process's.
     if (p.what == "unattributed")
-        return o.processes_listed ? "unattributed (this process: code loaded at a launch, a context not measured, the heap)"
-                                  : "unattributed (code loaded at a launch, a context not measured, other processes)";
+        return o.processes_listed ? "unattributed (this process: what no measured call took, a context not measured)"
+                                  : "unattributed (what no measured call took, a context not measured, other processes)";
     if (p.what == "other_process") {
         if (p.pid == 0) return "other processes, the smaller ones";
         return p.process.empty() ? fmt::format("other process {}", p.pid) : fmt::format("other process {} ({})", p.pid, p.process);

@@ -148,6 +148,9 @@ struct Step {
     // parts as measured at their creation (0 where NVML could not say), and their kernel stacks (each
     // context's stack limit × the threads the device holds), with the largest stack limit per thread.
     std::uint64_t context_bytes = 0, local_memory_bytes = 0, stack_bytes_per_thread = 0;
+    // The device heaps the contexts reserved (a kernel that calls malloc reserves its context's at its first
+    // launch: the heap limit and 2 MiB), measured at the launch that reserved each.
+    std::uint64_t malloc_heap_bytes = 0;
 };
 
 // Older marks of a long job, folded (history/step_history.hpp): `marks` consecutive marks from first_step to
@@ -227,6 +230,7 @@ struct Context {
     Site stack_set_site;
     bool green = false;      // a green context (cuGreenCtxCreate): its fixed_bytes are its creation's whole cost
     bool destroyed = false;  // a green context destroyed: the driver keeps what its creation took
+    std::uint64_t malloc_heap_bytes = 0;  // its device heap, measured at the launch that reserved it (0: none yet)
 };
 inline constexpr std::size_t kTeardownsKept = 64;  // the summary counts every one
 
@@ -297,6 +301,7 @@ inline constexpr std::size_t kReturnsKept = 64;  // the summary counts every one
 struct OomPart {
     std::string what;        // "live" | "leaked" | "graph" | "async_pool_idle" | "graph_memory" | "other_process"
                              // | "unattributed" | "context" | "local_memory" | "dma_buf_pinned" | "managed_resident" | "module_code"
+                             // | "malloc_heap"
     std::string owner;       // live, leaked, dma_buf_pinned (the fd call's owner)
     std::string kind;        // live, leaked, dma_buf_pinned: the ledger kind, e.g. "vmm_physical"
     std::uint64_t graph = 0; // graph: its id in `graphs`

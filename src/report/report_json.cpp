@@ -108,6 +108,7 @@ template <class V> void fields(V& v, Step& s) {
     v.opt("context_bytes", s.context_bytes);
     v.opt("local_memory_bytes", s.local_memory_bytes);
     v.opt("stack_bytes_per_thread", s.stack_bytes_per_thread);
+    v.opt("malloc_heap_bytes", s.malloc_heap_bytes);
 }
 template <class V> void fields(V& v, StepWindow& w) {
     v.req("first_step", w.first_step);
@@ -210,6 +211,7 @@ template <class V> void fields(V& v, Context& c) {
     v.opt("stack_set_site", c.stack_set_site);
     v.opt("green", c.green);
     v.opt("destroyed", c.destroyed);
+    v.opt("malloc_heap_bytes", c.malloc_heap_bytes);
 }
 template <class V> void fields(V& v, Teardown& t) {
     v.req("api", t.api);

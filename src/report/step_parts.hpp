@@ -20,6 +20,7 @@ inline constexpr std::array kStepParts{
     StepPart{"kernel stacks", &Step::local_memory_bytes},
     StepPart{"managed memory on the device", &Step::managed_resident_bytes},
     StepPart{"module code and globals", &Step::module_code_bytes},
+    StepPart{"device heaps (malloc)", &Step::malloc_heap_bytes},
     StepPart{"freed, kept by dma-buf fds", &Step::dma_buf_pinned_bytes},
 };
 

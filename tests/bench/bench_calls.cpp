@@ -131,7 +131,7 @@ constexpr PatternInfo kPatterns[] = {
     {Pattern::table, "table", 2, "cudaMalloc-style table call 4KiB"},
     {Pattern::vmm, "vmm", 5, "VMM create+map+access+unmap+release 2MiB"},
     {Pattern::batch, "batch", 2, "cuMemAlloc_v2 4KiB x2000 then cuMemFree_v2 x2000"},
-    {Pattern::launch, "launch", 1, "cuLaunchKernel, a kernel with no local memory (watched: one compare)"},
+    {Pattern::launch, "launch", 1, "cuLaunchKernel, a kernel with no local memory (watched: its handle looked up, one compare)"},
 };
 
 // Per-thread VMM state: a reserved range and the properties, set up before timing.

@@ -91,7 +91,8 @@ AUDIT_CASES = ["deepep", "deepep-fixed", "door-direct", "door-dlsym", "door-proc
                "deepbind", "checkpoint-api", "deep-stacks", "enforce-deepep", "enforce-clean", "enforce-misuse",
                "held-export", "capture-free", "held-headings", "hybrid-ep", "enforce-hybrid-ep", "vllm-sleep",
                "context-reset", "ipc-dmabuf", "host-register", "pool-idle", "graph-memory", "arrays", "pool-ipc", "external-memory", "leave",
-               "jit-modules", "module-code", "module-code-eager"]
+               "jit-modules", "module-code", "module-code-eager", "module-code-launch", "module-code-launch-eager",
+               "device-heap"]
 
 
 def part_audit(s):
@@ -401,7 +402,7 @@ def part_timeline(s):
         used = x["driver_used_bytes"]
         pt_alloc, pt_reserved = x.get("pytorch_allocated_bytes", 0), x.get("pytorch_reserved_bytes", 0)
         others = sum(v for k, v in x["by_owner"].items() if k != "pytorch")
-        reserved = x.get("context_bytes", 0) + x.get("local_memory_bytes", 0)  # what the contexts reserve
+        reserved = x.get("context_bytes", 0) + x.get("local_memory_bytes", 0) + x.get("malloc_heap_bytes", 0)  # what the contexts reserve
         parts = pt_reserved + others + reserved + x.get("module_code_bytes", 0) + x["unattributed_bytes"]
         err_pct = abs(parts - used) / used * 100 if used else 100.0
         worst = max(worst, err_pct)
@@ -645,12 +646,27 @@ def part_phases(s):
         rows = [{"phase": x["label"], "driver_used": x["driver_used_bytes"], "unattributed": x["unattributed_bytes"],
                  "module_code": x.get("module_code_bytes", 0), "modules_live": x.get("modules_live", 0),
                  "contexts": x.get("context_bytes", 0), "local_memory": x.get("local_memory_bytes", 0),
-                 "stack_per_thread": x.get("stack_bytes_per_thread", 0)} for x in marks]
+                 "stack_per_thread": x.get("stack_bytes_per_thread", 0), "malloc_heap": x.get("malloc_heap_bytes", 0)} for x in marks]
         printed = out.strip().splitlines()[-1] if out.strip() else ""  # the script's own per-phase figures
         s.facts[f"phases_{mode.lower()}"] = {"rc": rc, "rows": rows, "printed": printed[:4000], "err": err[-600:] if rc else ""}
         s.check(f"phases ({mode.lower()} loading): every phase leaves at most max(64 MiB, 1% of driver-used) unattributed",
                 rc == 0 and bool(rows) and all(r["unattributed"] <= max(64 * MiB, r["driver_used"] // 100) for r in rows),
                 rows=[(r["phase"], r["unattributed"] >> 20, r["module_code"] >> 20) for r in rows])
+
+
+def part_firstlaunch(s):
+    """A capture (global mode) holding kernels' first launches, which the audit measures: the program must be
+    unchanged (the capture succeeds and replays); the marks before and after say what was named."""
+    d = tempfile.mkdtemp()
+    rc, out, err = s.audited([sys.executable, f"{HERE}/first_launch_capture.py"], d,
+                             env={"PYTHONPATH": f"{ROOT}/tools/python"}, flags=["--fail-on", "none"])
+    reps = s.report(d)
+    marks = {x["label"]: x for x in (reps[0]["steps"] if reps else []) if x.get("label")}
+    figures = {label: {k: x.get(k, 0) for k in ("driver_used_bytes", "module_code_bytes", "malloc_heap_bytes",
+                                                  "unattributed_bytes")} for label, x in marks.items()}
+    s.facts["first_launch_capture"] = figures
+    s.check("a capture holding kernels' first launches succeeds and replays under the audit",
+            rc == 0 and "capture ok, replay ok" in out, rc=rc, err=err[-600:], marks=figures)
 
 
 def part_ranks(s):

@@ -59,8 +59,8 @@ TEST_CASE("the module book counts live loads by site, and unloads of handles it 
     const history::ModuleGrowth grew = book.take_growth();
     CHECK(grew.site.trace == 7);
     CHECK(grew.count == 2);
-    book.unloaded(&handles[0], -1, 0);
-    book.unloaded(&handles[3], -1, 0);  // loaded before the audit began
+    book.unloaded(&handles[0], -1, 0, nullptr);
+    book.unloaded(&handles[3], -1, 0, nullptr);  // loaded before the audit began
     CHECK(book.live().count == 2);
     CHECK(book.live().image_bytes == 1050);
     CHECK(book.take_growth().count == 0);
@@ -75,13 +75,13 @@ TEST_CASE("module code: a device's figure is what was measured there; a site's, 
     constexpr std::int64_t MiB = 1 << 20;
     shim::ModuleBook book;
     const ledger::Site jit{"cuModuleLoadData", 7, 1}, lib{"cuLibraryLoadData", 9, 1};
-    int module = 0, library = 0, unknown = 0;
+    int module = 0, library = 0, unknown = 0, ctx0 = 0, ctx1 = 0;
     book.loaded(&module, 100, jit, 1);
-    book.took(&module, 0, 32 * MiB);    // its globals, at the load
-    book.took(&module, 0, 2 * MiB);     // its code, at the first get of a function
+    book.took(&module, 0, 32 * MiB, &ctx0);    // its globals, at the load
+    book.took(&module, 0, 2 * MiB, &ctx0);     // its code, at the first get of a function
     book.loaded(&library, 100, lib, 1);
-    book.took(&library, 1, 32 * MiB);   // in a context of device 1
-    book.took(&unknown, 0, 4 * MiB);    // a library loaded before the audit: the device's figure only
+    book.took(&library, 1, 32 * MiB, &ctx1);   // in a context of device 1
+    book.took(&unknown, 0, 4 * MiB, &ctx0);    // a library loaded before the audit: the device's figure only
     CHECK(book.code_bytes(0) == 38 * MiB);
     CHECK(book.code_bytes(1) == 32 * MiB);
     CHECK(book.code_bytes(-1) == 70 * MiB);
@@ -90,14 +90,38 @@ TEST_CASE("module code: a device's figure is what was measured there; a site's, 
     book.copy_to(rows);
     CHECK((rows[0].code_bytes == 34 * MiB && rows[1].code_bytes == 32 * MiB));
     // The driver kept 2 MiB of the module's at its unload (a chunk another module shares): the device says so.
-    book.unloaded(&module, 0, -32 * MiB);
+    book.unloaded(&module, 0, -32 * MiB, &ctx0);
     CHECK(book.code_bytes(0) == 6 * MiB);
     book.copy_to(rows);
     CHECK(rows[0].code_bytes == 0);
     // A device past the ones kept, and nothing measured, change nothing.
-    book.took(&library, shim::kCodeDevices, MiB);
-    book.took(&library, 0, 0);
+    book.took(&library, shim::kCodeDevices, MiB, &ctx1);
+    book.took(&library, 0, 0, &ctx1);
     CHECK(book.code_bytes(-1) == 38 * MiB);
+}
+
+TEST_CASE("module code: a context's end gives back what the driver held there, and nothing of another's") {
+    constexpr std::int64_t MiB = 1 << 20;
+    shim::ModuleBook book;
+    const ledger::Site lib{"cuLibraryLoadData", 9, 1};
+    int library = 0, unknown = 0, primary = 0, own = 0;
+    book.loaded(&library, 100, lib, 1);
+    book.took(&library, 0, 140 * MiB, &primary);  // a heap kernel's code in the primary context
+    book.took(&library, 0, 140 * MiB, &own);      // and in a context of the program's own
+    book.took(&unknown, 0, 4 * MiB, &own);        // a library loaded before the audit, in that context
+    CHECK(book.code_bytes(0) == 284 * MiB);
+    book.context_ended(&own);
+    CHECK(book.code_bytes(0) == 140 * MiB);
+    std::vector<history::ModuleSite> rows;
+    book.copy_to(rows);
+    CHECK(rows[0].code_bytes == 140 * MiB);
+    // The unload gives back 2 MiB; the driver keeps the heap kernel's 138 with the primary context until it ends.
+    book.unloaded(&library, 0, -2 * MiB, &primary);
+    CHECK(book.code_bytes(0) == 138 * MiB);
+    book.context_ended(&primary);
+    CHECK(book.code_bytes(0) == 0);
+    book.context_ended(&own);  // ended twice (a reset, then a release): nothing more
+    CHECK(book.code_bytes(0) == 0);
 }
 
 TEST_CASE("module code: only the first get of a function is measured, and the gets remembered are bounded") {

@@ -32,11 +32,14 @@ struct DriverHook<Id, Event, CUresult(A...)> {
             return CUDA_ERROR_NOT_INITIALIZED;
         if constexpr (Row::d.call_class == CallClass::watched) {
             // One compare on the way back: only a refusal for lack of memory is the shim's business, and a
-            // launch's device heap that does not fit is refused as CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES.
-            const CUresult r = real(a...);
-            if (r == CUDA_SUCCESS) [[likely]] return r;
-            if (r == CUDA_ERROR_OUT_OF_MEMORY || r == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES) refused(api, caller, r, a...);
-            return r;
+            // launch's device heap that does not fit is refused as CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES. A first
+            // use (a kernel's first launch, which may load its code) goes the whole way below.
+            if (!Row::is_first_use(a...)) [[likely]] {
+                const CUresult r = real(a...);
+                if (r == CUDA_SUCCESS) [[likely]] return r;
+                if (r == CUDA_ERROR_OUT_OF_MEMORY || r == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES) refused(api, caller, r, a...);
+                return r;
+            }
         }
         Recorder* rec = nullptr;
         if (!guarded(api, [&] { rec = recorder_for_call(caller); }) || rec == nullptr) return real(a...);

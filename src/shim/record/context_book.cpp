@@ -50,6 +50,12 @@ void ContextBook::stack_set(CUcontext ctx, std::uint64_t bytes_per_thread, const
         }
 }
 
+void ContextBook::heap_reserved(CUcontext ctx, std::uint64_t bytes) {
+    std::lock_guard lock(mu_);
+    for (Live& l : live_)
+        if (l.ctx == ctx && !l.facts.destroyed && l.facts.malloc_heap_bytes == 0) l.facts.malloc_heap_bytes = bytes;
+}
+
 // Copied under the lock, asked outside it (the driver's answers take their time); what it said is kept for
 // the report, which asks the driver nothing (it may be written from a signal handler).
 std::vector<ContextBook::Live> ContextBook::live_now(CUcontext stack_gone) {
@@ -80,6 +86,7 @@ ContextBook::Reserved ContextBook::reserved(int device, CUcontext stack_gone) {
         if (device >= 0 && l.facts.device != device) continue;
         r.context_bytes += l.facts.fixed_bytes;
         r.local_memory_bytes += l.facts.local_memory_bytes;
+        r.malloc_heap_bytes += l.facts.malloc_heap_bytes;
         r.stack_bytes_per_thread = std::max(r.stack_bytes_per_thread, l.facts.stack_bytes_per_thread);
     }
     return r;

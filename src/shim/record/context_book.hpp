@@ -1,8 +1,9 @@
 // context_book: the contexts the program made, and what each reserves on its device besides allocations —
 // the fixed part its creation cost (what NVML charged this process for it, less the kernel stack it began
-// with) and its kernel stack reservation (its CU_LIMIT_STACK_SIZE × the threads the device holds, which a
+// with), its kernel stack reservation (its CU_LIMIT_STACK_SIZE × the threads the device holds, which a
 // launch raises to what a kernel's local memory needs and keeps: docs/DRIVER.md, "Contexts, kernel stacks
-// and launches"); and who last set a context's stack limit. Asked at marks and out-of-memory moments only.
+// and launches") and its device heap (measured at the launch that reserved it); and who last set a
+// context's stack limit. Asked at marks and out-of-memory moments only.
 #pragma once
 
 #include "history/types.hpp"
@@ -26,11 +27,14 @@ public:
     // A green context destroyed: the driver keeps what its creation took, so its fixed part stays booked.
     void green_destroyed(CUcontext green);
     void stack_set(CUcontext ctx, std::uint64_t bytes_per_thread, const ledger::Site& site);
+    // A launch in `ctx` reserved its device heap, `bytes` (once: the driver reserves it at most once).
+    void heap_reserved(CUcontext ctx, std::uint64_t bytes);
 
     // What `device`'s live contexts reserve now (every device's: -1), asking the driver for their stacks
     // (marks and out-of-memory moments).
     struct Reserved {
         std::uint64_t context_bytes = 0, local_memory_bytes = 0, stack_bytes_per_thread = 0;
+        std::uint64_t malloc_heap_bytes = 0;
     };
     // `stack_gone`: a context whose stack the driver gave back (it does so when it refuses a launch for want
     // of stack: docs/DRIVER.md), counted without it.

@@ -53,6 +53,7 @@ void forget_what_the_driver_freed(Call& call, int device, CUcontext ctx) {
 
 void context_ended(Call& call, int device, CUcontext ctx) {
     call.recorder().contexts().ended(ctx);
+    call.recorder().modules().context_ended(ctx);
     forget_what_the_driver_freed(call, device, ctx);
 }
 
@@ -79,7 +80,9 @@ void heap_refused(Call& call, CUresult r, CUfunction f, std::uint64_t block_thre
         call.recorder().report_due();
 }
 
-void launch_refused(Call& call, CUresult r, CUfunction f, std::uint64_t block_threads) {
+// A launch recorded: a kernel's first (what it loaded is measured), or a refusal.
+void launch_answered(Call& call, CUresult r, CUfunction f, std::uint64_t block_threads) {
+    launch_took(call, r, f);
     if (r == CUDA_ERROR_OUT_OF_MEMORY) stack_refused(call, r, f);
     if (r == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES) heap_refused(call, r, f, block_threads);
 }
@@ -147,15 +150,15 @@ void record(ev::Limit, Call& call, CUresult r, CUlimit limit, size_t) {
 
 void record(ev::Launch, Call& call, CUresult r, CUfunction f, unsigned, unsigned, unsigned, unsigned bx, unsigned by,
             unsigned bz, unsigned, CUstream, void**, void**) {
-    launch_refused(call, r, f, std::uint64_t{bx} * by * bz);
+    launch_answered(call, r, f, std::uint64_t{bx} * by * bz);
 }
 void record(ev::Launch, Call& call, CUresult r, const CUlaunchConfig* config, CUfunction f, void**, void**) {
     const std::uint64_t threads = config == nullptr ? 0 : std::uint64_t{config->blockDimX} * config->blockDimY * config->blockDimZ;
-    launch_refused(call, r, f, threads);
+    launch_answered(call, r, f, threads);
 }
 void record(ev::Launch, Call& call, CUresult r, CUfunction f, unsigned, unsigned, unsigned, unsigned bx, unsigned by,
             unsigned bz, unsigned, CUstream, void**) {
-    launch_refused(call, r, f, std::uint64_t{bx} * by * bz);
+    launch_answered(call, r, f, std::uint64_t{bx} * by * bz);
 }
 
 }  // namespace cumemaudit::shim

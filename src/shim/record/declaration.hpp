@@ -11,8 +11,9 @@ namespace cumemaudit::shim {
 
 // VMM calls are rare and slow, so their sites get the deep native stack and the Python frames by default;
 // classic calls are frequent and cheap, so theirs keep one return address unless asked. A watched call (a
-// kernel launch) is the most frequent of all: its wrapper compares the driver's answer with success and
-// nothing else, and only a refusal that may be for lack of memory is recorded, with the deep stack.
+// kernel launch) is the most frequent of all: its wrapper looks its handle up (a kernel's first launch is
+// measured, record/first_launches.hpp) and compares the driver's answer with success, and only a refusal that
+// may be for lack of memory is recorded, with the deep stack.
 enum class CallClass : std::uint8_t { classic, vmm, watched };
 
 // A call's part in the life of the value it names (a pointer, a handle). The driver hands a freed value out

@@ -85,8 +85,18 @@ struct Declared {
         else return true;
     }();
     static_assert(d.call_class != CallClass::watched || (d.order.role == Order::none && d.enforce == no_enforce &&
-                                                         d.oom == OomWatch::none && !d.prepares && d.records),
+                                                         d.oom == OomWatch::none && d.records),
                   "events.inc: a watched row records its out-of-memory answers and does nothing else");
+    static constexpr bool has_first_use = requires(A... a) { { first_use(Event{}, a...) } -> std::same_as<bool>; };
+    static_assert(d.call_class != CallClass::watched || d.prepares == has_first_use,
+                  "events.inc: a watched row prepares exactly when first_use() says which of its calls is a first use");
+
+    // A watched call goes the whole way (prepare, driver, record) only when it is the first use of what it
+    // names, said by first_use(); any other is one compare on the way back.
+    static bool is_first_use(A... a) noexcept {
+        if constexpr (has_first_use) return first_use(Event{}, a...);
+        else return false;
+    }
     static_assert(bytes_fit, "events.inc: the row's requested bytes name an argument that is not a size");
 
     template <int I>

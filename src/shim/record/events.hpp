@@ -6,6 +6,7 @@
 
 #include "shim/record/call.hpp"
 #include "shim/record/declaration.hpp"
+#include "shim/record/first_launches.hpp"
 #include "shim/record/pool_book.hpp"
 #include "shim/services/cuda_api.hpp"
 
@@ -91,6 +92,14 @@ void record(ev::CtxCreate, Call&, CUresult, CUcontext*, CUexecAffinityParam*, in
 void record(ev::CtxCreate, Call&, CUresult, CUcontext*, CUctxCreateParams*, unsigned int, CUdevice);
 void record(ev::GreenCtxCreate, Call&, CUresult, CUgreenCtx*, CUdevResourceDesc, CUdevice, unsigned int);
 void record(ev::Limit, Call&, CUresult, CUlimit, size_t);
+// A launch is watched, but a kernel handle's first launch is measured (record/first_launches.hpp): under lazy
+// loading the driver may load the kernel's code inside it (module_events.cpp).
+inline bool first_use(ev::Launch, CUfunction f, auto...) noexcept { return first_launches().claim(f); }
+inline bool first_use(ev::Launch, const CUlaunchConfig*, CUfunction f, auto...) noexcept { return first_launches().claim(f); }
+void prepare_launch_measure(Call&, CUfunction);
+void launch_took(Call&, CUresult, CUfunction);
+inline void prepare(ev::Launch, Call& call, CUfunction f, auto...) { prepare_launch_measure(call, f); }
+inline void prepare(ev::Launch, Call& call, const CUlaunchConfig*, CUfunction f, auto...) { prepare_launch_measure(call, f); }
 void record(ev::Launch, Call&, CUresult, CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
             CUstream, void**, void**);
 void record(ev::Launch, Call&, CUresult, const CUlaunchConfig*, CUfunction, void**, void**);

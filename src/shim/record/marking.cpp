@@ -36,7 +36,8 @@ void mark_now(Recorder& rec, MarkRequest r) {
                  m.graph_reserved, m.other_processes_bytes, reserved.context_bytes,
                  reserved.local_memory_bytes, reserved.stack_bytes_per_thread,
                  managed_resident(rec, m),
-                 rec.modules().code_bytes(rec.several_devices() ? m.device : -1)};
+                 rec.modules().code_bytes(rec.several_devices() ? m.device : -1),
+                 reserved.malloc_heap_bytes};
     in.pool_reserved = pools.reserved;
     in.pool_used = pools.used;
     in.torch_pools = std::move(r.torch_pools);

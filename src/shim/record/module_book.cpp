@@ -32,9 +32,7 @@ void ModuleBook::loaded(const void* handle, std::uint64_t image_bytes, const led
         ++untracked_;
 }
 
-void ModuleBook::took(const void* handle, int device, std::int64_t bytes) {
-    if (bytes == 0 || device < 0 || device >= kCodeDevices) return;
-    std::lock_guard lock(mu_);
+void ModuleBook::give_back(const void* handle, int device, std::int64_t bytes) {
     code_by_device_[device] += bytes;
     auto it = handle == nullptr ? handles_.end() : handles_.find(handle);
     if (it == handles_.end()) return;
@@ -42,6 +40,25 @@ void ModuleBook::took(const void* handle, int device, std::int64_t bytes) {
     std::uint64_t& site_bytes = sites_[it->second.site].code_bytes;
     site_bytes = bytes > 0 ? site_bytes + static_cast<std::uint64_t>(bytes)
                            : site_bytes - std::min(site_bytes, static_cast<std::uint64_t>(-bytes));
+}
+
+void ModuleBook::took(const void* handle, int device, std::int64_t bytes, const void* ctx) {
+    if (bytes == 0 || device < 0 || device >= kCodeDevices) return;
+    std::lock_guard lock(mu_);
+    const void* known = handles_.count(handle) != 0 ? handle : nullptr;
+    give_back(known, device, bytes);
+    if (ctx == nullptr) return;
+    auto held = held_.find({ctx, known});
+    if (held != held_.end()) held->second.bytes += bytes;
+    else if (held_.size() < kTakenKept) held_.emplace(std::pair{ctx, known}, Held{device, bytes});
+}
+
+void ModuleBook::context_ended(const void* ctx) {
+    std::lock_guard lock(mu_);
+    for (auto it = held_.lower_bound({ctx, nullptr}); it != held_.end() && it->first.first == ctx;) {
+        give_back(it->first.second, it->second.device, -it->second.bytes);
+        it = held_.erase(it);
+    }
 }
 
 bool ModuleBook::first_get(std::uint64_t key) {
@@ -58,9 +75,24 @@ std::uint64_t ModuleBook::code_bytes(int device) const {
     return sum > 0 ? static_cast<std::uint64_t>(sum) : 0;  // an unload measured with another thread's free beside it
 }
 
-void ModuleBook::unloaded(const void* handle, int device, std::int64_t released) {
+void ModuleBook::unloaded(const void* handle, int device, std::int64_t released, const void* ctx) {
     std::lock_guard lock(mu_);
     if (device >= 0 && device < kCodeDevices) code_by_device_[device] += released;
+    // What the handle's contexts held, less what the unload gave back, is what the driver keeps with a
+    // context (a heap kernel's share of it): the unloading context's until it ends.
+    std::int64_t kept = released;
+    for (auto it = held_.begin(); it != held_.end();)
+        if (it->first.second == handle && handle != nullptr) {
+            kept += it->second.bytes;
+            it = held_.erase(it);
+        } else {
+            ++it;
+        }
+    if (kept > 0 && ctx != nullptr && device >= 0 && device < kCodeDevices) {
+        auto held = held_.find({ctx, nullptr});
+        if (held != held_.end()) held->second.bytes += kept;
+        else if (held_.size() < kTakenKept) held_.emplace(std::pair{ctx, nullptr}, Held{device, kept});
+    }
     auto it = handles_.find(handle);
     if (it == handles_.end()) {
         if (untracked_ == 0) return;  // loaded before the audit began, or through a call it does not see

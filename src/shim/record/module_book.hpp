@@ -9,16 +9,19 @@
 // alarm. Bounded: history::kModuleSitesKept sites (a later site shares the last row), kModulesTracked live
 // handles (a load past them is counted at its site; its unload, of a handle not known, only in the total),
 // kFirstGetsKept function gets remembered (past them a get is no longer measured: its code stays
-// unattributed) and kCodeDevices devices.
+// unattributed), kCodeDevices devices and kTakenKept (context, handle) pairs (past them what a context holds
+// is not given back at its end).
 #pragma once
 
 #include "history/types.hpp"
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 namespace cumemaudit::shim {
@@ -26,15 +29,19 @@ namespace cumemaudit::shim {
 inline constexpr std::size_t kModulesTracked = 262'144;
 inline constexpr std::size_t kFirstGetsKept = 65'536;
 inline constexpr int kCodeDevices = 64;
+inline constexpr std::size_t kTakenKept = 65'536;
 
 class ModuleBook {
 public:
     void loaded(const void* handle, std::uint64_t image_bytes, const ledger::Site& site, std::uint64_t step);
-    // An unload: `released` is what the device's used memory moved by (negative: given back).
-    void unloaded(const void* handle, int device, std::int64_t released);
-    // The driver took `bytes` on `device` for the code or globals of `handle` (a module or library; null or
-    // one not loaded through the shim: the device's figure only).
-    void took(const void* handle, int device, std::int64_t bytes);
+    // An unload in context `ctx`: `released` is what the device's used memory moved by (negative: given back);
+    // what the handle keeps past it (code the driver holds with a context) stays with `ctx`.
+    void unloaded(const void* handle, int device, std::int64_t released, const void* ctx);
+    // The driver took `bytes` on `device` in context `ctx` for the code or globals of `handle` (a module or
+    // library; null or one not loaded through the shim: the device's figure only).
+    void took(const void* handle, int device, std::int64_t bytes, const void* ctx);
+    // A context ended: the driver freed the code and globals it held there.
+    void context_ended(const void* ctx);
     // Whether this is the first get of `key` (a module's function by name, a kernel in a context): only
     // those can load code, so only they are measured.
     bool first_get(std::uint64_t key);
@@ -61,6 +68,13 @@ private:
     std::uint64_t untracked_ = 0;  // live loads past kModulesTracked
     std::array<std::int64_t, kCodeDevices> code_by_device_{};
     std::unordered_set<std::uint64_t> first_gets_;
+    // What each context holds of each handle's code (handle null: of none known), by (context, handle).
+    struct Held {
+        int device;
+        std::int64_t bytes;
+    };
+    std::map<std::pair<const void*, const void*>, Held> held_;
+    void give_back(const void* handle, int device, std::int64_t bytes);
 };
 
 }  // namespace cumemaudit::shim

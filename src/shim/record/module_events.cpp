@@ -1,13 +1,15 @@
 // The events of modules and libraries: a load the driver accepted is booked at its site with its image's
 // bytes, an unload takes it off. What the driver takes on the device for their code and globals is measured
 // around the calls that take it: the load (globals always; code too under eager loading), the first get of a
-// function in a context under lazy loading, and the unload that gives it back (docs/DRIVER.md, "Module code
+// function in a context and a kernel's first launch under lazy loading, and the unload that gives it back (docs/DRIVER.md, "Module code
 // and globals"). A refused load or get needs nothing here: its row watches refusals, so an out-of-memory
 // answer makes an OOM record like an allocation's.
 #include "shim/record/events.hpp"
 
+#include "common/heap_bytes.hpp"
 #include "ledger/ledger.hpp"
 #include "shim/record/recorder.hpp"
+#include "shim/services/context_query.hpp"
 #include "shim/services/driver_query.hpp"
 #include "shim/services/module_image.hpp"
 
@@ -53,7 +55,7 @@ std::int64_t moved_since_before(Call& call) {
 void loaded(Call& call, const void* handle, std::uint64_t image_bytes) {
     Recorder& rec = call.recorder();
     rec.modules().loaded(handle, image_bytes, call.site(), rec.timeline().last_step());
-    rec.modules().took(handle, t_before.device.device, moved_since_before(call));
+    rec.modules().took(handle, t_before.device.device, moved_since_before(call), current_context());
 }
 
 // Under eager loading a get takes nothing; under lazy loading only a first get can.
@@ -69,18 +71,56 @@ std::uint64_t context_key() { return reinterpret_cast<std::uintptr_t>(current_co
 void unloaded(Call& call, CUresult r, const void* handle) {
     const int device = t_before.device.device;
     const std::int64_t moved = moved_since_before(call);
-    if (r == CUDA_SUCCESS) call.recorder().modules().unloaded(handle, device, moved);
+    if (r == CUDA_SUCCESS) call.recorder().modules().unloaded(handle, device, moved, current_context());
 }
 
 void got(Call& call, CUresult r, const void* handle) {
     const int device = t_before.device.device;
     const std::int64_t moved = moved_since_before(call);
-    if (r == CUDA_SUCCESS) call.recorder().modules().took(handle, device, moved);
+    if (r == CUDA_SUCCESS) call.recorder().modules().took(handle, device, moved, current_context());
 }
+
+// The stack limit before a measured launch: a launch that raises it takes the stack's growth too, which the
+// context's part already names (context_book.cpp), so that much is not code.
+thread_local std::uint64_t t_stack_before = 0;
 
 }  // namespace
 
 void prepare_code_measure(Call& call) { look_before(call); }
+
+// A kernel's first launch. Under lazy loading a library's kernel (CUDA's runtime launches those as they are)
+// has its code loaded here first, by the very load its launch would make in this context (a function got
+// from a module had its code measured at the get), so that its code and what the launch reserves besides
+// are told apart.
+void prepare_launch_measure(Call& call, CUfunction f) {
+    const auto kernel = reinterpret_cast<CUkernel>(f);
+    if (lazy_module_loading())
+        if (const CUlibrary library = library_of_kernel(kernel)) {
+            look_before(call);
+            const int device = t_before.device.device;
+            const bool loaded = load_kernel_here(kernel);
+            const std::int64_t moved = moved_since_before(call);
+            if (loaded && moved != 0) call.recorder().modules().took(library, device, moved, current_context());
+        }
+    look_before(call);
+    t_stack_before = t_before.device.known ? stack_limit_of(current_context()) : 0;
+}
+
+// Beyond a stack it raised (the context's part names that), a first launch reserves only its context's
+// device heap, once, when its kernel is the first there to call malloc: the heap limit and 2 MiB
+// (docs/DRIVER.md). Less than that is another thread's doing meanwhile, and is left alone.
+void launch_took(Call& call, CUresult r, CUfunction f) {
+    const int device = t_before.device.device;
+    std::int64_t moved = moved_since_before(call);
+    if (r != CUDA_SUCCESS) first_launches().forget(f);
+    if (r != CUDA_SUCCESS || moved <= 0) return;
+    const CUcontext ctx = current_context();
+    const std::uint64_t stack_after = stack_limit_of(ctx);
+    if (stack_after > t_stack_before)
+        moved -= static_cast<std::int64_t>((stack_after - t_stack_before) * device_threads(device));
+    const std::uint64_t heap = heap_reservation(limit_of(ctx, CU_LIMIT_MALLOC_HEAP_SIZE));
+    if (moved > 0 && static_cast<std::uint64_t>(moved) >= heap) call.recorder().contexts().heap_reserved(ctx, heap);
+}
 
 void record(ev::ModuleLoad, Call& call, CUresult r, CUmodule* module, const char* fname) {
     if (r == CUDA_SUCCESS && module != nullptr) loaded(call, *module, module_file_bytes(fname));

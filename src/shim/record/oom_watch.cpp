@@ -54,6 +54,7 @@ history::Oom take_moment(Recorder& a, const char* api, const char* result, std::
                                                .local_memory = reserved.local_memory_bytes,
                                                .managed_resident = managed_resident(a, m),
                                                .module_code = a.modules().code_bytes(a.several_devices() ? m.device : -1),
+                                               .malloc_heap = reserved.malloc_heap_bytes,
                                                .device = a.several_devices() ? m.device : -1,
                                                .processes_listed = m.processes_listed,
                                                .other_processes = std::move(m.other_processes)});

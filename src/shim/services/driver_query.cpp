@@ -114,6 +114,13 @@ CUlibrary library_of_kernel(CUkernel kernel) {
     return get != nullptr && get(&lib, kernel) == CUDA_SUCCESS ? lib : nullptr;
 }
 
+bool load_kernel_here(CUkernel kernel) {
+    DriverScope in_driver;
+    static const auto get = driver_function<CUresult(CUDAAPI*)(CUfunction*, CUkernel)>("cuKernelGetFunction");
+    CUfunction f = nullptr;
+    return get != nullptr && get(&f, kernel) == CUDA_SUCCESS;
+}
+
 DriverMemory driver_memory(CUcontext fallback, WithNvml nvml) {
     DriverScope in_driver;  // our own questions are not the program's calls
     DriverMemory m;

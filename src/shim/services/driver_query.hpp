@@ -59,8 +59,12 @@ DeviceUsed device_used_now();
 // since CUDA 12.2) rather than at the load; asked once.
 bool lazy_module_loading();
 
-// The library a kernel handle belongs to (cuKernelGetLibrary), or null.
+// The library a kernel handle belongs to (cuKernelGetLibrary), or null (a function's handle, too).
 CUlibrary library_of_kernel(CUkernel kernel);
+
+// Has the driver load a library kernel's code in the current context, as its launch there would
+// (cuKernelGetFunction); false when it could not.
+bool load_kernel_here(CUkernel kernel);
 
 // The calling thread's current context, or null.
 CUcontext current_context();

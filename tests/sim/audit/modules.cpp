@@ -5,6 +5,7 @@
 // runs on the GPU too.
 #include "scenarios.hpp"
 
+#include "support/kernels_ptx.hpp"
 #include "support/module_code_ptx.hpp"
 
 #include <string>
@@ -112,7 +113,36 @@ int module_code(int, char**) {
     return 0;
 }
 
+// What CUDA's runtime does under lazy loading (the default): it loads a library and gets its kernels, then
+// launches a kernel as it is, without getting its function in the context, so the driver loads the kernel's
+// code inside its first launch; that launch also raises the kernel stack to the kernel's 32 KiB of local
+// memory per thread. A second launch takes nothing; the unload gives the code back.
+int module_code_launch(int, char**) {
+    init_primary_context();
+    const auto step = reinterpret_cast<StepFn>(dlsym(RTLD_DEFAULT, "cumemaudit_step"));
+    CUdeviceptr out = 0;
+    OK(cuMemAlloc(&out, 4096));
+    step(0);
+    CUlibrary library = nullptr;
+    OK(cuLibraryLoadData(&library, cumemaudit::program::kLocalMemoryPtx, nullptr, nullptr, 0, nullptr, nullptr, 0));  // site:launch_library_load
+    CUkernel kernel = nullptr;
+    OK(cuLibraryGetKernel(&kernel, library, "local_heavy"));
+    step(1);
+    int n = 64;
+    void* args[] = {&out, &n};
+    for (int launch = 0; launch < 2; ++launch) {
+        OK(cuLaunchKernel(reinterpret_cast<CUfunction>(kernel), 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr));
+        OK(cuCtxSynchronize());
+        step(2 + launch);
+    }
+    OK(cuLibraryUnload(library));
+    step(4);
+    OK(cuMemFree(out));
+    return 0;
+}
+
 }  // namespace
 
 AUDIT_SCENARIO("jit-modules", jit_modules);
+AUDIT_SCENARIO("module-code-launch", module_code_launch);
 AUDIT_SCENARIO("module-code", module_code);

@@ -71,7 +71,7 @@ def module_code_case(tmp, env, want_steps, want_refused_part):
     parts = {p["what"]: p["bytes"] for p in oom["parts"]}
     expect(parts.get("module_code") == want_refused_part * MiB and sum(p["bytes"] for p in oom["parts"]) == oom["driver_used_bytes"],
            f"oom parts: {oom['parts']}")
-    expect(f"{want_refused_part}.0 MiB" in proc.stderr and "module code and globals (measured at the loads and first gets that took them)"
+    expect(f"{want_refused_part}.0 MiB" in proc.stderr and "module code and globals (measured at the loads, first gets and first launches that took them)"
            in proc.stderr, proc.stderr)
     rows = sorted((m["site"]["api"], top_frame(m)["line"], m["loads"], m["unloads"], m["live"], m.get("code_bytes", 0))
                   for m in rep["modules"])
@@ -91,6 +91,39 @@ def case_module_code_eager(tmp):
     """Eager loading: each load takes its globals and all its code at once (34 MiB each; the library's code
     crosses into a second chunk), a get takes nothing; the module's unload gives back 32 MiB, the library's 36."""
     module_code_case(tmp, {"CUDA_MODULE_LOADING": "EAGER"}, {0: 0, 1: 34, 2: 34, 3: 68, 4: 68, 5: 36, 6: 0}, 36)
+
+
+def module_code_launch_case(tmp, loading, want_code):
+    """CUDA's runtime under lazy loading launches a library's kernel without getting its function: the driver
+    loads its code inside the first launch, which also raises the kernel stack. Each step names the code
+    (measured around that launch, less the stack's growth, which the context's part names), the stack grows
+    by exactly the limit's growth times the device's threads, and the unattributed bytes never move."""
+    env = {"CUDA_MODULE_LOADING": loading, "CUMEMAUDIT_SIM_CONTEXT": "256MiB", "CUMEMAUDIT_SIM_SMS": "4"}
+    run([SCENARIOS, "module-code-launch"], tmp, env=env)
+    rep = only_report(tmp)
+    steps = {s["step"]: s for s in rep["steps"] if not s["label"]}
+    code = {n: steps[n].get("module_code_bytes", 0) // MiB for n in sorted(steps)}
+    expect(code == want_code, f"module code by step (MiB): {code}")
+    stack = {n: steps[n]["local_memory_bytes"] for n in sorted(steps)}
+    (ctx,) = rep["contexts"]
+    threads = stack[0] // 1024  # the default limit, 1 KiB a thread
+    expect(stack == {0: 1024 * threads, 1: 1024 * threads, 2: 32768 * threads, 3: 32768 * threads, 4: 32768 * threads}
+           and ctx["stack_bytes_per_thread"] == 32768, f"kernel stack by step: {stack}, context: {ctx}")
+    unattributed = {n: steps[n]["unattributed_bytes"] for n in sorted(steps)}
+    expect(len(set(unattributed.values())) == 1, f"unattributed by step: {unattributed}")
+    rows = [(m["site"]["api"], top_frame(m)["line"], m["loads"], m["unloads"]) for m in rep["modules"]]
+    expect(rows == [("cuLibraryLoadData", marker_line(SRC, "launch_library_load"), 1, 1)], f"module rows: {rows}")
+
+
+def case_module_code_launch(tmp):
+    """Lazy loading: nothing at the load (the kernel has no globals), its 2 MiB of code at its first launch,
+    nothing at the second, all given back at the unload."""
+    module_code_launch_case(tmp, "LAZY", {0: 0, 1: 0, 2: 2, 3: 2, 4: 0})
+
+
+def case_module_code_launch_eager(tmp):
+    """Eager loading: the code at the load; the launches take only the stack."""
+    module_code_launch_case(tmp, "EAGER", {0: 0, 1: 2, 2: 2, 3: 2, 4: 0})
 
 
 CASES = named_cases(globals())

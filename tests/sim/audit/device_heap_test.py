@@ -1,0 +1,38 @@
+#!/usr/bin/env python3
+"""A context's device heap (device_heap.cpp).
+
+Usage: device_heap_test.py CASE   (paths from the environment meson sets; see audit_common.py)."""
+import sys
+
+from audit_common import REAL, SCENARIOS, run, only_report, expect
+from cases import main, named_cases  # tests/support, on sys.path through audit_common
+
+MiB = 1 << 20
+
+
+def case_device_heap(tmp):
+    """The first launch of a kernel that calls malloc reserves its context's heap, the limit and 2 MiB: 66 MiB
+    at the primary context's 64 MiB limit, then 10 MiB at a second context's default 8 MiB, where the runtime's
+    way (a library's kernel launched without a get) loads the kernel's code in the same launch. Each step names
+    the heaps apart from the code (138 MiB for a heap kernel's module in a context, as the H100 and H200 took,
+    and its 2 MiB), a second launch takes nothing, a context's end gives back its heap and the code the driver
+    held there, and the unattributed bytes never move."""
+    env = {"CUMEMAUDIT_SIM_CONTEXT": "256MiB", "CUMEMAUDIT_SIM_SMS": "4", "CUMEMAUDIT_SIM_HEAP_CODE": "138MiB"}
+    run([SCENARIOS, "device-heap"], tmp, env=env)
+    rep = only_report(tmp)
+    steps = {s["step"]: s for s in rep["steps"] if not s["label"]}
+    heap = {n: steps[n].get("malloc_heap_bytes", 0) // MiB for n in sorted(steps)}
+    expect(heap == {0: 0, 1: 0, 2: 66, 3: 66, 4: 66, 5: 76, 6: 66}, f"device heaps by step (MiB): {heap}")
+    if not REAL:  # the code's bytes are the simulated driver's (the real one's differ by a chunk or two)
+        code = {n: steps[n].get("module_code_bytes", 0) // MiB for n in sorted(steps)}
+        expect(code == {0: 0, 1: 140, 2: 140, 3: 140, 4: 140, 5: 280, 6: 138}, f"module code by step (MiB): {code}")
+    unattributed = {n: steps[n]["unattributed_bytes"] for n in sorted(steps)}
+    expect(len(set(unattributed.values())) == 1, f"unattributed by step: {unattributed}")
+    (ctx,) = rep["contexts"]
+    expect(ctx["primary"] and ctx["malloc_heap_bytes"] == 66 * MiB, f"context: {ctx}")
+
+
+CASES = named_cases(globals())
+
+if __name__ == "__main__":
+    sys.exit(main(CASES))
