@@ -94,12 +94,13 @@ void record(ev::GreenCtxCreate, Call&, CUresult, CUgreenCtx*, CUdevResourceDesc,
 void record(ev::Limit, Call&, CUresult, CUlimit, size_t);
 // A launch is watched, but a kernel handle's first launch is measured (record/first_launches.hpp): under lazy
 // loading the driver may load the kernel's code inside it (module_events.cpp).
-inline bool first_use(ev::Launch, CUfunction f, auto...) noexcept { return first_launches().claim(f); }
-inline bool first_use(ev::Launch, const CUlaunchConfig*, CUfunction f, auto...) noexcept { return first_launches().claim(f); }
+// The kernel a launch runs: its first argument, or cuLaunchKernelEx's second, after its configuration.
+inline CUfunction launched(CUfunction f, auto...) noexcept { return f; }
+inline CUfunction launched(const CUlaunchConfig*, CUfunction f, auto...) noexcept { return f; }
+inline bool first_use(ev::Launch, auto... a) noexcept { return first_launches().claim(launched(a...)); }
 void prepare_launch_measure(Call&, CUfunction);
 void launch_took(Call&, CUresult, CUfunction);
-inline void prepare(ev::Launch, Call& call, CUfunction f, auto...) { prepare_launch_measure(call, f); }
-inline void prepare(ev::Launch, Call& call, const CUlaunchConfig*, CUfunction f, auto...) { prepare_launch_measure(call, f); }
+inline void prepare(ev::Launch, Call& call, auto... a) { prepare_launch_measure(call, launched(a...)); }
 void record(ev::Launch, Call&, CUresult, CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
             CUstream, void**, void**);
 void record(ev::Launch, Call&, CUresult, const CUlaunchConfig*, CUfunction, void**, void**);
