@@ -9,6 +9,7 @@
 
 namespace cumemaudit {
 
+inline constexpr std::uint64_t kDefaultHeapBytes = 8ull << 20;  // a new context's CU_LIMIT_MALLOC_HEAP_SIZE
 inline constexpr std::uint64_t kHeapExtraBytes = 2ull << 20;
 inline constexpr std::uint64_t heap_reservation(std::uint64_t heap_limit) { return heap_limit + kHeapExtraBytes; }
 

@@ -209,8 +209,11 @@ struct Context {
     bool green = false;      // a green context (cuGreenCtxCreate): no stack of its own
     bool destroyed = false;  // a green context destroyed, whose creation's cost the driver keeps
     // Its device heap: what the first launch of a kernel that calls malloc reserved beyond the kernel's code and
-    // stack (the heap limit and 2 MiB, measured around that launch); 0 until one ran.
+    // stack (the heap limit and 2 MiB, measured around that launch); 0 until one ran. And that launch's kernel
+    // ("" when the driver cannot say) and site.
     std::uint64_t malloc_heap_bytes = 0;
+    std::string malloc_heap_kernel;
+    ledger::Site malloc_heap_site;
 };
 inline constexpr std::size_t kContextsKept = 64;
 

@@ -188,7 +188,8 @@ void add_contexts(Report& r, const history::History& h, Names& names) {
         r.contexts.push_back(Context{c.device, c.primary, c.measured, c.fixed_bytes, c.stack_bytes_per_thread,
                                      c.local_memory_bytes, c.step, c.time_ns, names.site(c.site),
                                      c.stack_set_bytes_per_thread, names.site_if_any(c.stack_set_site), c.green,
-                                     c.destroyed, c.malloc_heap_bytes});
+                                     c.destroyed, c.malloc_heap_bytes, c.malloc_heap_kernel,
+                                     names.site_if_any(c.malloc_heap_site)});
 }
 
 void add_modules(Report& r, const history::History& h, Names& names) {

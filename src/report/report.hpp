@@ -231,6 +231,8 @@ struct Context {
     bool green = false;      // a green context (cuGreenCtxCreate): its fixed_bytes are its creation's whole cost
     bool destroyed = false;  // a green context destroyed: the driver keeps what its creation took
     std::uint64_t malloc_heap_bytes = 0;  // its device heap, measured at the launch that reserved it (0: none yet)
+    std::string malloc_heap_kernel;       // that launch's kernel ("" when the driver could not say)
+    Site malloc_heap_site;                // and its site
 };
 inline constexpr std::size_t kTeardownsKept = 64;  // the summary counts every one
 

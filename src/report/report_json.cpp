@@ -212,6 +212,8 @@ template <class V> void fields(V& v, Context& c) {
     v.opt("green", c.green);
     v.opt("destroyed", c.destroyed);
     v.opt("malloc_heap_bytes", c.malloc_heap_bytes);
+    v.opt("malloc_heap_kernel", c.malloc_heap_kernel);
+    v.opt("malloc_heap_site", c.malloc_heap_site);
 }
 template <class V> void fields(V& v, Teardown& t) {
     v.req("api", t.api);

@@ -5,6 +5,7 @@
 #include "graph_cost.hpp"
 #include "oom_text.hpp"
 
+#include "common/heap_bytes.hpp"
 #include "common/object_roles.hpp"
 #include "common/paths.hpp"
 
@@ -159,6 +160,16 @@ std::string text_summary(const Report& r, const TextDetail& detail) {
                                                                                 : ", raised by a launch of a kernel with that much local memory",
                        c.stack_set_bytes_per_thread == c.stack_bytes_per_thread ? " at:" : "");
         if (c.stack_set_bytes_per_thread == c.stack_bytes_per_thread) frames(out, c.stack_set_site, detail);
+    }
+    // A device heap above the driver's default: reserved by a kernel that calls malloc, kept as long as its context.
+    for (const Context& c : r.contexts) {
+        if (c.malloc_heap_bytes <= heap_reservation(kDefaultHeapBytes)) continue;
+        fmt::format_to(it, "\nDevice heap of {}{}: {}, reserved by the first launch of {}{}\n",
+                       c.primary ? "the primary context" : "a context",
+                       c.device >= 0 ? fmt::format(" on device {}", c.device) : "", human_bytes(c.malloc_heap_bytes),
+                       c.malloc_heap_kernel.empty() ? "a kernel that calls malloc" : c.malloc_heap_kernel,
+                       c.malloc_heap_site.frames.empty() && c.malloc_heap_site.python_frames.empty() ? "" : " at:");
+        frames(out, c.malloc_heap_site, detail);
     }
     // Pools with memory, and the program's own: idle memory is device memory no owner's figures hold.
     for (const Pool& p : r.pools) {

@@ -9,6 +9,8 @@
 #include "node.hpp"
 #include "va_arena.hpp"
 
+#include "common/heap_bytes.hpp"
+
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -32,7 +34,7 @@ inline constexpr std::array<std::size_t, CU_LIMIT_MAX> kDefaultLimits = [] {
     std::array<std::size_t, CU_LIMIT_MAX> l{};
     l[CU_LIMIT_STACK_SIZE] = 1024;
     l[CU_LIMIT_PRINTF_FIFO_SIZE] = 8650752;
-    l[CU_LIMIT_MALLOC_HEAP_SIZE] = 8388608;
+    l[CU_LIMIT_MALLOC_HEAP_SIZE] = cumemaudit::kDefaultHeapBytes;
     l[CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT] = 2048;
     return l;
 }();

@@ -50,10 +50,15 @@ void ContextBook::stack_set(CUcontext ctx, std::uint64_t bytes_per_thread, const
         }
 }
 
-void ContextBook::heap_reserved(CUcontext ctx, std::uint64_t bytes) {
+void ContextBook::heap_reserved(CUcontext ctx, std::uint64_t bytes, std::string kernel, const ledger::Site& site) {
     std::lock_guard lock(mu_);
     for (Live& l : live_)
-        if (l.ctx == ctx && !l.facts.destroyed && l.facts.malloc_heap_bytes == 0) l.facts.malloc_heap_bytes = bytes;
+        if (l.ctx == ctx && !l.facts.destroyed && l.facts.malloc_heap_bytes == 0) {
+            l.facts.malloc_heap_bytes = bytes;
+            l.facts.malloc_heap_kernel = std::move(kernel);
+            l.facts.malloc_heap_site = site;
+            return;
+        }
 }
 
 // Copied under the lock, asked outside it (the driver's answers take their time); what it said is kept for

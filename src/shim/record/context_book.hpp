@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace cumemaudit::shim {
@@ -27,8 +28,9 @@ public:
     // A green context destroyed: the driver keeps what its creation took, so its fixed part stays booked.
     void green_destroyed(CUcontext green);
     void stack_set(CUcontext ctx, std::uint64_t bytes_per_thread, const ledger::Site& site);
-    // A launch in `ctx` reserved its device heap, `bytes` (once: the driver reserves it at most once).
-    void heap_reserved(CUcontext ctx, std::uint64_t bytes);
+    // A launch of `kernel` at `site` reserved the device heap of `ctx`, `bytes` (once: the driver reserves it
+    // at most once a context).
+    void heap_reserved(CUcontext ctx, std::uint64_t bytes, std::string kernel, const ledger::Site& site);
 
     // What `device`'s live contexts reserve now (every device's: -1), asking the driver for their stacks
     // (marks and out-of-memory moments).

@@ -119,7 +119,8 @@ void launch_took(Call& call, CUresult r, CUfunction f) {
     if (stack_after > t_stack_before)
         moved -= static_cast<std::int64_t>((stack_after - t_stack_before) * device_threads(device));
     const std::uint64_t heap = heap_reservation(limit_of(ctx, CU_LIMIT_MALLOC_HEAP_SIZE));
-    if (moved > 0 && static_cast<std::uint64_t>(moved) >= heap) call.recorder().contexts().heap_reserved(ctx, heap);
+    if (moved > 0 && static_cast<std::uint64_t>(moved) >= heap)
+        call.recorder().contexts().heap_reserved(ctx, heap, kernel_facts(f).name, call.site());
 }
 
 void record(ev::ModuleLoad, Call& call, CUresult r, CUmodule* module, const char* fname) {

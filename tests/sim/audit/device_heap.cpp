@@ -30,7 +30,7 @@ int device_heap(int, char**) {
     int n = 1024;
     void* args[] = {&out, &n};
     for (int launch = 0; launch < 2; ++launch) {
-        OK(cuLaunchKernel(heap_user, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr));
+        OK(cuLaunchKernel(heap_user, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr));  // site:heap_launch
         OK(cuCtxSynchronize());
         step(2 + launch);
     }

@@ -4,10 +4,11 @@
 Usage: device_heap_test.py CASE   (paths from the environment meson sets; see audit_common.py)."""
 import sys
 
-from audit_common import REAL, SCENARIOS, run, only_report, expect
+from audit_common import REAL, SCENARIOS, run, only_report, marker_line, source, top_frame, expect
 from cases import main, named_cases  # tests/support, on sys.path through audit_common
 
 MiB = 1 << 20
+SRC = source("device_heap.cpp")
 
 
 def case_device_heap(tmp):
@@ -16,9 +17,10 @@ def case_device_heap(tmp):
     way (a library's kernel launched without a get) loads the kernel's code in the same launch. Each step names
     the heaps apart from the code (138 MiB for a heap kernel's module in a context, as the H100 and H200 took,
     and its 2 MiB), a second launch takes nothing, a context's end gives back its heap and the code the driver
-    held there, and the unattributed bytes never move."""
+    held there, and the unattributed bytes never move. The context's row and the exit summary name the kernel
+    and the line whose launch reserved the raised heap."""
     env = {"CUMEMAUDIT_SIM_CONTEXT": "256MiB", "CUMEMAUDIT_SIM_SMS": "4", "CUMEMAUDIT_SIM_HEAP_CODE": "138MiB"}
-    run([SCENARIOS, "device-heap"], tmp, env=env)
+    proc = run([SCENARIOS, "device-heap"], tmp, env=env)
     rep = only_report(tmp)
     steps = {s["step"]: s for s in rep["steps"] if not s["label"]}
     heap = {n: steps[n].get("malloc_heap_bytes", 0) // MiB for n in sorted(steps)}
@@ -29,7 +31,13 @@ def case_device_heap(tmp):
     unattributed = {n: steps[n]["unattributed_bytes"] for n in sorted(steps)}
     expect(len(set(unattributed.values())) == 1, f"unattributed by step: {unattributed}")
     (ctx,) = rep["contexts"]
-    expect(ctx["primary"] and ctx["malloc_heap_bytes"] == 66 * MiB, f"context: {ctx}")
+    line = marker_line(SRC, "heap_launch")
+    expect(ctx["primary"] and ctx["malloc_heap_bytes"] == 66 * MiB and ctx["malloc_heap_kernel"] == "heap_user"
+           and top_frame({"site": ctx["malloc_heap_site"]})["line"] == line, f"context: {ctx}")
+    summary = proc.stderr[proc.stderr.find("Device heap of the primary context"):]
+    expect(summary.startswith("Device heap of the primary context on device 0: 66.0 MiB, reserved by the first launch "
+                              "of heap_user at:\n") and f"device_heap.cpp:{line} " in summary.splitlines()[1],
+           f"exit summary: {summary[:400]}")
 
 
 CASES = named_cases(globals())
