@@ -91,8 +91,11 @@ void prepare_code_measure(Call& call) { look_before(call); }
 // A kernel's first launch. Under lazy loading a library's kernel (CUDA's runtime launches those as they are)
 // has its code loaded here first, by the very load its launch would make in this context (a function got
 // from a module had its code measured at the get), so that its code and what the launch reserves besides
-// are told apart.
+// are told apart. Not while a stream capture is open: a call the driver does not allow during a capture
+// would invalidate it (docs/DRIVER.md), so such a first launch goes unmeasured.
 void prepare_launch_measure(Call& call, CUfunction f) {
+    t_before.device.known = false;  // a look no record consumed (a refused load) is no launch's
+    if (call.recorder().capturing()) return;
     const auto kernel = reinterpret_cast<CUkernel>(f);
     if (lazy_module_loading())
         if (const CUlibrary library = library_of_kernel(kernel)) {
