@@ -48,17 +48,20 @@ void ModuleBook::took(const void* handle, int device, std::int64_t bytes, const 
     const void* known = handles_.count(handle) != 0 ? handle : nullptr;
     give_back(known, device, bytes);
     if (ctx == nullptr) return;
-    auto held = held_.find({ctx, known});
+    auto held = held_.find({known, ctx});
     if (held != held_.end()) held->second.bytes += bytes;
-    else if (held_.size() < kTakenKept) held_.emplace(std::pair{ctx, known}, Held{device, bytes});
+    else if (held_.size() < kTakenKept) held_.emplace(std::pair{known, ctx}, Held{device, bytes});
 }
 
 void ModuleBook::context_ended(const void* ctx) {
     std::lock_guard lock(mu_);
-    for (auto it = held_.lower_bound({ctx, nullptr}); it != held_.end() && it->first.first == ctx;) {
-        give_back(it->first.second, it->second.device, -it->second.bytes);
-        it = held_.erase(it);
-    }
+    for (auto it = held_.begin(); it != held_.end();)
+        if (it->first.second == ctx) {
+            give_back(it->first.first, it->second.device, -it->second.bytes);
+            it = held_.erase(it);
+        } else {
+            ++it;
+        }
 }
 
 bool ModuleBook::first_get(std::uint64_t key) {
@@ -81,17 +84,15 @@ void ModuleBook::unloaded(const void* handle, int device, std::int64_t released,
     // What the handle's contexts held, less what the unload gave back, is what the driver keeps with a
     // context (a heap kernel's share of it): the unloading context's until it ends.
     std::int64_t kept = released;
-    for (auto it = held_.begin(); it != held_.end();)
-        if (it->first.second == handle && handle != nullptr) {
+    if (handle != nullptr)
+        for (auto it = held_.lower_bound({handle, nullptr}); it != held_.end() && it->first.first == handle;) {
             kept += it->second.bytes;
             it = held_.erase(it);
-        } else {
-            ++it;
         }
     if (kept > 0 && ctx != nullptr && device >= 0 && device < kCodeDevices) {
-        auto held = held_.find({ctx, nullptr});
+        auto held = held_.find({nullptr, ctx});
         if (held != held_.end()) held->second.bytes += kept;
-        else if (held_.size() < kTakenKept) held_.emplace(std::pair{ctx, nullptr}, Held{device, kept});
+        else if (held_.size() < kTakenKept) held_.emplace(std::pair{static_cast<const void*>(nullptr), ctx}, Held{device, kept});
     }
     auto it = handles_.find(handle);
     if (it == handles_.end()) {

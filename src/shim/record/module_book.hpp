@@ -68,7 +68,8 @@ private:
     std::uint64_t untracked_ = 0;  // live loads past kModulesTracked
     std::array<std::int64_t, kCodeDevices> code_by_device_{};
     std::unordered_set<std::uint64_t> first_gets_;
-    // What each context holds of each handle's code (handle null: of none known), by (context, handle).
+    // What each context holds of each handle's code (handle null: of none known), by (handle, context): an
+    // unload looks up its handle's; a context's end, which is rare, goes through them all.
     struct Held {
         int device;
         std::int64_t bytes;
