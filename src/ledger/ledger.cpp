@@ -34,6 +34,7 @@ const char* to_string(Kind k) {
     case Kind::graph: return "graph";
     case Kind::array: return "array";
     case Kind::external: return "external";
+    case Kind::io_registered: return "io_registered";
     case Kind::count: break;
     }
     return "unknown";

@@ -26,6 +26,9 @@ inline constexpr char kPyTorchOwner[] = "pytorch";
 // vmm_host: a cuMemCreate physical allocation located in host memory (NCCL's host buffers), never device
 // memory.
 // host_registered: the program's own host memory pinned by cuMemHostRegister, a range until unregistered.
+// io_registered: another device's I/O memory (a network card's queue or doorbell, a PCI BAR) registered with
+// CU_MEMHOSTREGISTER_IOMEMORY so kernels can write it: neither host nor device memory, a row of 0 bytes held
+// until unregistered.
 // async_pool_host: stream-ordered memory from a host-located pool (never device memory).
 // graph: a graph's allocation (an allocation node, or cuMemAllocAsync captured). Its memory is the device's
 // graph memory, committed at the graph's first launch and counted there (a step's graph_mem figures, an OOM
@@ -35,7 +38,7 @@ inline constexpr char kPyTorchOwner[] = "pytorch";
 // external: external memory (cuImportExternalMemory: a Vulkan allocation's, another process's), its bytes the
 // exporter's, so never this device's memory, as an import's; a buffer mapped from it is a row of 0 bytes.
 enum class Kind : std::uint8_t { vmm_physical, classic, async_pool, host_pinned, managed, imported, ipc, multicast, vmm_host,
-                                 host_registered, async_pool_host, graph, array, external, count };
+                                 host_registered, async_pool_host, graph, array, external, io_registered, count };
 const char* to_string(Kind);
 
 // Where a physical allocation's bytes live, as its creation named it: a device, host memory, or a host

@@ -8,6 +8,12 @@
 
 namespace cumemaudit::report {
 
+std::string unfreed_phrase(const Summary& s) {
+    if (s.unfreed_bytes == 0 && s.unfreed_allocations > 0)
+        return fmt::format("0 bytes unfreed at exit in {} allocations", s.unfreed_allocations);
+    return fmt::format("{} bytes unfreed at exit", s.unfreed_bytes);
+}
+
 std::vector<std::string> gate_failures(const Report& r, const FailOn& f, std::optional<std::uint64_t> max_leaked_bytes) {
     std::vector<std::string> why;
     const Summary& s = r.summary;
@@ -29,7 +35,7 @@ std::vector<std::string> gate_failures(const Report& r, const FailOn& f, std::op
                                   "never released)",
                                   s.reclaimed_bytes, s.reclaimed_allocations, s.reclaimed_references));
     if (f.unfreed && (s.unfreed_bytes > 0 || s.unfreed_allocations > 0))
-        why.push_back(fmt::format("{} bytes unfreed at exit", s.unfreed_bytes));
+        why.push_back(unfreed_phrase(s));
     if (f.misuse && s.misuse_events > 0) why.push_back(fmt::format("{} misuse events", s.misuse_events));
     return why;
 }

@@ -25,6 +25,10 @@ using GateError = options::OptionError;
 // unfreed rows only when fail_on asks.
 inline bool is_leak(const Leak& l) { return l.cls == "unreachable" || l.cls == "open-export"; }
 
+// "4096 bytes unfreed at exit"; rows of no bytes (I/O memory registered, buffers mapped from external memory)
+// add how many allocations, so a failing gate never reads as "0 bytes".
+std::string unfreed_phrase(const Summary&);
+
 // Why the report fails, one reason per criterion; empty when it passes. max_leaked_bytes is a budget:
 // given, leaks fail only above it, and it applies even with fail_on=none.
 std::vector<std::string> gate_failures(const Report&, const FailOn&, std::optional<std::uint64_t> max_leaked_bytes);

@@ -72,9 +72,8 @@ std::string where(const Leak& l) { return l.location.empty() ? "" : ", " + l.loc
 
 std::string summary_line(const Summary& s) {
     return fmt::format(
-        "SUMMARY: cumemaudit: {} bytes leaked in {} allocations ({} references); {} misuse events; {} bytes unfreed "
-        "at exit{}",
-        s.leaked_bytes, s.leaked_allocations, s.leaked_references, s.misuse_events, s.unfreed_bytes,
+        "SUMMARY: cumemaudit: {} bytes leaked in {} allocations ({} references); {} misuse events; {}{}",
+        s.leaked_bytes, s.leaked_allocations, s.leaked_references, s.misuse_events, unfreed_phrase(s),
         s.leaked_multicast_objects ? fmt::format("; {} multicast objects never released", s.leaked_multicast_objects) : "");
 }
 
@@ -95,6 +94,10 @@ std::string text_summary(const Report& r, const TextDetail& detail) {
             fmt::format_to(it, "\nLeak of {} multicast objects ({} per device; no memory of their own) ({} references) "
                                "[{}, {}, {}] taken by {} at:\n",
                            l.allocations, human_bytes(l.bytes), l.references, l.cls, l.handle_type, l.owner, l.site.api);
+        } else if (fails_gate(r, l) && l.kind == "io_registered") {
+            fmt::format_to(it, "\nLeak of {} I/O memory registrations (another device's memory; none of the host's or the "
+                               "GPU's) [{}, {}] taken by {} at:\n",
+                           l.allocations, l.cls, l.owner, l.site.api);
         } else if (fails_gate(r, l)) {
             fmt::format_to(it, "\nLeak of {} bytes ({}) in {} allocations ({} references) [{}, {}, {}{}] taken by {} at:\n",
                            l.bytes, human_bytes(l.bytes), l.allocations, l.references, l.cls, l.handle_type, l.owner,

@@ -140,6 +140,12 @@ const std::vector<Case>& cases() {
              MUST(cuMemHostUnregister(buffer));
              return cuMemHostUnregister(buffer);
          }},
+        {"io_register_plain_memory", [] {  // I/O memory is a device's BAR; what does ordinary host memory get?
+             alignas(4096) static char buffer[1 << 16];
+             const CUresult r = cuMemHostRegister(buffer, sizeof buffer, CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_DEVICEMAP);
+             if (r == CUDA_SUCCESS) MUST(cuMemHostUnregister(buffer));
+             return r;
+         }},
     };
     return all;
 }

@@ -531,6 +531,11 @@ TEST_CASE("gate: fail_on words, combinations and the byte budget") {
     CHECK_FALSE(gate_fails(r, parse_fail_on("none"), std::nullopt));
     CHECK(gate_failures(r, parse_fail_on("unfreed,misuse"), std::nullopt) ==
           std::vector<std::string>{"4096 bytes unfreed at exit", "2 misuse events"});
+    Report doorbell;  // an I/O memory registration held at exit: a row of no bytes
+    doorbell.summary.unfreed_allocations = 1;
+    CHECK(gate_failures(doorbell, parse_fail_on("unfreed"), std::nullopt) ==
+          std::vector<std::string>{"0 bytes unfreed at exit in 1 allocations"});
+    CHECK_FALSE(gate_fails(doorbell, FailOn{}, std::nullopt));
     CHECK_FALSE(gate_fails(r, FailOn{}, GiB));
     CHECK(gate_fails(r, FailOn{}, GiB - 1));
     CHECK(gate_failures(r, parse_fail_on("none"), 100) ==

@@ -256,10 +256,12 @@ void record(ev::RangeHandle, Call& call, CUresult r, void* handle, CUdeviceptr p
     book(call).range_exported(ptr, fd, key_of_fd(fd), call.site());
 }
 
-void record(ev::HostRegister, Call& call, CUresult r, void* p, size_t size, unsigned int) {
+void record(ev::HostRegister, Call& call, CUresult r, void* p, size_t size, unsigned int flags) {
     if (r == CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED)
         book(call).misused(call.site(), result_name(r), "register of host memory already registered");
-    allocated(call, r, addr(p), size, Kind::host_registered);
+    // I/O memory (a network card's doorbell, a BAR) pins nothing: its row holds the registration, not bytes.
+    if ((flags & CU_MEMHOSTREGISTER_IOMEMORY) != 0) allocated(call, r, addr(p), 0, Kind::io_registered);
+    else allocated(call, r, addr(p), size, Kind::host_registered);
 }
 
 void record(ev::HostUnregister, Call& call, CUresult r, void* p) {

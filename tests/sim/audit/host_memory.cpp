@@ -82,7 +82,35 @@ int host_register() {
     return 0;
 }
 
+// A network plugin's GPU-initiated transport (aws-ofi-nccl's EFA path; NVSHMEM's GPU-initiated IB is
+// alike): the card's send queue and both doorbells live in its BAR and are registered as I/O memory so
+// kernels can write them; the receive queue is ordinary host memory. A step after the set-up, then a
+// teardown that forgets the send doorbell. The stand-ins for the BAR are host pages: the simulated driver
+// takes any memory as I/O memory, where the real one asks for a mapped device range (and privilege).
+int io_register() {
+    init_primary_context();
+    auto step = reinterpret_cast<void (*)(uint64_t)>(dlsym(RTLD_DEFAULT, "cumemaudit_step"));
+    const size_t sq_bytes = 1024 * 64, rq_bytes = 256 * 16, page = 4096;
+    char* bar = static_cast<char*>(std::aligned_alloc(page, sq_bytes + 2 * page));
+    void* sq = bar;
+    void* sq_doorbell = bar + sq_bytes;
+    void* rq_doorbell = bar + sq_bytes + page;
+    void* rq = std::aligned_alloc(page, rq_bytes);
+    const unsigned io = CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_DEVICEMAP;
+    OK(cuMemHostRegister(sq, sq_bytes, io));
+    OK(cuMemHostRegister(sq_doorbell, 4, io));  // site:sq_doorbell
+    OK(cuMemHostRegister(rq, rq_bytes, CU_MEMHOSTREGISTER_DEVICEMAP));
+    OK(cuMemHostRegister(rq_doorbell, 4, io));
+    if (step != nullptr) step(1);
+    OK(cuMemHostUnregister(sq));
+    OK(cuMemHostUnregister(rq));
+    OK(cuMemHostUnregister(rq_doorbell));
+    std::printf("io_register: done\n");
+    return 0;
+}
+
 }  // namespace
 
 AUDIT_SCENARIO("nccl-host", [](int, char**) { return nccl_host(); });
 AUDIT_SCENARIO("host-register", [](int, char**) { return host_register(); });
+AUDIT_SCENARIO("io-register", [](int, char**) { return io_register(); });

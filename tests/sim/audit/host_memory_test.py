@@ -55,6 +55,27 @@ def case_host_register(tmp):
     expect(owners["audit_scenarios"]["peak_bytes"] == 512 * MiB, f"owners: {rep['owners']}")
 
 
+def case_io_register(tmp):
+    """I/O memory registered for kernels to write (a network card's send queue and doorbells) is neither host
+    nor device memory: its rows are of kind io_registered and hold 0 bytes, where the 64 KiB queue and the
+    doorbells counted as registered host memory before. The receive queue, ordinary host memory, keeps its
+    4 KiB. A doorbell still registered at exit is held (the gate fails only with unfreed) at its line."""
+    proc = run([SCENARIOS, "io-register"], tmp, flags=("--fail-on", "leaks,misuse,unfreed"), rc=23)
+    rep = only_report(tmp)
+    rows = [(l["class"], l["kind"], l["site"]["api"], l["bytes"], top_frame(l)["line"]) for l in rep["leaks"]]
+    expect(rows == [("unfreed", "io_registered", "cuMemHostRegister", 0, marker_line(SRC, "sq_doorbell"))],
+           f"held at exit: {rows}")
+    s = rep["summary"]
+    expect(s["unfreed_bytes"] == 0 and s["unfreed_allocations"] == 1 and s["leaked_bytes"] == 0, f"summary: {s}")
+    owners = {o["owner"]: o for o in rep["owners"]}
+    expect(owners["audit_scenarios"]["peak_bytes"] == 4096, f"owners: {rep['owners']}")
+    steps = [st for st in rep["steps"] if not st.get("label")]
+    expect([st["by_kind"] for st in steps] == [{"host_registered": 4096}], f"steps by kind: {[st['by_kind'] for st in steps]}")
+    expect("Leak of 1 I/O memory registrations (another device's memory; none of the host's or the GPU's) "
+           "[unfreed, audit_scenarios] taken by cuMemHostRegister at:" in proc.stderr, f"text row:\n{proc.stderr}")
+    expect("0 bytes unfreed at exit in 1 allocations" in proc.stderr, f"summary line:\n{proc.stderr}")
+
+
 CASES = named_cases(globals())
 
 if __name__ == "__main__":
