@@ -1,6 +1,6 @@
 // cuda_decls: cuda.h plus the declarations it hides. Both the simulated driver and the shim define every
-// variant of cuda_catalog.inc they serve, but cuda.h #defines the v1 cuGetProcAddress, cuIpcOpenMemHandle
-// and cuDeviceGetUuid to their successors, declares only the latest cuCtxCreate, and declares the _ptsz twins
+// variant of cuda_catalog.inc they serve, but cuda.h #defines the v1 cuGetProcAddress, cuIpcOpenMemHandle,
+// cuDeviceGetUuid and cuMemPrefetchAsync to their successors, declares only the latest cuCtxCreate, and declares the _ptsz twins
 // only in per-thread builds. They are
 // declared here from cudaTypedefs.h's PFN typedefs, so a definition with the wrong signature fails to
 // compile.
@@ -14,11 +14,15 @@
 #undef cuGetProcAddress
 #undef cuIpcOpenMemHandle
 #undef cuDeviceGetUuid
+#undef cuMemPrefetchAsync
 
 extern "C" {
 std::remove_pointer_t<PFN_cuGetProcAddress_v11030> cuGetProcAddress;
 std::remove_pointer_t<PFN_cuIpcOpenMemHandle_v11000> cuIpcOpenMemHandle;  // v4010: same signature
 std::remove_pointer_t<PFN_cuDeviceGetUuid_v9020> cuDeviceGetUuid;
+std::remove_pointer_t<PFN_cuMemPrefetchAsync_v8000> cuMemPrefetchAsync;
+std::remove_pointer_t<PFN_cuMemPrefetchAsync_v8000_ptsz> cuMemPrefetchAsync_ptsz;
+std::remove_pointer_t<PFN_cuMemPrefetchAsync_v12020_ptsz> cuMemPrefetchAsync_v2_ptsz;
 std::remove_pointer_t<PFN_cuMemAllocAsync_v11020_ptsz> cuMemAllocAsync_ptsz;
 std::remove_pointer_t<PFN_cuMemFreeAsync_v11020_ptsz> cuMemFreeAsync_ptsz;
 std::remove_pointer_t<PFN_cuMemAllocFromPoolAsync_v11020_ptsz> cuMemAllocFromPoolAsync_ptsz;

@@ -80,7 +80,9 @@ Oom oom_breakdown(const ledger::Ledger& book, const std::vector<Graph>& graphs, 
     if (in.graph_memory != 0) parts.push_back({PartKind::graph_memory, 0, {}, 0, in.graph_memory, {}, {}});
     if (in.context != 0) parts.push_back({PartKind::context, 0, {}, 0, in.context, {}, {}});
     if (in.local_memory != 0) parts.push_back({PartKind::local_memory, 0, {}, 0, in.local_memory, {}, {}});
-    if (in.managed_resident != 0) parts.push_back({PartKind::managed_resident, 0, {}, 0, in.managed_resident, {}, {}});
+    if (in.managed_resident != 0)
+        parts.push_back({PartKind::managed_resident, 0, {}, 0, in.managed_resident, in.managed_prefetch_site, {},
+                         std::min(in.managed_prefetched, in.managed_resident)});
     if (in.module_code != 0) parts.push_back({PartKind::module_code, 0, {}, 0, in.module_code, {}, {}});
     if (in.malloc_heap != 0) parts.push_back({PartKind::malloc_heap, 0, {}, 0, in.malloc_heap, {}, {}});
     add_other_processes(parts, in.other_processes);

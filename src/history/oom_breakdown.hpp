@@ -22,6 +22,8 @@ struct OomFigures {
     std::uint64_t graph_memory = 0;
     std::uint64_t context = 0, local_memory = 0;  // what the device's contexts reserve (DeviceFigures)
     std::uint64_t managed_resident = 0;           // this process's managed memory the device holds
+    std::uint64_t managed_prefetched = 0;         // of live managed memory, what the prefetches below moved there
+    ledger::Site managed_prefetch_site;           // the prefetch call that moved the most
     std::uint64_t module_code = 0;                // the device's measured module code and globals
     std::uint64_t malloc_heap = 0;                // the device heaps its contexts reserved (DeviceFigures)
     int device = -1;  // >= 0: only what is on that device (a process that drives several)

@@ -229,8 +229,10 @@ struct OomPart {
     ledger::Kind kind = ledger::Kind::vmm_physical;  // live, leaked
     std::uint64_t graph = 0;    // graph: its id
     std::uint64_t bytes = 0;
-    ledger::Site site;          // leaked: the call that created it; dma_buf_pinned: the fd's (api "" when none)
+    ledger::Site site;          // leaked: the call that created it; dma_buf_pinned: the fd's (api "" when none);
+                                // managed_resident: the prefetch that moved the most of it there
     OtherProcess process;       // other_process: pid 0 for the smaller ones together
+    std::uint64_t prefetched_bytes = 0;  // managed_resident: the bytes that site's prefetches moved there
 };
 
 struct Oom {

@@ -148,7 +148,7 @@ OomPart part_of(const history::OomPart& p, Names& names) {
     const bool owned = p.what == history::PartKind::live || p.what == history::PartKind::leaked ||
                        p.what == history::PartKind::dma_buf_pinned || p.what == history::PartKind::held_unmapped;
     return OomPart{history::to_string(p.what), owned ? names.owner(p.owner) : "", owned ? ledger::to_string(p.kind) : "",
-                   p.graph, p.bytes, names.site_if_any(p.site), p.process.pid, p.process.name};
+                   p.graph, p.bytes, names.site_if_any(p.site), p.process.pid, p.process.name, p.prefetched_bytes};
 }
 
 void add_ooms(Report& r, const history::History& h, Names& names) {

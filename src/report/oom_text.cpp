@@ -28,7 +28,12 @@ std::string part_label(const OomPart& p, const Oom& o) {
         if (!p.site.python_frames.empty() || !p.site.frames.empty()) s += " from " + where(p.site);
         return s;
     }
-    if (p.what == "managed_resident") return "managed memory on the device (touched there; NVML charges it to no process)";
+    if (p.what == "managed_resident") {
+        std::string s = "managed memory on the device (touched there; NVML charges it to no process)";
+        if (p.prefetched_bytes != 0 && (!p.site.python_frames.empty() || !p.site.frames.empty()))
+            s += fmt::format(", {} of it prefetched there by {} at {}", human_bytes(p.prefetched_bytes), p.site.api, where(p.site));
+        return s;
+    }
     if (p.what == "async_pool_idle") return "async pools, reserved but unused";
     if (p.what == "graph_memory") return "graph memory (committed at graph launches)";
     if (p.what == "context") return "contexts (each one's own reservation, measured at its creation)";

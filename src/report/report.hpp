@@ -308,11 +308,15 @@ struct OomPart {
     std::string kind;        // live, leaked, dma_buf_pinned: the ledger kind, e.g. "vmm_physical"
     std::uint64_t graph = 0; // graph: its id in `graphs`
     std::uint64_t bytes = 0;
-    Site site;               // leaked: the call that created the memory; dma_buf_pinned: the call that made the fd
+    Site site;               // leaked: the call that created the memory; dma_buf_pinned: the call that made the fd;
+                             // managed_resident: the prefetch that moved the most of it onto the device
     // additions to v1: other_process: its pid (0 for the smaller ones together) and its command name as /proc
     // shows it ("" when it does not)
     std::int64_t pid = 0;
     std::string process;
+    // managed_resident: the bytes of live managed memory that `site` (a prefetch) moved onto the device; a
+    // kernel's touches have no call to name
+    std::uint64_t prefetched_bytes = 0;
 };
 
 // A wrapped allocation entry point answered CUDA_ERROR_OUT_OF_MEMORY: the request, who held the device at

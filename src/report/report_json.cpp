@@ -138,6 +138,7 @@ template <class V> void fields(V& v, OomPart& p) {
     v.opt("site", p.site);
     v.opt("pid", p.pid);
     v.opt("process", p.process);
+    v.opt("prefetched_bytes", p.prefetched_bytes);
 }
 template <class V> void fields(V& v, Oom& o) {
     v.req("time_ns", o.time_ns);

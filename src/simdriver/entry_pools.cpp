@@ -69,6 +69,18 @@ CUresult cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char, size_t N) {
 CUresult cuMemPrefetchAsync_v2(CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags, CUstream) {
     return guarded([&] { return flags != 0 ? CUDA_ERROR_INVALID_VALUE : SimState::get().prefetch(devPtr, count, location); });
 }
+CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags, CUstream s) {
+    return cuMemPrefetchAsync_v2(devPtr, count, location, flags, s);
+}
+// CUDA 12's form (what cudart 12 asks cuGetProcAddress for): a device, or CU_DEVICE_CPU for the host.
+CUresult cuMemPrefetchAsync(CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream s) {
+    const CUmemLocation to = dstDevice == CU_DEVICE_CPU ? CUmemLocation{CU_MEM_LOCATION_TYPE_HOST, 0}
+                                                        : CUmemLocation{CU_MEM_LOCATION_TYPE_DEVICE, dstDevice};
+    return cuMemPrefetchAsync_v2(devPtr, count, to, 0, s);
+}
+CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream s) {
+    return cuMemPrefetchAsync(devPtr, count, dstDevice, s);
+}
 
 CUresult cuMemPoolExportToShareableHandle(void* handle_out, CUmemoryPool pool, CUmemAllocationHandleType handleType,
                                           unsigned long long flags) {

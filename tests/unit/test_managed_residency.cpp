@@ -26,3 +26,43 @@ TEST_CASE("what is named is bounded by the managed memory held, and devices keep
     CHECK(m.resident(1, 286 * MiB, 1024 * MiB) == 256 * MiB);
     CHECK(m.resident(2, 8 * MiB, 64 * MiB) == 8 * MiB);  // no rest learnt there yet: all that is uncharged counts
 }
+
+namespace {
+cumemaudit::ledger::Site site_at(cumemaudit::ledger::TraceId trace) { return {"cuMemPrefetchAsync", trace, 1}; }
+}
+
+TEST_CASE("the prefetch site that moved the most live managed memory onto a device names it") {
+    ManagedResidency m;
+    CHECK(m.largest_mover(-1).bytes == 0);
+    m.prefetched(0x1000, 256 * MiB, 0, site_at(7));  // one line, two allocations: one mover of 512 MiB
+    m.prefetched(0x9000, 256 * MiB, 0, site_at(7));
+    m.prefetched(0x5000, 384 * MiB, 0, site_at(9));
+    m.prefetched(0x7000, 1024 * MiB, 1, site_at(11));  // another device
+    CHECK(m.largest_mover(0).bytes == 512 * MiB);
+    CHECK(m.largest_mover(0).site.trace == 7);
+    CHECK(m.largest_mover(1).site.trace == 11);
+    CHECK(m.largest_mover(-1).site.trace == 11);  // one device in all: every prefetch counts
+    // Prefetched again, smaller: the larger extent stays; larger: it and its site replace it.
+    m.prefetched(0x5000, 64 * MiB, 0, site_at(3));
+    CHECK(m.largest_mover(0).site.trace == 7);
+    m.prefetched(0x5000, 768 * MiB, 0, site_at(9));
+    CHECK(m.largest_mover(0).bytes == 768 * MiB);
+    CHECK(m.largest_mover(0).site.trace == 9);
+    // Freed: its prefetches go, on every device.
+    m.freed(0x5000);
+    m.freed(0x7000);
+    CHECK(m.largest_mover(0).site.trace == 7);
+    CHECK(m.largest_mover(1).bytes == 0);
+    m.freed(0x1000);
+    m.freed(0x9000);
+    CHECK(m.largest_mover(-1).bytes == 0);
+}
+
+TEST_CASE("prefetches kept are bounded: new allocations past the bound are not named, the kept ones still are") {
+    ManagedResidency m;
+    for (std::uint64_t i = 0; i < ManagedResidency::kPrefetchesKept + 100; ++i) m.prefetched(0x1000 * (i + 1), MiB, 0, site_at(1));
+    CHECK(m.largest_mover(0).bytes == ManagedResidency::kPrefetchesKept * MiB);
+    m.freed(0x1000);
+    m.prefetched(0x1000 * (ManagedResidency::kPrefetchesKept + 200), MiB, 0, site_at(1));  // room again
+    CHECK(m.largest_mover(0).bytes == ManagedResidency::kPrefetchesKept * MiB);
+}

@@ -272,8 +272,29 @@ void record(ev::HostUnregister, Call& call, CUresult r, void* p) {
     freed(call, r, addr(p));
 }
 
+namespace {
+
+// Managed memory prefetched onto a device: booked to its allocation, so an out-of-memory record can name the
+// line that moved the most of the device's managed memory there.
+void prefetched(Call& call, CUdeviceptr ptr, size_t bytes, int device) {
+    const AddressRange range = allocation_holding(ptr);
+    if (range.base == 0) return;  // not an allocation the driver sizes (pageable memory on HMM systems)
+    call.recorder().managed().prefetched(range.base, bytes, device, call.site());  // the driver refuses one past the end
+}
+
+}  // namespace
+
+void record(ev::Prefetch, Call& call, CUresult r, CUdeviceptr ptr, size_t bytes, CUdevice to, CUstream) {
+    if (r == CUDA_SUCCESS && to != CU_DEVICE_CPU) prefetched(call, ptr, bytes, to);
+}
+
+void record(ev::Prefetch, Call& call, CUresult r, CUdeviceptr ptr, size_t bytes, CUmemLocation to, unsigned int, CUstream) {
+    if (r == CUDA_SUCCESS && to.type == CU_MEM_LOCATION_TYPE_DEVICE) prefetched(call, ptr, bytes, to.id);
+}
+
 void record(ev::Free, Call& call, CUresult r, CUdeviceptr dptr) {
     freed(call, r, dptr);
+    if (r == CUDA_SUCCESS) call.recorder().managed().freed(dptr);
     // A buffer of external memory destroyed before it: the object's memory goes with its last buffer. The
     // object's record ends by its own stamp; the call's ticket is the buffer's.
     if (r == CUDA_SUCCESS && call.recorder().hot().external_buffers.load(std::memory_order_relaxed) > 0)

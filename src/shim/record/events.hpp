@@ -65,6 +65,8 @@ void record(ev::IpcGet, Call&, CUresult, CUipcMemHandle*, CUdeviceptr);
 void record(ev::RangeHandle, Call&, CUresult, void*, CUdeviceptr, size_t, CUmemRangeHandleType, unsigned long long);
 void record(ev::HostRegister, Call&, CUresult, void*, size_t, unsigned int);
 void record(ev::HostUnregister, Call&, CUresult, void*);
+void record(ev::Prefetch, Call&, CUresult, CUdeviceptr, size_t, CUdevice, CUstream);
+void record(ev::Prefetch, Call&, CUresult, CUdeviceptr, size_t, CUmemLocation, unsigned int, CUstream);
 void record(ev::Free, Call&, CUresult, CUdeviceptr);
 void record(ev::FreeAsync, Call&, CUresult, CUdeviceptr, CUstream);
 void record(ev::FreeHost, Call&, CUresult, void*);

@@ -45,6 +45,7 @@ history::Oom take_moment(Recorder& a, const char* api, const char* result, std::
     // And the graph memory no launch held (measured): what the last mark saw and is gone now.
     const std::uint64_t graph_before = a.timeline().last_graph_reserved();
     if (m.known && graph_before > m.graph_reserved) taken_back(a, "graph_memory", api, m.device, graph_before - m.graph_reserved, site);
+    const ManagedResidency::Mover mover = a.managed().largest_mover(a.several_devices() ? m.device : -1);
     history::Oom oom = history::oom_breakdown(a.ledger(), a.timeline().graphs(),
                                               {.driver_used = m.known ? m.used : 0,
                                                .pool_reserved = pools.reserved,
@@ -53,6 +54,8 @@ history::Oom take_moment(Recorder& a, const char* api, const char* result, std::
                                                .context = reserved.context_bytes,
                                                .local_memory = reserved.local_memory_bytes,
                                                .managed_resident = managed_resident(a, m),
+                                               .managed_prefetched = mover.bytes,
+                                               .managed_prefetch_site = mover.site,
                                                .module_code = a.modules().code_bytes(a.several_devices() ? m.device : -1),
                                                .malloc_heap = reserved.malloc_heap_bytes,
                                                .device = a.several_devices() ? m.device : -1,

@@ -114,6 +114,15 @@ CUlibrary library_of_kernel(CUkernel kernel) {
     return get != nullptr && get(&lib, kernel) == CUDA_SUCCESS ? lib : nullptr;
 }
 
+AddressRange allocation_holding(std::uint64_t ptr) {
+    DriverScope in_driver;
+    static const auto range = driver_function<CUresult(CUDAAPI*)(CUdeviceptr*, size_t*, CUdeviceptr)>("cuMemGetAddressRange_v2");
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    if (range == nullptr || range(&base, &size, ptr) != CUDA_SUCCESS) return {};
+    return {base, size};
+}
+
 bool load_kernel_here(CUkernel kernel) {
     DriverScope in_driver;
     static const auto get = driver_function<CUresult(CUDAAPI*)(CUfunction*, CUkernel)>("cuKernelGetFunction");

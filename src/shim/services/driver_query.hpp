@@ -66,6 +66,12 @@ CUlibrary library_of_kernel(CUkernel kernel);
 // (cuKernelGetFunction); false when it could not.
 bool load_kernel_here(CUkernel kernel);
 
+// The allocation holding ptr (cuMemGetAddressRange): its base and size; {0, 0} when the driver cannot say.
+struct AddressRange {
+    std::uint64_t base = 0, size = 0;
+};
+AddressRange allocation_holding(std::uint64_t ptr);
+
 // The calling thread's current context, or null.
 CUcontext current_context();
 

@@ -134,9 +134,40 @@ int managed_resident(int, char**) {
     return 0;
 }
 
+// Managed memory moved onto the device three ways, as CPU-offload codes do: 1 GiB of weights prefetched whole
+// (CUDA 13's form), 512 MiB of activations touched by a memset (no call to name), and 256 MiB of which the
+// upper half is prefetched through CUDA 12's form (what cudart 12 asks cuGetProcAddress for). An allocation
+// refused then; the weights freed; refused again.
+int managed_prefetch(int, char**) {
+    init_primary_context();
+    const StepFn step = step_api();
+    step(0);  // the device's own uncharged rest, learnt with no managed memory held
+    CUdeviceptr weights = 0, activations = 0, cache = 0;
+    OK(cuMemAllocManaged(&weights, 1024 * kMiB, CU_MEM_ATTACH_GLOBAL));
+    OK(cuMemAllocManaged(&activations, 512 * kMiB, CU_MEM_ATTACH_GLOBAL));
+    OK(cuMemAllocManaged(&cache, 256 * kMiB, CU_MEM_ATTACH_GLOBAL));
+    CUmemLocation device0{};
+    device0.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    OK(cuMemPrefetchAsync(weights, 1024 * kMiB, device0, 0, nullptr));  // site:prefetch_weights
+    OK(cuMemsetD8(activations, 0, 512 * kMiB));
+    using PrefetchV1 = CUresult (*)(CUdeviceptr, size_t, CUdevice, CUstream);
+    const auto prefetch_v1 = reinterpret_cast<PrefetchV1>(dlsym(RTLD_DEFAULT, "cuMemPrefetchAsync"));
+    OK(prefetch_v1(cache + 128 * kMiB, 128 * kMiB, 0, nullptr));  // site:prefetch_cache
+    OK(cuCtxSynchronize());
+    step(1);
+    CUdeviceptr too_big = 0;
+    std::printf("managed_prefetch: %s\n", result_name(cuMemAlloc(&too_big, 79ull * 1024 * kMiB)));
+    OK(cuMemFree(weights));
+    std::printf("managed_prefetch: %s\n", result_name(cuMemAlloc(&too_big, 79ull * 1024 * kMiB + 512 * kMiB)));
+    OK(cuMemFree(activations));
+    OK(cuMemFree(cache));
+    return 0;
+}
+
 }  // namespace
 
 AUDIT_SCENARIO("managed-resident", managed_resident);
+AUDIT_SCENARIO("managed-prefetch", managed_prefetch);
 AUDIT_SCENARIO("pool-getters", pool_getters);
 AUDIT_SCENARIO("nvls-step", nvls_step);
 AUDIT_SCENARIO("dmabuf-step", dmabuf_step);
