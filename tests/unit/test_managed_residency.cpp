@@ -66,3 +66,16 @@ TEST_CASE("prefetches kept are bounded: new allocations past the bound are not n
     m.prefetched(0x1000 * (ManagedResidency::kPrefetchesKept + 200), MiB, 0, site_at(1));  // room again
     CHECK(m.largest_mover(0).bytes == ManagedResidency::kPrefetchesKept * MiB);
 }
+
+TEST_CASE("a context's end forgets the prefetches of what the driver freed with it, and only those") {
+    ManagedResidency m;
+    m.forget_freed_by_driver([](std::uint64_t) -> bool { FAIL("asked with nothing kept"); return true; });
+    m.prefetched(0x1000, 256 * MiB, 0, site_at(7));
+    m.prefetched(0x1000, 256 * MiB, 1, site_at(7));
+    m.prefetched(0x5000, 64 * MiB, 0, site_at(9));
+    int asked = 0;
+    m.forget_freed_by_driver([&](std::uint64_t base) { ++asked; return base == 0x5000; });
+    CHECK(asked == 2);  // each allocation once, whatever devices it was prefetched to
+    CHECK(m.largest_mover(0).site.trace == 9);
+    CHECK(m.largest_mover(1).bytes == 0);
+}

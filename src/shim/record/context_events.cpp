@@ -55,6 +55,7 @@ void context_ended(Call& call, int device, CUcontext ctx) {
     call.recorder().contexts().ended(ctx);
     call.recorder().modules().context_ended(ctx);
     forget_what_the_driver_freed(call, device, ctx);
+    call.recorder().managed().forget_freed_by_driver([](std::uint64_t base) { return driver_knows_pointer(base); });
 }
 
 // A launch the driver refused for lack of memory: the kernel, and the stack it needed beyond the limit.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <vector>
 
 namespace cumemaudit::shim {
 
@@ -37,6 +38,18 @@ void ManagedResidency::freed(std::uint64_t base) {
     MutexLock lock(mu_);
     prefetches_.erase(prefetches_.lower_bound({base, kAnyDevice}), prefetches_.lower_bound({base + 1, kAnyDevice}));
     kept_.store(prefetches_.size(), std::memory_order_relaxed);
+}
+
+void ManagedResidency::forget_freed_by_driver(const std::function<bool(std::uint64_t)>& still_valid) {
+    if (kept_.load(std::memory_order_relaxed) == 0) return;
+    std::vector<std::uint64_t> bases;
+    {
+        MutexLock lock(mu_);
+        for (const auto& [key, p] : prefetches_)
+            if (bases.empty() || bases.back() != key.first) bases.push_back(key.first);
+    }
+    for (const std::uint64_t base : bases)
+        if (!still_valid(base)) freed(base);
 }
 
 ManagedResidency::Mover ManagedResidency::largest_mover(int device) const {

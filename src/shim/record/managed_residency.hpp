@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <utility>
 
@@ -31,6 +32,9 @@ public:
     void prefetched(std::uint64_t base, std::uint64_t bytes, int device, const ledger::Site&);
     // Managed memory at `base` freed: its prefetches go. One relaxed load while none is kept.
     void freed(std::uint64_t base);
+    // A context ended, and the driver freed the managed memory made in it without a call: the prefetches of
+    // allocations `still_valid` says are gone go. Asks it outside the lock (a driver call).
+    void forget_freed_by_driver(const std::function<bool(std::uint64_t base)>& still_valid);
 
     // The site whose prefetches of live allocations moved the most bytes onto `device` (-1: any), and those
     // bytes; {0, {}} when none did.

@@ -137,7 +137,8 @@ int managed_resident(int, char**) {
 // Managed memory moved onto the device three ways, as CPU-offload codes do: 1 GiB of weights prefetched whole
 // (CUDA 13's form), 512 MiB of activations touched by a memset (no call to name), and 256 MiB of which the
 // upper half is prefetched through CUDA 12's form (what cudart 12 asks cuGetProcAddress for). An allocation
-// refused then; the weights freed; refused again.
+// refused then; the weights freed; refused again. Then the device reset (a test harness between cases) frees
+// the rest without a call, and new managed memory touched by a memset only is refused a third time.
 int managed_prefetch(int, char**) {
     init_primary_context();
     const StepFn step = step_api();
@@ -159,8 +160,14 @@ int managed_prefetch(int, char**) {
     std::printf("managed_prefetch: %s\n", result_name(cuMemAlloc(&too_big, 79ull * 1024 * kMiB)));
     OK(cuMemFree(weights));
     std::printf("managed_prefetch: %s\n", result_name(cuMemAlloc(&too_big, 79ull * 1024 * kMiB + 512 * kMiB)));
-    OK(cuMemFree(activations));
-    OK(cuMemFree(cache));
+    OK(cuDevicePrimaryCtxReset(0));
+    init_primary_context();
+    step(2);
+    CUdeviceptr scratch = 0;
+    OK(cuMemAllocManaged(&scratch, 256 * kMiB, CU_MEM_ATTACH_GLOBAL));
+    OK(cuMemsetD8(scratch, 0, 256 * kMiB));
+    std::printf("managed_prefetch: %s\n", result_name(cuMemAlloc(&too_big, 79ull * 1024 * kMiB + 896 * kMiB)));
+    OK(cuMemFree(scratch));
     return 0;
 }
 
