@@ -74,10 +74,11 @@ void unloaded(Call& call, CUresult r, const void* handle) {
     if (r == CUDA_SUCCESS) call.recorder().modules().unloaded(handle, device, moved, current_context());
 }
 
-void got(Call& call, CUresult r, const void* handle) {
+// What a get (or a load its launch makes) took since look_before, booked to `handle` where it succeeded.
+void got(Call& call, bool succeeded, const void* handle) {
     const int device = t_before.device.device;
     const std::int64_t moved = moved_since_before(call);
-    if (r == CUDA_SUCCESS) call.recorder().modules().took(handle, device, moved, current_context());
+    if (succeeded) call.recorder().modules().took(handle, device, moved, current_context());
 }
 
 // The stack limit before a measured launch: a launch that raises it takes the stack's growth too, which the
@@ -100,10 +101,7 @@ void prepare_launch_measure(Call& call, CUfunction f) {
     if (lazy_module_loading())
         if (const CUlibrary library = library_of_kernel(kernel)) {
             look_before(call);
-            const int device = t_before.device.device;
-            const bool loaded = load_kernel_here(kernel);
-            const std::int64_t moved = moved_since_before(call);
-            if (loaded && moved != 0) call.recorder().modules().took(library, device, moved, current_context());
+            got(call, load_kernel_here(kernel), library);
         }
     look_before(call);
     t_stack_before = t_before.device.known ? stack_limit_of(current_context()) : 0;
@@ -157,11 +155,13 @@ void prepare(ev::CodeLoad, Call& call, CUfunction*, CUkernel kernel) {
 void prepare(ev::CodeLoad, Call& call, CUmodule*, CUlibrary library) {
     look_before(call, worth_measuring(call, [&] { return get_key(library, context_key()); }));
 }
-void record(ev::CodeLoad, Call& call, CUresult r, CUfunction*, CUmodule module, const char*) { got(call, r, module); }
+void record(ev::CodeLoad, Call& call, CUresult r, CUfunction*, CUmodule module, const char*) {
+    got(call, r == CUDA_SUCCESS, module);
+}
 void record(ev::CodeLoad, Call& call, CUresult r, CUfunction*, CUkernel kernel) {
     // The kernel's library is asked only when something was taken: a second driver call on a rare path.
-    if (t_before.device.known) got(call, r, r == CUDA_SUCCESS ? library_of_kernel(kernel) : nullptr);
+    if (t_before.device.known) got(call, r == CUDA_SUCCESS, r == CUDA_SUCCESS ? library_of_kernel(kernel) : nullptr);
 }
-void record(ev::CodeLoad, Call& call, CUresult r, CUmodule*, CUlibrary library) { got(call, r, library); }
+void record(ev::CodeLoad, Call& call, CUresult r, CUmodule*, CUlibrary library) { got(call, r == CUDA_SUCCESS, library); }
 
 }  // namespace cumemaudit::shim
