@@ -77,24 +77,33 @@ bool read_reservation(const char* text, const char* variable, std::uint64_t& int
 }
 }  // namespace
 
+namespace {
+// An integer from 0 to `most`: false, with the error line set, when malformed.
+bool read_count(const char* text, const char* variable, long most, const char* what, int& into, std::string& error) {
+    if (text == nullptr) return true;
+    char* end = nullptr;
+    const long n = std::strtol(text, &end, 10);
+    if (end == text || *end != '\0' || n < 0 || n > most) {
+        error = std::string("cumemaudit-sim: ") + variable + "='" + text + "' is not " + what + " (expected an integer from 0 to " +
+                std::to_string(most) + ")";
+        return false;
+    }
+    into = static_cast<int>(n);
+    return true;
+}
+}  // namespace
+
 ConfigResult read_config(const char* memory, const char* devices, const char* graph_exec, const char* context,
-                         const char* sms, const char* heap_code, const char* green_context) {
+                         const char* sms, const char* heap_code, const char* green_context, const char* jit_ms) {
     ConfigResult out;
     if (!read_reservation(graph_exec, "CUMEMAUDIT_SIM_GRAPH_EXEC", out.config.graph_exec_bytes, out.error)) return out;
     if (!read_reservation(context, "CUMEMAUDIT_SIM_CONTEXT", out.config.context_bytes, out.error)) return out;
     if (!read_reservation(heap_code, "CUMEMAUDIT_SIM_HEAP_CODE", out.config.heap_code_bytes, out.error)) return out;
     if (!read_reservation(green_context, "CUMEMAUDIT_SIM_GREEN_CONTEXT", out.config.green_context_bytes, out.error))
         return out;
-    if (sms != nullptr) {
-        char* end = nullptr;
-        const long n = std::strtol(sms, &end, 10);
-        if (end == sms || *end != '\0' || n < 0 || n > kMaxSms) {
-            out.error = std::string("cumemaudit-sim: CUMEMAUDIT_SIM_SMS='") + sms +
-                        "' is not a multiprocessor count (expected an integer from 0 to " + std::to_string(kMaxSms) + ")";
-            return out;
-        }
-        out.config.sms = static_cast<int>(n);
-    }
+    if (!read_count(sms, "CUMEMAUDIT_SIM_SMS", kMaxSms, "a multiprocessor count", out.config.sms, out.error)) return out;
+    if (!read_count(jit_ms, "CUMEMAUDIT_SIM_JIT_MS", kMaxJitMs, "a compile time in milliseconds", out.config.jit_ms, out.error))
+        return out;
     if (memory != nullptr) {
         if (auto v = parse_size(memory)) {
             out.config.memory_per_device = *v;

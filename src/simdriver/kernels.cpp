@@ -12,6 +12,8 @@
 #include "state_impl.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <cctype>
 #include <cstring>
 #include <optional>
@@ -395,10 +397,20 @@ CUresult SimState::Impl::eager_library_modules(CUcontext ctx) {
     return CUDA_SUCCESS;
 }
 
+void SimState::compile_wait() {
+    int ms = 0;
+    {
+        std::lock_guard lock(impl_->mu);
+        ms = impl_->config.jit_ms;
+    }
+    if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
 CUresult SimState::module_load(CUmodule* out, const char* image) {
     Image read;
     // Read before the lock: reading a large image blocks no other call.
     if (CUresult r = read_image(image, read); r != CUDA_SUCCESS) return r;
+    compile_wait();
     std::lock_guard lock(impl_->mu);
     Impl& s = *impl_;
     int dev = 0;
@@ -411,6 +423,7 @@ CUresult SimState::module_load(CUmodule* out, const char* image) {
 CUresult SimState::library_load(CUlibrary* out, const char* image) {
     Image read;
     if (CUresult r = read_image(image, read); r != CUDA_SUCCESS) return r;
+    compile_wait();
     std::lock_guard lock(impl_->mu);
     Impl& s = *impl_;
     if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED;

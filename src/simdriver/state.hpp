@@ -203,6 +203,8 @@ public:
     SimState& operator=(const SimState&) = delete;
 
 private:
+    // A load's PTX compile (CUMEMAUDIT_SIM_JIT_MS), spent before any lock: another process may allocate meanwhile.
+    void compile_wait();
     CUresult host_backed_alloc(std::uint64_t* out, std::size_t bytes, bool managed);
     void await_team(CUmemGenericAllocationHandle h);
     CUresult multicast_of(CUmemGenericAllocationHandle mc, CUdevice dev, std::uint64_t* id);  // both locks held

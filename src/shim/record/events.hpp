@@ -119,7 +119,8 @@ void record(ev::ModuleUnload, Call&, CUresult, CUmodule);
 void record(ev::ModuleUnload, Call&, CUresult, CUlibrary);
 // What a load, an unload or a first get of a function takes or gives back is measured around it.
 void prepare_code_measure(Call&);
-template <class... Args> void prepare(ev::ModuleLoad, Call& call, Args...) { prepare_code_measure(call); }
+void prepare_load_measure(Call&);  // a load: other processes' bytes looked at too (module_events.cpp)
+template <class... Args> void prepare(ev::ModuleLoad, Call& call, Args...) { prepare_load_measure(call); }
 template <class... Args> void prepare(ev::ModuleUnload, Call& call, Args...) { prepare_code_measure(call); }
 void prepare(ev::CodeLoad, Call&, CUfunction*, CUmodule, const char*);
 void prepare(ev::CodeLoad, Call&, CUfunction*, CUkernel);

@@ -12,20 +12,36 @@
 #include "shim/services/context_query.hpp"
 #include "shim/services/driver_query.hpp"
 #include "shim/services/module_image.hpp"
+#include "shim/services/nvml_query.hpp"
 
 #include <functional>
+#include <optional>
 #include <string_view>
 
 namespace cumemaudit::shim {
 namespace {
 
 // The device's used memory and the tracked bytes on it before the call, so that what the program's other
-// threads allocated or freed meanwhile is not taken for code.
+// threads allocated or freed meanwhile is not taken for code; around a load, other processes' bytes too.
 struct Before {
     DeviceUsed device;
     std::uint64_t tracked = 0;
+    std::optional<std::uint64_t> others;
 };
 thread_local Before t_before;
+
+// What every other process holds on `device` as NVML charges it; nothing where NVML does not list this
+// process. Asked around loads only: a load compiles PTX first, long enough (up to seconds) for a process
+// sharing the device to allocate meanwhile, while a get or a first launch lasts microseconds, and there are
+// thousands of those.
+std::optional<std::uint64_t> others_on(int device) {
+    DriverScope in_driver;
+    const DeviceProcesses on_device = nvml_processes(device, false);
+    if (!on_device.listed) return std::nullopt;
+    std::uint64_t sum = 0;
+    for (const history::OtherProcess& p : on_device.others) sum += p.bytes;
+    return sum;
+}
 
 std::uint64_t tracked_on(Recorder& rec, int device) {
     std::uint64_t sum = 0;
@@ -34,7 +50,13 @@ std::uint64_t tracked_on(Recorder& rec, int device) {
     return sum;
 }
 
-void look_before(Call& call, bool worth = true) {
+enum class Others : bool { no, ask };
+
+void look_before(Call& call, bool worth = true, Others others = Others::no) {
+    // Others first and after last, both looks between them: what another process moves while the device is
+    // read shifts both alike.
+    const int device = worth && others == Others::ask ? current_device() : -1;
+    t_before.others = device >= 0 ? others_on(device) : std::nullopt;
     t_before.device = worth ? device_used_now() : DeviceUsed{};
     t_before.tracked = t_before.device.known ? tracked_on(call.recorder(), t_before.device.device) : 0;
 }
@@ -48,8 +70,12 @@ std::int64_t moved_since_before(Call& call) {
     const DeviceUsed after = device_used_now();
     if (!after.known || after.device != before.device.device) return 0;
     const std::uint64_t tracked = tracked_on(call.recorder(), after.device);
+    std::int64_t others_moved = 0;
+    if (before.others)
+        if (const std::optional<std::uint64_t> others = others_on(after.device))
+            others_moved = static_cast<std::int64_t>(*others) - static_cast<std::int64_t>(*before.others);
     return (static_cast<std::int64_t>(after.used) - static_cast<std::int64_t>(before.device.used)) -
-           (static_cast<std::int64_t>(tracked) - static_cast<std::int64_t>(before.tracked));
+           (static_cast<std::int64_t>(tracked) - static_cast<std::int64_t>(before.tracked)) - others_moved;
 }
 
 void loaded(Call& call, const void* handle, std::uint64_t image_bytes) {
@@ -88,6 +114,7 @@ thread_local std::uint64_t t_stack_before = 0;
 }  // namespace
 
 void prepare_code_measure(Call& call) { look_before(call); }
+void prepare_load_measure(Call& call) { look_before(call, true, Others::ask); }
 
 // A kernel's first launch. Under lazy loading a library's kernel (CUDA's runtime launches those as they are)
 // has its code loaded here first, by the very load its launch would make in this context (a function got

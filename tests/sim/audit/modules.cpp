@@ -141,8 +141,33 @@ int module_code_launch(int, char**) {
     return 0;
 }
 
+// A module loaded while another process on the device allocates: the test starts that process when the load
+// begins ("loading"), and the load, which compiles its PTX first (CUMEMAUDIT_SIM_JIT_MS on the simulated
+// driver; the JIT itself on a real one), lasts until it holds its memory. The module's globals are all the
+// load takes for this process.
+int module_load_beside(int, char**) {
+    init_primary_context();
+    const auto step = reinterpret_cast<StepFn>(dlsym(RTLD_DEFAULT, "cumemaudit_step"));
+    CUdeviceptr out = 0;
+    OK(cuMemAlloc(&out, 4096));
+    step(0);
+    const std::string ptx = cumemaudit::program::module_code_ptx(40000);
+    std::printf("module_load_beside: loading\n");
+    std::fflush(stdout);
+    CUmodule module = nullptr;
+    OK(cuModuleLoadData(&module, ptx.c_str()));  // site:beside_load
+    std::printf("module_load_beside: loaded\n");
+    std::fflush(stdout);
+    step(1);
+    OK(cuModuleUnload(module));
+    step(2);
+    OK(cuMemFree(out));
+    return 0;
+}
+
 }  // namespace
 
+AUDIT_SCENARIO("module-load-beside", module_load_beside);
 AUDIT_SCENARIO("jit-modules", jit_modules);
 AUDIT_SCENARIO("module-code-launch", module_code_launch);
 AUDIT_SCENARIO("module-code", module_code);

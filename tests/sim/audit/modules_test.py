@@ -2,11 +2,15 @@
 """Modules and libraries the program keeps loaded (modules.cpp).
 
 Usage: modules_test.py CASE   (paths from the environment meson sets; see audit_common.py)."""
+import os
 import re
+import select
+import subprocess
 import sys
 
-from audit_common import SCENARIOS, run, only_report, marker_line, top_frame, source, expect
-from cases import main, named_cases  # tests/support, on sys.path through audit_common
+from audit_common import CLI, REAL, SCENARIOS, run, only_report, marker_line, top_frame, source, expect
+from cases import Failure, main, named_cases  # tests/support, on sys.path through audit_common
+from sim_neighbour import neighbour
 
 SRC = source("modules.cpp")
 
@@ -124,6 +128,43 @@ def case_module_code_launch(tmp):
 def case_module_code_launch_eager(tmp):
     """Eager loading: the code at the load; the launches take only the stack."""
     module_code_launch_case(tmp, "EAGER", {0: 0, 1: 2, 2: 2, 3: 2, 4: 0})
+
+
+def case_module_load_beside(tmp):
+    """A module loaded while another process on the device allocates 1 GiB: the load compiles its PTX for 3 s
+    first (CUMEMAUDIT_SIM_JIT_MS, as a real driver's JIT takes its time) and the other process allocates
+    meanwhile. The step after the load names the module's 32 MiB of globals, not the other process's GiB
+    (NVML's figure for the other processes, looked at around the load, is taken off), and names that GiB as
+    the other process's; the unattributed bytes do not move."""
+    if REAL:
+        raise Failure("module-load-beside needs the simulated driver: its compile time places the other process inside the load")
+    node = f"beside-{os.getpid()}"
+    env = {**os.environ, "CUMEMAUDIT_SIM_NODE": node, "CUMEMAUDIT_SIM_JIT_MS": "3000"}
+    cmd = [CLI, "run", "--sim", "--report-dir", tmp, "--", SCENARIOS, "module-load-beside"]
+    proc = subprocess.Popen(cmd, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        line = proc.stdout.readline()
+        expect(line.strip() == "module_load_beside: loading", f"the scenario began with {line!r}")
+        with neighbour(node, 1 << 30):
+            # The neighbour holds its GiB now; had the load already ended, its line would be waiting here.
+            if select.select([proc.stdout], [], [], 0)[0]:
+                raise Failure("the load ended before the other process allocated: raise CUMEMAUDIT_SIM_JIT_MS")
+            out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    expect(proc.returncode == 0 and "module_load_beside: loaded" in out, f"exit {proc.returncode}\n{out}\n{err}")
+    rep = only_report(tmp)
+    steps = {s["step"]: s for s in rep["steps"] if not s["label"]}
+    code = {n: steps[n].get("module_code_bytes", 0) // MiB for n in sorted(steps)}
+    expect(code == {0: 0, 1: 32, 2: 0}, f"module code by step (MiB): {code}")
+    others = {n: steps[n].get("other_processes_bytes", 0) for n in sorted(steps)}
+    expect(others == {0: 0, 1: 1 << 30, 2: 1 << 30}, f"other processes' bytes by step: {others}")
+    unattributed = {n: steps[n]["unattributed_bytes"] for n in sorted(steps)}
+    expect(len(set(unattributed.values())) == 1, f"unattributed by step: {unattributed}")
+    rows = [(m["site"]["api"], top_frame(m)["line"], m["loads"], m["unloads"]) for m in rep["modules"]]
+    expect(rows == [("cuModuleLoadData", marker_line(SRC, "beside_load"), 1, 1)], f"module rows: {rows}")
 
 
 CASES = named_cases(globals())
