@@ -67,16 +67,22 @@ int jit_modules(int, char**) {
     return 0;
 }
 
+// The primary context current, a 4 KiB buffer made and step 0 marked: where each measure below starts from.
+StepFn start_measures(CUdeviceptr& out) {
+    init_primary_context();
+    const auto step = reinterpret_cast<StepFn>(dlsym(RTLD_DEFAULT, "cumemaudit_step"));
+    OK(cuMemAlloc(&out, 4096));
+    step(0);
+    return step;
+}
+
 // What a module's code and globals take on the device, step by step, as a JIT (a module: load, get the
 // function, launch) and CUDA's runtime under lazy loading (a library: load, get the kernel, get its function
 // in this context, launch) take it; then a load refused for want of room while the library is still loaded,
 // and both given back. Under CUDA_MODULE_LOADING=EAGER the same calls take it at the loads.
 int module_code(int, char**) {
-    init_primary_context();
-    const auto step = reinterpret_cast<StepFn>(dlsym(RTLD_DEFAULT, "cumemaudit_step"));
     CUdeviceptr out = 0;
-    OK(cuMemAlloc(&out, 4096));
-    step(0);
+    const StepFn step = start_measures(out);
     const std::string ptx = cumemaudit::program::module_code_ptx(40000);
     CUmodule module = nullptr;
     OK(cuModuleLoadData(&module, ptx.c_str()));  // site:code_module_load
@@ -118,11 +124,8 @@ int module_code(int, char**) {
 // code inside its first launch; that launch also raises the kernel stack to the kernel's 32 KiB of local
 // memory per thread. A second launch takes nothing; the unload gives the code back.
 int module_code_launch(int, char**) {
-    init_primary_context();
-    const auto step = reinterpret_cast<StepFn>(dlsym(RTLD_DEFAULT, "cumemaudit_step"));
     CUdeviceptr out = 0;
-    OK(cuMemAlloc(&out, 4096));
-    step(0);
+    const StepFn step = start_measures(out);
     CUlibrary library = nullptr;
     OK(cuLibraryLoadData(&library, cumemaudit::program::kLocalMemoryPtx, nullptr, nullptr, 0, nullptr, nullptr, 0));  // site:launch_library_load
     CUkernel kernel = nullptr;
@@ -146,11 +149,8 @@ int module_code_launch(int, char**) {
 // driver; the JIT itself on a real one), lasts until it holds its memory. The module's globals are all the
 // load takes for this process.
 int module_load_beside(int, char**) {
-    init_primary_context();
-    const auto step = reinterpret_cast<StepFn>(dlsym(RTLD_DEFAULT, "cumemaudit_step"));
     CUdeviceptr out = 0;
-    OK(cuMemAlloc(&out, 4096));
-    step(0);
+    const StepFn step = start_measures(out);
     const std::string ptx = cumemaudit::program::module_code_ptx(40000);
     std::printf("module_load_beside: loading\n");
     std::fflush(stdout);
