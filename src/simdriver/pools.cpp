@@ -308,18 +308,27 @@ CUresult SimState::set_location_pool(const CUmemLocation& where, CUmemAllocation
     return CUDA_SUCCESS;
 }
 
-// Managed memory touched on `dev` (a memset, a prefetch to it): all of the allocation moves there, and stays
-// until it is freed, a prefetch back to the host included (measured: 1024 of 1024 MiB, for cuMemAllocManaged
-// memory and a managed pool's with no location). A managed pool's with a host location stays on the host.
-CUresult SimState::Impl::make_resident(Classic& a, int dev) {
-    if (a.kind != ClassicKind::managed || a.charged != 0) return CUDA_SUCCESS;
+// Managed memory touched on `dev` (a memset, a prefetch to it): the pages of the range move there, and stay
+// until the allocation is freed, a prefetch back to the host included (measured: 1024 of 1024 MiB, for
+// cuMemAllocManaged memory and a managed pool's with no location; a prefetch of the upper 128 MiB of 256 MiB
+// moved 128 MiB). A managed pool's with a host location stays on the host. Once some of it is on one device,
+// a touch on another moves nothing (moves between devices are not modelled).
+CUresult SimState::Impl::make_resident(Classic& a, int dev, std::uint64_t offset, std::uint64_t bytes) {
+    if (a.kind != ClassicKind::managed || bytes == 0 || (a.charged != 0 && a.device != dev)) return CUDA_SUCCESS;
     if (a.pool != nullptr) {
         const auto p = pools.find(a.pool);
         if (p == pools.end() || p->second.where != CU_MEM_LOCATION_TYPE_NONE) return CUDA_SUCCESS;
     }
+    if (a.resident.empty()) a.resident.resize((a.size + kManagedPage - 1) / kManagedPage);
+    const std::uint64_t first = offset / kManagedPage, end = (offset + bytes + kManagedPage - 1) / kManagedPage;
+    std::uint64_t moving = 0;
+    for (std::uint64_t page = first; page < end; ++page)
+        if (!a.resident[page]) moving += std::min(kManagedPage, a.size - page * kManagedPage);
+    if (moving == 0) return CUDA_SUCCESS;
     SimNode::Lock lock(*node);
-    if (!room_for(dev, a.size) || !node->charge_unlisted(dev, a.size)) return CUDA_ERROR_OUT_OF_MEMORY;
-    a.charged = a.size;
+    if (!room_for(dev, moving) || !node->charge_unlisted(dev, moving)) return CUDA_ERROR_OUT_OF_MEMORY;
+    for (std::uint64_t page = first; page < end; ++page) a.resident[page] = true;
+    a.charged += moving;
     a.device = dev;
     return CUDA_SUCCESS;
 }
@@ -336,7 +345,7 @@ CUresult SimState::memset(CUdeviceptr ptr, std::size_t bytes) {
         return CUDA_ERROR_INVALID_VALUE;
     int dev = 0;
     if (CUresult r = s.current_device(&dev); r != CUDA_SUCCESS) return r;
-    return s.make_resident(a, dev);
+    return s.make_resident(a, dev, ptr - c->first, bytes);
 }
 
 CUresult SimState::prefetch(CUdeviceptr ptr, std::size_t bytes, const CUmemLocation& to) {
@@ -349,7 +358,7 @@ CUresult SimState::prefetch(CUdeviceptr ptr, std::size_t bytes, const CUmemLocat
     switch (to.type) {
         case CU_MEM_LOCATION_TYPE_DEVICE:
             if (CUresult r = s.check_device(to.id); r != CUDA_SUCCESS) return r;
-            return s.make_resident(c->second, to.id);
+            return s.make_resident(c->second, to.id, ptr - c->first, bytes);
         case CU_MEM_LOCATION_TYPE_HOST:
         case CU_MEM_LOCATION_TYPE_HOST_NUMA:
         case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:

@@ -4,6 +4,7 @@
 #include "state_impl.hpp"
 
 #include "config.hpp"
+#include "io_memory.hpp"
 #include "node.hpp"
 #include "va_arena.hpp"
 
@@ -302,6 +303,7 @@ CUresult SimState::host_register(void* ptr, std::size_t bytes, unsigned flags) {
                                CU_MEMHOSTREGISTER_READ_ONLY;
     if (ptr == nullptr || bytes == 0 || (flags & ~known) != 0) return CUDA_ERROR_INVALID_VALUE;
     const std::uint64_t start = reinterpret_cast<std::uint64_t>(ptr), end = start + bytes;
+    if ((flags & CU_MEMHOSTREGISTER_IOMEMORY) != 0 && !within_bar(start, end)) return CUDA_ERROR_INVALID_VALUE;
     auto next = s.registered.lower_bound(end);  // the first range at or past the end overlaps nothing
     if (next != s.registered.begin() && std::prev(next)->first + std::prev(next)->second.bytes > start)
         return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;

@@ -162,6 +162,7 @@ constexpr std::uint64_t kGranularity = 2ull << 20;  // measured: minimum and rec
 constexpr std::uint64_t kClassicRound = 512;         // classic allocations are charged in 512-byte units
 constexpr std::uint64_t kPoolChunk = 32ull << 20;  // measured: pools reserve and give back 32 MiB at a time
 constexpr std::uint64_t kModuleChunk = 2ull << 20;  // measured: module code and globals are charged 2 MiB at a time
+constexpr std::uint64_t kManagedPage = 2ull << 20;  // chosen (not measured): managed memory moves in large pages
 constexpr std::uint64_t kFirstHandle = 0x5e0000001ull;  // recognisable in logs; never 0
 
 // The current context is per thread, as in the real driver; it names an object SimState owns. It is the
@@ -230,6 +231,9 @@ struct Classic {
     // A graph allocation that outlived its launch (no free node): the device's graph memory carries its
     // charge, and its address stays the graph's.
     bool graph_kept = false;
+    // Managed memory: which of its kManagedPage pages a touch or a prefetch moved onto `device` (charged holds
+    // their bytes). Sized at the first move.
+    std::vector<bool> resident{};
 };
 
 // A stream-ordered pool's figures. Its reserved memory is charged to its device (none for a host pool) in
@@ -431,7 +435,7 @@ struct SimState::Impl {
     // Gives back what a classic allocation holds: its charge (or its reference on the node allocation that
     // carries it now) and its addresses. Its record is the caller's to erase. Both locks held.
     // Managed memory touched on `dev` moves there (pools.cpp). Both locks' order: the state's held.
-    CUresult make_resident(Classic& a, int dev);
+    CUresult make_resident(Classic& a, int dev, std::uint64_t offset, std::uint64_t bytes);
 
     // A location's default pool for its key (location type, id, allocation type); made at first use. In pools.cpp.
     CUmemoryPool location_default(const std::tuple<int, int, int>& key);

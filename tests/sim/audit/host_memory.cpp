@@ -2,6 +2,11 @@
 // Run as `audit_scenarios nccl-host | host-register`; checked by host_memory_test.py, which finds
 // each site by its `// site:NAME` marker.
 #include "scenarios.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <vector>
 
 namespace {
@@ -85,17 +90,29 @@ int host_register() {
 // A network plugin's GPU-initiated transport (aws-ofi-nccl's EFA path; NVSHMEM's GPU-initiated IB is
 // alike): the card's send queue and both doorbells live in its BAR and are registered as I/O memory so
 // kernels can write them; the receive queue is ordinary host memory. A step after the set-up, then a
-// teardown that forgets the send doorbell. The stand-ins for the BAR are host pages: the simulated driver
-// takes any memory as I/O memory, where the real one asks for a mapped device range (and privilege).
+// teardown that forgets the send doorbell. The driver takes only a device's mapped range as I/O memory (the
+// H100 refused ordinary host memory); the simulated driver's stand-in for the card's BAR is a shared mapping
+// of the file CUMEMAUDIT_SIM_BAR names.
 int io_register() {
     init_primary_context();
     auto step = reinterpret_cast<void (*)(uint64_t)>(dlsym(RTLD_DEFAULT, "cumemaudit_step"));
-    const size_t sq_bytes = 1024 * 64, rq_bytes = 256 * 16, page = 4096;
-    char* bar = static_cast<char*>(std::aligned_alloc(page, sq_bytes + 2 * page));
+    const size_t sq_bytes = 1024 * 64, rq_bytes = 256 * 16, page = 4096, bar_bytes = sq_bytes + 2 * page;
+    const char* bar_file = std::getenv("CUMEMAUDIT_SIM_BAR");
+    const int fd = bar_file != nullptr ? ::open(bar_file, O_RDWR | O_CREAT | O_CLOEXEC, 0600) : -1;
+    if (fd < 0 || ::ftruncate(fd, static_cast<off_t>(bar_bytes)) != 0) {
+        std::fprintf(stderr, "io_register: no BAR to map: set CUMEMAUDIT_SIM_BAR to a file (simulated driver)\n");
+        return 2;
+    }
+    void* mapped = ::mmap(nullptr, bar_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ::close(fd);
+    if (mapped == MAP_FAILED) return 2;
+    char* bar = static_cast<char*>(mapped);
     void* sq = bar;
     void* sq_doorbell = bar + sq_bytes;
     void* rq_doorbell = bar + sq_bytes + page;
     void* rq = std::aligned_alloc(page, rq_bytes);
+    CHECK(cuMemHostRegister(rq, rq_bytes, CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_DEVICEMAP),
+          CUDA_ERROR_INVALID_VALUE);  // ordinary memory is no device's
     const unsigned io = CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_DEVICEMAP;
     OK(cuMemHostRegister(sq, sq_bytes, io));
     OK(cuMemHostRegister(sq_doorbell, 4, io));  // site:sq_doorbell
