@@ -31,10 +31,6 @@ NOT_MODELLED = {
          "own besides; the simulated driver gives the stack back", "-264"),
     ("stack_oom", "plain_after_mib"):
         ("the next launch took both back on the H200 (264 + 150 MiB); the simulated driver takes the stack back", "264"),
-    ("context_primary", "load_mib"):
-        ("the H200 took nothing for the load and first gets of two small kernels in a fresh context (where the "
-         "module_code fact's first get took 2 MiB); the simulated driver charges the code heap's first 2 MiB "
-         "chunk at the first get (docs/DRIVER.md, \"Module code and globals\")", "2"),
 }
 
 

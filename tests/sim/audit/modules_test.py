@@ -97,17 +97,19 @@ def case_module_code_eager(tmp):
     module_code_case(tmp, {"CUDA_MODULE_LOADING": "EAGER"}, {0: 0, 1: 34, 2: 34, 3: 68, 4: 68, 5: 36, 6: 0}, 36)
 
 
-def module_code_launch_case(tmp, loading, want_code):
+def module_code_launch_case(tmp, loading):
     """CUDA's runtime under lazy loading launches a library's kernel without getting its function: the driver
-    loads its code inside the first launch, which also raises the kernel stack. Each step names the code
-    (measured around that launch, less the stack's growth, which the context's part names), the stack grows
-    by exactly the limit's growth times the device's threads, and the unattributed bytes never move."""
+    loads its code inside the first launch, which also raises the kernel stack. A small kernel's code fits the
+    first chunk of the context's code heap, which holds the driver's own code already, so no step names module
+    code (the H100 took nothing); the launch's measure takes the stack's growth off, which the context's part
+    names: the stack grows by exactly the limit's growth times the device's threads, and the unattributed bytes
+    never move."""
     env = {"CUDA_MODULE_LOADING": loading, "CUMEMAUDIT_SIM_CONTEXT": "256MiB", "CUMEMAUDIT_SIM_SMS": "4"}
     run([SCENARIOS, "module-code-launch"], tmp, env=env)
     rep = only_report(tmp)
     steps = {s["step"]: s for s in rep["steps"] if not s["label"]}
     code = {n: steps[n].get("module_code_bytes", 0) // MiB for n in sorted(steps)}
-    expect(code == want_code, f"module code by step (MiB): {code}")
+    expect(code == {0: 0, 1: 0, 2: 0, 3: 0, 4: 0}, f"module code by step (MiB): {code}")
     stack = {n: steps[n]["local_memory_bytes"] for n in sorted(steps)}
     (ctx,) = rep["contexts"]
     threads = stack[0] // 1024  # the default limit, 1 KiB a thread
@@ -120,14 +122,13 @@ def module_code_launch_case(tmp, loading, want_code):
 
 
 def case_module_code_launch(tmp):
-    """Lazy loading: nothing at the load (the kernel has no globals), its 2 MiB of code at its first launch,
-    nothing at the second, all given back at the unload."""
-    module_code_launch_case(tmp, "LAZY", {0: 0, 1: 0, 2: 2, 3: 2, 4: 0})
+    """Lazy loading: the library's module is made and its code loaded inside the first launch."""
+    module_code_launch_case(tmp, "LAZY")
 
 
 def case_module_code_launch_eager(tmp):
     """Eager loading: the code at the load; the launches take only the stack."""
-    module_code_launch_case(tmp, "EAGER", {0: 0, 1: 2, 2: 2, 3: 2, 4: 0})
+    module_code_launch_case(tmp, "EAGER")
 
 
 def case_module_load_beside(tmp):
