@@ -214,6 +214,10 @@ struct Context {
     std::uint64_t malloc_heap_bytes = 0;
     std::string malloc_heap_kernel;
     ledger::Site malloc_heap_site;
+    // Its streams: how many the program made in it, what their creations took of device memory (measured
+    // around each; the driver gives none back at a destroy), and the last creation that took some.
+    std::uint64_t streams_created = 0, stream_bytes = 0;
+    ledger::Site stream_site;
 };
 inline constexpr std::size_t kContextsKept = 64;
 

@@ -189,7 +189,8 @@ void add_contexts(Report& r, const history::History& h, Names& names) {
                                      c.local_memory_bytes, c.step, c.time_ns, names.site(c.site),
                                      c.stack_set_bytes_per_thread, names.site_if_any(c.stack_set_site), c.green,
                                      c.destroyed, c.malloc_heap_bytes, c.malloc_heap_kernel,
-                                     names.site_if_any(c.malloc_heap_site)});
+                                     names.site_if_any(c.malloc_heap_site), c.streams_created, c.stream_bytes,
+                                     names.site_if_any(c.stream_site)});
 }
 
 void add_modules(Report& r, const history::History& h, Names& names) {

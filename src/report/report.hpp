@@ -233,6 +233,9 @@ struct Context {
     std::uint64_t malloc_heap_bytes = 0;  // its device heap, measured at the launch that reserved it (0: none yet)
     std::string malloc_heap_kernel;       // that launch's kernel ("" when the driver could not say)
     Site malloc_heap_site;                // and its site
+    std::uint64_t streams_created = 0;    // streams the program made in it
+    std::uint64_t stream_bytes = 0;       // what their creations took (in fixed_bytes' part; never given back)
+    Site stream_site;                     // the last creation that took some
 };
 inline constexpr std::size_t kTeardownsKept = 64;  // the summary counts every one
 

@@ -215,6 +215,9 @@ template <class V> void fields(V& v, Context& c) {
     v.opt("malloc_heap_bytes", c.malloc_heap_bytes);
     v.opt("malloc_heap_kernel", c.malloc_heap_kernel);
     v.opt("malloc_heap_site", c.malloc_heap_site);
+    v.opt("streams_created", c.streams_created);
+    v.opt("stream_bytes", c.stream_bytes);
+    v.opt("stream_site", c.stream_site);
 }
 template <class V> void fields(V& v, Teardown& t) {
     v.req("api", t.api);

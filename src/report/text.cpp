@@ -174,6 +174,15 @@ std::string text_summary(const Report& r, const TextDetail& detail) {
                        c.malloc_heap_site.frames.empty() && c.malloc_heap_site.python_frames.empty() ? "" : " at:");
         frames(out, c.malloc_heap_site, detail);
     }
+    // Streams whose creations took device memory: part of the context's reservation, kept as long as it.
+    for (const Context& c : r.contexts) {
+        if (c.stream_bytes == 0) continue;
+        fmt::format_to(it, "\nStreams of {}{}: {} made, their creations took {}; the last that took some at:\n",
+                       c.primary ? "the primary context" : "a context",
+                       c.device >= 0 ? fmt::format(" on device {}", c.device) : "", c.streams_created,
+                       human_bytes(c.stream_bytes));
+        frames(out, c.stream_site, detail);
+    }
     // Pools with memory, and the program's own: idle memory is device memory no owner's figures hold.
     for (const Pool& p : r.pools) {
         if (p.origin == "default" && p.reserved_bytes == 0) continue;

@@ -75,9 +75,7 @@ bool read_reservation(const char* text, const char* variable, std::uint64_t& int
     error = std::string("cumemaudit-sim: ") + variable + "='" + text + "' is not a size (expected e.g. 2MiB, 0 or a byte count)";
     return false;
 }
-}  // namespace
 
-namespace {
 // An integer from 0 to `most`: false, with the error line set, when malformed.
 bool read_count(const char* text, const char* variable, long most, const char* what, int& into, std::string& error) {
     if (text == nullptr) return true;
@@ -94,13 +92,15 @@ bool read_count(const char* text, const char* variable, long most, const char* w
 }  // namespace
 
 ConfigResult read_config(const char* memory, const char* devices, const char* graph_exec, const char* context,
-                         const char* sms, const char* heap_code, const char* green_context, const char* jit_ms) {
+                         const char* sms, const char* heap_code, const char* green_context, const char* jit_ms,
+                         const char* stream_chunk) {
     ConfigResult out;
     if (!read_reservation(graph_exec, "CUMEMAUDIT_SIM_GRAPH_EXEC", out.config.graph_exec_bytes, out.error)) return out;
     if (!read_reservation(context, "CUMEMAUDIT_SIM_CONTEXT", out.config.context_bytes, out.error)) return out;
     if (!read_reservation(heap_code, "CUMEMAUDIT_SIM_HEAP_CODE", out.config.heap_code_bytes, out.error)) return out;
     if (!read_reservation(green_context, "CUMEMAUDIT_SIM_GREEN_CONTEXT", out.config.green_context_bytes, out.error))
         return out;
+    if (!read_reservation(stream_chunk, "CUMEMAUDIT_SIM_STREAM_CHUNK", out.config.stream_chunk_bytes, out.error)) return out;
     if (!read_count(sms, "CUMEMAUDIT_SIM_SMS", kMaxSms, "a multiprocessor count", out.config.sms, out.error)) return out;
     if (!read_count(jit_ms, "CUMEMAUDIT_SIM_JIT_MS", kMaxJitMs, "a compile time in milliseconds", out.config.jit_ms, out.error))
         return out;

@@ -36,7 +36,11 @@ struct Config {
     // driver JIT-compiles PTX at the load, which can take a second, and another process may allocate
     // meanwhile. 0 by default (no wait).
     int jit_ms = 0;
+    // What a context takes for each kStreamsPerChunk streams beyond the one its beginning holds room for
+    // (docs/DRIVER.md, "Streams"; an H100 took 2 MiB). 0 by default, as the context's parts are.
+    std::uint64_t stream_chunk_bytes = 0;
 };
+inline constexpr unsigned kStreamsPerChunk = 4;
 
 inline constexpr int kThreadsPerSm = 2048;  // CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR of an H200
 
@@ -51,13 +55,14 @@ struct ConfigResult {
 };
 
 // Reads the environment (null means unset, i.e. the default): CUMEMAUDIT_SIM_MEMORY, CUMEMAUDIT_SIM_DEVICES,
-// CUMEMAUDIT_SIM_GRAPH_EXEC, CUMEMAUDIT_SIM_CONTEXT, CUMEMAUDIT_SIM_HEAP_CODE and CUMEMAUDIT_SIM_GREEN_CONTEXT
-// (sizes, as for the memory; "0" allowed),
+// CUMEMAUDIT_SIM_GRAPH_EXEC, CUMEMAUDIT_SIM_CONTEXT, CUMEMAUDIT_SIM_HEAP_CODE, CUMEMAUDIT_SIM_GREEN_CONTEXT and
+// CUMEMAUDIT_SIM_STREAM_CHUNK (sizes, as for the memory; "0" allowed),
 // CUMEMAUDIT_SIM_SMS (an integer from 0 to kMaxSms), CUMEMAUDIT_SIM_JIT_MS (an integer from 0 to kMaxJitMs).
 inline constexpr int kMaxSms = 1024;
 inline constexpr int kMaxJitMs = 60000;
 ConfigResult read_config(const char* memory, const char* devices, const char* graph_exec = nullptr,
                          const char* context = nullptr, const char* sms = nullptr, const char* heap_code = nullptr,
-                         const char* green_context = nullptr, const char* jit_ms = nullptr);
+                         const char* green_context = nullptr, const char* jit_ms = nullptr,
+                         const char* stream_chunk = nullptr);
 
 }  // namespace cumemaudit::sim

@@ -72,6 +72,8 @@ void SimState::Impl::end_context(CUcontext ctx) {
     ctx->limits = kDefaultLimits;
     ctx->stack_given_back = false;
     ctx->heap_fixed = ctx->fifo_fixed = ctx->heap_code_taken = false;
+    ctx->streams_live = 0;
+    ctx->stream_room = 1;
 }
 
 CUresult SimState::Impl::heap_for_launch(CUcontext ctx) {
@@ -166,6 +168,11 @@ CUresult SimState::ctx_destroy(CUcontext ctx) {
         s.end_context(ctx);
     }
     forget_current(ctx);
+    std::erase_if(s.streams, [&](CUstream st) {  // its streams end with it
+        if (st->ctx != ctx) return false;
+        delete st;
+        return true;
+    });
     s.own_contexts.erase(it);
     return CUDA_SUCCESS;
 }

@@ -54,6 +54,11 @@ CUresult cuStreamCreate(CUstream* phStream, unsigned int Flags) {
     });
 }
 
+// Priorities are not modelled: any is accepted, as the driver clamps one out of range (documented: cuda.h).
+CUresult cuStreamCreateWithPriority(CUstream* phStream, unsigned int flags, int) {
+    return cuStreamCreate(phStream, flags);
+}
+
 CUresult cuStreamDestroy_v2(CUstream hStream) {
     return guarded([&] { return SimState::get().stream_destroy(hStream); });
 }

@@ -12,12 +12,12 @@
 #include "state_impl.hpp"
 
 #include <algorithm>
-#include <chrono>
-#include <thread>
 #include <cctype>
+#include <chrono>
 #include <cstring>
 #include <optional>
 #include <string_view>
+#include <thread>
 
 namespace cumemaudit::sim {
 

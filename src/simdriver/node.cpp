@@ -209,7 +209,7 @@ int SimNode::self() {
             continue;
         }
         ::munmap(got, kNodeVaSlice);  // VaArena maps it again for good
-        seg_->proc[i] = NodeProcess{pid, {}};
+        seg_->proc[i] = NodeProcess{pid, {}, {}};
         slot_ = static_cast<int>(i);
         break;
     }

@@ -77,7 +77,8 @@ CUresult SimState::init() {
     const ConfigResult cfg = read_config(std::getenv("CUMEMAUDIT_SIM_MEMORY"), std::getenv("CUMEMAUDIT_SIM_DEVICES"),
                                          std::getenv("CUMEMAUDIT_SIM_GRAPH_EXEC"), std::getenv("CUMEMAUDIT_SIM_CONTEXT"),
                                          std::getenv("CUMEMAUDIT_SIM_SMS"), std::getenv("CUMEMAUDIT_SIM_HEAP_CODE"),
-                                         std::getenv("CUMEMAUDIT_SIM_GREEN_CONTEXT"), std::getenv("CUMEMAUDIT_SIM_JIT_MS"));
+                                         std::getenv("CUMEMAUDIT_SIM_GREEN_CONTEXT"), std::getenv("CUMEMAUDIT_SIM_JIT_MS"),
+                                         std::getenv("CUMEMAUDIT_SIM_STREAM_CHUNK"));
     if (!cfg.error.empty()) {
         if (!s.config_reported) std::fprintf(stderr, "%s\n", cfg.error.c_str());
         s.config_reported = true;
@@ -97,6 +98,7 @@ CUresult SimState::init() {
     s.config.heap_code_bytes = cfg.config.heap_code_bytes;
     s.config.green_context_bytes = cfg.config.green_context_bytes;
     s.config.jit_ms = cfg.config.jit_ms;
+    s.config.stream_chunk_bytes = cfg.config.stream_chunk_bytes;
     const char* loading = std::getenv("CUDA_MODULE_LOADING");  // read at cuInit, as the real driver reads it
     s.eager_loading = loading != nullptr && std::strcmp(loading, "EAGER") == 0;
     const auto n = static_cast<std::size_t>(s.config.devices);

@@ -71,6 +71,9 @@ struct CUctx_st {
     // the FIFO takes no device memory. `heap_code_taken`: what the first load of a kernel that calls malloc
     // brings with it (Config::heap_code_bytes) is held.
     bool heap_fixed = false, fifo_fixed = false, heap_code_taken = false;
+    // Its streams: how many live, and how many it holds room for (Config::stream_chunk_bytes). Room is kept
+    // when a stream is destroyed, and reused (measured).
+    unsigned streams_live = 0, stream_room = 1;
     ModuleHeap code = driver_code_heap(), data{};
     // A green context's: the primary context of its device, whose module heaps, limits, stack and device heap
     // it shares (measured: its stack limit reads the primary's, and a module loaded and launched in it took

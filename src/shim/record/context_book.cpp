@@ -61,6 +61,18 @@ void ContextBook::heap_reserved(CUcontext ctx, std::uint64_t bytes, std::string 
         }
 }
 
+void ContextBook::stream_made(CUcontext ctx, std::uint64_t bytes, const ledger::Site& site) {
+    std::lock_guard lock(mu_);
+    for (Live& l : live_)
+        if (l.ctx == ctx && !l.facts.destroyed) {
+            ++l.facts.streams_created;
+            if (bytes == 0) return;
+            l.facts.stream_bytes += bytes;
+            l.facts.stream_site = site;
+            return;
+        }
+}
+
 // Copied under the lock, asked outside it (the driver's answers take their time); what it said is kept for
 // the report, which asks the driver nothing (it may be written from a signal handler).
 std::vector<ContextBook::Live> ContextBook::live_now(CUcontext stack_gone) {
@@ -89,7 +101,7 @@ ContextBook::Reserved ContextBook::reserved(int device, CUcontext stack_gone) {
     Reserved r;
     for (const Live& l : live_now(stack_gone)) {
         if (device >= 0 && l.facts.device != device) continue;
-        r.context_bytes += l.facts.fixed_bytes;
+        r.context_bytes += l.facts.fixed_bytes + l.facts.stream_bytes;
         r.local_memory_bytes += l.facts.local_memory_bytes;
         r.malloc_heap_bytes += l.facts.malloc_heap_bytes;
         r.stack_bytes_per_thread = std::max(r.stack_bytes_per_thread, l.facts.stack_bytes_per_thread);

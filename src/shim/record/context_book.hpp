@@ -1,6 +1,6 @@
 // context_book: the contexts the program made, and what each reserves on its device besides allocations —
 // the fixed part its creation cost (what NVML charged this process for it, less the kernel stack it began
-// with), its kernel stack reservation (its CU_LIMIT_STACK_SIZE × the threads the device holds, which a
+// with), what its streams' creations took (measured around each), its kernel stack reservation (its CU_LIMIT_STACK_SIZE × the threads the device holds, which a
 // launch raises to what a kernel's local memory needs and keeps: docs/DRIVER.md, "Contexts, kernel stacks
 // and launches") and its device heap (measured at the launch that reserved it); and who last set a
 // context's stack limit. Asked at marks and out-of-memory moments only.
@@ -31,6 +31,9 @@ public:
     // A launch of `kernel` at `site` reserved the device heap of `ctx`, `bytes` (once: the driver reserves it
     // at most once a context).
     void heap_reserved(CUcontext ctx, std::uint64_t bytes, std::string kernel, const ledger::Site& site);
+    // A stream made in `ctx`, whose creation took `bytes` of device memory at `site` (0: it fit room the
+    // context held). Part of the context's reservation from then on: the driver gives none back at a destroy.
+    void stream_made(CUcontext ctx, std::uint64_t bytes, const ledger::Site& site);
 
     // What `device`'s live contexts reserve now (every device's: -1), asking the driver for their stacks
     // (marks and out-of-memory moments).

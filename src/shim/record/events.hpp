@@ -117,6 +117,11 @@ void record(ev::ModuleLoad, Call&, CUresult, CUlibrary*, const char*, CUjit_opti
             void**, unsigned int);
 void record(ev::ModuleUnload, Call&, CUresult, CUmodule);
 void record(ev::ModuleUnload, Call&, CUresult, CUlibrary);
+// What a stream's creation takes of its context's memory is measured around it (stream_events.cpp).
+void prepare_stream_measure(Call&);
+template <class... Args> void prepare(ev::StreamCreate, Call& call, Args...) { prepare_stream_measure(call); }
+void record(ev::StreamCreate, Call&, CUresult, CUstream*, unsigned int);
+void record(ev::StreamCreate, Call&, CUresult, CUstream*, unsigned int, int);
 // What a load, an unload or a first get of a function takes or gives back is measured around it.
 void prepare_code_measure(Call&);
 void prepare_load_measure(Call&);  // a load: other processes' bytes looked at too (module_events.cpp)

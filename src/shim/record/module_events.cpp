@@ -8,6 +8,7 @@
 
 #include "common/heap_bytes.hpp"
 #include "ledger/ledger.hpp"
+#include "shim/record/measure_around.hpp"
 #include "shim/record/recorder.hpp"
 #include "shim/services/context_query.hpp"
 #include "shim/services/driver_query.hpp"
@@ -21,67 +22,10 @@
 namespace cumemaudit::shim {
 namespace {
 
-// The device's used memory and the tracked bytes on it before the call, so that what the program's other
-// threads allocated or freed meanwhile is not taken for code; around a load, other processes' bytes too.
-struct Before {
-    DeviceUsed device;
-    std::uint64_t tracked = 0;
-    std::optional<std::uint64_t> others;
-};
-thread_local Before t_before;
-
-// What every other process holds on `device` as NVML charges it; nothing where NVML does not list this
-// process. Asked around loads only: a load compiles PTX first, long enough (up to seconds) for a process
-// sharing the device to allocate meanwhile, while a get or a first launch lasts microseconds, and there are
-// thousands of those.
-std::optional<std::uint64_t> others_on(int device) {
-    DriverScope in_driver;
-    const DeviceProcesses on_device = nvml_processes(device, false);
-    if (!on_device.listed) return std::nullopt;
-    std::uint64_t sum = 0;
-    for (const history::OtherProcess& p : on_device.others) sum += p.bytes;
-    return sum;
-}
-
-std::uint64_t tracked_on(Recorder& rec, int device) {
-    std::uint64_t sum = 0;
-    for (const ledger::OwnerRow& o : rec.several_devices() ? rec.ledger().owners_on_device(device) : rec.ledger().owners_now())
-        sum += ledger::live_on_device(o);
-    return sum;
-}
-
-enum class Others : bool { no, ask };
-
-void look_before(Call& call, bool worth = true, Others others = Others::no) {
-    // Others first and after last, both looks between them: what another process moves while the device is
-    // read shifts both alike.
-    const int device = worth && others == Others::ask ? current_device() : -1;
-    t_before.others = device >= 0 ? others_on(device) : std::nullopt;
-    t_before.device = worth ? device_used_now() : DeviceUsed{};
-    t_before.tracked = t_before.device.known ? tracked_on(call.recorder(), t_before.device.device) : 0;
-}
-
-// What the call moved the device's used memory by, less the tracked allocations' share; 0 when either look
-// could not be made (no context current: nothing loads then) or the call switched device.
-std::int64_t moved_since_before(Call& call) {
-    const Before before = t_before;
-    t_before.device.known = false;  // one measure per look
-    if (!before.device.known) return 0;
-    const DeviceUsed after = device_used_now();
-    if (!after.known || after.device != before.device.device) return 0;
-    const std::uint64_t tracked = tracked_on(call.recorder(), after.device);
-    std::int64_t others_moved = 0;
-    if (before.others)
-        if (const std::optional<std::uint64_t> others = others_on(after.device))
-            others_moved = static_cast<std::int64_t>(*others) - static_cast<std::int64_t>(*before.others);
-    return (static_cast<std::int64_t>(after.used) - static_cast<std::int64_t>(before.device.used)) -
-           (static_cast<std::int64_t>(tracked) - static_cast<std::int64_t>(before.tracked)) - others_moved;
-}
-
 void loaded(Call& call, const void* handle, std::uint64_t image_bytes) {
     Recorder& rec = call.recorder();
     rec.modules().loaded(handle, image_bytes, call.site(), rec.timeline().last_step());
-    rec.modules().took(handle, t_before.device.device, moved_since_before(call), current_context());
+    rec.modules().took(handle, looked_device(), moved_since_before(call), current_context());
 }
 
 // Under eager loading a get takes nothing; under lazy loading only a first get can.
@@ -95,14 +39,14 @@ template <class Key> bool worth_measuring(Call& call, Key key) {
 std::uint64_t context_key() { return reinterpret_cast<std::uintptr_t>(current_context()); }
 
 void unloaded(Call& call, CUresult r, const void* handle) {
-    const int device = t_before.device.device;
+    const int device = looked_device();
     const std::int64_t moved = moved_since_before(call);
     if (r == CUDA_SUCCESS) call.recorder().modules().unloaded(handle, device, moved, current_context());
 }
 
 // What a get (or a load its launch makes) took since look_before, booked to `handle` where it succeeded.
 void got(Call& call, bool succeeded, const void* handle) {
-    const int device = t_before.device.device;
+    const int device = looked_device();
     const std::int64_t moved = moved_since_before(call);
     if (succeeded) call.recorder().modules().took(handle, device, moved, current_context());
 }
@@ -122,7 +66,7 @@ void prepare_load_measure(Call& call) { look_before(call, true, Others::ask); }
 // are told apart. Not while a stream capture is open: a call the driver does not allow during a capture
 // would invalidate it (docs/DRIVER.md), so such a first launch goes unmeasured.
 void prepare_launch_measure(Call& call, CUfunction f) {
-    t_before.device.known = false;  // a look no record consumed (a refused load) is no launch's
+    forget_look();  // a look no record consumed (a refused load) is no launch's
     if (call.recorder().capturing()) return;
     const auto kernel = reinterpret_cast<CUkernel>(f);
     if (lazy_module_loading())
@@ -131,14 +75,14 @@ void prepare_launch_measure(Call& call, CUfunction f) {
             got(call, load_kernel_here(kernel), library);
         }
     look_before(call);
-    t_stack_before = t_before.device.known ? stack_limit_of(current_context()) : 0;
+    t_stack_before = looked() ? stack_limit_of(current_context()) : 0;
 }
 
 // Beyond a stack it raised (the context's part names that), a first launch reserves only its context's
 // device heap, once, when its kernel is the first there to call malloc: the heap limit and 2 MiB
 // (docs/DRIVER.md). Less than that is another thread's doing meanwhile, and is left alone.
 void launch_took(Call& call, CUresult r, CUfunction f) {
-    const int device = t_before.device.device;
+    const int device = looked_device();
     std::int64_t moved = moved_since_before(call);
     if (r != CUDA_SUCCESS) first_launches().forget(f);
     if (r != CUDA_SUCCESS || moved <= 0) return;
@@ -187,7 +131,7 @@ void record(ev::CodeLoad, Call& call, CUresult r, CUfunction*, CUmodule module, 
 }
 void record(ev::CodeLoad, Call& call, CUresult r, CUfunction*, CUkernel kernel) {
     // The kernel's library is asked only when something was taken: a second driver call on a rare path.
-    if (t_before.device.known) got(call, r == CUDA_SUCCESS, r == CUDA_SUCCESS ? library_of_kernel(kernel) : nullptr);
+    if (looked()) got(call, r == CUDA_SUCCESS, r == CUDA_SUCCESS ? library_of_kernel(kernel) : nullptr);
 }
 void record(ev::CodeLoad, Call& call, CUresult r, CUmodule*, CUlibrary library) { got(call, r == CUDA_SUCCESS, library); }
 
