@@ -5,19 +5,8 @@ pool. One line per measurement: name, then the used memory it moved in bytes."""
 import subprocess
 import sys
 
+from alloc_overhead import ok, used  # this directory
 from cuda.bindings import driver as cu
-
-
-def ok(result):
-    err, *rest = result if isinstance(result, tuple) else (result,)
-    if err != cu.CUresult.CUDA_SUCCESS:
-        raise SystemExit(f"{err}")
-    return rest[0] if len(rest) == 1 else rest
-
-
-def used():
-    free, total = ok(cu.cuMemGetInfo())
-    return total - free
 
 
 def driver_streams():
@@ -63,6 +52,7 @@ def driver_streams():
 
 TORCH = r"""
 import torch
+from alloc_overhead import ok, used  # this directory
 from cuda.bindings import driver as cu
 def used():
     free, total = torch.cuda.mem_get_info()
