@@ -76,6 +76,12 @@ def top_frame(leak):
     return leak["site"]["frames"][0]
 
 
+def expect_summary_block(stderr, title, first_line, source_file, line):
+    """The exit summary's first block titled `title` reads `first_line` whole, and its first frame is at `source_file`'s `line`."""
+    block = stderr[stderr.find(title):]
+    expect(block.startswith(first_line) and f"{source_file}:{line} " in block.splitlines()[1], f"exit summary: {block[:400]}")
+
+
 def drop_of(stdout):
     m = re.search(r"drop=(\d+)", stdout)
     expect(m is not None, f"no drop= in program output:\n{stdout}")

@@ -4,7 +4,7 @@
 Usage: device_heap_test.py CASE   (paths from the environment meson sets; see audit_common.py)."""
 import sys
 
-from audit_common import REAL, SCENARIOS, run, only_report, marker_line, source, top_frame, expect
+from audit_common import REAL, SCENARIOS, run, only_report, marker_line, source, top_frame, expect, expect_summary_block
 from cases import main, named_cases  # tests/support, on sys.path through audit_common
 
 MiB = 1 << 20
@@ -34,11 +34,9 @@ def case_device_heap(tmp):
     line = marker_line(SRC, "heap_launch")
     expect(ctx["primary"] and ctx["malloc_heap_bytes"] == 66 * MiB and ctx["malloc_heap_kernel"] == "heap_user"
            and top_frame({"site": ctx["malloc_heap_site"]})["line"] == line, f"context: {ctx}")
-    summary = proc.stderr[proc.stderr.find("Device heap of the primary context"):]
-    expect(summary.startswith("Device heap of the primary context on device 0: 66.0 MiB, reserved by the first launch "
-                              "of heap_user at:\n") and f"device_heap.cpp:{line} " in summary.splitlines()[1],
-           f"exit summary: {summary[:400]}")
-
+    expect_summary_block(proc.stderr, "Device heap of the primary context",
+                         "Device heap of the primary context on device 0: 66.0 MiB, reserved by the first launch "
+                         "of heap_user at:\n", "device_heap.cpp", line)
 
 CASES = named_cases(globals())
 

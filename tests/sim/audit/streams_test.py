@@ -2,10 +2,9 @@
 """Streams' share of their context's memory (streams.cpp).
 
 Usage: streams_test.py CASE   (paths from the environment meson sets; see audit_common.py)."""
-import re
 import sys
 
-from audit_common import SCENARIOS, MiB, run, only_report, marker_line, source, top_frame, expect
+from audit_common import SCENARIOS, MiB, run, only_report, marker_line, source, top_frame, expect, expect_summary_block
 from cases import main, named_cases  # tests/support, on sys.path through audit_common
 
 SRC = source("streams.cpp")
@@ -29,11 +28,9 @@ def case_streams(tmp):
     line = marker_line(SRC, "leaked_stream")
     expect((ctx["streams_created"], ctx["stream_bytes"], ctx["stream_site"]["api"], top_frame({"site": ctx["stream_site"]})["line"])
            == (32, 12 * MiB, "cuStreamCreate", line), f"context: {ctx}")
-    summary = proc.stderr[proc.stderr.find("Streams of the primary context"):]
-    expect(summary.startswith("Streams of the primary context on device 0: 32 made, their creations took 12.0 MiB; "
-                              "the last that took some at:\n") and f"streams.cpp:{line} " in summary.splitlines()[1],
-           f"exit summary: {summary[:400]}")
-
+    expect_summary_block(proc.stderr, "Streams of the primary context",
+                         "Streams of the primary context on device 0: 32 made, their creations took 12.0 MiB; "
+                         "the last that took some at:\n", "streams.cpp", line)
 
 CASES = named_cases(globals())
 
