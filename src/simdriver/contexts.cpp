@@ -74,6 +74,11 @@ void SimState::Impl::end_context(CUcontext ctx) {
     ctx->heap_fixed = ctx->fifo_fixed = ctx->heap_code_taken = false;
     ctx->streams_live = 0;
     ctx->stream_room = 1;
+    std::erase_if(streams, [&](CUstream st) {  // its streams end with it
+        if (home(st->ctx) != ctx) return false;
+        delete st;
+        return true;
+    });
 }
 
 CUresult SimState::Impl::heap_for_launch(CUcontext ctx) {
@@ -168,11 +173,6 @@ CUresult SimState::ctx_destroy(CUcontext ctx) {
         s.end_context(ctx);
     }
     forget_current(ctx);
-    std::erase_if(s.streams, [&](CUstream st) {  // its streams end with it
-        if (st->ctx != ctx) return false;
-        delete st;
-        return true;
-    });
     s.own_contexts.erase(it);
     return CUDA_SUCCESS;
 }
