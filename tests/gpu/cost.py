@@ -10,7 +10,7 @@ Two measurements in the same rounds, every process pinned to the same cores:
   by round (the order rotates). A pattern's result is the median over rounds of the per-round ratios to
   plain with a 95% bootstrap interval (tests/bench/between.py); a verdict only where the interval lies on
   one side of the target, and "cannot tell" otherwise. Targets: cumemaudit within the floor + 3 points
-  (async, batch), the VMM cycle within +2%, the PyTorch step within +2%.
+  (async, batch), the VMM cycle within +2%, the PyTorch step within +2% without caching and +0.5% with it.
 - Inside one process (bench_calls --ab, torch_workloads.py train --ab): each thread of the audited (and
   the floor's) process alternates iteration by iteration between the driver's own entry points and the
   program's (the preloaded library's), timing each with the TSC, in blocks with recording on and blocks
@@ -28,15 +28,18 @@ Patterns:
   batch                  cuMemAlloc 4 KiB x2000, then cuMemFree x2000              (bench_calls --child)
   vmm                    cuMemCreate+Map+SetAccess+Unmap+Release, 2 MiB            (bench_calls --child)
   torch step             a training step with PYTORCH_NO_CUDA_MEMORY_CACHING=1     (torch_workloads.py train)
+  torch step, caching    the same step with PyTorch's caching allocator, as jobs run (torch_workloads.py train)
                          (plain vs cumemaudit only: PyTorch reaches the driver through cuGetProcAddress,
                          which the minimal recorder does not interpose)
 
   python3 tests/gpu/cost.py --build BUILD [--out DIR] [--rounds 9] [--blocks 5] [--cores 0-15]
-                            [--budget-s 360] [--iters-scale N] [--torch-steps 400]
+                            [--budget-s 360] [--iters-scale N] [--torch-steps 400] [--resume COST_JSON]
 
 Needs the build's bench_calls, libminrec.so and cumemaudit CLI (carry the build dir), a GPU, PyTorch.
 Prints a markdown table and writes cost.md and cost.json into --out. Rounds stop early when the budget
-(seconds) would be exceeded; the table says how many rounds each row got.
+(seconds) would be exceeded; the table says how many rounds each row got. --resume goes on from an earlier
+run's cost.json (its figures and its round count: the order keeps rotating from where it stopped), so rounds
+that do not fit one command's time limit can be spread over several commands of one lease.
 """
 import argparse
 import datetime
@@ -61,10 +64,15 @@ CALL_ROWS = [  # (row name, bench pattern, threads, calls per pair/cycle, iterat
     ("cuMemAlloc 4 KiB x2000 then cuMemFree x2000 (per pair)", "batch", 1, 2, 20000),
     ("VMM create+map+access+unmap+release 2 MiB (per cycle)", "vmm", 1, 5, 2000),
 ]
-TORCH_ROW = "PyTorch training step, PYTORCH_NO_CUDA_MEMORY_CACHING=1"
-TARGET = {"async": 10.0, "batch": 5.0, "vmm": 2.0, "torch": 1.0}  # in one process: at most this many % added
+TORCH_ROWS = [  # (row name, key, environment): PyTorch's step without its caching allocator and with it
+    ("PyTorch training step, PYTORCH_NO_CUDA_MEMORY_CACHING=1", "torch", {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}),
+    ("PyTorch training step, caching allocator", "torch_caching", {}),
+]
+# In one process: at most this many % added.
+TARGET = {"async": 10.0, "batch": 5.0, "vmm": 2.0, "torch": 1.0, "torch_caching": 1.0}
 # Between processes: (what is judged, at most): the excess over the floor, or the added time itself.
-BETWEEN_TARGET = {"async": ("excess", 0.03), "batch": ("excess", 0.03), "vmm": ("added", 0.02), "torch": ("added", 0.02)}
+BETWEEN_TARGET = {"async": ("excess", 0.03), "batch": ("excess", 0.03), "vmm": ("added", 0.02), "torch": ("added", 0.02),
+                  "torch_caching": ("added", 0.005)}
 
 
 def sh(cmd, env, timeout):
@@ -87,7 +95,8 @@ def main():
     ap.add_argument("--budget-s", type=float, default=360)
     ap.add_argument("--iters-scale", type=int, default=1, help="multiplies every pattern's iterations")
     ap.add_argument("--torch-steps", type=int, default=400)
-    ap.add_argument("--no-torch", action="store_true", help="leave the PyTorch row out (a dry run without a GPU)")
+    ap.add_argument("--no-torch", action="store_true", help="leave the PyTorch rows out (a dry run without a GPU)")
+    ap.add_argument("--resume", metavar="COST_JSON", help="go on from an earlier run's cost.json: its rounds count")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
     out = a.out or tempfile.mkdtemp(prefix="cumemaudit-cost-")
@@ -113,9 +122,19 @@ def main():
     in_process = {}  # (row, mode) -> [{"added": %, "passing": %} per round], from the --ab children
     failures = []
     rounds_done = 0
+    if a.resume:
+        try:
+            with open(a.resume) as f:
+                state = json.load(f)["state"]
+        except (OSError, ValueError, KeyError) as e:
+            sys.exit(f"cost.py: --resume {a.resume}: not a cost.json this script wrote ({e})")
+        per_round = {(row, mode): v for row, mode, v in state["per_round"]}
+        in_process = {(row, mode): v for row, mode, v in state["in_process"]}
+        failures, rounds_done = state["failures"], state["rounds"]
+        print(f"cost.py: going on from {a.resume}, {rounds_done} rounds done", flush=True)
     round_s = 0.0
-    for r in range(a.rounds):
-        if r > 0 and time.time() - started + round_s > a.budget_s:
+    for r in range(rounds_done, a.rounds):
+        if r > rounds_done and time.time() - started + round_s > a.budget_s:
             break
         t0 = time.time()
         order = list(modes)[r % len(modes):] + list(modes)[:r % len(modes)]
@@ -147,18 +166,19 @@ def main():
             if mode in ("floor", "forward-only") or a.no_torch:
                 continue
             prefix, env = modes[mode]
-            wl = [sys.executable, os.path.join(HERE, "torch_workloads.py"), "train", "--steps", str(a.torch_steps)]
-            if mode == "cumemaudit":
-                wl.append("--ab")
-            rc, so, se = sh(pin + prefix + wl, {**env, "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}, 240)
-            m = re.search(r"step_median_us=([\d.]+)", so)
-            ab = re.search(r"ab: added_pct=([-\d.]+)", so)
-            if rc != 0 or not m or (mode == "cumemaudit" and not ab):
-                failures.append(f"{mode} torch: rc {rc}: {se[-300:]}")
-            else:
-                per_round.setdefault((TORCH_ROW, mode), []).append(float(m.group(1)) * 1000)
-                if ab:
-                    in_process.setdefault((TORCH_ROW, mode), []).append({"added": float(ab.group(1)), "passing": None})
+            for row, key, torch_env in TORCH_ROWS:
+                wl = [sys.executable, os.path.join(HERE, "torch_workloads.py"), "train", "--steps", str(a.torch_steps)]
+                if mode == "cumemaudit":
+                    wl.append("--ab")
+                rc, so, se = sh(pin + prefix + wl, {**env, **torch_env}, 240)
+                m = re.search(r"step_median_us=([\d.]+)", so)
+                ab = re.search(r"ab: added_pct=([-\d.]+)", so)
+                if rc != 0 or not m or (mode == "cumemaudit" and not ab):
+                    failures.append(f"{mode} {key}: rc {rc}: {se[-300:]}")
+                else:
+                    per_round.setdefault((row, mode), []).append(float(m.group(1)) * 1000)
+                    if ab:
+                        in_process.setdefault((row, mode), []).append({"added": float(ab.group(1)), "passing": None})
         rounds_done += 1
         round_s = time.time() - t0
         print(f"round {r + 1} done in {round_s:.0f}s", flush=True)
@@ -173,7 +193,7 @@ def main():
     ab_rows = ["| pattern | rounds | direct (median) | cumemaudit adds (median; min..max over rounds) | of which "
                "forwarding | floor adds | target | verdict |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     raw = {}
-    for row, pat, *_ in CALL_ROWS + [(TORCH_ROW, "torch", 0, 0, 0)]:
+    for row, pat, *_ in CALL_ROWS + TORCH_ROWS:
         ours = in_process.get((row, "cumemaudit"), [])
         if not ours:
             ab_rows.append(f"| {row} | 0 | — | — | — | — | ≤ {TARGET[pat]:.0f}% | no data |")
@@ -193,7 +213,7 @@ def main():
     # Between processes: what a user measures.
     rows = ["| pattern | rounds | plain (median) | forward-only adds | floor adds | cumemaudit adds | "
             "cumemaudit − floor (of plain) | target | verdict |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for row, pat, *_ in CALL_ROWS + [(TORCH_ROW, "torch", 0, 0, 0)]:
+    for row, pat, *_ in CALL_ROWS + TORCH_ROWS:
         plain = per_round.get((row, "plain"), [])
         if not plain:
             rows.append(f"| {row} | 0 | — | — | — | — | — | — | no data |")
@@ -237,8 +257,11 @@ def main():
     with open(os.path.join(out, "cost.md"), "w") as f:
         f.write(table)
     with open(os.path.join(out, "cost.json"), "w") as f:
+        state = {"rounds": rounds_done, "failures": failures,
+                 "per_round": [[row, mode, v] for (row, mode), v in per_round.items()],
+                 "in_process": [[row, mode, v] for (row, mode), v in in_process.items()]}
         json.dump({"when": when, "rounds": rounds_done, "blocks": a.blocks, "cores": a.cores, "raw": raw,
-                   "failures": failures}, f, indent=1)
+                   "failures": failures, "state": state}, f, indent=1)
     return 1 if failures else 0
 
 

@@ -2,7 +2,9 @@
 """tests/gpu/cost.py end to end on the simulated driver: one round, one block, no PyTorch. The GPU run
 spends device time that a broken parser or a renamed output line would waste, so this checks, without a
 GPU, that every call row gets its in-process figures for cumemaudit and for the floor, that the
-between-process table is filled for forward-only, the floor and cumemaudit, with intervals, and that the script reports no failure. Figures are not asserted.
+between-process table is filled for forward-only, the floor and cumemaudit, with intervals, that the script
+reports no failure, and that --resume goes on from the first run's cost.json to a second round with every
+figure of the first kept. Figures are not asserted.
 
 Run by meson (tests/gpu/meson.build): test_cost_script.py BUILD_ROOT COST_PY SIM_DIR"""
 import json
@@ -17,32 +19,42 @@ def main():
     with tempfile.TemporaryDirectory() as out:
         env = {**os.environ, "LD_LIBRARY_PATH": sim}
         env.pop("LD_PRELOAD", None)
-        p = subprocess.run([sys.executable, cost_py, "--build", build, "--out", out, "--rounds", "1", "--blocks", "1",
-                            "--no-torch", "--cores", "0"], capture_output=True, text=True, env=env, timeout=300)
         problems = []
-        if p.returncode != 0:
-            problems.append(f"cost.py exit {p.returncode}\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
-        try:
-            with open(os.path.join(out, "cost.json")) as f:
-                data = json.load(f)
-        except (OSError, ValueError) as e:
-            return print(f"FAIL: no cost.json: {e}\n{p.stdout[-2000:]}{p.stderr[-2000:]}", file=sys.stderr) or 1
+        runs = []
+        for rounds, more in ((1, []), (2, ["--resume", os.path.join(out, "cost.json")])):
+            p = subprocess.run([sys.executable, cost_py, "--build", build, "--out", out, "--rounds", str(rounds),
+                                "--blocks", "1", "--no-torch", "--cores", "0"] + more,
+                               capture_output=True, text=True, env=env, timeout=300)
+            if p.returncode != 0:
+                problems.append(f"cost.py {' '.join(more)} exit {p.returncode}\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
+            try:
+                with open(os.path.join(out, "cost.json")) as f:
+                    runs.append(json.load(f))
+            except (OSError, ValueError) as e:
+                return print(f"FAIL: no cost.json: {e}\n{p.stdout[-2000:]}{p.stderr[-2000:]}", file=sys.stderr) or 1
         with open(os.path.join(out, "cost.md")) as f:
             table = f.read()
+    first, data = runs
     raw = data["raw"]
     rows = [k[: -len(" | in-process")] for k in raw if k.endswith(" | in-process")]
     if data["failures"]:
         problems.append(f"failures: {data['failures']}")
-    if data["rounds"] != 1 or len(rows) != 5:
-        problems.append(f"expected 1 round and 5 call rows in-process, got {data['rounds']} and {rows}")
+    if first["rounds"] != 1 or data["rounds"] != 2 or len(rows) != 5:
+        problems.append(f"expected 1 then 2 rounds and 5 call rows in-process, got {first['rounds']}, "
+                        f"{data['rounds']} and {rows}")
     for row in rows:
         got = raw[f"{row} | in-process"]
-        if len(got["cumemaudit"]) != 1 or len(got["floor"]) != 1:
+        if len(got["cumemaudit"]) != 2 or len(got["floor"]) != 2:
             problems.append(f"{row}: in-process figures {got}")
+        if got["cumemaudit"][0] != first["raw"][f"{row} | in-process"]["cumemaudit"][0]:
+            problems.append(f"{row}: --resume did not keep the first round's in-process figure")
         for mode in ("forward-only", "floor", "cumemaudit"):
-            if f"{row} | {mode}" not in raw:
-                problems.append(f"{row}: no between-process figure for {mode}")
-    if table.count("no data") != 2:  # the PyTorch row of each table alone, left out by --no-torch
+            key = f"{row} | {mode}"
+            if key not in raw or len(raw[key]["figures_ns"]) != 2:
+                problems.append(f"{row}: not two between-process figures for {mode}")
+            elif raw[key]["figures_ns"][0] != first["raw"][key]["figures_ns"][0]:
+                problems.append(f"{row}: --resume did not keep the first round's figure for {mode}")
+    if table.count("no data") != 4:  # the two PyTorch rows of each table alone, left out by --no-torch
         problems.append(f"expected only the PyTorch rows without data:\n{table}")
     if table.count("[") < 5 * 4:  # every call row's three modes and excess carry a bootstrap interval
         problems.append(f"expected intervals in the between-process table:\n{table}")
@@ -50,7 +62,7 @@ def main():
         print("FAIL\n" + "\n".join(problems), file=sys.stderr)
         return 1
     print(table)
-    print("ok: every call row measured inside one process and between processes")
+    print("ok: every call row measured inside one process and between processes, over two commands")
     return 0
 
 
