@@ -133,8 +133,9 @@ def main():
         failures, rounds_done = state["failures"], state["rounds"]
         print(f"cost.py: going on from {a.resume}, {rounds_done} rounds done", flush=True)
     round_s = 0.0
-    for r in range(rounds_done, a.rounds):
-        if r > rounds_done and time.time() - started + round_s > a.budget_s:
+    first_round = rounds_done
+    for r in range(first_round, a.rounds):
+        if r > first_round and time.time() - started + round_s > a.budget_s:
             break
         t0 = time.time()
         order = list(modes)[r % len(modes):] + list(modes)[:r % len(modes)]
@@ -236,7 +237,7 @@ def main():
         cells.append("{:+.1%} [{:+.1%}..{:+.1%}]".format(*excess) if excess else "—")
         what, limit = BETWEEN_TARGET[pat]
         judged = excess if what == "excess" else interval.get("cumemaudit")
-        cells += [f"{'floor' if what == 'excess' else ''} +{limit:.0%}".strip(),
+        cells += [f"{'floor' if what == 'excess' else ''} +{100 * limit:g}%".strip(),
                   judge(judged[1], judged[2], limit) if judged else "no data"]
         rows.append("| " + " | ".join(cells) + " |")
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
