@@ -3,8 +3,8 @@
 spends device time that a broken parser or a renamed output line would waste, so this checks, without a
 GPU, that every call row gets its in-process figures for cumemaudit and for the floor, that the
 between-process table is filled for forward-only, the floor and cumemaudit, with intervals, that the script
-reports no failure, and that --resume goes on from the first run's cost.json to a second round with every
-figure of the first kept. Figures are not asserted.
+reports no failure, that a command stops at its time budget, and that --resume goes on from the first run's
+cost.json to a second round with every figure of the first kept. Figures are not asserted.
 
 Run by meson (tests/gpu/meson.build): test_cost_script.py BUILD_ROOT COST_PY SIM_DIR"""
 import json
@@ -21,9 +21,10 @@ def main():
         env.pop("LD_PRELOAD", None)
         problems = []
         runs = []
-        for rounds, more in ((1, []), (2, ["--resume", os.path.join(out, "cost.json")])):
-            p = subprocess.run([sys.executable, cost_py, "--build", build, "--out", out, "--rounds", str(rounds),
-                                "--blocks", "1", "--no-torch", "--cores", "0"] + more,
+        # A budget of 0 s: each command runs its first round and no more, with or without --resume.
+        for more in ([], ["--resume", os.path.join(out, "cost.json")]):
+            p = subprocess.run([sys.executable, cost_py, "--build", build, "--out", out, "--rounds", "5",
+                                "--budget-s", "0", "--blocks", "1", "--no-torch", "--cores", "0"] + more,
                                capture_output=True, text=True, env=env, timeout=300)
             if p.returncode != 0:
                 problems.append(f"cost.py {' '.join(more)} exit {p.returncode}\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
