@@ -63,7 +63,8 @@ void freed(Call& call, CUresult r, std::uint64_t ptr) {
     const bool ok = r == CUDA_SUCCESS;
     if (ok && ptr == 0) return;  // freeing null is a no-op the driver accepts
     ledger::Site bare;
-    book(call).freed(ptr, ok, result_name(r), site_if_failed(call, ok, bare), call.free_ticket);
+    // The answer's name only where the ledger reads it, a refusal: looking it up is one more line to miss.
+    book(call).freed(ptr, ok, ok ? "CUDA_SUCCESS" : result_name(r), site_if_failed(call, ok, bare), call.free_ticket);
 }
 
 // An external memory object as its ledger record names it (ExternalBook::Object).
