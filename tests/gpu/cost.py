@@ -34,12 +34,16 @@ Patterns:
 
   python3 tests/gpu/cost.py --build BUILD [--out DIR] [--rounds 9] [--blocks 5] [--cores 0-15]
                             [--budget-s 360] [--iters-scale N] [--torch-steps 400] [--resume COST_JSON]
+                            [--pin-rows]
 
 Needs the build's bench_calls, libminrec.so and cumemaudit CLI (carry the build dir), a GPU, PyTorch.
 Prints a markdown table and writes cost.md and cost.json into --out. Rounds stop early when the budget
 (seconds) would be exceeded; the table says how many rounds each row got. --resume goes on from an earlier
 run's cost.json (its figures and its round count: the order keeps rotating from where it stopped), so rounds
-that do not fit one command's time limit can be spread over several commands of one lease.
+that do not fit one command's time limit can be spread over several commands of one lease. --pin-rows pins a
+call row's processes to the first of --cores, as many as it has threads plus one, the same cores for every
+process: on a GPU host a process runs the same loop at one of two speeds and keeps it (docs/COST.md), which
+ratios of single processes cannot survive.
 """
 import argparse
 import datetime
@@ -75,6 +79,15 @@ BETWEEN_TARGET = {"async": ("excess", 0.03), "batch": ("excess", 0.03), "vmm": (
                   "torch_caching": ("added", 0.005)}
 
 
+def cpu_list(spec):
+    """taskset -c's list ("0-3,8,10-11") as core numbers, in order."""
+    cores = []
+    for part in spec.split(","):
+        low, _, high = part.partition("-")
+        cores += range(int(low), int(high or low) + 1)
+    return cores
+
+
 def sh(cmd, env, timeout):
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env}, timeout=timeout)
@@ -97,6 +110,9 @@ def main():
     ap.add_argument("--torch-steps", type=int, default=400)
     ap.add_argument("--no-torch", action="store_true", help="leave the PyTorch rows out (a dry run without a GPU)")
     ap.add_argument("--resume", metavar="COST_JSON", help="go on from an earlier run's cost.json: its rounds count")
+    ap.add_argument("--pin-rows", action="store_true",
+                    help="pin a call row's processes to its threads' count of --cores plus one (the driver's own "
+                         "threads), always the same cores, instead of all of them")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
     out = a.out or tempfile.mkdtemp(prefix="cumemaudit-cost-")
@@ -111,6 +127,14 @@ def main():
     if not pin:
         print("cost.py: no taskset here; processes are not pinned (the table says so)", flush=True)
         a.cores = "none (no taskset)"
+    # On a GPU host a process runs the same loop at one of two speeds and keeps it (docs/COST.md); which one
+    # may depend on where its threads land. --pin-rows gives every process of a row the same few cores.
+    cores = cpu_list(a.cores) if pin else []
+
+    def row_pin(threads):
+        if not pin or not a.pin_rows:
+            return pin
+        return ["taskset", "-c", ",".join(str(c) for c in cores[:threads + 1])]
     report_dir = tempfile.mkdtemp(prefix="cumemaudit-cost-reports-")
     audited = [cli, "run", "--report-dir", report_dir, "--fail-on", "none", "--"]
     quiet = {"CUMEMAUDIT_OPTIONS": "summary=0"}
@@ -131,6 +155,9 @@ def main():
         per_round = {(row, mode): v for row, mode, v in state["per_round"]}
         in_process = {(row, mode): v for row, mode, v in state["in_process"]}
         failures, rounds_done = state["failures"], state["rounds"]
+        if state.get("pin_rows", False) != a.pin_rows:
+            sys.exit(f"cost.py: --resume {a.resume} was measured {'with' if state.get('pin_rows') else 'without'} "
+                     "--pin-rows: go on the same way")
         print(f"cost.py: going on from {a.resume}, {rounds_done} rounds done", flush=True)
     round_s = 0.0
     first_round = rounds_done
@@ -142,7 +169,7 @@ def main():
         for mode in order:
             prefix, env = modes[mode]
             for row, pat, threads, calls, iters in CALL_ROWS:
-                base = pin + prefix + [bench, "--child", "--patterns", pat, "--threads", str(threads),
+                base = row_pin(threads) + prefix + [bench, "--child", "--patterns", pat, "--threads", str(threads),
                                        "--iters", str(iters * a.iters_scale), "--depth", "40", "--median"]
                 # Between processes: a loop of the pattern alone, the median of --blocks runs.
                 cmd = base + ["--repeats", str(a.blocks)] + (["--pass-through"] if mode == "forward-only" else [])
@@ -243,7 +270,7 @@ def main():
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     _, smi, _ = sh(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"], {}, 30)
     head = (f"cumemaudit cost, {when}, {smi.strip() or 'GPU unknown'}; {rounds_done} rounds, every process pinned "
-            f"to cores {a.cores}; iterations per thread and block: async 20000/5000/2000 at 1/4/16 threads, batch "
+            f"to cores {a.cores}{' (a call row: its threads plus one of them)' if a.pin_rows else ''}; iterations per thread and block: async 20000/5000/2000 at 1/4/16 threads, batch "
             f"20000, vmm 2000 (x{a.iters_scale}); {a.torch_steps} torch steps per process")
     table = (head + f"\n\nInside one process (iteration by iteration, direct against the preloaded library's entry "
              f"points, in {a.blocks} blocks recorded and {a.blocks} passing through; per process the median of the "
@@ -258,7 +285,7 @@ def main():
     with open(os.path.join(out, "cost.md"), "w") as f:
         f.write(table)
     with open(os.path.join(out, "cost.json"), "w") as f:
-        state = {"rounds": rounds_done, "failures": failures,
+        state = {"rounds": rounds_done, "failures": failures, "pin_rows": a.pin_rows,
                  "per_round": [[row, mode, v] for (row, mode), v in per_round.items()],
                  "in_process": [[row, mode, v] for (row, mode), v in in_process.items()]}
         json.dump({"when": when, "rounds": rounds_done, "blocks": a.blocks, "cores": a.cores, "raw": raw,

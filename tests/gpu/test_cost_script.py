@@ -3,10 +3,12 @@
 spends device time that a broken parser or a renamed output line would waste, so this checks, without a
 GPU, that every call row gets its in-process figures for cumemaudit and for the floor, that the
 between-process table is filled for forward-only, the floor and cumemaudit, with intervals, that the script
-reports no failure, that a command stops at its time budget, and that --resume goes on from the first run's
-cost.json to a second round with every figure of the first kept. Figures are not asserted.
+reports no failure, that a command stops at its time budget, that --resume goes on from the first run's
+cost.json to a second round with every figure of the first kept (and refuses to go on pinned another way), and
+that --pin-rows runs. Figures are not asserted.
 
 Run by meson (tests/gpu/meson.build): test_cost_script.py BUILD_ROOT COST_PY SIM_DIR"""
+import importlib.util
 import json
 import os
 import subprocess
@@ -16,6 +18,11 @@ import tempfile
 
 def main():
     build, cost_py, sim = sys.argv[1:4]
+    spec = importlib.util.spec_from_file_location("cost", cost_py)
+    cost = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cost)
+    if cost.cpu_list("0-3,8,10-11") != [0, 1, 2, 3, 8, 10, 11]:  # what --pin-rows takes its cores from
+        return print(f"FAIL: cpu_list('0-3,8,10-11') = {cost.cpu_list('0-3,8,10-11')}", file=sys.stderr) or 1
     with tempfile.TemporaryDirectory() as out:
         env = {**os.environ, "LD_LIBRARY_PATH": sim}
         env.pop("LD_PRELOAD", None)
@@ -24,7 +31,7 @@ def main():
         # A budget of 0 s: each command runs its first round and no more, with or without --resume.
         for more in ([], ["--resume", os.path.join(out, "cost.json")]):
             p = subprocess.run([sys.executable, cost_py, "--build", build, "--out", out, "--rounds", "5",
-                                "--budget-s", "0", "--blocks", "1", "--no-torch", "--cores", "0"] + more,
+                                "--budget-s", "0", "--blocks", "1", "--no-torch", "--cores", "0-1", "--pin-rows"] + more,
                                capture_output=True, text=True, env=env, timeout=300)
             if p.returncode != 0:
                 problems.append(f"cost.py {' '.join(more)} exit {p.returncode}\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
@@ -35,6 +42,12 @@ def main():
                 return print(f"FAIL: no cost.json: {e}\n{p.stdout[-2000:]}{p.stderr[-2000:]}", file=sys.stderr) or 1
         with open(os.path.join(out, "cost.md")) as f:
             table = f.read()
+        # Going on the other way would mix two ways of pinning in one table: refused, and said why.
+        p = subprocess.run([sys.executable, cost_py, "--build", build, "--out", out, "--rounds", "5", "--blocks", "1",
+                            "--no-torch", "--cores", "0-1", "--resume", os.path.join(out, "cost.json")],
+                           capture_output=True, text=True, env=env, timeout=300)
+        if p.returncode == 0 or "measured with --pin-rows" not in p.stderr:
+            problems.append(f"--resume without --pin-rows: exit {p.returncode}, {p.stderr[-500:]}")
     first, data = runs
     raw = data["raw"]
     rows = [k[: -len(" | in-process")] for k in raw if k.endswith(" | in-process")]
