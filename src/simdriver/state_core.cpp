@@ -91,14 +91,12 @@ CUresult SimState::init() {
         s.config_reported = true;
         return CUDA_ERROR_OPERATING_SYSTEM;
     }
-    s.config = s.node->config();  // a node's first process set its shape
-    s.config.graph_exec_bytes = cfg.config.graph_exec_bytes;  // each process's own: its graphs are its own
-    s.config.context_bytes = cfg.config.context_bytes;        // and so are its contexts' reservations
-    s.config.sms = cfg.config.sms;  // read by each process too: a node's segment keeps only capacity and count
-    s.config.heap_code_bytes = cfg.config.heap_code_bytes;
-    s.config.green_context_bytes = cfg.config.green_context_bytes;
-    s.config.jit_ms = cfg.config.jit_ms;
-    s.config.stream_chunk_bytes = cfg.config.stream_chunk_bytes;
+    // A node's first process set its shape (the segment keeps only capacity and count); the rest is each
+    // process's own: its graphs, its contexts' reservations, its streams, its compile time.
+    const Config shape = s.node->config();
+    s.config = cfg.config;
+    s.config.memory_per_device = shape.memory_per_device;
+    s.config.devices = shape.devices;
     const char* loading = std::getenv("CUDA_MODULE_LOADING");  // read at cuInit, as the real driver reads it
     s.eager_loading = loading != nullptr && std::strcmp(loading, "EAGER") == 0;
     const auto n = static_cast<std::size_t>(s.config.devices);
