@@ -34,7 +34,7 @@ Patterns:
 
   python3 tests/gpu/cost.py --build BUILD [--out DIR] [--rounds 9] [--blocks 5] [--cores 0-15]
                             [--budget-s 360] [--iters-scale N] [--torch-steps 400] [--resume COST_JSON]
-                            [--pin-rows]
+                            [--pin-rows] [--processes K]
 
 Needs the build's bench_calls, libminrec.so and cumemaudit CLI (carry the build dir), a GPU, PyTorch.
 Prints a markdown table and writes cost.md and cost.json into --out. Rounds stop early when the budget
@@ -42,8 +42,10 @@ Prints a markdown table and writes cost.md and cost.json into --out. Rounds stop
 run's cost.json (its figures and its round count: the order keeps rotating from where it stopped), so rounds
 that do not fit one command's time limit can be spread over several commands of one lease. --pin-rows pins a
 call row's processes to the first of --cores, as many as it has threads plus one, the same cores for every
-process: on a GPU host a process runs the same loop at one of two speeds and keeps it (docs/COST.md), which
-ratios of single processes cannot survive.
+process. On a GPU host a process runs the same loop at one of two speeds and keeps it, whatever its cores or
+its address-space layout (docs/COST.md), which ratios of single processes cannot survive: --processes K runs
+each mode of a call row as K processes a round and takes the fastest, so that every mode is compared at the
+host's faster speed (each process's figures are kept in cost.json).
 """
 import argparse
 import datetime
@@ -113,7 +115,12 @@ def main():
     ap.add_argument("--pin-rows", action="store_true",
                     help="pin a call row's processes to its threads' count of --cores plus one (the driver's own "
                          "threads), always the same cores, instead of all of them")
+    ap.add_argument("--processes", type=int, default=1, metavar="K",
+                    help="run each mode of a call row as K processes a round and take the fastest (a GPU host gives "
+                         "each process one of two speeds)")
     a = ap.parse_args()
+    if a.processes < 1:
+        ap.error(f"--processes {a.processes}: at least 1")
     build = os.path.abspath(a.build)
     out = a.out or tempfile.mkdtemp(prefix="cumemaudit-cost-")
     os.makedirs(out, exist_ok=True)
@@ -143,6 +150,7 @@ def main():
 
     started = time.time()
     per_round = {}  # (row, mode) -> [figure per round]
+    processes = {}  # (row, mode) -> [[each process's figure] per round], for call rows
     in_process = {}  # (row, mode) -> [{"added": %, "passing": %} per round], from the --ab children
     failures = []
     rounds_done = 0
@@ -154,10 +162,11 @@ def main():
             sys.exit(f"cost.py: --resume {a.resume}: not a cost.json this script wrote ({e})")
         per_round = {(row, mode): v for row, mode, v in state["per_round"]}
         in_process = {(row, mode): v for row, mode, v in state["in_process"]}
+        processes = {(row, mode): v for row, mode, v in state.get("processes", [])}
         failures, rounds_done = state["failures"], state["rounds"]
-        if state.get("pin_rows", False) != a.pin_rows:
+        if state.get("pin_rows", False) != a.pin_rows or state.get("processes_per_round", 1) != a.processes:
             sys.exit(f"cost.py: --resume {a.resume} was measured {'with' if state.get('pin_rows') else 'without'} "
-                     "--pin-rows: go on the same way")
+                     f"--pin-rows and with --processes {state.get('processes_per_round', 1)}: go on the same way")
         print(f"cost.py: going on from {a.resume}, {rounds_done} rounds done", flush=True)
     round_s = 0.0
     first_round = rounds_done
@@ -171,14 +180,20 @@ def main():
             for row, pat, threads, calls, iters in CALL_ROWS:
                 base = row_pin(threads) + prefix + [bench, "--child", "--patterns", pat, "--threads", str(threads),
                                        "--iters", str(iters * a.iters_scale), "--depth", "40", "--median"]
-                # Between processes: a loop of the pattern alone, the median of --blocks runs.
+                # Between processes: a loop of the pattern alone, the median of --blocks runs; of K such
+                # processes the fastest.
                 cmd = base + ["--repeats", str(a.blocks)] + (["--pass-through"] if mode == "forward-only" else [])
-                rc, so, se = sh(cmd, env, 240)
-                m = re.search(rf"^RESULT {pat} {threads} ([\d.]+)$", so, re.M)
-                if rc != 0 or not m:
-                    failures.append(f"{mode} {pat} {threads}T: rc {rc}: {se[-300:]}")
+                figures = []
+                for _ in range(a.processes):
+                    rc, so, se = sh(cmd, env, 240)
+                    m = re.search(rf"^RESULT {pat} {threads} ([\d.]+)$", so, re.M)
+                    if rc != 0 or not m:
+                        failures.append(f"{mode} {pat} {threads}T: rc {rc}: {se[-300:]}")
+                        break
+                    figures.append(float(m.group(1)) * calls)
                 else:
-                    per_round.setdefault((row, mode), []).append(float(m.group(1)) * calls)
+                    per_round.setdefault((row, mode), []).append(min(figures))
+                    processes.setdefault((row, mode), []).append(figures)
                 if mode not in ("cumemaudit", "floor"):
                     continue
                 # Inside one process: the same loop alternating direct and preloaded entry points.
@@ -258,6 +273,8 @@ def main():
             interval[mode] = bootstrap_median(added)
             cells.append("{:+.1%} [{:+.1%}..{:+.1%}]".format(*interval[mode]))
             raw[f"{row} | {mode}"] = {"figures_ns": fig, "plain_ns": plain, "ratios": [x + 1 for x in added]}
+            if (row, mode) in processes:
+                raw[f"{row} | {mode}"]["processes_ns"] = processes[(row, mode)]
         ours, fl = per_round.get((row, "cumemaudit"), []), per_round.get((row, "floor"), [])
         n = min(len(ours), len(fl), len(plain))
         excess = bootstrap_median([(ours[i] - fl[i]) / plain[i] for i in range(n)]) if n else None
@@ -276,7 +293,9 @@ def main():
              f"points, in {a.blocks} blocks recorded and {a.blocks} passing through; per process the median of the "
              "per-block ratios; the torch row alternates steps recorded and passed through):\n\n" + "\n".join(ab_rows) +
              "\n\nBetween processes (plain, forward-only, minimal recorder, cumemaudit, each its own process, "
-             f"order rotated; per round the median of {a.blocks} runs; the median of the per-round ratios to plain "
+             "order rotated; per round " + (f"the fastest of {a.processes} processes (a PyTorch row: one), each "
+                                             if a.processes > 1 else "")
+             + f"the median of {a.blocks} runs; the median of the per-round ratios to plain "
              "[95% bootstrap interval]; a verdict only where the interval is on one side of the target):\n\n"
              + "\n".join(rows) + "\n")
     if failures:
@@ -286,7 +305,9 @@ def main():
         f.write(table)
     with open(os.path.join(out, "cost.json"), "w") as f:
         state = {"rounds": rounds_done, "failures": failures, "pin_rows": a.pin_rows,
+                 "processes_per_round": a.processes,
                  "per_round": [[row, mode, v] for (row, mode), v in per_round.items()],
+                 "processes": [[row, mode, v] for (row, mode), v in processes.items()],
                  "in_process": [[row, mode, v] for (row, mode), v in in_process.items()]}
         json.dump({"when": when, "rounds": rounds_done, "blocks": a.blocks, "cores": a.cores, "raw": raw,
                    "failures": failures, "state": state}, f, indent=1)

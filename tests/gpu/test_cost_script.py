@@ -5,7 +5,8 @@ GPU, that every call row gets its in-process figures for cumemaudit and for the 
 between-process table is filled for forward-only, the floor and cumemaudit, with intervals, that the script
 reports no failure, that a command stops at its time budget, that --resume goes on from the first run's
 cost.json to a second round with every figure of the first kept (and refuses to go on pinned another way), and
-that --pin-rows runs. Figures are not asserted.
+that --pin-rows runs, and that --processes keeps every process's figure and takes the fastest a round.
+Figures are not asserted.
 
 Run by meson (tests/gpu/meson.build): test_cost_script.py BUILD_ROOT COST_PY SIM_DIR"""
 import importlib.util
@@ -31,7 +32,7 @@ def main():
         # A budget of 0 s: each command runs its first round and no more, with or without --resume.
         for more in ([], ["--resume", os.path.join(out, "cost.json")]):
             p = subprocess.run([sys.executable, cost_py, "--build", build, "--out", out, "--rounds", "5",
-                                "--budget-s", "0", "--blocks", "1", "--no-torch", "--cores", "0-1", "--pin-rows"] + more,
+                                "--budget-s", "0", "--blocks", "1", "--no-torch", "--cores", "0-1", "--pin-rows", "--processes", "2"] + more,
                                capture_output=True, text=True, env=env, timeout=300)
             if p.returncode != 0:
                 problems.append(f"cost.py {' '.join(more)} exit {p.returncode}\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
@@ -44,10 +45,16 @@ def main():
             table = f.read()
         # Going on the other way would mix two ways of pinning in one table: refused, and said why.
         p = subprocess.run([sys.executable, cost_py, "--build", build, "--out", out, "--rounds", "5", "--blocks", "1",
-                            "--no-torch", "--cores", "0-1", "--resume", os.path.join(out, "cost.json")],
+                            "--no-torch", "--cores", "0-1", "--processes", "2", "--resume", os.path.join(out, "cost.json")],
                            capture_output=True, text=True, env=env, timeout=300)
         if p.returncode == 0 or "measured with --pin-rows" not in p.stderr:
             problems.append(f"--resume without --pin-rows: exit {p.returncode}, {p.stderr[-500:]}")
+        # So would another count of processes a round.
+        p = subprocess.run([sys.executable, cost_py, "--build", build, "--out", out, "--rounds", "5", "--blocks", "1",
+                            "--no-torch", "--cores", "0-1", "--pin-rows", "--resume", os.path.join(out, "cost.json")],
+                           capture_output=True, text=True, env=env, timeout=300)
+        if p.returncode == 0 or "with --processes 2: go on the same way" not in p.stderr:
+            problems.append(f"--resume with one process a round: exit {p.returncode}, {p.stderr[-500:]}")
     first, data = runs
     raw = data["raw"]
     rows = [k[: -len(" | in-process")] for k in raw if k.endswith(" | in-process")]
@@ -68,6 +75,9 @@ def main():
                 problems.append(f"{row}: not two between-process figures for {mode}")
             elif raw[key]["figures_ns"][0] != first["raw"][key]["figures_ns"][0]:
                 problems.append(f"{row}: --resume did not keep the first round's figure for {mode}")
+            elif [len(p) for p in raw[key].get("processes_ns", [])] != [2, 2] or \
+                    raw[key]["figures_ns"] != [min(p) for p in raw[key]["processes_ns"]]:
+                problems.append(f"{row}: {mode}'s round figures are not the fastest of two processes each: {raw[key]}")
     if table.count("no data") != 4:  # the two PyTorch rows of each table alone, left out by --no-torch
         problems.append(f"expected only the PyTorch rows without data:\n{table}")
     if table.count("[") < 5 * 4:  # every call row's three modes and excess carry a bootstrap interval
