@@ -34,7 +34,7 @@ Patterns:
 
   python3 tests/gpu/cost.py --build BUILD [--out DIR] [--rounds 9] [--blocks 5] [--cores 0-15]
                             [--budget-s 360] [--iters-scale N] [--torch-steps 400] [--resume COST_JSON]
-                            [--pin-rows] [--processes K]
+                            [--pin-rows] [--processes K] [--torch-processes K]
 
 Needs the build's bench_calls, libminrec.so and cumemaudit CLI (carry the build dir), a GPU, PyTorch.
 Prints a markdown table and writes cost.md and cost.json into --out. Rounds stop early when the budget
@@ -45,7 +45,8 @@ call row's processes to the first of --cores, as many as it has threads plus one
 process. On a GPU host a process runs the same loop at one of two speeds and keeps it, whatever its cores or
 its address-space layout (docs/COST.md), which ratios of single processes cannot survive: --processes K runs
 each mode of a call row as K processes a round and takes the fastest, so that every mode is compared at the
-host's faster speed (each process's figures are kept in cost.json).
+host's faster speed (each process's figures are kept in cost.json); --torch-processes K does the same for the
+PyTorch rows, whose processes take seconds each.
 """
 import argparse
 import datetime
@@ -90,6 +91,15 @@ def cpu_list(spec):
     return cores
 
 
+def torch_figures(stdout, with_ab):
+    """torch_workloads.py train's median step (µs) and, with --ab, its in-process added %: None if missing."""
+    m = re.search(r"step_median_us=([\d.]+)", stdout)
+    ab = re.search(r"ab: added_pct=([-\d.]+)", stdout)
+    if not m or (with_ab and not ab):
+        return None
+    return float(m.group(1)), float(ab.group(1)) if ab else None
+
+
 def sh(cmd, env, timeout):
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env}, timeout=timeout)
@@ -111,6 +121,9 @@ def main():
     ap.add_argument("--iters-scale", type=int, default=1, help="multiplies every pattern's iterations")
     ap.add_argument("--torch-steps", type=int, default=400)
     ap.add_argument("--no-torch", action="store_true", help="leave the PyTorch rows out (a dry run without a GPU)")
+    ap.add_argument("--torch-workload", default=os.path.join(HERE, "torch_workloads.py"), metavar="SCRIPT",
+                    help="the training step's script (its `train` prints the lines torch_figures reads; a test "
+                         "without PyTorch gives a stand-in)")
     ap.add_argument("--resume", metavar="COST_JSON", help="go on from an earlier run's cost.json: its rounds count")
     ap.add_argument("--pin-rows", action="store_true",
                     help="pin a call row's processes to its threads' count of --cores plus one (the driver's own "
@@ -118,9 +131,12 @@ def main():
     ap.add_argument("--processes", type=int, default=1, metavar="K",
                     help="run each mode of a call row as K processes a round and take the fastest (a GPU host gives "
                          "each process one of two speeds)")
+    ap.add_argument("--torch-processes", type=int, default=1, metavar="K",
+                    help="the same for the PyTorch rows (each process loads PyTorch: seconds, not a fraction of one)")
     a = ap.parse_args()
-    if a.processes < 1:
-        ap.error(f"--processes {a.processes}: at least 1")
+    for name in ("processes", "torch_processes"):
+        if getattr(a, name) < 1:
+            ap.error(f"--{name.replace('_', '-')} {getattr(a, name)}: at least 1")
     build = os.path.abspath(a.build)
     out = a.out or tempfile.mkdtemp(prefix="cumemaudit-cost-")
     os.makedirs(out, exist_ok=True)
@@ -164,10 +180,24 @@ def main():
         in_process = {(row, mode): v for row, mode, v in state["in_process"]}
         processes = {(row, mode): v for row, mode, v in state.get("processes", [])}
         failures, rounds_done = state["failures"], state["rounds"]
-        if state.get("pin_rows", False) != a.pin_rows or state.get("processes_per_round", 1) != a.processes:
-            sys.exit(f"cost.py: --resume {a.resume} was measured {'with' if state.get('pin_rows') else 'without'} "
-                     f"--pin-rows and with --processes {state.get('processes_per_round', 1)}: go on the same way")
+        was = (state.get("pin_rows", False), state.get("processes_per_round", 1), state.get("torch_processes", 1))
+        if was != (a.pin_rows, a.processes, a.torch_processes):
+            sys.exit(f"cost.py: --resume {a.resume} was measured {'with' if was[0] else 'without'} --pin-rows, with "
+                     f"--processes {was[1]} and --torch-processes {was[2]}: go on the same way")
         print(f"cost.py: going on from {a.resume}, {rounds_done} rounds done", flush=True)
+    def run_processes(cmd, env, k, parse, what):
+        """cmd run as k processes, one after another: each one's parse(stdout), or None once one fails (its
+        failure recorded)."""
+        figures = []
+        for _ in range(k):
+            rc, so, se = sh(cmd, env, 240)
+            figure = parse(so) if rc == 0 else None
+            if figure is None:
+                failures.append(f"{what}: rc {rc}: {se[-300:]}")
+                return None
+            figures.append(figure)
+        return figures
+
     round_s = 0.0
     first_round = rounds_done
     for r in range(first_round, a.rounds):
@@ -183,15 +213,10 @@ def main():
                 # Between processes: a loop of the pattern alone, the median of --blocks runs; of K such
                 # processes the fastest.
                 cmd = base + ["--repeats", str(a.blocks)] + (["--pass-through"] if mode == "forward-only" else [])
-                figures = []
-                for _ in range(a.processes):
-                    rc, so, se = sh(cmd, env, 240)
-                    m = re.search(rf"^RESULT {pat} {threads} ([\d.]+)$", so, re.M)
-                    if rc != 0 or not m:
-                        failures.append(f"{mode} {pat} {threads}T: rc {rc}: {se[-300:]}")
-                        break
-                    figures.append(float(m.group(1)) * calls)
-                else:
+                pattern = re.compile(rf"^RESULT {pat} {threads} ([\d.]+)$", re.M)
+                figures = run_processes(cmd, env, a.processes, pattern.search, f"{mode} {pat} {threads}T")
+                if figures:
+                    figures = [float(m.group(1)) * calls for m in figures]
                     per_round.setdefault((row, mode), []).append(min(figures))
                     processes.setdefault((row, mode), []).append(figures)
                 if mode not in ("cumemaudit", "floor"):
@@ -210,18 +235,17 @@ def main():
                 continue
             prefix, env = modes[mode]
             for row, key, torch_env in TORCH_ROWS:
-                wl = [sys.executable, os.path.join(HERE, "torch_workloads.py"), "train", "--steps", str(a.torch_steps)]
+                wl = [sys.executable, a.torch_workload, "train", "--steps", str(a.torch_steps)]
                 if mode == "cumemaudit":
                     wl.append("--ab")
-                rc, so, se = sh(pin + prefix + wl, {**env, **torch_env}, 240)
-                m = re.search(r"step_median_us=([\d.]+)", so)
-                ab = re.search(r"ab: added_pct=([-\d.]+)", so)
-                if rc != 0 or not m or (mode == "cumemaudit" and not ab):
-                    failures.append(f"{mode} {key}: rc {rc}: {se[-300:]}")
-                else:
-                    per_round.setdefault((row, mode), []).append(float(m.group(1)) * 1000)
-                    if ab:
-                        in_process.setdefault((row, mode), []).append({"added": float(ab.group(1)), "passing": None})
+                steps = run_processes(pin + prefix + wl, {**env, **torch_env}, a.torch_processes,
+                                      lambda so: torch_figures(so, with_ab=mode == "cumemaudit"), f"{mode} {key}")
+                if steps:
+                    per_round.setdefault((row, mode), []).append(min(us for us, _ in steps) * 1000)
+                    processes.setdefault((row, mode), []).append([us * 1000 for us, _ in steps])
+                    if mode == "cumemaudit":
+                        added = statistics.median(ab for _, ab in steps)
+                        in_process.setdefault((row, mode), []).append({"added": added, "passing": None})
         rounds_done += 1
         round_s = time.time() - t0
         print(f"round {r + 1} done in {round_s:.0f}s", flush=True)
@@ -293,9 +317,9 @@ def main():
              f"points, in {a.blocks} blocks recorded and {a.blocks} passing through; per process the median of the "
              "per-block ratios; the torch row alternates steps recorded and passed through):\n\n" + "\n".join(ab_rows) +
              "\n\nBetween processes (plain, forward-only, minimal recorder, cumemaudit, each its own process, "
-             "order rotated; per round " + (f"the fastest of {a.processes} processes (a PyTorch row: one), each "
-                                             if a.processes > 1 else "")
-             + f"the median of {a.blocks} runs; the median of the per-round ratios to plain "
+             f"order rotated; per round the fastest of {a.processes} processes, each the median of {a.blocks} runs "
+             f"(a PyTorch row: the fastest of {a.torch_processes}, each its median step); the median of the per-round "
+             "ratios to plain "
              "[95% bootstrap interval]; a verdict only where the interval is on one side of the target):\n\n"
              + "\n".join(rows) + "\n")
     if failures:
@@ -305,7 +329,7 @@ def main():
         f.write(table)
     with open(os.path.join(out, "cost.json"), "w") as f:
         state = {"rounds": rounds_done, "failures": failures, "pin_rows": a.pin_rows,
-                 "processes_per_round": a.processes,
+                 "processes_per_round": a.processes, "torch_processes": a.torch_processes,
                  "per_round": [[row, mode, v] for (row, mode), v in per_round.items()],
                  "processes": [[row, mode, v] for (row, mode), v in processes.items()],
                  "in_process": [[row, mode, v] for (row, mode), v in in_process.items()]}

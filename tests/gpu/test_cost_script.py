@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""tests/gpu/cost.py end to end on the simulated driver: one round, one block, no PyTorch. The GPU run
-spends device time that a broken parser or a renamed output line would waste, so this checks, without a
-GPU, that every call row gets its in-process figures for cumemaudit and for the floor, that the
-between-process table is filled for forward-only, the floor and cumemaudit, with intervals, that the script
-reports no failure, that a command stops at its time budget, that --resume goes on from the first run's
-cost.json to a second round with every figure of the first kept (and refuses to go on pinned another way), and
-that --pin-rows runs, and that --processes keeps every process's figure and takes the fastest a round.
-Figures are not asserted.
+"""tests/gpu/cost.py end to end on the simulated driver: one round, one block, PyTorch's training step
+played by a stand-in script that prints what torch_workloads.py train prints. The GPU run spends device time
+that a broken parser or a renamed output line would waste, so this checks, without a GPU, that every call
+row gets its in-process figures for cumemaudit and for the floor, that the between-process table is filled
+for forward-only, the floor and cumemaudit, with intervals, and for the PyTorch rows, that the script reports
+no failure, that a command stops at its time budget, that --resume goes on from the first run's cost.json to
+a second round with every figure of the first kept (and refuses to go on measured another way), that
+--pin-rows runs, and that --processes and --torch-processes keep every process's figure and take the
+fastest a round. Figures are not asserted.
 
 Run by meson (tests/gpu/meson.build): test_cost_script.py BUILD_ROOT COST_PY SIM_DIR"""
 import importlib.util
@@ -29,10 +30,18 @@ def main():
         env.pop("LD_PRELOAD", None)
         problems = []
         runs = []
+        # PyTorch's step, played: each process prints another median step, and under --ab its added time.
+        stand_in = os.path.join(out, "train_stand_in.py")
+        with open(stand_in, "w") as f:
+            f.write("import os, sys\n"
+                    "print(f'time: step_median_us={1000 + os.getpid() % 97:.1f}')\n"
+                    "if '--ab' in sys.argv: print('ab: added_pct=0.25 min_pct=-1.00 max_pct=2.00 pairs=10')\n")
+        measured = ["--blocks", "1", "--cores", "0-1", "--processes", "2", "--torch-processes", "2",
+                    "--torch-workload", stand_in, "--torch-steps", "10"]
         # A budget of 0 s: each command runs its first round and no more, with or without --resume.
         for more in ([], ["--resume", os.path.join(out, "cost.json")]):
             p = subprocess.run([sys.executable, cost_py, "--build", build, "--out", out, "--rounds", "5",
-                                "--budget-s", "0", "--blocks", "1", "--no-torch", "--cores", "0-1", "--pin-rows", "--processes", "2"] + more,
+                                "--budget-s", "0", "--pin-rows"] + measured + more,
                                capture_output=True, text=True, env=env, timeout=300)
             if p.returncode != 0:
                 problems.append(f"cost.py {' '.join(more)} exit {p.returncode}\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
@@ -43,33 +52,33 @@ def main():
                 return print(f"FAIL: no cost.json: {e}\n{p.stdout[-2000:]}{p.stderr[-2000:]}", file=sys.stderr) or 1
         with open(os.path.join(out, "cost.md")) as f:
             table = f.read()
-        # Going on the other way would mix two ways of pinning in one table: refused, and said why.
-        p = subprocess.run([sys.executable, cost_py, "--build", build, "--out", out, "--rounds", "5", "--blocks", "1",
-                            "--no-torch", "--cores", "0-1", "--processes", "2", "--resume", os.path.join(out, "cost.json")],
-                           capture_output=True, text=True, env=env, timeout=300)
-        if p.returncode == 0 or "measured with --pin-rows" not in p.stderr:
-            problems.append(f"--resume without --pin-rows: exit {p.returncode}, {p.stderr[-500:]}")
-        # So would another count of processes a round.
-        p = subprocess.run([sys.executable, cost_py, "--build", build, "--out", out, "--rounds", "5", "--blocks", "1",
-                            "--no-torch", "--cores", "0-1", "--pin-rows", "--resume", os.path.join(out, "cost.json")],
-                           capture_output=True, text=True, env=env, timeout=300)
-        if p.returncode == 0 or "with --processes 2: go on the same way" not in p.stderr:
-            problems.append(f"--resume with one process a round: exit {p.returncode}, {p.stderr[-500:]}")
+        # Going on another way would mix two ways of measuring in one table: refused, and said why.
+        resume = ["--resume", os.path.join(out, "cost.json")]
+        why = "was measured with --pin-rows, with --processes 2 and --torch-processes 2: go on the same way"
+        for other in (measured + resume,  # unpinned
+                      ["--pin-rows"] + measured[:-8] + ["--torch-processes", "1"] + measured[-4:] + resume):
+            p = subprocess.run([sys.executable, cost_py, "--build", build, "--out", out, "--rounds", "5"] + other,
+                               capture_output=True, text=True, env=env, timeout=300)
+            if p.returncode == 0 or why not in p.stderr:
+                problems.append(f"--resume {' '.join(other)}: exit {p.returncode}, {p.stderr[-500:]}")
     first, data = runs
     raw = data["raw"]
     rows = [k[: -len(" | in-process")] for k in raw if k.endswith(" | in-process")]
     if data["failures"]:
         problems.append(f"failures: {data['failures']}")
-    if first["rounds"] != 1 or data["rounds"] != 2 or len(rows) != 5:
-        problems.append(f"expected 1 then 2 rounds and 5 call rows in-process, got {first['rounds']}, "
-                        f"{data['rounds']} and {rows}")
+    torch_rows = [row for row, *_ in cost.TORCH_ROWS]
+    if first["rounds"] != 1 or data["rounds"] != 2 or len(rows) != 7:
+        problems.append(f"expected 1 then 2 rounds and 5 call rows and 2 PyTorch rows in-process, got "
+                        f"{first['rounds']}, {data['rounds']} and {rows}")
     for row in rows:
         got = raw[f"{row} | in-process"]
-        if len(got["cumemaudit"]) != 2 or len(got["floor"]) != 2:
+        if len(got["cumemaudit"]) != 2 or len(got["floor"]) != (0 if row in torch_rows else 2):
             problems.append(f"{row}: in-process figures {got}")
         if got["cumemaudit"][0] != first["raw"][f"{row} | in-process"]["cumemaudit"][0]:
             problems.append(f"{row}: --resume did not keep the first round's in-process figure")
-        for mode in ("forward-only", "floor", "cumemaudit"):
+        if row in torch_rows and got["cumemaudit"][0]["added"] != 0.25:
+            problems.append(f"{row}: the in-process figure is not the stand-in's added time: {got}")
+        for mode in ("cumemaudit",) if row in torch_rows else ("forward-only", "floor", "cumemaudit"):
             key = f"{row} | {mode}"
             if key not in raw or len(raw[key]["figures_ns"]) != 2:
                 problems.append(f"{row}: not two between-process figures for {mode}")
@@ -78,15 +87,15 @@ def main():
             elif [len(p) for p in raw[key].get("processes_ns", [])] != [2, 2] or \
                     raw[key]["figures_ns"] != [min(p) for p in raw[key]["processes_ns"]]:
                 problems.append(f"{row}: {mode}'s round figures are not the fastest of two processes each: {raw[key]}")
-    if table.count("no data") != 4:  # the two PyTorch rows of each table alone, left out by --no-torch
-        problems.append(f"expected only the PyTorch rows without data:\n{table}")
-    if table.count("[") < 5 * 4:  # every call row's three modes and excess carry a bootstrap interval
+    if table.count("no data") != 0:
+        problems.append(f"expected every row with data:\n{table}")
+    if table.count("[") < 5 * 4 + 2:  # every call row's three modes and excess, each PyTorch row's cumemaudit
         problems.append(f"expected intervals in the between-process table:\n{table}")
     if problems:
         print("FAIL\n" + "\n".join(problems), file=sys.stderr)
         return 1
     print(table)
-    print("ok: every call row measured inside one process and between processes, over two commands")
+    print("ok: every row measured inside one process and between processes, over two commands")
     return 0
 
 
