@@ -34,7 +34,7 @@ Patterns:
 
   python3 tests/gpu/cost.py --build BUILD [--out DIR] [--rounds 9] [--blocks 5] [--cores 0-15]
                             [--budget-s 360] [--iters-scale N] [--torch-steps 400] [--resume COST_JSON]
-                            [--pin-rows] [--processes K] [--torch-processes K]
+                            [--pin-rows] [--processes K] [--torch-processes K] [--also LABEL=LIBRARY]
 
 Needs the build's bench_calls, libminrec.so and cumemaudit CLI (carry the build dir), a GPU, PyTorch.
 Prints a markdown table and writes cost.md and cost.json into --out. Rounds stop early when the budget
@@ -46,7 +46,10 @@ process. On a GPU host a process runs the same loop at one of two speeds and kee
 its address-space layout (docs/COST.md), which ratios of single processes cannot survive: --processes K runs
 each mode of a call row as K processes a round and takes the fastest, so that every mode is compared at the
 host's faster speed (each process's figures are kept in cost.json); --torch-processes K does the same for the
-PyTorch rows, whose processes take seconds each.
+PyTorch rows, whose processes take seconds each. --also LABEL=LIBRARY runs another build of the shim (a
+variant with one part taken out: tests/bench/variants) as one more mode of the call rows between processes, so
+that what each part costs on the real driver is read in the same rounds: the table gives its added time and its
+difference from cumemaudit.
 """
 import argparse
 import datetime
@@ -133,7 +136,18 @@ def main():
                          "each process one of two speeds)")
     ap.add_argument("--torch-processes", type=int, default=1, metavar="K",
                     help="the same for the PyTorch rows (each process loads PyTorch: seconds, not a fraction of one)")
+    ap.add_argument("--also", action="append", default=[], metavar="LABEL=LIBRARY",
+                    help="another build of the shim (a variant: a part taken out, an earlier commit) run as one more "
+                         "mode of the call rows between processes, through the same CLI (CUMEMAUDIT_SHIM)")
     a = ap.parse_args()
+    also = {}
+    for item in a.also:
+        label, sep, library = item.partition("=")
+        if not sep or not label or label in ("plain", "forward-only", "floor", "cumemaudit") or label in also:
+            ap.error(f"--also {item}: expected LABEL=LIBRARY with a new label")
+        if not os.path.isfile(library):
+            ap.error(f"--also {item}: {library}: no such file")
+        also[label] = os.path.abspath(library)
     for name in ("processes", "torch_processes"):
         if getattr(a, name) < 1:
             ap.error(f"--{name.replace('_', '-')} {getattr(a, name)}: at least 1")
@@ -162,7 +176,8 @@ def main():
     audited = [cli, "run", "--report-dir", report_dir, "--fail-on", "none", "--"]
     quiet = {"CUMEMAUDIT_OPTIONS": "summary=0"}
     modes = {"plain": ([], {}), "forward-only": (audited, quiet), "floor": ([], {"LD_PRELOAD": floor}),
-             "cumemaudit": (audited, quiet)}
+             "cumemaudit": (audited, quiet), **{label: (audited, {**quiet, "CUMEMAUDIT_SHIM": library})
+                                                for label, library in also.items()}}
 
     started = time.time()
     per_round = {}  # (row, mode) -> [figure per round]
@@ -180,10 +195,12 @@ def main():
         in_process = {(row, mode): v for row, mode, v in state["in_process"]}
         processes = {(row, mode): v for row, mode, v in state.get("processes", [])}
         failures, rounds_done = state["failures"], state["rounds"]
-        was = (state.get("pin_rows", False), state.get("processes_per_round", 1), state.get("torch_processes", 1))
-        if was != (a.pin_rows, a.processes, a.torch_processes):
+        was = (state.get("pin_rows", False), state.get("processes_per_round", 1), state.get("torch_processes", 1),
+               state.get("also", []))
+        if was != (a.pin_rows, a.processes, a.torch_processes, list(also)):
             sys.exit(f"cost.py: --resume {a.resume} was measured {'with' if was[0] else 'without'} --pin-rows, with "
-                     f"--processes {was[1]} and --torch-processes {was[2]}: go on the same way")
+                     f"--processes {was[1]} and --torch-processes {was[2]}, variants {was[3] or 'none'}: go on the "
+                     "same way")
         print(f"cost.py: going on from {a.resume}, {rounds_done} rounds done", flush=True)
     def run_processes(cmd, env, k, parse, what):
         """cmd run as k processes, one after another: each one's parse(stdout), or None once one fails (its
@@ -231,7 +248,7 @@ def main():
                 f = [float(x) for x in ab.group(1).split()]
                 in_process.setdefault((row, mode), []).append({"added": f[3], "passing": f[4], "direct_ns": f[0] * calls})
         for mode in order:
-            if mode in ("floor", "forward-only") or a.no_torch:
+            if mode not in ("plain", "cumemaudit") or a.no_torch:
                 continue
             prefix, env = modes[mode]
             for row, key, torch_env in TORCH_ROWS:
@@ -278,35 +295,42 @@ def main():
         raw[f"{row} | in-process"] = {"cumemaudit": ours, "floor": in_process.get((row, "floor"), [])}
 
     # Between processes: what a user measures.
-    rows = ["| pattern | rounds | plain (median) | forward-only adds | floor adds | cumemaudit adds | "
-            "cumemaudit − floor (of plain) | target | verdict |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    head = ["pattern", "rounds", "plain (median)", "forward-only adds", "floor adds", "cumemaudit adds",
+            "cumemaudit − floor (of plain)", "target", "verdict"]
+    head += [x for label in also for x in (f"{label} adds", f"{label} − cumemaudit (of plain)")]
+    rows = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for row, pat, *_ in CALL_ROWS + TORCH_ROWS:
         plain = per_round.get((row, "plain"), [])
         if not plain:
-            rows.append(f"| {row} | 0 | — | — | — | — | — | — | no data |")
+            rows.append(f"| {row} | 0 | — | — | — | — | — | — | no data |" + " — |" * (2 * len(also)))
             continue
         cells = [row, str(len(plain)), fmt_ns(statistics.median(plain))]
         interval = {}
-        for mode in ("forward-only", "floor", "cumemaudit"):
+        for mode in ("forward-only", "floor", "cumemaudit", *also):
             fig = per_round.get((row, mode), [])
             n = min(len(fig), len(plain))
             if n < 1:
-                cells.append("—")
                 continue
             added = [fig[i] / plain[i] - 1 for i in range(n)]  # the same round: interleaved, so drift cancels
             interval[mode] = bootstrap_median(added)
-            cells.append("{:+.1%} [{:+.1%}..{:+.1%}]".format(*interval[mode]))
             raw[f"{row} | {mode}"] = {"figures_ns": fig, "plain_ns": plain, "ratios": [x + 1 for x in added]}
             if (row, mode) in processes:
                 raw[f"{row} | {mode}"]["processes_ns"] = processes[(row, mode)]
-        ours, fl = per_round.get((row, "cumemaudit"), []), per_round.get((row, "floor"), [])
-        n = min(len(ours), len(fl), len(plain))
-        excess = bootstrap_median([(ours[i] - fl[i]) / plain[i] for i in range(n)]) if n else None
-        cells.append("{:+.1%} [{:+.1%}..{:+.1%}]".format(*excess) if excess else "—")
+        def difference(mode, base):  # (mode − base) of plain, round by round
+            ours, other = per_round.get((row, mode), []), per_round.get((row, base), [])
+            n = min(len(ours), len(other), len(plain))
+            return bootstrap_median([(ours[i] - other[i]) / plain[i] for i in range(n)]) if n else None
+
+        def cell(interval):
+            return "{:+.1%} [{:+.1%}..{:+.1%}]".format(*interval) if interval else "—"
+        cells += [cell(interval.get(mode)) for mode in ("forward-only", "floor", "cumemaudit")]
+        excess = difference("cumemaudit", "floor")
         what, limit = BETWEEN_TARGET[pat]
         judged = excess if what == "excess" else interval.get("cumemaudit")
-        cells += [f"{'floor' if what == 'excess' else ''} +{100 * limit:g}%".strip(),
+        cells += [cell(excess), f"{'floor' if what == 'excess' else ''} +{100 * limit:g}%".strip(),
                   judge(judged[1], judged[2], limit) if judged else "no data"]
+        for label in also:
+            cells += [cell(interval.get(label)), cell(difference(label, "cumemaudit"))]
         rows.append("| " + " | ".join(cells) + " |")
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     _, smi, _ = sh(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"], {}, 30)
@@ -329,7 +353,7 @@ def main():
         f.write(table)
     with open(os.path.join(out, "cost.json"), "w") as f:
         state = {"rounds": rounds_done, "failures": failures, "pin_rows": a.pin_rows,
-                 "processes_per_round": a.processes, "torch_processes": a.torch_processes,
+                 "processes_per_round": a.processes, "torch_processes": a.torch_processes, "also": list(also),
                  "per_round": [[row, mode, v] for (row, mode), v in per_round.items()],
                  "processes": [[row, mode, v] for (row, mode), v in processes.items()],
                  "in_process": [[row, mode, v] for (row, mode), v in in_process.items()]}

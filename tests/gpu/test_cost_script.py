@@ -6,8 +6,8 @@ row gets its in-process figures for cumemaudit and for the floor, that the betwe
 for forward-only, the floor and cumemaudit, with intervals, and for the PyTorch rows, that the script reports
 no failure, that a command stops at its time budget, that --resume goes on from the first run's cost.json to
 a second round with every figure of the first kept (and refuses to go on measured another way), that
---pin-rows runs, and that --processes and --torch-processes keep every process's figure and take the
-fastest a round. Figures are not asserted.
+--pin-rows runs, that --processes and --torch-processes keep every process's figure and take the fastest a
+round, and that an --also variant (the same shim again) gets its columns. Figures are not asserted.
 
 Run by meson (tests/gpu/meson.build): test_cost_script.py BUILD_ROOT COST_PY SIM_DIR"""
 import importlib.util
@@ -36,8 +36,9 @@ def main():
             f.write("import os, sys\n"
                     "print(f'time: step_median_us={1000 + os.getpid() % 97:.1f}')\n"
                     "if '--ab' in sys.argv: print('ab: added_pct=0.25 min_pct=-1.00 max_pct=2.00 pairs=10')\n")
-        measured = ["--blocks", "1", "--cores", "0-1", "--processes", "2", "--torch-processes", "2",
-                    "--torch-workload", stand_in, "--torch-steps", "10"]
+        shim = os.path.join(build, "src", "shim", "libcumemaudit.so")  # as a variant: the same build again
+        common = ["--blocks", "1", "--cores", "0-1", "--torch-workload", stand_in, "--torch-steps", "10"]
+        measured = common + ["--processes", "2", "--torch-processes", "2", "--also", f"again={shim}"]
         # A budget of 0 s: each command runs its first round and no more, with or without --resume.
         for more in ([], ["--resume", os.path.join(out, "cost.json")]):
             p = subprocess.run([sys.executable, cost_py, "--build", build, "--out", out, "--rounds", "5",
@@ -54,9 +55,12 @@ def main():
             table = f.read()
         # Going on another way would mix two ways of measuring in one table: refused, and said why.
         resume = ["--resume", os.path.join(out, "cost.json")]
-        why = "was measured with --pin-rows, with --processes 2 and --torch-processes 2: go on the same way"
+        why = ("was measured with --pin-rows, with --processes 2 and --torch-processes 2, variants ['again']: go on "
+               "the same way")
         for other in (measured + resume,  # unpinned
-                      ["--pin-rows"] + measured[:-8] + ["--torch-processes", "1"] + measured[-4:] + resume):
+                      ["--pin-rows"] + common + ["--processes", "2", "--torch-processes", "1", "--also", f"again={shim}"]
+                      + resume,
+                      ["--pin-rows"] + common + ["--processes", "2", "--torch-processes", "2"] + resume):
             p = subprocess.run([sys.executable, cost_py, "--build", build, "--out", out, "--rounds", "5"] + other,
                                capture_output=True, text=True, env=env, timeout=300)
             if p.returncode == 0 or why not in p.stderr:
@@ -78,7 +82,7 @@ def main():
             problems.append(f"{row}: --resume did not keep the first round's in-process figure")
         if row in torch_rows and got["cumemaudit"][0]["added"] != 0.25:
             problems.append(f"{row}: the in-process figure is not the stand-in's added time: {got}")
-        for mode in ("cumemaudit",) if row in torch_rows else ("forward-only", "floor", "cumemaudit"):
+        for mode in ("cumemaudit",) if row in torch_rows else ("forward-only", "floor", "cumemaudit", "again"):
             key = f"{row} | {mode}"
             if key not in raw or len(raw[key]["figures_ns"]) != 2:
                 problems.append(f"{row}: not two between-process figures for {mode}")
@@ -89,7 +93,14 @@ def main():
                 problems.append(f"{row}: {mode}'s round figures are not the fastest of two processes each: {raw[key]}")
     if table.count("no data") != 0:
         problems.append(f"expected every row with data:\n{table}")
-    if table.count("[") < 5 * 4 + 2:  # every call row's three modes and excess, each PyTorch row's cumemaudit
+    if "| again adds | again − cumemaudit (of plain) |" not in table:
+        problems.append(f"expected the variant's columns:\n{table}")
+    between = table[table.index("\nBetween processes"):].splitlines()
+    lines = [line for line in between if line.startswith("| ")]
+    if len({line.count(" | ") for line in lines}) != 1 or not any(
+            line.split(" | ")[7] == "floor +3%" for line in lines[2:]):  # "target" stays the eighth column
+        problems.append(f"the between-process table's columns do not line up:\n{table}")
+    if table.count("[") < 5 * 6 + 2:  # every call row's four modes, excess and the variant's difference, PyTorch's
         problems.append(f"expected intervals in the between-process table:\n{table}")
     if problems:
         print("FAIL\n" + "\n".join(problems), file=sys.stderr)
