@@ -10,6 +10,7 @@
 
 #include "ledger/types.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -179,7 +180,13 @@ public:
 
 private:
     struct State;
-    std::unique_ptr<State> state_;
+    // The state lives inside the ledger, not behind a pointer of its own: a recorded call reaches the classic
+    // table at a fixed offset from the ledger, where loading the pointer was one more cache line to miss
+    // after each driver call. ledger.cpp checks that State fits.
+    static constexpr std::size_t kStateBytes = 100 * 1024;
+    State& state();
+    const State& state() const;
+    alignas(64) std::byte state_bytes_[kStateBytes];
     std::unique_ptr<TraceTree> traces_;
     std::unique_ptr<PythonFrames> python_frames_;
 };
