@@ -35,6 +35,7 @@ Patterns:
   python3 tests/gpu/cost.py --build BUILD [--out DIR] [--rounds 9] [--blocks 5] [--cores 0-15]
                             [--budget-s 360] [--iters-scale N] [--torch-steps 400] [--resume COST_JSON]
                             [--pin-rows] [--processes K] [--torch-processes K] [--also LABEL=LIBRARY]
+                            [--rows ROW,...]
 
 Needs the build's bench_calls, libminrec.so and cumemaudit CLI (carry the build dir), a GPU, PyTorch.
 Prints a markdown table and writes cost.md and cost.json into --out. Rounds stop early when the budget
@@ -49,7 +50,8 @@ host's faster speed (each process's figures are kept in cost.json); --torch-proc
 PyTorch rows, whose processes take seconds each. --also LABEL=LIBRARY runs another build of the shim (a
 variant with one part taken out: tests/bench/variants) as one more mode of the call rows between processes, so
 that what each part costs on the real driver is read in the same rounds: the table gives its added time and its
-difference from cumemaudit.
+difference from cumemaudit. --rows spends a lease's rounds on the rows named (async:1, async:16, batch, torch, ...)
+and leaves the others out of the rounds and the tables.
 """
 import argparse
 import datetime
@@ -83,6 +85,24 @@ TARGET = {"async": 10.0, "batch": 5.0, "vmm": 2.0, "torch": 1.0, "torch_caching"
 # Between processes: (what is judged, at most): the excess over the floor, or the added time itself.
 BETWEEN_TARGET = {"async": ("excess", 0.03), "batch": ("excess", 0.03), "vmm": ("added", 0.02), "torch": ("added", 0.02),
                   "torch_caching": ("added", 0.005)}
+
+
+def row_keys():
+    """Every row's name for --rows, in table order."""
+    return [f"{pat}:{threads}" for _, pat, threads, *_ in CALL_ROWS] + [key for _, key, _ in TORCH_ROWS]
+
+
+def chosen_rows(spec):
+    """--rows's list as (call rows, PyTorch rows), each in table order; None: every row. An item names a call row as
+    PATTERN:THREADS or PATTERN (all its thread counts), a PyTorch row by its key. ValueError names what matched none."""
+    if spec is None:
+        return list(CALL_ROWS), list(TORCH_ROWS)
+    items = [item.strip() for item in spec.split(",") if item.strip()]
+    unknown = [item for item in items if not any(item == key or item == key.split(":")[0] for key in row_keys())]
+    if unknown or not items:
+        raise ValueError(f"no row {', '.join(unknown) or '(none named)'}; rows: {', '.join(row_keys())}")
+    calls = [r for r in CALL_ROWS if f"{r[1]}:{r[2]}" in items or r[1] in items]
+    return calls, [r for r in TORCH_ROWS if r[1] in items]
 
 
 def cpu_list(spec):
@@ -139,7 +159,16 @@ def main():
     ap.add_argument("--also", action="append", default=[], metavar="LABEL=LIBRARY",
                     help="another build of the shim (a variant: a part taken out, an earlier commit) run as one more "
                          "mode of the call rows between processes, through the same CLI (CUMEMAUDIT_SHIM)")
+    ap.add_argument("--rows", metavar="ROW,...",
+                    help="only these rows, in the rounds and the tables: a call row as PATTERN:THREADS or PATTERN (all "
+                         f"its thread counts), a PyTorch row by its key; rows: {', '.join(row_keys())}")
     a = ap.parse_args()
+    try:
+        call_rows, torch_rows = chosen_rows(a.rows)
+    except ValueError as e:
+        ap.error(f"--rows {a.rows}: {e}")
+    if a.no_torch:
+        torch_rows = []
     also = {}
     for item in a.also:
         label, sep, library = item.partition("=")
@@ -195,12 +224,13 @@ def main():
         in_process = {(row, mode): v for row, mode, v in state["in_process"]}
         processes = {(row, mode): v for row, mode, v in state.get("processes", [])}
         failures, rounds_done = state["failures"], state["rounds"]
+        rows_now = [row for row, *_ in call_rows + torch_rows]
         was = (state.get("pin_rows", False), state.get("processes_per_round", 1), state.get("torch_processes", 1),
-               state.get("also", []))
-        if was != (a.pin_rows, a.processes, a.torch_processes, list(also)):
+               state.get("also", []), state.get("rows", [row for row, *_ in CALL_ROWS + TORCH_ROWS]))
+        if was != (a.pin_rows, a.processes, a.torch_processes, list(also), rows_now):
             sys.exit(f"cost.py: --resume {a.resume} was measured {'with' if was[0] else 'without'} --pin-rows, with "
-                     f"--processes {was[1]} and --torch-processes {was[2]}, variants {was[3] or 'none'}: go on the "
-                     "same way")
+                     f"--processes {was[1]} and --torch-processes {was[2]}, variants {was[3] or 'none'}"
+                     f"{'' if was[4] == rows_now else ', other rows (' + '; '.join(was[4]) + ')'}: go on the same way")
         print(f"cost.py: going on from {a.resume}, {rounds_done} rounds done", flush=True)
     def run_processes(cmd, env, k, parse, what):
         """cmd run as k processes, one after another: each one's parse(stdout), or None once one fails (its
@@ -224,7 +254,7 @@ def main():
         order = list(modes)[r % len(modes):] + list(modes)[:r % len(modes)]
         for mode in order:
             prefix, env = modes[mode]
-            for row, pat, threads, calls, iters in CALL_ROWS:
+            for row, pat, threads, calls, iters in call_rows:
                 base = row_pin(threads) + prefix + [bench, "--child", "--patterns", pat, "--threads", str(threads),
                                        "--iters", str(iters * a.iters_scale), "--depth", "40", "--median"]
                 # Between processes: a loop of the pattern alone, the median of --blocks runs; of K such
@@ -248,10 +278,10 @@ def main():
                 f = [float(x) for x in ab.group(1).split()]
                 in_process.setdefault((row, mode), []).append({"added": f[3], "passing": f[4], "direct_ns": f[0] * calls})
         for mode in order:
-            if mode not in ("plain", "cumemaudit") or a.no_torch:
+            if mode not in ("plain", "cumemaudit"):
                 continue
             prefix, env = modes[mode]
-            for row, key, torch_env in TORCH_ROWS:
+            for row, key, torch_env in torch_rows:
                 wl = [sys.executable, a.torch_workload, "train", "--steps", str(a.torch_steps)]
                 if mode == "cumemaudit":
                     wl.append("--ab")
@@ -277,7 +307,7 @@ def main():
     ab_rows = ["| pattern | rounds | direct (median) | cumemaudit adds (median; min..max over rounds) | of which "
                "forwarding | floor adds | target | verdict |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     raw = {}
-    for row, pat, *_ in CALL_ROWS + TORCH_ROWS:
+    for row, pat, *_ in call_rows + torch_rows:
         ours = in_process.get((row, "cumemaudit"), [])
         if not ours:
             ab_rows.append(f"| {row} | 0 | — | — | — | — | ≤ {TARGET[pat]:.0f}% | no data |")
@@ -299,7 +329,7 @@ def main():
             "cumemaudit − floor (of plain)", "target", "verdict"]
     head += [x for label in also for x in (f"{label} adds", f"{label} − cumemaudit (of plain)")]
     rows = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
-    for row, pat, *_ in CALL_ROWS + TORCH_ROWS:
+    for row, pat, *_ in call_rows + torch_rows:
         plain = per_round.get((row, "plain"), [])
         if not plain:
             rows.append(f"| {row} | 0 | — | — | — | — | — | — | no data |" + " — |" * (2 * len(also)))
@@ -354,6 +384,7 @@ def main():
     with open(os.path.join(out, "cost.json"), "w") as f:
         state = {"rounds": rounds_done, "failures": failures, "pin_rows": a.pin_rows,
                  "processes_per_round": a.processes, "torch_processes": a.torch_processes, "also": list(also),
+                 "rows": [row for row, *_ in call_rows + torch_rows],
                  "per_round": [[row, mode, v] for (row, mode), v in per_round.items()],
                  "processes": [[row, mode, v] for (row, mode), v in processes.items()],
                  "in_process": [[row, mode, v] for (row, mode), v in in_process.items()]}

@@ -7,7 +7,8 @@ for forward-only, the floor and cumemaudit, with intervals, and for the PyTorch 
 no failure, that a command stops at its time budget, that --resume goes on from the first run's cost.json to
 a second round with every figure of the first kept (and refuses to go on measured another way), that
 --pin-rows runs, that --processes and --torch-processes keep every process's figure and take the fastest a
-round, and that an --also variant (the same shim again) gets its columns. Figures are not asserted.
+round, that an --also variant (the same shim again) gets its columns, and that --rows measures and tables the rows it
+names and no other (and refuses a name it does not know). Figures are not asserted.
 
 Run by meson (tests/gpu/meson.build): test_cost_script.py BUILD_ROOT COST_PY SIM_DIR"""
 import importlib.util
@@ -16,6 +17,37 @@ import os
 import subprocess
 import sys
 import tempfile
+
+
+def check_rows(cost, cost_py, build, common, env):
+    """--rows: a lease spends its rounds on the rows named; the rest are neither run nor tabled."""
+    problems = []
+    with tempfile.TemporaryDirectory() as out:
+        def run(*more):
+            return subprocess.run([sys.executable, cost_py, "--build", build, "--out", out, "--rounds", "1"] + common
+                                  + list(more), capture_output=True, text=True, env=env, timeout=300)
+        p = run("--rows", "async:4,torch_caching")
+        try:
+            with open(os.path.join(out, "cost.json")) as f:
+                raw = json.load(f)["raw"]
+            with open(os.path.join(out, "cost.md")) as f:
+                table = f.read()
+        except (OSError, ValueError) as e:
+            return [f"--rows: no cost.json or cost.md ({e}): exit {p.returncode}\n{p.stderr[-1000:]}"]
+        want = {cost.CALL_ROWS[1][0], cost.TORCH_ROWS[1][0]}
+        measured = {key.split(" | ")[0] for key in raw}
+        if p.returncode != 0 or measured != want:
+            problems.append(f"--rows async:4,torch_caching measured {sorted(measured)}, exit {p.returncode}")
+        tabled = [line.split(" | ")[0][2:] for line in table.splitlines() if line.startswith("| ") and " | " in line]
+        if sorted(row for row in tabled if row not in ("pattern", "---")) != sorted(list(want) * 2):  # each in both tables, only
+            problems.append(f"--rows async:4,torch_caching tabled {tabled}:\n{table}")
+        p = run("--rows", "async", "--resume", os.path.join(out, "cost.json"))
+        if p.returncode == 0 or "other rows" not in p.stderr:
+            problems.append(f"--resume with other --rows: exit {p.returncode}, {p.stderr[-500:]}")
+        p = run("--rows", "async:2")
+        if p.returncode != 2 or "--rows async:2: no row async:2; rows: async:1, async:4, async:16" not in p.stderr:
+            problems.append(f"--rows async:2: exit {p.returncode}, {p.stderr[-500:]}")
+    return problems
 
 
 def main():
@@ -65,6 +97,7 @@ def main():
                                capture_output=True, text=True, env=env, timeout=300)
             if p.returncode == 0 or why not in p.stderr:
                 problems.append(f"--resume {' '.join(other)}: exit {p.returncode}, {p.stderr[-500:]}")
+        problems += check_rows(cost, cost_py, build, common, env)
     first, data = runs
     raw = data["raw"]
     rows = [k[: -len(" | in-process")] for k in raw if k.endswith(" | in-process")]
