@@ -98,6 +98,16 @@ class Wheel(unittest.TestCase):
     def dir(self, name):
         return os.path.join(self.tmp, name)
 
+    def test_shim_is_built_from_a_profile_of_its_hot_path(self):
+        # scripts/release trained it: the build directory builds from the profile, and the profile covers the
+        # ledger's table and the wrappers, which every recorded allocation runs.
+        builddir = os.environ["WHEEL_BUILDDIR"]
+        options = json.loads(sh(["meson", "introspect", "--buildoptions", builddir]).stdout)
+        self.assertEqual([o["value"] for o in options if o["name"] == "shim-profile"], ["use"])
+        profiles = os.listdir(os.path.join(builddir, "shim-profile"))
+        for source in ("classic_table.cpp", "hooks.cpp", "events.cpp"):
+            self.assertTrue(any(p.endswith(source + ".gcda") for p in profiles), f"no profile of {source}: {profiles}")
+
     def test_wheel_is_tagged_for_any_cpython3_with_the_glibc_it_needs(self):
         major, minor = newest_glibc_by_objdump(self.wheel)
         self.assertEqual(os.path.basename(self.wheel),
