@@ -38,9 +38,8 @@ ClassicTable::Slot* ClassicTable::map_slots(std::uint32_t n) {
     return static_cast<Slot*>(p);  // zero pages: every slot empty
 }
 
-ClassicTable::ClassicTable(Owners& owners) {
+ClassicTable::ClassicTable(Owners& owners) : owners_(owners) {
     for (Shard& s : shards_) {
-        s.owners = &owners;
         s.slots.store(map_slots(kInitialSlots), std::memory_order_relaxed);
         s.mask.store(kInitialSlots - 1, std::memory_order_relaxed);
     }
@@ -121,8 +120,7 @@ void ClassicTable::insert(std::uint64_t ptr, std::uint64_t size, Kind kind, cons
     const std::uint8_t api = api_index(site.api);
     const std::uint32_t epoch = hot_.epoch.load(std::memory_order_relaxed);
     Shard& s = shards_[shard_of(ptr)];
-    Owners& owners = *s.owners;
-    std::lock_guard lock(owners.lock());
+    std::lock_guard lock(owners_.lock());
     if (++s.stamps == 0) s.stamps = 1;  // 0 means "no record"
     const Slot fresh{ptr, pack(size, device), site.trace, epoch, site.owner, kind, api, s.stamps};
     Writing w(s);
@@ -132,7 +130,7 @@ void ClassicTable::insert(std::uint64_t ptr, std::uint64_t size, Kind kind, cons
     std::uint32_t i = home(mask, ptr);
     while (slots[i].ptr != 0 && slots[i].ptr != ptr) i = (i + 1) & mask;
     if (slots[i].ptr == ptr) {
-        owners.sub(slots[i].owner, slots[i].kind, bytes_in(slots[i]));
+        owners_.sub(slots[i].owner, slots[i].kind, bytes_in(slots[i]));
         put(slots[i], fresh);  // a new stamp: the free in flight is done, the driver handed ptr out again
     } else {
         if ((s.used + 1) * 2 > mask + 1) [[unlikely]] {
@@ -144,7 +142,7 @@ void ClassicTable::insert(std::uint64_t ptr, std::uint64_t size, Kind kind, cons
         put(slots[i], fresh);
         ++s.used;
     }
-    owners.add(site.owner, kind, size);
+    owners_.add(site.owner, kind, size);
 }
 
 std::uint32_t ClassicTable::stamp_of(std::uint64_t ptr) const {
@@ -167,31 +165,30 @@ std::uint32_t ClassicTable::stamp_of(std::uint64_t ptr) const {
         std::atomic_thread_fence(std::memory_order_acquire);
         if (s.version.load(std::memory_order_relaxed) == before) return stamp;
     }
-    std::lock_guard lock(owners().lock());  // writers kept changing the shard: read it under the lock
+    std::lock_guard lock(owners_.lock());  // writers kept changing the shard: read it under the lock
     const Slot* at = find(s, ptr);
     return at != nullptr ? at->stamp : 0;
 }
 
 void ClassicTable::erase(std::uint64_t ptr, std::uint32_t stamp) {
     Shard& s = shards_[shard_of(ptr)];
-    Owners& owners = *s.owners;
-    std::lock_guard lock(owners.lock());
+    std::lock_guard lock(owners_.lock());
     Slot* at = find(s, ptr);
     if (at == nullptr || (stamp != 0 && at->stamp != stamp)) return;
-    owners.sub(at->owner, at->kind, bytes_in(*at));
+    owners_.sub(at->owner, at->kind, bytes_in(*at));
     Writing w(s);
     remove(s, at);
 }
 
 bool ClassicTable::contains(std::uint64_t ptr) const {
     const Shard& s = shards_[shard_of(ptr)];
-    std::lock_guard lock(owners().lock());
+    std::lock_guard lock(owners_.lock());
     return find(s, ptr) != nullptr;
 }
 
 std::uint32_t ClassicTable::find_record(std::uint64_t ptr, ClassicRecord* out) const {
     const Shard& s = shards_[shard_of(ptr)];
-    std::lock_guard lock(owners().lock());
+    std::lock_guard lock(owners_.lock());
     const Slot* slot = find(s, ptr);
     if (slot == nullptr) return 0;
     *out = record_of(*slot);

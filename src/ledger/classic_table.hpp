@@ -3,7 +3,7 @@
 // driver call none of it is in cache, so what it costs is the cache lines it touches and its locked
 // instructions (about 7 ns each). An allocation or a free touches:
 //   1. the owners' lock and totals (one line, owners.hpp), and its owner's line,
-//   2. its shard's line (the version, the slot array's address, size and use count, the owners' address),
+//   2. its shard's line (the version, the slot array's address, size and use count),
 //   3. its slot's line (one 32-byte slot: pointer, size, trace, epoch, owner, kind, api, stamp),
 //   4. for an allocation only, the hot line (the epoch and the first API names, read-mostly).
 // No hash node is allocated or freed (open addressing with linear probing and backward-shift deletion;
@@ -68,9 +68,9 @@ public:
     // Visits every live record, the lock taken for one shard at a time (a snapshot, not an atomic view).
     template <class F>
     void for_each(F&& f) const {
-        SpinLock::Visit visit(owners().lock());  // from a thread other than the lock's owner: one announcement
+        SpinLock::Visit visit(owners_.lock());  // from a thread other than the lock's owner: one announcement
         for (const Shard& s : shards_) {
-            std::lock_guard lock(owners().lock());
+            std::lock_guard lock(owners_.lock());
             const Slot* slots = s.array();
             for (std::uint32_t i = 0; i <= s.size_mask(); ++i)
                 if (slots[i].ptr != 0) f(slots[i].ptr, record_of(slots[i]));
@@ -111,13 +111,9 @@ private:
         std::uint32_t used = 0;
         std::uint32_t stamps = 0;     // inserts so far: the last stamp given
         std::vector<Mapped> retired;  // arrays a growth replaced, their pages given back
-        // The owners the table counts into, the same in every shard: a change reads their address from the
-        // line it takes anyway, where a member of the table's own was one more line after the driver call.
-        Owners* owners = nullptr;
         Slot* array() const { return slots.load(std::memory_order_relaxed); }  // under the lock
         std::uint32_t size_mask() const { return mask.load(std::memory_order_relaxed); }
     };
-    static_assert(sizeof(Shard) == 64, "a shard is one line");
     // Brackets a change of a shard's slots, under the lock.
     class Writing {
     public:
@@ -159,7 +155,7 @@ private:
     std::uint8_t api_index(const char* api);
     ClassicRecord record_of(const Slot&) const;
 
-    Owners& owners() const { return *shards_[0].owners; }  // counts the records' bytes; its lock is the table's
+    Owners& owners_;  // counts the records' bytes; its lock is the table's
     Hot hot_;
     std::mutex api_mu_;  // registration of a new API name only
     std::array<Shard, kShards> shards_;

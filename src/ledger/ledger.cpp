@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
-#include <new>
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
@@ -81,124 +80,116 @@ struct Ledger::State {
     std::atomic<std::uint32_t> epoch{0};
 };
 
-inline Ledger::State& Ledger::state() { return *std::launder(reinterpret_cast<State*>(state_bytes_)); }
-inline const Ledger::State& Ledger::state() const {
-    return *std::launder(reinterpret_cast<const State*>(state_bytes_));
-}
-
-Ledger::Ledger() : traces_(std::make_unique<TraceTree>()), python_frames_(std::make_unique<PythonFrames>()) {
-    static_assert(sizeof(State) <= kStateBytes && alignof(State) <= 64,
-                  "Ledger::State outgrew the ledger's storage: raise kStateBytes in ledger.hpp");
-    new (state_bytes_) State();
-}
-Ledger::~Ledger() { state().~State(); }
+Ledger::Ledger() : state_(std::make_unique<State>()), traces_(std::make_unique<TraceTree>()),
+      python_frames_(std::make_unique<PythonFrames>()) {}
+Ledger::~Ledger() = default;
 
 void Ledger::created(std::uint64_t handle, std::uint64_t size, HandleType ht, const Site& site, Location where) {
-    state().vmm.created(handle, size, ht, site, where);
+    state_->vmm.created(handle, size, ht, site, where);
 }
 void Ledger::multicast_created(std::uint64_t handle, std::uint64_t size, HandleType ht, const Site& site) {
-    state().vmm.multicast_created(handle, size, ht, site);
+    state_->vmm.multicast_created(handle, size, ht, site);
 }
 void Ledger::multicast_device_added(std::uint64_t handle, bool ok, const char* result, const Site& site) {
-    if (const char* why = state().vmm.multicast_device_added(handle, ok)) state().misuse.record(site, result, why);
+    if (const char* why = state_->vmm.multicast_device_added(handle, ok)) state_->misuse.record(site, result, why);
 }
 void Ledger::multicast_bound(std::uint64_t mc, std::uint64_t mc_offset, std::uint64_t mem, bool by_address,
                              std::uint64_t size, bool ok, const char* result, const Site& site) {
-    if (const std::string why = state().vmm.multicast_bound(mc, mc_offset, mem, by_address, size, ok); !why.empty())
-        state().misuse.record(site, result, why);
+    if (const std::string why = state_->vmm.multicast_bound(mc, mc_offset, mem, by_address, size, ok); !why.empty())
+        state_->misuse.record(site, result, why);
 }
 void Ledger::multicast_unbound(std::uint64_t mc, int device, std::uint64_t mc_offset, std::uint64_t size, bool ok,
                                const char* result, SiteOnDemand site) {
-    if (const std::string why = state().vmm.multicast_unbound(mc, device, mc_offset, size, ok); !why.empty())
-        state().misuse.record(site(), result, why);
+    if (const std::string why = state_->vmm.multicast_unbound(mc, device, mc_offset, size, ok); !why.empty())
+        state_->misuse.record(site(), result, why);
 }
-void Ledger::retained(std::uint64_t handle, std::uint64_t va, const Site& site) { state().vmm.retained(handle, va, site); }
+void Ledger::retained(std::uint64_t handle, std::uint64_t va, const Site& site) { state_->vmm.retained(handle, va, site); }
 void Ledger::released(std::uint64_t handle, bool ok, const char* result, const Site& site) {
-    state().vmm.released(handle, ok, result, site);
+    state_->vmm.released(handle, ok, result, site);
 }
 void Ledger::exported(std::uint64_t handle, HandleType ht, const ExportKey& key, int fd, const Site& site) {
-    state().vmm.exported(handle, ht, key, fd, site);
+    state_->vmm.exported(handle, ht, key, fd, site);
 }
 void Ledger::imported(std::uint64_t handle, HandleType ht, const ExportKey& key, const Site& site) {
-    state().vmm.imported(handle, ht, key, site);
+    state_->vmm.imported(handle, ht, key, site);
 }
 void Ledger::mapped(std::uint64_t va, std::uint64_t size, std::uint64_t handle, bool ok, const char* result,
                     const Site& site) {
-    state().vmm.mapped(va, size, handle, ok, result, site);
+    state_->vmm.mapped(va, size, handle, ok, result, site);
 }
 void Ledger::unmapped(std::uint64_t va, std::uint64_t size, bool ok, const char* result, SiteOnDemand site) {
-    if (const char* why = state().vmm.unmapped(va, size, ok)) state().misuse.record(site(), result, why);
+    if (const char* why = state_->vmm.unmapped(va, size, ok)) state_->misuse.record(site(), result, why);
 }
-void Ledger::reserved(std::uint64_t va, std::uint64_t size, const Site&) { state().vmm.reserved(va, size); }
+void Ledger::reserved(std::uint64_t va, std::uint64_t size, const Site&) { state_->vmm.reserved(va, size); }
 void Ledger::address_freed(std::uint64_t va, std::uint64_t size, bool ok, const char* result, SiteOnDemand site) {
-    if (const char* why = state().vmm.address_freed(va, size, ok)) state().misuse.record(site(), result, why);
+    if (const char* why = state_->vmm.address_freed(va, size, ok)) state_->misuse.record(site(), result, why);
 }
 
 void Ledger::allocated(std::uint64_t ptr, std::uint64_t size, Kind kind, const Site& site, int device) {
-    state().classic.insert(ptr, size, kind, site, device);
+    state_->classic.insert(ptr, size, kind, site, device);
 }
 
-Ledger::FreeTicket Ledger::freeing(std::uint64_t ptr) { return state().classic.stamp_of(ptr); }
+Ledger::FreeTicket Ledger::freeing(std::uint64_t ptr) { return state_->classic.stamp_of(ptr); }
 
 void Ledger::freed(std::uint64_t ptr, bool ok, const char* result, const Site& site, FreeTicket ticket) {
     if (!ok) {
         // Only an argument error says the pointer is wrong; any other answer (a free during graph capture:
         // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) is the driver's own reason, and the allocation stays live.
         const bool bad_pointer = std::string_view(result) == "CUDA_ERROR_INVALID_VALUE";
-        state().misuse.record(site, result,
-                              state().classic.contains(ptr) ? "free refused by the driver; the allocation stays live"
+        state_->misuse.record(site, result,
+                              state_->classic.contains(ptr) ? "free refused by the driver; the allocation stays live"
                               : bad_pointer                 ? "free of an unknown pointer"
                                                             : "free refused by the driver");
         return;
     }
     // An unknown pointer the driver accepted came from before we loaded (or is null): not misuse.
-    state().classic.erase(ptr, ticket);
+    state_->classic.erase(ptr, ticket);
 }
 
 std::vector<LeakRow> Ledger::forget_freed_by_driver(const std::function<bool(std::uint64_t ptr, Kind kind)>& still_valid) {
     std::vector<std::pair<std::uint64_t, detail::ClassicRecord>> live;
-    state().classic.for_each([&](std::uint64_t ptr, const detail::ClassicRecord& r) { live.emplace_back(ptr, r); });
+    state_->classic.for_each([&](std::uint64_t ptr, const detail::ClassicRecord& r) { live.emplace_back(ptr, r); });
     detail::LeakRows rows;  // as the exit snapshot's unfreed rows
     for (const auto& [ptr, record] : live) {
-        const FreeTicket stamp = state().classic.stamp_of(ptr);  // the record asked about, not a later one
+        const FreeTicket stamp = state_->classic.stamp_of(ptr);  // the record asked about, not a later one
         if (stamp == 0 || still_valid(ptr, record.kind)) continue;
-        state().classic.erase(ptr, stamp);
+        state_->classic.erase(ptr, stamp);
         rows.add(LeakClass::unfreed, record.site(), HandleType::none, record.kind, ptr, record.size, 0);
     }
     return rows.take();
 }
 
 void Ledger::misused(const Site& site, const char* result, std::string what) {
-    state().misuse.record(site, result, std::move(what));
+    state_->misuse.record(site, result, std::move(what));
 }
 
-OwnerId Ledger::owner_id(std::string_view name) { return state().owners.id(name); }
-std::string Ledger::owner_name(OwnerId o) const { return state().owners.name(o); }
+OwnerId Ledger::owner_id(std::string_view name) { return state_->owners.id(name); }
+std::string Ledger::owner_name(OwnerId o) const { return state_->owners.name(o); }
 
 std::vector<std::pair<OwnerId, std::uint64_t>> Ledger::live_by_owner() const {
     std::vector<std::pair<OwnerId, std::uint64_t>> out;
-    const std::size_t n = state().owners.count();
+    const std::size_t n = state_->owners.count();
     for (std::size_t i = 0; i < n; ++i) {
         const auto o = static_cast<OwnerId>(i);
-        if (state().owners.peak(o) != 0) out.emplace_back(o, state().owners.live(o));
+        if (state_->owners.peak(o) != 0) out.emplace_back(o, state_->owners.live(o));
     }
     return out;
 }
 
-std::uint64_t Ledger::take_peak_since_mark() { return state().owners.take_peak_since_mark(); }
+std::uint64_t Ledger::take_peak_since_mark() { return state_->owners.take_peak_since_mark(); }
 
 std::vector<OwnerRow> Ledger::owners_now() const {
     std::vector<OwnerRow> out;
-    const std::size_t n = state().owners.count();
+    const std::size_t n = state_->owners.count();
     for (std::size_t i = 0; i < n; ++i) {
         const auto o = static_cast<OwnerId>(i);
-        if (state().owners.peak(o) == 0) continue;
+        if (state_->owners.peak(o) == 0) continue;
         OwnerRow row;
         row.owner = o;
-        row.name = state().owners.name(o);
-        row.live_bytes = state().owners.live(o);
-        row.peak_bytes = state().owners.peak(o);
-        for (int k = 0; k < detail::kKinds; ++k) row.live_by_kind[k] = state().owners.live(o, static_cast<Kind>(k));
+        row.name = state_->owners.name(o);
+        row.live_bytes = state_->owners.live(o);
+        row.peak_bytes = state_->owners.peak(o);
+        for (int k = 0; k < detail::kKinds; ++k) row.live_by_kind[k] = state_->owners.live(o, static_cast<Kind>(k));
         std::swap(row.multicast_object_bytes, row.live_by_kind[static_cast<int>(Kind::multicast)]);
         out.push_back(std::move(row));
     }
@@ -206,23 +197,23 @@ std::vector<OwnerRow> Ledger::owners_now() const {
 }
 
 std::vector<Ledger::Unreachable> Ledger::unreachable_in(std::uint64_t va, std::uint64_t size) const {
-    return state().vmm.unreachable_in(va, size);
+    return state_->vmm.unreachable_in(va, size);
 }
 
 std::vector<Ledger::Unreachable> Ledger::still_unreachable(const std::vector<std::uint64_t>& ids) const {
-    return state().vmm.still_unreachable(ids);
+    return state_->vmm.still_unreachable(ids);
 }
 
-std::uint32_t Ledger::references_through(std::uint64_t handle) const { return state().vmm.references_through(handle); }
+std::uint32_t Ledger::references_through(std::uint64_t handle) const { return state_->vmm.references_through(handle); }
 
 std::uint32_t Ledger::begin_epoch() {
-    const std::uint32_t e = state().epoch.fetch_add(1, std::memory_order_relaxed) + 1;
-    state().vmm.set_epoch(e);
-    state().classic.set_epoch(e);
+    const std::uint32_t e = state_->epoch.fetch_add(1, std::memory_order_relaxed) + 1;
+    state_->vmm.set_epoch(e);
+    state_->classic.set_epoch(e);
     return e;
 }
 
-std::uint32_t Ledger::epoch() const { return state().epoch.load(std::memory_order_relaxed); }
+std::uint32_t Ledger::epoch() const { return state_->epoch.load(std::memory_order_relaxed); }
 
 namespace {
 // (site, bytes) pairs summed by site, largest first; sites compare by api, trace and owner.
@@ -241,10 +232,10 @@ std::vector<std::pair<Site, std::uint64_t>> by_site(std::vector<std::pair<Site, 
 
 std::vector<std::pair<Site, std::uint64_t>> Ledger::growth_sites(OwnerId owner, std::uint32_t since) const {
     std::vector<std::pair<Site, std::uint64_t>> items;
-    state().classic.for_each([&](std::uint64_t, const detail::ClassicRecord& r) {
+    state_->classic.for_each([&](std::uint64_t, const detail::ClassicRecord& r) {
         if (r.owner == owner && r.epoch >= since) items.emplace_back(r.site(), r.size);
     });
-    state().vmm.for_each_live([&](const Site& origin, std::uint64_t size, std::uint32_t epoch, auto...) {
+    state_->vmm.for_each_live([&](const Site& origin, std::uint64_t size, std::uint32_t epoch, auto...) {
         if (origin.owner == owner && epoch >= since) items.emplace_back(origin, size);
     });
     return by_site(std::move(items));
@@ -259,8 +250,8 @@ std::vector<std::vector<std::pair<Site, std::uint64_t>>> Ledger::live_sites_by_o
         kept = site;
         bytes += size;
     };
-    state().classic.for_each([&](std::uint64_t, const detail::ClassicRecord& r) { add(r.site(), r.size); });
-    state().vmm.for_each_live([&](const Site& origin, std::uint64_t size, std::uint32_t, std::size_t, std::uint32_t, std::size_t,
+    state_->classic.for_each([&](std::uint64_t, const detail::ClassicRecord& r) { add(r.site(), r.size); });
+    state_->vmm.for_each_live([&](const Site& origin, std::uint64_t size, std::uint32_t, std::size_t, std::uint32_t, std::size_t,
                                   const std::vector<Site>&, Kind kind, Location, bool) {
         if (kind != Kind::multicast) add(origin, size);
     });
@@ -278,7 +269,7 @@ Ledger::MarkLeaks Ledger::leaks_at_mark() const {
     MarkLeaks out;
     std::vector<std::pair<Site, std::uint64_t>> items;
     out.leaked_by_owner.assign(kMaxOwners, 0);
-    state().vmm.for_each_live([&](const Site& origin, std::uint64_t size, std::uint32_t, std::size_t refs,
+    state_->vmm.for_each_live([&](const Site& origin, std::uint64_t size, std::uint32_t, std::size_t refs,
                                   std::uint32_t mappings, std::size_t fds, const std::vector<Site>& ref_sites, Kind kind,
                                   Location, bool ever_mapped) {
         if (refs == 0 || mappings != 0 || fds != 0 || kind == Kind::multicast) return;  // memory only
@@ -297,7 +288,7 @@ Ledger::MarkLeaks Ledger::leaks_at_mark() const {
 Ledger::Held Ledger::held_since(std::uint32_t since) const {
     Held held;
     std::vector<std::pair<Site, std::uint64_t>> items;
-    state().vmm.for_each_live([&](const Site&, std::uint64_t size, std::uint32_t epoch, std::size_t refs,
+    state_->vmm.for_each_live([&](const Site&, std::uint64_t size, std::uint32_t epoch, std::size_t refs,
                                   std::uint32_t mappings, std::size_t fds, const std::vector<Site>& ref_sites, Kind kind,
                                   Location, bool) {
         if (epoch < since || refs == 0 || mappings != 0 || fds != 0) return;
@@ -307,7 +298,7 @@ Ledger::Held Ledger::held_since(std::uint32_t since) const {
         ++held.leaked_allocations;
         for (const Site& s : ref_sites) items.emplace_back(s, size);
     });
-    state().classic.for_each([&](std::uint64_t, const detail::ClassicRecord& r) {
+    state_->classic.for_each([&](std::uint64_t, const detail::ClassicRecord& r) {
         if (r.epoch < since) return;
         held.unfreed_bytes += r.size;
         ++held.unfreed_allocations;
@@ -331,10 +322,10 @@ std::vector<OwnerRow> Ledger::owners_on_device(int device) const {
         rows[it->second].live_by_kind[static_cast<int>(kind)] += bytes;
         rows[it->second].live_bytes += bytes;
     };
-    state().classic.for_each([&](std::uint64_t, const detail::ClassicRecord& r) {
+    state_->classic.for_each([&](std::uint64_t, const detail::ClassicRecord& r) {
         if (r.device == device) add(r.owner, r.kind, r.size);
     });
-    state().vmm.for_each_live([&](const Site& origin, std::uint64_t size, std::uint32_t, std::size_t, std::uint32_t,
+    state_->vmm.for_each_live([&](const Site& origin, std::uint64_t size, std::uint32_t, std::size_t, std::uint32_t,
                                   std::size_t, const std::vector<Site>&, Kind kind, Location where, bool) {
         if (where.type == Location::Type::device && where.id == device) add(origin.owner, kind, size);
     });
@@ -343,13 +334,13 @@ std::vector<OwnerRow> Ledger::owners_on_device(int device) const {
 
 std::uint64_t Ledger::misuse_events() const {
     std::uint64_t n = 0;
-    for (const MisuseRow& m : state().misuse.rows()) n += m.count;
+    for (const MisuseRow& m : state_->misuse.rows()) n += m.count;
     return n;
 }
 
 std::vector<Ledger::OriginBytes> Ledger::unreachable_by_origin(int device, Unmapped which) const {
     std::vector<OriginBytes> out;
-    state().vmm.for_each_live([&](const Site& origin, std::uint64_t size, std::uint32_t, std::size_t refs,
+    state_->vmm.for_each_live([&](const Site& origin, std::uint64_t size, std::uint32_t, std::size_t refs,
                                   std::uint32_t mappings, std::size_t fds, const std::vector<Site>&, Kind kind,
                                   Location where, bool ever_mapped) {
         if (refs == 0 || mappings != 0 || fds != 0) return;
@@ -373,20 +364,20 @@ std::vector<Ledger::OriginBytes> Ledger::unreachable_by_origin(int device, Unmap
 
 std::vector<Ledger::OriginBytes> Ledger::dma_buf_pinned(int device) const {
     std::vector<OriginBytes> out;
-    state().shared.pinned(device, [&](const Site& site, Kind kind, std::uint64_t bytes) { out.push_back({site, kind, bytes}); });
+    state_->shared.pinned(device, [&](const Site& site, Kind kind, std::uint64_t bytes) { out.push_back({site, kind, bytes}); });
     std::stable_sort(out.begin(), out.end(), [](const OriginBytes& a, const OriginBytes& b) { return a.bytes > b.bytes; });
     return out;
 }
 
 void Ledger::forget_closed_exports(const ExportProbe& still_open) {
-    state().vmm.forget_closed_exports(still_open);
-    state().shared.forget_closed(still_open);
+    state_->vmm.forget_closed_exports(still_open);
+    state_->shared.forget_closed(still_open);
 }
 
-void Ledger::ipc_exported(std::uint64_t ptr, const ExportKey& key, const Site& site) { state().shared.ipc_exported(ptr, key, site); }
-void Ledger::ipc_opened(std::uint64_t ptr, const ExportKey& key, const Site& site) { state().shared.ipc_opened(ptr, key, site); }
+void Ledger::ipc_exported(std::uint64_t ptr, const ExportKey& key, const Site& site) { state_->shared.ipc_exported(ptr, key, site); }
+void Ledger::ipc_opened(std::uint64_t ptr, const ExportKey& key, const Site& site) { state_->shared.ipc_opened(ptr, key, site); }
 void Ledger::range_exported(std::uint64_t ptr, int fd, const ExportKey& key, const Site& site) {
-    if (!state().vmm.exported_at(ptr, key, fd, site)) state().shared.dma_buf(ptr, fd, key, site);
+    if (!state_->vmm.exported_at(ptr, key, fd, site)) state_->shared.dma_buf(ptr, fd, key, site);
 }
 
 Snapshot Ledger::snapshot(Moment moment, const ExportProbe& still_open) {
@@ -398,14 +389,14 @@ Snapshot Ledger::snapshot(Moment moment) const {
     Snapshot snap;
     detail::LeakRows rows;
     std::vector<std::uint64_t> leaked_by_owner(kMaxOwners, 0);
-    state().vmm.collect(moment, rows, snap.summary, leaked_by_owner);
-    state().vmm.shares(snap.exports, snap.imports);
-    state().shared.collect(rows, snap.summary, snap.exports, snap.imports);
+    state_->vmm.collect(moment, rows, snap.summary, leaked_by_owner);
+    state_->vmm.shares(snap.exports, snap.imports);
+    state_->shared.collect(rows, snap.summary, snap.exports, snap.imports);
 
     if (moment == Moment::exit) {
         // Sorted before aggregation so row order does not depend on hash-table iteration.
         std::vector<std::pair<std::uint64_t, detail::ClassicRecord>> live;
-        state().classic.for_each([&](std::uint64_t ptr, const detail::ClassicRecord& r) { live.emplace_back(ptr, r); });
+        state_->classic.for_each([&](std::uint64_t ptr, const detail::ClassicRecord& r) { live.emplace_back(ptr, r); });
         std::sort(live.begin(), live.end(), [](const auto& a, const auto& b) {
             if (int c = std::strcmp(a.second.api, b.second.api)) return c < 0;
             if (a.second.trace != b.second.trace) return a.second.trace < b.second.trace;
@@ -419,7 +410,7 @@ Snapshot Ledger::snapshot(Moment moment) const {
     }
     snap.leaks = rows.take();
 
-    snap.misuse = state().misuse.rows();
+    snap.misuse = state_->misuse.rows();
     std::stable_sort(snap.misuse.begin(), snap.misuse.end(),
                      [](const MisuseRow& a, const MisuseRow& b) { return a.count > b.count; });
     for (const MisuseRow& m : snap.misuse) snap.summary.misuse_events += m.count;
@@ -433,8 +424,8 @@ Snapshot Ledger::snapshot(Moment moment) const {
     std::stable_sort(snap.owners.begin(), snap.owners.end(),
                      [](const OwnerRow& a, const OwnerRow& b) { return a.live_bytes > b.live_bytes; });
 
-    snap.summary.live_bytes = state().owners.total_live();
-    snap.summary.peak_tracked_bytes = state().owners.total_peak();
+    snap.summary.live_bytes = state_->owners.total_live();
+    snap.summary.peak_tracked_bytes = state_->owners.total_peak();
     return snap;
 }
 

@@ -10,7 +10,6 @@
 
 #include "ledger/types.hpp"
 
-#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -180,13 +179,7 @@ public:
 
 private:
     struct State;
-    // The state lives inside the ledger, not behind a pointer of its own: a recorded call reaches the classic
-    // table at a fixed offset from the ledger, where loading the pointer was one more cache line to miss
-    // after each driver call. ledger.cpp checks that State fits.
-    static constexpr std::size_t kStateBytes = 100 * 1024;
-    State& state();
-    const State& state() const;
-    alignas(64) std::byte state_bytes_[kStateBytes];
+    std::unique_ptr<State> state_;
     std::unique_ptr<TraceTree> traces_;
     std::unique_ptr<PythonFrames> python_frames_;
 };
