@@ -39,7 +39,7 @@ void record(ev::PoolDestroy, Call& call, CUresult r, CUmemoryPool pool) {
     t_before = {};
     if (r != CUDA_SUCCESS) return;
     // Its idle memory goes now; what allocations still hold goes with their frees (measured).
-    if (before.known) returned(call, "destroy", pool, before.reserved - std::min(before.reserved, before.used));
+    if (before.known && before.reserved > before.used) returned(call, "destroy", pool, before.reserved - before.used);
     call.recorder().pools().destroyed(pool);
 }
 
