@@ -39,6 +39,7 @@ ClassicTable::Slot* ClassicTable::map_slots(std::uint32_t n) {
 }
 
 ClassicTable::ClassicTable(Owners& owners) : owners_(owners) {
+    owners_.log_changes_in(log_, &ClassicTable::apply_logged, this);
     for (Shard& s : shards_) {
         s.slots.store(map_slots(kInitialSlots), std::memory_order_relaxed);
         s.mask.store(kInitialSlots - 1, std::memory_order_relaxed);
@@ -117,12 +118,22 @@ ClassicRecord ClassicTable::record_of(const Slot& s) const {
 }
 
 void ClassicTable::insert(std::uint64_t ptr, std::uint64_t size, Kind kind, const Site& site, int device) {
+    if (owners_.lock().owned_by_me() &&
+        log_.append(LoggedChange{ptr, size, site.api, site.trace, site.owner, kind, device_plus_one(device)}))
+        [[likely]] return;
+    Owners::Hold hold(owners_);
+    insert_held(ptr, size, kind, site, device_plus_one(device), 0);
+}
+
+void ClassicTable::insert_held(std::uint64_t ptr, std::uint64_t size, Kind kind, const Site& site,
+                               std::uint8_t device_plus_one, std::uint32_t logged) {
     const std::uint8_t api = api_index(site.api);
     const std::uint32_t epoch = hot_.epoch.load(std::memory_order_relaxed);
     Shard& s = shards_[shard_of(ptr)];
-    std::lock_guard lock(owners_.lock());
-    if (++s.stamps == 0) s.stamps = 1;  // 0 means "no record"
-    const Slot fresh{ptr, pack(size, device), site.trace, epoch, site.owner, kind, api, s.stamps};
+    std::uint32_t count = (s.stamps.load(std::memory_order_relaxed) + 1) & kCount;
+    if (count == 0) count = 1;  // 0 means "no record"
+    s.stamps.store(count, std::memory_order_relaxed);
+    const Slot fresh{ptr, pack(size, device_plus_one), site.trace, epoch, site.owner, kind, api, count | logged};
     Writing w(s);
     // One probe: it ends at ptr's record or at the empty slot where ptr goes (unless the shard must grow).
     Slot* slots = s.array();
@@ -145,7 +156,24 @@ void ClassicTable::insert(std::uint64_t ptr, std::uint64_t size, Kind kind, cons
     owners_.add(site.owner, kind, size);
 }
 
-std::uint32_t ClassicTable::stamp_of(std::uint64_t ptr) const {
+void ClassicTable::apply_logged(void* table) {
+    auto& t = *static_cast<ClassicTable*>(table);
+    t.log_.take([&t](const LoggedChange& c) {
+        if (c.api == nullptr) t.erase_held(c.ptr, static_cast<Ticket>(c.size));
+        else t.insert_held(c.ptr, c.size, c.kind, Site{c.api, c.trace, c.owner}, c.device_plus_one, kLogged);
+    });
+}
+
+ClassicTable::Ticket ClassicTable::ticket_for(std::uint64_t ptr) const {
+    // Relaxed: an insert by another thread that the program saw before this free is ordered before it by
+    // whatever handed the program the pointer; one made while the driver frees comes after this read.
+    if (owners_.lock().owned_by_me())
+        return kSince | shards_[shard_of(ptr)].stamps.load(std::memory_order_relaxed);
+    return stamp_of(ptr);
+}
+
+ClassicTable::Ticket ClassicTable::stamp_of(std::uint64_t ptr) const {
+    owners_.settle();  // a record the log's thread made and has not applied is still to be found
     const Shard& s = shards_[shard_of(ptr)];
     for (int attempt = 0; attempt < 4; ++attempt) {
         const std::uint32_t before = s.version.load(std::memory_order_acquire);
@@ -165,16 +193,24 @@ std::uint32_t ClassicTable::stamp_of(std::uint64_t ptr) const {
         std::atomic_thread_fence(std::memory_order_acquire);
         if (s.version.load(std::memory_order_relaxed) == before) return stamp;
     }
-    std::lock_guard lock(owners_.lock());  // writers kept changing the shard: read it under the lock
+    Owners::Hold lock(owners_);  // writers kept changing the shard: read it under the lock
     const Slot* at = find(s, ptr);
     return at != nullptr ? at->stamp : 0;
 }
 
-void ClassicTable::erase(std::uint64_t ptr, std::uint32_t stamp) {
+void ClassicTable::erase(std::uint64_t ptr, Ticket ticket) {
+    if ((ticket & kSince) != 0 && owners_.lock().owned_by_me() &&
+        log_.append(LoggedChange{ptr, ticket, nullptr, 0, 0, Kind::classic, 0})) [[likely]]
+        return;
+    Owners::Hold hold(owners_);
+    erase_held(ptr, ticket);
+}
+
+void ClassicTable::erase_held(std::uint64_t ptr, Ticket ticket) {
     Shard& s = shards_[shard_of(ptr)];
-    std::lock_guard lock(owners_.lock());
     Slot* at = find(s, ptr);
-    if (at == nullptr || (stamp != 0 && at->stamp != stamp)) return;
+    if (at == nullptr) return;
+    if ((ticket & kSince) != 0 ? !made_by(at->stamp, ticket & kCount) : ticket != 0 && at->stamp != ticket) return;
     owners_.sub(at->owner, at->kind, bytes_in(*at));
     Writing w(s);
     remove(s, at);
@@ -182,13 +218,13 @@ void ClassicTable::erase(std::uint64_t ptr, std::uint32_t stamp) {
 
 bool ClassicTable::contains(std::uint64_t ptr) const {
     const Shard& s = shards_[shard_of(ptr)];
-    std::lock_guard lock(owners_.lock());
+    Owners::Hold lock(owners_);
     return find(s, ptr) != nullptr;
 }
 
 std::uint32_t ClassicTable::find_record(std::uint64_t ptr, ClassicRecord* out) const {
     const Shard& s = shards_[shard_of(ptr)];
-    std::lock_guard lock(owners_.lock());
+    Owners::Hold lock(owners_);
     const Slot* slot = find(s, ptr);
     if (slot == nullptr) return 0;
     *out = record_of(*slot);
@@ -196,6 +232,7 @@ std::uint32_t ClassicTable::find_record(std::uint64_t ptr, ClassicRecord* out) c
 }
 
 void ClassicTable::clear() {
+    log_.clear();
     for (Shard& s : shards_) {
         Slot* const fresh = map_slots(kInitialSlots);
         munmap(s.array(), bytes_of(s.size_mask() + 1));
@@ -205,6 +242,7 @@ void ClassicTable::clear() {
         s.slots.store(fresh, std::memory_order_relaxed);
         s.mask.store(kInitialSlots - 1, std::memory_order_relaxed);
         s.used = 0;
+        s.stamps.store(0, std::memory_order_relaxed);
         s.version.store(0, std::memory_order_relaxed);
     }
 }

@@ -1,19 +1,20 @@
 // classic_table: live classic allocations (cuMemAlloc*, async, host, managed, IPC opens) by pointer, and
 // their bytes in the owners' figures. This is the hot path of PyTorch-style programs, and after a real
-// driver call none of it is in cache, so what it costs is the cache lines it touches and its locked
-// instructions (about 7 ns each). An allocation or a free touches:
+// driver call none of it is in cache, so what it costs is the code and cache lines it touches and its
+// locked instructions (about 7 ns each). A change applied touches:
 //   1. the owners' lock and totals (one line, owners.hpp), and its owner's line,
-//   2. its shard's line (the version, the slot array's address, size and use count),
+//   2. its shard's line (the version, the slot array's address, size, use count and count of inserts),
 //   3. its slot's line (one 32-byte slot: pointer, size, trace, epoch, owner, kind, api, stamp),
 //   4. for an allocation only, the hot line (the epoch and the first API names, read-mostly).
+// The thread the lock is biased to (most programs' one allocating thread) applies nothing per call: it
+// appends the change to its log (change_log.hpp), and whoever takes the lock next applies the log first, in
+// order, with the code warm. Any other thread applies its change under the lock.
 // No hash node is allocated or freed (open addressing with linear probing and backward-shift deletion;
 // a shard's array doubles at half load, so growth is amortised and never in steady state). The one lock
 // is the owners' (the table changes under it, so the bytes move with the record in one step); the order
 // between "A frees p" and "B allocates p" that the driver's reuse of p demands is carried by the slot's
-// stamp (see stamp_of). An allocation takes the lock once; a free reads its record's stamp without the
-// lock (a seqlock read) and takes the lock once, to take the record out: one locked instruction a call.
-// 64 shards keep growth small and a lock-free reader's retries rare; a slot is 32 bytes, so a live
-// allocation costs 64 to 128 bytes of table.
+// stamp and the free's ticket (see ticket_for). 64 shards keep growth small and a lock-free reader's retries
+// rare; a slot is 32 bytes, so a live allocation costs 64 to 128 bytes of table.
 #pragma once
 
 #include "ledger/types.hpp"
@@ -45,20 +46,27 @@ public:
     ClassicTable(const ClassicTable&) = delete;
     ClassicTable& operator=(const ClassicTable&) = delete;
 
-    // Records ptr as live, made in the current epoch, and counts its bytes. A record ptr still had is
-    // replaced and its bytes uncounted: a free we never saw, or one in flight (its ticket names the old
-    // record) that the driver has already done, since it handed ptr out again.
+    // Records ptr as live, made in the current epoch (the one it is applied in: a mark applies the log
+    // first), and counts its bytes. A record ptr still had is replaced and its bytes uncounted: a free we
+    // never saw, or one in flight (its ticket names the old record) that the driver has already done, since
+    // it handed ptr out again.
     void insert(std::uint64_t ptr, std::uint64_t size, Kind, const Site&, int device = -1);
 
-    // Before the driver frees ptr: the stamp of its record (0: none). Every insert stamps its record anew,
-    // so if another thread is handed ptr again and records it before this free is recorded, that record
-    // has another stamp and the erase below leaves it alone. Read without the lock.
-    std::uint32_t stamp_of(std::uint64_t ptr) const;
-    // After the driver freed ptr: its record is taken out and its bytes uncounted. With a stamp, only the
-    // record that still has it (another one is a new allocation that replaced it). Stamp 0: whatever record
-    // ptr has (a free seen only after the fact, as the CUPTI backend sees it, or of a pointer the table did
-    // not know when it began).
-    void erase(std::uint64_t ptr, std::uint32_t stamp);
+    // What a free takes out, named before the driver frees ptr; 0 is "whatever record ptr has then". The
+    // driver hands a freed pointer out again at once, so a record that another thread makes for ptr while
+    // this free is in flight must be left alone. Two kinds:
+    //  - an exact ticket (any thread but the log's): the stamp of ptr's record now. Every insert stamps
+    //    anew, so a later record has another stamp. Read without the lock, once the log is applied.
+    //  - a ticket since (the log's thread, kSince set): the count of inserts ptr's shard has made. The free
+    //    takes out ptr's record if the log's thread made it (its changes apply in the order it made them,
+    //    so that record is the one it frees) or another thread made it no later than that count.
+    using Ticket = std::uint32_t;
+    Ticket ticket_for(std::uint64_t ptr) const;
+    // The stamp of ptr's record now (0: none), the log applied: an exact ticket.
+    Ticket stamp_of(std::uint64_t ptr) const;
+    // After the driver freed ptr: the record the ticket names is taken out and its bytes uncounted. Ticket 0:
+    // whatever record ptr has (a free seen only after the fact, as the CUPTI backend sees it).
+    void erase(std::uint64_t ptr, Ticket);
     bool contains(std::uint64_t ptr) const;
     // ptr's record and its stamp; stamp 0 when there is none.
     std::uint32_t find_record(std::uint64_t ptr, ClassicRecord* out) const;
@@ -70,7 +78,7 @@ public:
     void for_each(F&& f) const {
         SpinLock::Visit visit(owners_.lock());  // from a thread other than the lock's owner: one announcement
         for (const Shard& s : shards_) {
-            std::lock_guard lock(owners_.lock());
+            Owners::Hold lock(owners_);
             const Slot* slots = s.array();
             for (std::uint32_t i = 0; i <= s.size_mask(); ++i)
                 if (slots[i].ptr != 0) f(slots[i].ptr, record_of(slots[i]));
@@ -89,7 +97,7 @@ private:
         OwnerId owner;
         Kind kind;
         std::uint8_t api;     // index into hot_.apis
-        std::uint32_t stamp;  // this insert's, never 0 (the shard's count of inserts)
+        std::uint32_t stamp;  // this insert's: the shard's count of inserts (never 0), kLogged if from the log
     };
     static_assert(sizeof(Slot) == 32, "two slots a cache line");
 
@@ -109,7 +117,7 @@ private:
         std::atomic<Slot*> slots{nullptr};
         std::atomic<std::uint32_t> mask{0};  // slots - 1 (a power of two)
         std::uint32_t used = 0;
-        std::uint32_t stamps = 0;     // inserts so far: the last stamp given
+        std::atomic<std::uint32_t> stamps{0};  // inserts so far (kCount bits): the last stamp given
         std::vector<Mapped> retired;  // arrays a growth replaced, their pages given back
         Slot* array() const { return slots.load(std::memory_order_relaxed); }  // under the lock
         std::uint32_t size_mask() const { return mask.load(std::memory_order_relaxed); }
@@ -127,8 +135,9 @@ private:
     };
     static void put(Slot& to, const Slot& from);  // the fields a reader without the lock sees, atomically
     static constexpr int kDeviceShift = 56;       // no allocation reaches 64 PiB
-    static std::uint64_t pack(std::uint64_t size, int device) {
-        return (size & ((std::uint64_t{1} << kDeviceShift) - 1)) | (std::uint64_t(device + 1) << kDeviceShift);
+    static std::uint8_t device_plus_one(int device) { return static_cast<std::uint8_t>(device + 1); }
+    static std::uint64_t pack(std::uint64_t size, std::uint8_t device_plus_one) {
+        return (size & ((std::uint64_t{1} << kDeviceShift) - 1)) | (std::uint64_t{device_plus_one} << kDeviceShift);
     }
     static std::uint64_t bytes_in(const Slot& s) { return s.size & ((std::uint64_t{1} << kDeviceShift) - 1); }
     static int device_in(const Slot& s) { return static_cast<int>(s.size >> kDeviceShift) - 1; }
@@ -149,6 +158,22 @@ private:
     static std::size_t shard_of(std::uint64_t ptr) { return mix(ptr) >> 58; }
     static std::uint32_t home(std::uint32_t mask, std::uint64_t ptr) { return static_cast<std::uint32_t>(mix(ptr) >> 26) & mask; }
 
+    // A stamp is a count of inserts (kCount bits, wrapping, never 0) and whether the log applied it; a
+    // ticket is a stamp, or kSince with a count.
+    static constexpr std::uint32_t kCount = (1u << 30) - 1, kLogged = 1u << 30, kSince = 1u << 31;
+    // Whether a record stamped `stamp` is one a ticket since `count` takes out. Counts wrap: one free's
+    // driver call does not outlast 2^29 inserts into one shard.
+    static bool made_by(std::uint32_t stamp, std::uint32_t count) {
+        return (stamp & kLogged) != 0 || ((count - stamp) & kCount) < (1u << 29);
+    }
+
+    // Under the lock (an Owners::Hold).
+    void insert_held(std::uint64_t ptr, std::uint64_t size, Kind, const Site&, std::uint8_t device_plus_one,
+                     std::uint32_t logged);
+    void erase_held(std::uint64_t ptr, Ticket);
+    // What the log's thread appended, applied in order; for Owners::Hold.
+    static void apply_logged(void* table);
+
     Slot* find(const Shard&, std::uint64_t ptr) const;  // under the lock
     void remove(Shard&, Slot*);                         // backward-shift deletion, under the lock
     void grow(Shard&);                                  // doubles, under the lock
@@ -156,6 +181,7 @@ private:
     ClassicRecord record_of(const Slot&) const;
 
     Owners& owners_;  // counts the records' bytes; its lock is the table's
+    ChangeLog log_;   // the changes of the lock's owner thread not yet applied
     Hot hot_;
     std::mutex api_mu_;  // registration of a new API name only
     std::array<Shard, kShards> shards_;

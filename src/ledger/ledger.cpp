@@ -129,7 +129,8 @@ void Ledger::allocated(std::uint64_t ptr, std::uint64_t size, Kind kind, const S
     state_->classic.insert(ptr, size, kind, site, device);
 }
 
-Ledger::FreeTicket Ledger::freeing(std::uint64_t ptr) { return state_->classic.stamp_of(ptr); }
+Ledger::FreeTicket Ledger::freeing(std::uint64_t ptr) { return state_->classic.ticket_for(ptr); }
+Ledger::FreeTicket Ledger::stamp_of(std::uint64_t ptr) { return state_->classic.stamp_of(ptr); }
 
 void Ledger::freed(std::uint64_t ptr, bool ok, const char* result, const Site& site, FreeTicket ticket) {
     if (!ok) {
@@ -168,6 +169,7 @@ std::string Ledger::owner_name(OwnerId o) const { return state_->owners.name(o);
 
 std::vector<std::pair<OwnerId, std::uint64_t>> Ledger::live_by_owner() const {
     std::vector<std::pair<OwnerId, std::uint64_t>> out;
+    state_->owners.settle();
     const std::size_t n = state_->owners.count();
     for (std::size_t i = 0; i < n; ++i) {
         const auto o = static_cast<OwnerId>(i);
@@ -180,6 +182,7 @@ std::uint64_t Ledger::take_peak_since_mark() { return state_->owners.take_peak_s
 
 std::vector<OwnerRow> Ledger::owners_now() const {
     std::vector<OwnerRow> out;
+    state_->owners.settle();
     const std::size_t n = state_->owners.count();
     for (std::size_t i = 0; i < n; ++i) {
         const auto o = static_cast<OwnerId>(i);
@@ -207,6 +210,7 @@ std::vector<Ledger::Unreachable> Ledger::still_unreachable(const std::vector<std
 std::uint32_t Ledger::references_through(std::uint64_t handle) const { return state_->vmm.references_through(handle); }
 
 std::uint32_t Ledger::begin_epoch() {
+    state_->owners.settle();  // what the log's thread allocated so far belongs to the epoch that ends
     const std::uint32_t e = state_->epoch.fetch_add(1, std::memory_order_relaxed) + 1;
     state_->vmm.set_epoch(e);
     state_->classic.set_epoch(e);
@@ -424,6 +428,7 @@ Snapshot Ledger::snapshot(Moment moment) const {
     std::stable_sort(snap.owners.begin(), snap.owners.end(),
                      [](const OwnerRow& a, const OwnerRow& b) { return a.live_bytes > b.live_bytes; });
 
+    state_->owners.settle();
     snap.summary.live_bytes = state_->owners.total_live();
     snap.summary.peak_tracked_bytes = state_->owners.total_peak();
     return snap;

@@ -62,6 +62,9 @@ public:
     // of ptr put there meanwhile.
     using FreeTicket = std::uint32_t;
     FreeTicket freeing(std::uint64_t ptr);
+    // The stamp of ptr's record now (0: none): a ticket that names that record, whichever thread made it and
+    // however long it is kept (an object named by its record).
+    FreeTicket stamp_of(std::uint64_t ptr);
     // Ticket 0: whatever record ptr has (a free seen only after the fact, as the CUPTI backend sees it).
     void freed(std::uint64_t ptr, bool ok, const char* result, const Site&, FreeTicket ticket = 0);
 

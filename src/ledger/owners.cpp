@@ -48,7 +48,7 @@ void Owners::add(OwnerId o, Kind k, std::uint64_t bytes) {
 }
 
 std::uint64_t Owners::take_peak_since_mark() {
-    std::lock_guard hold(totals_.lock);
+    Hold hold(*this);
     const std::uint64_t peak = std::max(totals_.since_mark_peak.load(std::memory_order_relaxed),
                                         totals_.live.load(std::memory_order_relaxed));
     totals_.since_mark_peak.store(totals_.live.load(std::memory_order_relaxed), std::memory_order_relaxed);

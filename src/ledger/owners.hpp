@@ -9,6 +9,7 @@
 // maximum of one live figure every change moves.
 #pragma once
 
+#include "change_log.hpp"
 #include "ledger/types.hpp"
 #include "spin_lock.hpp"
 
@@ -27,14 +28,47 @@ public:
     std::string name(OwnerId) const;
     std::size_t count() const { return count_.load(std::memory_order_acquire); }
 
-    // The lock every change is made under; add and sub expect it held.
+    // The lock every change is made under; add and sub expect it held (through a Hold).
     SpinLock& lock() { return totals_.lock; }
+
+    // The changes the lock's owner thread logged without the lock (change_log.hpp) and what applies them,
+    // under it: the classic table's.
+    void log_changes_in(ChangeLog& log, void (*apply)(void* table), void* table) {
+        log_ = &log;
+        apply_ = apply;
+        table_ = table;
+    }
+    // The lock held, what was logged applied first: whoever holds it sees and changes the figures of every
+    // call that has returned, in the order the calls made them.
+    class Hold {
+    public:
+        explicit Hold(Owners& o) : o_(o) {
+            o.lock().lock();
+            try {
+                o.apply_logged();
+            } catch (...) {
+                o.lock().unlock();
+                throw;
+            }
+        }
+        ~Hold() { o_.lock().unlock(); }
+        Hold(const Hold&) = delete;
+        Hold& operator=(const Hold&) = delete;
+
+    private:
+        Owners& o_;
+    };
+    // Before a read of the figures without the lock: what was logged, applied (the lock taken only then).
+    void settle() {
+        if (log_ != nullptr && log_->waiting()) Hold applied(*this);
+    }
     void add(OwnerId, Kind, std::uint64_t bytes);
     void sub(OwnerId, Kind, std::uint64_t bytes);
     // A kind that holds no memory (multicast objects): its figure by kind moves, never live or peak bytes.
     void add_apart(OwnerId, Kind, std::uint64_t bytes);
     void sub_apart(OwnerId, Kind, std::uint64_t bytes);
 
+    // Read without the lock: settle() first.
     std::uint64_t live(OwnerId o) const { return counters_[clamp(o)].live.load(std::memory_order_relaxed); }
     std::uint64_t peak(OwnerId o) const { return counters_[clamp(o)].peak.load(std::memory_order_relaxed); }
     std::uint64_t live(OwnerId o, Kind k) const {
@@ -60,6 +94,10 @@ private:
         std::atomic<std::uint64_t> live{0}, peak{0}, since_mark_peak{0};  // one line: a change touches it anyway
     };
     static_assert(sizeof(Totals) == 64, "the lock and the totals share one cache line");
+    // Under the lock.
+    void apply_logged() {
+        if (log_ != nullptr && log_->waiting()) apply_(table_);
+    }
     // An id from another ledger must not index past the table (bounded by the table, not by count(), so a
     // change reads no line of registration state).
     static OwnerId clamp(OwnerId o) { return o < kMaxOwners ? o : 0; }
@@ -69,6 +107,9 @@ private:
     alignas(64) std::atomic<std::size_t> count_{1};
     std::array<Counters, kMaxOwners> counters_;
     Totals totals_;
+    ChangeLog* log_ = nullptr;
+    void (*apply_)(void*) = nullptr;
+    void* table_ = nullptr;
 };
 
 }  // namespace cumemaudit::ledger::detail

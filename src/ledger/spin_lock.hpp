@@ -56,6 +56,11 @@ public:
         if (counted) others_.fetch_sub(1, std::memory_order_release);
     }
 
+    // Whether this thread owns it: then it is the one producer of the lock's change log (change_log.hpp).
+    [[gnu::always_inline]] bool owned_by_me() const noexcept {
+        return owner_.load(std::memory_order_relaxed) == self();
+    }
+
     // Whether a thread owns it (tests, benchmarks).
     bool biased() const noexcept {
         const void* owner = owner_.load(std::memory_order_acquire);

@@ -105,7 +105,7 @@ void VmmModel::learn_size(Allocation& a, std::uint64_t size) {
     if (a.size_known) return;
     a.size = size;
     a.size_known = true;
-    std::lock_guard lock(owners_.lock());
+    Owners::Hold lock(owners_);
     if (a.kind == Kind::multicast) owners_.add_apart(a.origin.owner, a.kind, size);
     else owners_.add(a.origin.owner, a.kind, size);
 }
@@ -117,7 +117,7 @@ void VmmModel::forget_if_unpinned(std::uint64_t alloc_id) {
     if (!a.refs.empty() || a.mappings != 0 || !a.fds.empty()) return;
     if (!a.binds.empty()) drop_binds(a);
     if (a.size_known) {
-        std::lock_guard lock(owners_.lock());
+        Owners::Hold lock(owners_);
         if (a.kind == Kind::multicast) owners_.sub_apart(a.origin.owner, a.kind, a.size);
         else owners_.sub(a.origin.owner, a.kind, a.size);
     }
@@ -189,7 +189,7 @@ void VmmModel::drop_binds(Allocation& mc) {
 void VmmModel::become_multicast(Allocation& a) {
     if (a.kind != Kind::imported) return;
     if (a.size_known) {
-        std::lock_guard owners(owners_.lock());
+        Owners::Hold owners(owners_);
         owners_.sub(a.origin.owner, Kind::imported, a.size);
         owners_.add_apart(a.origin.owner, Kind::multicast, a.size);
     }

@@ -69,7 +69,7 @@ void freed(Call& call, CUresult r, std::uint64_t ptr) {
 
 // An external memory object as its ledger record names it (ExternalBook::Object).
 ExternalBook::Object external_object(Call& call, CUexternalMemory object) {
-    return {addr(object), book(call).freeing(addr(object))};
+    return {addr(object), book(call).stamp_of(addr(object))};
 }
 
 void external_object_ended(Call& call, ExternalBook::Object object) {

@@ -3,7 +3,7 @@
 // memory"), so the object's row ends at the later of its destroy and its last buffer's cuMemFree. The free
 // path asks only while a buffer lives (Recorder::Hot::external_buffers).
 //
-// An object is named by its ledger record: its address and that record's stamp (Ledger::freeing). The
+// An object is named by its ledger record: its address and that record's stamp (Ledger::stamp_of). The
 // address alone is not enough: the driver may hand a destroyed object's address to a new import while the
 // old object's buffers still live, and the old object's end must not take the new one's row.
 #pragma once
