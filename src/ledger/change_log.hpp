@@ -2,8 +2,7 @@
 // kept in order without the lock until whoever takes the lock next applies them (owners.hpp, Owners::Hold).
 //
 // Why: after a real driver call none of the shim's code is in cache, and the record of a call (the lock, the
-// table's probe, the owners' figures) is mostly code, three code lines for each data line it touches
-// (docs/COST.md). Appending a change is one store of 32 bytes and one of a count; applying a batch runs the
+// table's probe, the owners' figures) is mostly code (docs/COST.md, "Where a recorded call's time goes"). Appending a change is one store of 32 bytes and one of a count; applying a batch runs the
 // record's code once, warm, for all of them. Every figure stays exact: changes are applied in the order
 // the thread made them, and every reader takes the lock, so it applies them first (docs/HOT_PATH.md, "The
 // allocating thread's log").
