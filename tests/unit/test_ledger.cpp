@@ -1,5 +1,6 @@
 // The ledger against the sequences real programs run (docs/DRIVER.md): exact bytes, counts and sites.
 #include "ledger/ledger.hpp"
+#include "reusing_driver.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -573,20 +574,7 @@ TEST_CASE("32 threads sharing a reusing driver: exact live bytes and planted lea
     // thread's free races another's allocation of the same value; each call records as the shim does:
     // ticket, driver, record.
     Ledger l;
-    std::mutex driver_mu;
-    std::vector<std::uint64_t> free_list;
-    std::uint64_t next = 0x10000;
-    auto driver_alloc = [&] {
-        std::lock_guard lock(driver_mu);
-        if (free_list.empty()) return next += 512;
-        const std::uint64_t p = free_list.back();
-        free_list.pop_back();
-        return p;
-    };
-    auto driver_free = [&](std::uint64_t p) {
-        std::lock_guard lock(driver_mu);
-        free_list.push_back(p);
-    };
+    ledger_test::ReusingDriver driver;
     constexpr int kThreads = 32, kIters = 4000;
     std::vector<std::thread> threads;
     for (int t = 0; t < kThreads; ++t)
@@ -594,11 +582,11 @@ TEST_CASE("32 threads sharing a reusing driver: exact live bytes and planted lea
             const OwnerId o = l.owner_id("owner" + std::to_string(t % 3));
             const Site alloc_site{"cuMemAlloc_v2", static_cast<TraceId>(t + 1), o};
             for (int i = 0; i < kIters; ++i) {
-                const std::uint64_t p = driver_alloc();
+                const std::uint64_t p = driver.alloc();
                 l.allocated(p, 256 + 8 * static_cast<std::uint64_t>(t), Kind::classic, alloc_site);
                 if (i % 1000 == 0) continue;  // planted: 4 per thread
                 const Ledger::FreeTicket ticket = l.freeing(p);
-                driver_free(p);
+                driver.free(p);
                 l.freed(p, true, "CUDA_SUCCESS", Site{"cuMemFree_v2", 0, o}, ticket);
             }
         });

@@ -3,6 +3,7 @@
 // exactly what recording each call directly gives: bytes, peaks between marks, epochs, sites, and the order
 // between one thread's free and another's allocation of the pointer the driver handed out again.
 #include "ledger/ledger.hpp"
+#include "reusing_driver.hpp"
 #include "ledger/spin_lock.hpp"
 
 #include <catch2/catch.hpp>
@@ -177,29 +178,16 @@ TEST_CASE("the log's thread churning with a reusing driver while another allocat
     // other thread's allocations of the same values; a third thread reads the figures meanwhile.
     Ledger l;
     become_the_log_thread(l);
-    std::mutex driver_mu;
-    std::vector<std::uint64_t> free_list;
-    std::uint64_t next = 0x10000;
-    auto driver_alloc = [&] {
-        std::lock_guard lock(driver_mu);
-        if (free_list.empty()) return next += 512;
-        const std::uint64_t p = free_list.back();
-        free_list.pop_back();
-        return p;
-    };
-    auto driver_free = [&](std::uint64_t p) {
-        std::lock_guard lock(driver_mu);
-        free_list.push_back(p);
-    };
+    ledger_test::ReusingDriver driver;
     auto churn = [&](OwnerId o, TraceId trace, std::uint64_t size, int iters, int plant_every, auto pause) {
         const Site at{"cuMemAllocAsync", trace, o};
         for (int i = 0; i < iters; ++i) {
-            const std::uint64_t p = driver_alloc();
+            const std::uint64_t p = driver.alloc();
             l.allocated(p, size, Kind::async_pool, at);
             pause();
             if (i % plant_every == 0) continue;  // planted
             const Ledger::FreeTicket ticket = l.freeing(p);
-            driver_free(p);
+            driver.free(p);
             l.freed(p, true, "CUDA_SUCCESS", Site{"cuMemFreeAsync", 0, o}, ticket);
         }
     };
