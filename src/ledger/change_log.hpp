@@ -2,8 +2,9 @@
 // kept in order without the lock until whoever takes the lock next applies them (owners.hpp, Owners::Hold).
 //
 // Why: after a real driver call none of the shim's code is in cache, and the record of a call (the lock, the
-// table's probe, the owners' figures) is mostly code (docs/COST.md, "Where a recorded call's time goes"). Appending a change is one store of 32 bytes and one of a count; applying a batch runs the
-// record's code once, warm, for all of them. Every figure stays exact: changes are applied in the order
+// table's probe, the owners' figures) is mostly code (docs/COST.md, "Where a recorded call's time goes").
+// Appending a change is one store of 32 bytes and one of a count; applying a batch runs the record's code
+// once, warm, for all of them. Every figure stays exact: changes are applied in the order
 // the thread made them, and every reader takes the lock, so it applies them first (docs/HOT_PATH.md, "The
 // allocating thread's log").
 //
@@ -65,13 +66,6 @@ public:
             ~Publish() { to.store(tail, std::memory_order_release); }
         } publish{tail_, tail};
         while (tail != head) apply(entries_[tail++ % kEntries]);
-    }
-
-    // One thread alive (a table cleared): nothing waits.
-    void clear() noexcept {
-        head_.store(0, std::memory_order_relaxed);
-        tail_.store(0, std::memory_order_relaxed);
-        cached_tail_ = 0;
     }
 
 private:

@@ -231,20 +231,4 @@ std::uint32_t ClassicTable::find_record(std::uint64_t ptr, ClassicRecord* out) c
     return slot->stamp;
 }
 
-void ClassicTable::clear() {
-    log_.clear();
-    for (Shard& s : shards_) {
-        Slot* const fresh = map_slots(kInitialSlots);
-        munmap(s.array(), bytes_of(s.size_mask() + 1));
-        for (const Mapped& old : s.retired) munmap(old.slots, old.bytes);
-        s.retired.clear();
-        s.retired.shrink_to_fit();
-        s.slots.store(fresh, std::memory_order_relaxed);
-        s.mask.store(kInitialSlots - 1, std::memory_order_relaxed);
-        s.used = 0;
-        s.stamps.store(0, std::memory_order_relaxed);
-        s.version.store(0, std::memory_order_relaxed);
-    }
-}
-
 }  // namespace cumemaudit::ledger::detail

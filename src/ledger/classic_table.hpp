@@ -84,9 +84,6 @@ public:
                 if (slots[i].ptr != 0) f(slots[i].ptr, record_of(slots[i]));
         }
     }
-    // Back to the initial size: a fork child should not inherit the parent's footprint. One thread alive
-    // (Ledger::reset, which resets the owners and their lock).
-    void clear();
 
 private:
     struct Slot {
@@ -105,9 +102,9 @@ private:
     static constexpr std::uint32_t kInitialSlots = 128;  // one page: arrays are mapped, not malloc'd
     // A reader without the lock (stamp_of) sees the slots through a seqlock: `version` is odd while a
     // writer changes them, and the slots' pointer and stamp are written and read atomically. Arrays are
-    // mapped pages: the one a growth replaces is given back with MADV_DONTNEED but stays mapped until
-    // clear(), so a reader that raced the growth reads old slots or zeros, never unmapped memory, and then
-    // sees the version moved. `slots` is published before `mask` and read after it: a probe stays in bounds.
+    // mapped pages: the one a growth replaces is given back with MADV_DONTNEED but stays mapped until the
+    // table is destroyed, so a reader that raced the growth reads old slots or zeros, never unmapped
+    // memory, and then sees the version moved. `slots` is published before `mask` and read after it: a probe stays in bounds.
     struct Mapped {
         Slot* slots;
         std::size_t bytes;
