@@ -104,7 +104,8 @@ private:
     // writer changes them, and the slots' pointer and stamp are written and read atomically. Arrays are
     // mapped pages: the one a growth replaces is given back with MADV_DONTNEED but stays mapped until the
     // table is destroyed, so a reader that raced the growth reads old slots or zeros, never unmapped
-    // memory, and then sees the version moved. `slots` is published before `mask` and read after it: a probe stays in bounds.
+    // memory, and then sees the version moved. `slots` is published before `mask` and read after it: a
+    // probe stays in bounds.
     struct Mapped {
         Slot* slots;
         std::size_t bytes;
