@@ -8,7 +8,7 @@
 #   bash gpu_k49.sh threads      async at 16 threads with head, everylog and stamped beside it
 #   bash gpu_k49.sh torch        the PyTorch rows, two processes a round
 # Each writes its cost.json, cost.md and stdout.txt under $OUT/NAME.
-# What ran (2026-12-07, one H100, 00:59–01:16 UTC): `bash gpu_k49.sh calls` (6 rounds in its budget), the same
+# What ran (2026-12-07, one H100, 00:59–01:15 UTC): `bash gpu_k49.sh calls` (6 rounds in its budget), the same
 # cost.py line with --resume calls/cost.json --budget-s 240 (rounds 7-8), the threads command's cost.py line with
 # --rounds 9 --budget-s 200 (5 rounds), and --resume again for round 9 of the call rows; calls/stdout_N.txt are the
 # three commands' outputs, calls/cost.json the nine rounds. The torch command did not run: the device time ended.
