@@ -2,6 +2,7 @@
 #include "shim/boundary/hooks.hpp"
 
 #include "shim/services/loader.hpp"
+#include "shim/services/thread_state.hpp"
 
 #include <dlfcn.h>
 
@@ -62,6 +63,7 @@ void adopt_real(HookId id, void* p) {
 }
 
 void forget_unloaded_entries() {
+    ShimScope looking_up;  // dladdr holds the loader's lock: see real_entry
     for (auto& entry : g_real) {
         void* p = entry.load(std::memory_order_acquire);
         Dl_info info{};
@@ -70,6 +72,10 @@ void forget_unloaded_entries() {
 }
 
 void* real_entry(HookId id) {
+    // The look-up holds the dynamic loader's lock. A report needs that lock (it names the driver's build and
+    // symbolizes), so exit() from a signal handler that interrupts the look-up must find this thread inside
+    // the shim's own work and write none, rather than wait on a report that waits on this thread.
+    ShimScope looking_up;
     const HookInfo& info = hook_info(id);
     // info.symbol views a string literal (kHooks below), so its data() is NUL-terminated.
     void* p = info.kind == HookKind::runtime ? next_symbol(info.symbol.data()) : driver_entry(info.symbol.data());
